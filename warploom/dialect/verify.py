@@ -1,0 +1,55 @@
+"""Shape verification of graph-level `wl` ops: IRDL checked the structure, this checks the rules.
+
+Errors are emitted as MLIR diagnostics at the op's location, so `warploom-opt`
+prints them as `file:line:col: error: ...` and `--verify-diagnostics` can match them.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from . import GRAPH_OPS, op_attrs, op_kind, tensor_type
+from .shapes import ShapeError, infer
+
+
+def verify_op(op) -> str | None:
+    """The error message for one wl graph op, or None when it is well formed."""
+    kind = op_kind(op)
+    opdef = GRAPH_OPS.get(kind)
+    if opdef is None:
+        return None
+    operation = op.operation
+    try:
+        operands = {}
+        for name, value in zip(opdef.operands, operation.operands):
+            if not isinstance(value.type, ir.RankedTensorType):
+                raise ShapeError(f"operand {name} must be a ranked tensor, got {value.type}")
+            operands[name] = tensor_type(value.type)
+        result_type = operation.results[0].type
+        if not isinstance(result_type, ir.RankedTensorType):
+            raise ShapeError(f"result must be a ranked tensor, got {result_type}")
+        declared = tensor_type(result_type)
+        inferred = infer(kind, operands, op_attrs(op), result_elem=declared.elem)
+    except ShapeError as e:
+        return f"'wl.{kind}' op {e}"
+    if declared.rank != inferred.rank or any(
+            d is not None and i is not None and d != i for d, i in zip(declared.shape, inferred.shape)):
+        return f"'wl.{kind}' op result type {declared} does not match the inferred {inferred}"
+    if kind not in ("cast", "matmul") and declared.elem != inferred.elem:
+        return f"'wl.{kind}' op result element type {declared.elem} differs from the operands' {inferred.elem}"
+    return None
+
+
+def verify_module(root) -> int:
+    """Emit one error diagnostic per malformed wl op under `root`; return how many."""
+    errors = []
+
+    def visit(op):
+        msg = verify_op(op)
+        if msg:
+            errors.append((op, msg))
+        return ir.WalkResult.ADVANCE
+
+    root.operation.walk(visit)
+    for op, msg in errors:
+        op.operation.location.emit_error(msg)
+    return len(errors)

@@ -1,0 +1,65 @@
+"""The registry of `wl-*` passes and the pass pipelines of each target.
+
+A pass is a plain function `run(module_op, **options)` registered with its
+command-line argument and a one-line description. It reports a user-facing
+error by raising `PassError` with the op it is about; the registry turns that
+into an MLIR diagnostic at the op's location and fails the pass.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+class PassError(Exception):
+    """A pass cannot proceed; `op` (optional) locates the diagnostic."""
+
+    def __init__(self, message: str, op=None):
+        super().__init__(message)
+        self.op = op
+
+
+class PassFailed(Exception):
+    """A pass failed and has already emitted its diagnostics."""
+
+
+@dataclass(frozen=True)
+class PassInfo:
+    argument: str                 # "wl-fuse": the name in pipelines and the warploom-opt flag
+    description: str
+    run: Callable                 # run(module_op, **options)
+    options: dict[str, type] = field(default_factory=dict)   # option name -> type, for `wl-tile{block-m=128}`
+
+    @property
+    def name(self) -> str:        # "WlFuse": the name MLIR prints in IR dumps
+        return "".join(part.capitalize() for part in self.argument.split("-"))
+
+
+PASSES: dict[str, PassInfo] = {}
+
+
+def register(argument: str, description: str, options: dict[str, type] | None = None):
+    """Decorator: register `run(module_op, **options)` as the pass `argument`."""
+    if not argument.startswith("wl-"):
+        raise ValueError(f"warploom pass names start with 'wl-', got {argument!r}")
+
+    def wrap(fn):
+        if argument in PASSES:
+            raise ValueError(f"pass {argument!r} is registered twice")
+        PASSES[argument] = PassInfo(argument, description, fn, dict(options or {}))
+        return fn
+
+    return wrap
+
+
+# Pipelines are lists of pass names; later issues append the planning and lowering passes.
+PIPELINES: dict[str, list[str]] = {
+    "sm_90a": ["wl-verify", "wl-fuse", "wl-verify"],
+    "sm_100a": ["wl-verify", "wl-fuse", "wl-verify"],
+}
+
+
+def pipeline_for(target: str) -> list[str]:
+    if target not in PIPELINES:
+        raise ValueError(f"unknown target {target!r}; warploom targets: {', '.join(PIPELINES)}")
+    return list(PIPELINES[target])

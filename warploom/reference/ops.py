@@ -1,0 +1,246 @@
+"""Numpy reference semantics of the graph-level ``wl`` ops, used as the ground truth kernels are checked against.
+
+Every op converts its inputs to float64 first and computes in float64, so the
+reference is (much) more precise than any kernel it judges; only ``cast``
+returns a low-precision array, and ``round_to`` models a store to a narrow
+element type while staying in float64.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from warploom.runtime.dtypes import numpy_dtype
+
+__all__ = [
+    "round_to", "cast",
+    "matmul", "attention",
+    "add", "mul", "maximum", "scale", "exp", "exp2", "relu", "gelu", "silu",
+    "reduce_max", "reduce_sum", "softmax", "causal_mask",
+    "OPS",
+]
+
+LAYOUTS = ("bhsd", "bshd")
+
+
+def _f64(x) -> np.ndarray:
+    # ml_dtypes arrays (bf16, fp8, fp4) convert exactly: float64 holds all their values.
+    return np.asarray(x, dtype=np.float64)
+
+
+# ---------------------------------------------------------------- rounding
+
+
+def round_to(x, dtype: str) -> np.ndarray:
+    """Round to the nearest value of element type ``dtype`` (ties to even) and return it as float64.
+
+    The cast goes straight from float64: going through float32 first would
+    round twice and can land on the wrong neighbour at near-ties.
+    Out-of-range values follow ml_dtypes: inf for f16/bf16/f32/e5m2, NaN for
+    e4m3fn (it has no inf), saturation to +-6 for e2m1fn (it has neither).
+    """
+    return _f64(x).astype(numpy_dtype(dtype)).astype(np.float64)
+
+
+def cast(x, dtype: str) -> np.ndarray:
+    """The values of ``x`` as an array of element type ``dtype`` (rounded like ``round_to``)."""
+    return _f64(x).astype(numpy_dtype(dtype))
+
+
+# ---------------------------------------------------------------- contractions
+
+
+def _swap_last_two(x: np.ndarray) -> np.ndarray:
+    return np.swapaxes(x, -1, -2)
+
+
+def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> np.ndarray:
+    """``a @ b`` in float64; rank 2, or rank N with identical leading batch dims (no broadcasting)."""
+    a, b = _f64(a), _f64(b)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"matmul needs operands of rank >= 2, got shapes {a.shape} and {b.shape}")
+    if a.ndim != b.ndim or a.shape[:-2] != b.shape[:-2]:
+        raise ValueError(
+            f"matmul batch dims must be identical: a {a.shape} has batch {a.shape[:-2]}, "
+            f"b {b.shape} has batch {b.shape[:-2]}")
+    if transpose_a:
+        a = _swap_last_two(a)
+    if transpose_b:
+        b = _swap_last_two(b)
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(
+            f"matmul K mismatch: a is [..., M={a.shape[-2]}, K={a.shape[-1]}] and b is "
+            f"[..., K={b.shape[-2]}, N={b.shape[-1]}] (after transposes); a's K must equal b's K")
+    return a @ b
+
+
+def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
+              layout: str = "bhsd") -> np.ndarray:
+    """softmax(q k^T * scale [+ causal mask]) v, per batch and query head, in float64.
+
+    layout "bhsd": q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv].
+    layout "bshd": q [B, Sq, Hq, D], k [B, Sk, Hkv, D], v [B, Sk, Hkv, Dv].
+    The output has q's layout with head dim Dv.
+
+    GQA: query head h reads kv head h // (Hq // Hkv).
+    scale defaults to 1/sqrt(D).
+    causal: query i sees key j only if j <= i, aligned top-left (torch's
+    is_causal). With that alignment key 0 is visible to every query, so a
+    row can only be fully masked when Sk == 0; such rows give 0 output
+    (what a flash kernel yields when its running denominator stays 0).
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown attention layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.ndim != 4:
+            raise ValueError(f"attention {name} must have rank 4 ({layout}), got shape {t.shape}")
+    if layout == "bshd":
+        # Work in bhsd; the transposes are views, so this costs nothing.
+        q, k, v = (t.transpose(0, 2, 1, 3) for t in (q, k, v))
+    _check_attention_shapes(q.shape, k.shape, v.shape, layout)
+
+    hq, hkv, d = q.shape[1], k.shape[1], q.shape[3]
+    group = hq // hkv
+    # np.repeat puts copy h of kv head g at index g*group + r, i.e. head h reads h // group.
+    k = np.repeat(k, group, axis=1)
+    v = np.repeat(v, group, axis=1)
+
+    if scale is None:
+        scale = 1.0 / math.sqrt(d)
+    scores = (q @ _swap_last_two(k)) * scale
+    if causal:
+        scores = causal_mask(scores)
+    out = softmax(scores, axis=-1) @ v
+    if layout == "bshd":
+        out = out.transpose(0, 2, 1, 3)
+    return out
+
+
+def _check_attention_shapes(qs, ks, vs, layout: str) -> None:
+    """Shapes are given in bhsd order; messages say which layout the user passed."""
+    b, hq, sq, d = qs
+    if ks[0] != b or vs[0] != b:
+        raise ValueError(f"attention batch mismatch: q B={b}, k B={ks[0]}, v B={vs[0]}; all must be equal")
+    if ks[3] != d:
+        raise ValueError(f"attention head-dim mismatch: q D={d}, k D={ks[3]}; q and k must share D")
+    if vs[1] != ks[1] or vs[2] != ks[2]:
+        raise ValueError(
+            f"attention k/v mismatch: k has Hkv={ks[1]}, Sk={ks[2]}; v has Hkv={vs[1]}, Sk={vs[2]} "
+            f"({layout}); k and v must agree on heads and sequence length")
+    hkv = ks[1]
+    if hkv == 0 or hq % hkv != 0:
+        raise ValueError(f"attention GQA: Hq={hq} must be a multiple of Hkv={hkv}")
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def add(a, b) -> np.ndarray:
+    return _f64(a) + _f64(b)
+
+
+def mul(a, b) -> np.ndarray:
+    return _f64(a) * _f64(b)
+
+
+def maximum(a, b) -> np.ndarray:
+    return np.maximum(_f64(a), _f64(b))
+
+
+def scale(x, factor: float) -> np.ndarray:
+    return _f64(x) * float(factor)
+
+
+def exp(x) -> np.ndarray:
+    return np.exp(_f64(x))
+
+
+def exp2(x) -> np.ndarray:
+    return np.exp2(_f64(x))
+
+
+def relu(x) -> np.ndarray:
+    return np.maximum(_f64(x), 0.0)
+
+
+# numpy has no erf; math.erf is correctly rounded enough (well under 1e-15) for a reference.
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu(x, approximate: str = "none") -> np.ndarray:
+    """GELU: exact erf form by default, or the tanh approximation (approximate="tanh")."""
+    x = _f64(x)
+    if approximate == "none":
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    if approximate == "tanh":
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)
+        return 0.5 * x * (1.0 + np.tanh(inner))
+    raise ValueError(f"unknown gelu approximation {approximate!r}: expected 'none' or 'tanh'")
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp(-|x|) never overflows, and the two branches keep full relative precision in both tails.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def silu(x) -> np.ndarray:
+    x = _f64(x)
+    return x * _sigmoid(x)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def reduce_max(x, axis: int) -> np.ndarray:
+    return np.max(_f64(x), axis=axis)
+
+
+def reduce_sum(x, axis: int) -> np.ndarray:
+    return np.sum(_f64(x), axis=axis)
+
+
+def softmax(x, axis: int = -1) -> np.ndarray:
+    """Stable softmax; a slice that is entirely -inf (fully masked) gives zeros, not NaN."""
+    x = _f64(x)
+    # initial=-inf lets an empty axis (Sk == 0) through; subtracting 0 instead of -inf
+    # then keeps fully masked slices at exp(-inf) = 0 rather than NaN.
+    row_max = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    e = np.exp(x - row_max)
+    total = e.sum(axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def causal_mask(x) -> np.ndarray:
+    """-inf where key j > query i over the last two axes [Sq, Sk], top-left aligned."""
+    x = _f64(x).copy()
+    sq, sk = x.shape[-2], x.shape[-1]
+    future = np.arange(sk)[None, :] > np.arange(sq)[:, None]
+    x[..., future] = -np.inf
+    return x
+
+
+# ---------------------------------------------------------------- op table
+
+OPS: dict[str, Callable[..., np.ndarray]] = {
+    "matmul": matmul,
+    "attention": attention,
+    "add": add,
+    "mul": mul,
+    "maximum": maximum,
+    "scale": scale,
+    "exp": exp,
+    "exp2": exp2,
+    "relu": relu,
+    "gelu": gelu,
+    "silu": silu,
+    "reduce_max": reduce_max,
+    "reduce_sum": reduce_sum,
+    "softmax": softmax,
+    "causal_mask": causal_mask,
+    "cast": cast,
+}

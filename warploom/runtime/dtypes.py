@@ -1,0 +1,54 @@
+"""Element types warploom knows, by their MLIR spelling, with their numpy dtypes.
+
+Lives in runtime/ because the launcher needs it too; imports numpy and ml_dtypes only.
+"""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+# MLIR builtin spelling -> numpy dtype (ml_dtypes gives exact low-precision rounding).
+NUMPY_DTYPES: dict[str, np.dtype] = {
+    "f32": np.dtype(np.float32),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+    "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn),
+}
+
+# Short names users may type, mapped to the MLIR spelling.
+ALIASES: dict[str, str] = {
+    "float32": "f32", "fp32": "f32",
+    "float16": "f16", "fp16": "f16", "half": "f16",
+    "bfloat16": "bf16",
+    "e4m3": "f8E4M3FN", "fp8_e4m3": "f8E4M3FN", "float8_e4m3fn": "f8E4M3FN",
+    "e5m2": "f8E5M2", "fp8_e5m2": "f8E5M2", "float8_e5m2": "f8E5M2",
+    "e2m1": "f4E2M1FN", "fp4": "f4E2M1FN", "float4_e2m1fn": "f4E2M1FN",
+}
+
+# Storage bits of one element (fp4 packs two per byte in memory).
+BITS: dict[str, int] = {"f32": 32, "f16": 16, "bf16": 16, "f8E4M3FN": 8, "f8E5M2": 8, "f4E2M1FN": 4}
+
+
+def canonical(name: str) -> str:
+    """Return the MLIR spelling of an element type name, or raise ValueError naming the choices."""
+    if name in NUMPY_DTYPES:
+        return name
+    if name.lower() in ALIASES:
+        return ALIASES[name.lower()]
+    choices = ", ".join(NUMPY_DTYPES)
+    raise ValueError(f"unknown element type {name!r}: warploom supports {choices}")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    return NUMPY_DTYPES[canonical(name)]
+
+
+def from_numpy(dtype) -> str:
+    """The MLIR spelling for a numpy dtype, or raise ValueError."""
+    dt = np.dtype(dtype)
+    for name, nd in NUMPY_DTYPES.items():
+        if nd == dt:
+            return name
+    raise ValueError(f"numpy dtype {dt} has no warploom element type; supported: {', '.join(NUMPY_DTYPES)}")

@@ -1,0 +1,1 @@
+"""Command-line tools: `warploom` (cli.py) and `warploom-opt` (opt.py)."""

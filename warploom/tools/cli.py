@@ -1,0 +1,97 @@
+"""The `warploom` command: compile graphs, show the IR after each pass, list passes, run the demo.
+
+    warploom demo                                  what warploom does, on this machine
+    warploom compile graph.mlir --target sm_90a --dump-ir ir/
+    warploom passes
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def cmd_passes(args) -> int:
+    from .opt import list_passes
+    print(list_passes())
+    return 0
+
+
+def print_records(records, out=sys.stdout) -> None:
+    print(f"{'#':>3}  {'pass':<28} {'ms':>8}  {'IR lines':>8}", file=out)
+    for r in records:
+        print(f"{r.index:>3}  {r.name:<28} {r.seconds * 1e3:8.2f}  {r.ir.count(chr(10)):>8}", file=out)
+
+
+def cmd_compile(args) -> int:
+    from mlir import ir
+
+    from warploom.dialect import make_context
+    from warploom.passes import PassError, pipeline_for, run_passes
+
+    from .diagnostics import DiagnosticCollector, to_diags
+
+    try:
+        text = open(args.input, encoding="utf-8").read()
+        passes = pipeline_for(args.target)
+    except (OSError, ValueError) as e:
+        print(f"warploom compile: {e}", file=sys.stderr)
+        return 1
+    ctx = make_context()
+    collector = DiagnosticCollector(ctx)
+
+    def on_ir(record):
+        if args.print_ir_after_all:
+            print(f"// -----// IR after {record.index:02d} {record.name} //----- //\n{record.ir}")
+
+    with ctx, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+            records = run_passes(module, passes, dump_dir=args.dump_ir, on_ir=on_ir)
+        except ir.MLIRError as e:
+            for d in collector.take() + to_diags(e.error_diagnostics):
+                print(d.format(args.input), file=sys.stderr)
+            return 1
+        except PassError as e:
+            print(f"warploom compile: {e}", file=sys.stderr)
+            return 1
+    print_records(records, out=sys.stderr)
+    if args.dump_ir:
+        print(f"IR after each pass written to {args.dump_ir}/", file=sys.stderr)
+    if not args.print_ir_after_all:
+        print(records[-1].ir)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+    return run_demo(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="warploom", description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    sp = sub.add_parser("passes", help="list the wl-* passes and the pipeline of each target")
+    sp.set_defaults(fn=cmd_passes)
+    sp = sub.add_parser("compile", help="run a target's pipeline on a .mlir file of wl ops")
+    sp.add_argument("input")
+    sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
+    sp.add_argument("--dump-ir", metavar="DIR", help="write the IR after each pass to DIR/NN-pass.mlir")
+    sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
+    sp.set_defaults(fn=cmd_compile)
+    sp = sub.add_parser("demo", help="build graphs, run the pipelines, check numerics on this machine")
+    sp.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each pass to DIR")
+    sp.set_defaults(fn=cmd_demo)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.fn(args)
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

@@ -1,0 +1,117 @@
+"""Collecting MLIR diagnostics, printing them like mlir-opt, and checking `expected-error` comments.
+
+`--verify-diagnostics` follows upstream's convention: a comment
+`// expected-error @+1 {{text}}` expects an error whose message contains `text`
+on the line below (`@-N`, `@above`, `@below`, or no offset for the same line).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mlir import ir
+
+SEVERITY = {
+    ir.DiagnosticSeverity.ERROR: "error",
+    ir.DiagnosticSeverity.WARNING: "warning",
+    ir.DiagnosticSeverity.NOTE: "note",
+    ir.DiagnosticSeverity.REMARK: "remark",
+}
+
+
+@dataclass
+class Diag:
+    severity: str
+    line: int | None
+    col: int | None
+    message: str
+
+    def format(self, filename: str) -> str:
+        where = f"{filename}:{self.line}:{self.col}: " if self.line is not None else f"{filename}: "
+        return f"{where}{self.severity}: {self.message}"
+
+
+def file_position(loc: ir.Location) -> tuple[int | None, int | None]:
+    """Line and column of a location, looking inside fused/name/callsite locations."""
+    if loc.is_a_file():
+        return loc.start_line, loc.start_col
+    if loc.is_a_fused():
+        for inner in loc.locations:
+            pos = file_position(inner)
+            if pos[0] is not None:
+                return pos
+    if loc.is_a_name():
+        return file_position(loc.child_loc)
+    if loc.is_a_callsite():
+        return file_position(loc.callee)
+    return None, None
+
+
+def to_diags(infos) -> list[Diag]:
+    """Flatten Diagnostic/DiagnosticInfo objects (and their notes) into `Diag`s."""
+    out = []
+    for d in infos:
+        line, col = file_position(d.location)
+        out.append(Diag(SEVERITY.get(d.severity, "error"), line, col, d.message))
+        out.extend(to_diags(d.notes))
+    return out
+
+
+class DiagnosticCollector:
+    """Attach to a context; every diagnostic emitted while attached lands in `.diags`."""
+
+    def __init__(self, ctx: ir.Context):
+        self.diags: list[Diag] = []
+        self.handler = ctx.attach_diagnostic_handler(self._handle)
+
+    def _handle(self, d) -> bool:
+        self.diags.extend(to_diags([d]))
+        return True   # handled: nothing else prints it
+
+    def take(self) -> list[Diag]:
+        out, self.diags = self.diags, []
+        return out
+
+
+EXPECTED = re.compile(r"expected-(error|warning|note|remark)\s*(?:@([+-]\d+|above|below))?\s*\{\{(.*?)\}\}")
+
+
+@dataclass
+class Expected:
+    severity: str
+    line: int
+    text: str
+    comment_line: int
+
+
+def expected_diagnostics(text: str, first_line: int = 1) -> list[Expected]:
+    out = []
+    for i, line in enumerate(text.splitlines(), start=first_line):
+        for m in EXPECTED.finditer(line):
+            sev, offset, msg = m.groups()
+            if offset in (None, ""):
+                target = i
+            elif offset == "above":
+                target = i - 1
+            elif offset == "below":
+                target = i + 1
+            else:
+                target = i + int(offset)
+            out.append(Expected(sev, target, msg, i))
+    return out
+
+
+def verify_expected(expected: list[Expected], diags: list[Diag], filename: str) -> list[str]:
+    """Messages for every unmatched expectation and every unexpected diagnostic (empty = pass)."""
+    problems, remaining = [], list(diags)
+    for exp in expected:
+        match = next((d for d in remaining if d.severity == exp.severity and d.line == exp.line
+                      and exp.text in d.message), None)
+        if match is None:
+            problems.append(f"{filename}:{exp.comment_line}: error: expected {exp.severity} "
+                            f"\"{exp.text}\" on line {exp.line} was not produced")
+        else:
+            remaining.remove(match)
+    for d in remaining:
+        problems.append(f"{d.format(filename)}  (unexpected {d.severity})")
+    return problems
