@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import irdl
 
-from .definition import GRAPH_OPS, OpDef, irdl_text
+from .definition import ALL_OPS, GRAPH_OPS, KERNEL_OPS, OpDef, irdl_text
 from .shapes import ShapeError, TensorType
 
 # The IRDL modules must outlive the contexts that loaded them.
@@ -64,6 +64,8 @@ def attr_value(attr: ir.Attribute):
         return bool(attr.value) if ir.IntegerType(attr.type).width == 1 else attr.value
     if isinstance(attr, (ir.FloatAttr, ir.StringAttr)):
         return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [attr_value(a) for a in attr]
     return attr
 
 
@@ -81,8 +83,27 @@ def make_attr(kind: str, value) -> ir.Attribute:
         return ir.FloatAttr.get(ir.F32Type.get(), float(value))
     if kind == "str":
         return ir.StringAttr.get(str(value))
+    if kind == "array":
+        return ir.ArrayAttr.get([to_attr(v) for v in value])
     raise ValueError(f"unknown attribute kind {kind!r}")
 
 
-__all__ = ["GRAPH_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "irdl_text", "load_dialect",
-           "make_attr", "make_context", "mlir_tensor_type", "op_attrs", "op_kind", "tensor_type"]
+def to_attr(value) -> ir.Attribute:
+    """An attribute for a plain Python value: bool -> i1, int -> i64, float -> f32, str, list -> array."""
+    if isinstance(value, ir.Attribute):
+        return value
+    if isinstance(value, bool):
+        return make_attr("bool", value)
+    if isinstance(value, int):
+        return make_attr("int", value)
+    if isinstance(value, float):
+        return make_attr("float", value)
+    if isinstance(value, str):
+        return make_attr("str", value)
+    if isinstance(value, (list, tuple)):
+        return make_attr("array", value)
+    raise TypeError(f"no MLIR attribute for {value!r}")
+
+
+__all__ = ["ALL_OPS", "GRAPH_OPS", "KERNEL_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "irdl_text", "load_dialect",
+           "make_attr", "make_context", "to_attr", "mlir_tensor_type", "op_attrs", "op_kind", "tensor_type"]

@@ -1,9 +1,15 @@
-"""The graph-level ops of the `wl` dialect, as one table, and the IRDL text made from it.
+"""The ops of the `wl` dialect, as tables, and the IRDL text made from them.
 
-Everything that knows an op's operands or attributes (the IRDL definition, the
-Python builder, the verifier, the reference interpreter) reads `GRAPH_OPS`.
-Kernel-level and resource-level ops are added to this table by later passes'
-issues; IRDL checks structure only, shape rules live in `shapes.py`.
+Three levels share the dialect:
+- graph ops (`GRAPH_OPS`) on tensors: what users build; the builder, verifier and
+  reference interpreter read this table;
+- kernel ops (`KERNEL_OPS`): a `wl.kernel` holding tiles, loops and MMAs (made by wl-tile);
+- resource ops, also in `KERNEL_OPS`: buffers, mbarriers, warp roles, waits and
+  arrives, each naming its smem region, stage ring and barrier (made by the
+  planning passes; read by the lowering and, later, the schedule simulator).
+IRDL checks structure only (operand counts, required attributes, regions);
+planning passes add further attributes (`offset`, `bytes`, ...), which IRDL allows.
+Shape rules of graph ops live in `shapes.py`.
 """
 from __future__ import annotations
 
@@ -17,15 +23,20 @@ ATTR_BASES = {
     "int": "#builtin.integer",
     "float": "#builtin.float",
     "str": "#builtin.string",
+    "array": "#builtin.array",
 }
 
 
 @dataclass(frozen=True)
 class OpDef:
     name: str                      # op name without the `wl.` prefix
-    operands: tuple[str, ...]      # operand names, all ranked tensors
+    # Operand names, all ranked tensors. "*name" is variadic; IRDL binds one constraint to one type,
+    # so a variadic group's tensors must share a type: kernels take their first two inputs apart.
+    operands: tuple[str, ...]
     attrs: dict[str, str] = field(default_factory=dict)   # attribute name -> kind (ATTR_BASES key)
     summary: str = ""
+    results: int = 1               # 0 or 1 tensor result
+    region: bool = False           # one region, ended by `gpu.yield` (IRDL ops cannot be terminators)
 
 
 GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
@@ -49,6 +60,41 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("causal_mask", ("input",), {}, "-inf where key index > query index over the last two axes"),
 ]}
 
+KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
+    # kernel level (wl-tile, wl-pipeline)
+    OpDef("kernel", ("in0", "in1", "*more"), {"kind": "str", "tile": "array", "cluster": "array", "grid": "array"},
+          "one GPU kernel computing its result from its inputs; the body is its program", region=True),
+    OpDef("k_loop", (), {"trip": "str"}, "loop over the K tiles; stage = i % stages, phase = (i / stages) & 1",
+          results=0, region=True),
+    OpDef("load_tile", (), {"operand": "str", "tile": "array"}, "load one tile of an input", results=0),
+    OpDef("mma", (), {"a": "str", "b": "str", "acc": "str", "shape": "array"},
+          "acc += a @ b on tiles [m, n, k]", results=0),
+    OpDef("store_tile", (), {"operand": "str", "acc": "str", "tile": "array"},
+          "store the accumulator tile to the output", results=0),
+    # resource level (wl-pipeline, wl-specialize, wl-plan-smem, wl-plan-barriers)
+    OpDef("buffer", (), {"name": "str", "shape": "array", "elem": "str", "stages": "int"},
+          "a shared-memory ring of `stages` tiles", results=0),
+    OpDef("async_load", (), {"operand": "str", "buffer": "str", "tile": "array"},
+          "asynchronous copy (TMA) of a tile into the current stage of a buffer", results=0),
+    OpDef("role", (), {"name": "str", "warpgroups": "array", "regs": "int"},
+          "the program of some warpgroups, with their register budget", results=0, region=True),
+    OpDef("mbarrier", (), {"name": "str", "count": "int", "arrivals": "int"},
+          "a ring of `count` mbarriers, each completing after `arrivals` arrivals (and its tx bytes)",
+          results=0),
+    OpDef("wait", (), {"barrier": "str", "parity": "str"},
+          "wait for the current stage's barrier phase (parity 'consumer': phase; 'producer': phase ^ 1)",
+          results=0),
+    OpDef("arrive_expect_tx", (), {"barrier": "str", "bytes": "int"},
+          "arrive on the current stage's barrier, expecting `bytes` of async copies", results=0),
+    OpDef("arrive", (), {"barrier": "str"}, "arrive on the current stage's barrier", results=0),
+    OpDef("mma_wait", (), {"pending": "int"}, "wait until at most `pending` MMA groups are in flight",
+          results=0),
+    # after lowering: the host-side call of a compiled kernel
+    OpDef("launch", ("in0", "in1", "*more"), {"kernel": "str"}, "launch a compiled kernel (see the gpu.module)"),
+]}
+
+ALL_OPS: dict[str, OpDef] = {**GRAPH_OPS, **KERNEL_OPS}
+
 ELEMENTWISE_BINARY = ("add", "mul", "max")
 ELEMENTWISE_UNARY = ("scale", "exp", "exp2", "relu", "gelu", "silu")
 REDUCTIONS = ("reduce_max", "reduce_sum")
@@ -57,20 +103,28 @@ REDUCTIONS = ("reduce_max", "reduce_sum")
 def irdl_text() -> str:
     """The IRDL module defining the `wl` dialect."""
     lines = ["irdl.dialect @wl {"]
-    for op in GRAPH_OPS.values():
+    for op in ALL_OPS.values():
         lines.append(f"  irdl.operation @{op.name} {{")
         # One constraint value per operand: a shared `irdl.base` would force equal types.
+        operands = []
         for name in op.operands:
-            lines.append(f'    %{name} = irdl.base "!builtin.tensor"')
-        lines.append('    %result = irdl.base "!builtin.tensor"')
+            bare = name.lstrip("*")
+            lines.append(f'    %{bare} = irdl.base "!builtin.tensor"')
+            operands.append(f"{bare}: variadic %{bare}" if name.startswith("*") else f"{bare}: %{bare}")
+        if op.results:
+            lines.append('    %result = irdl.base "!builtin.tensor"')
         for attr, kind in op.attrs.items():
             lines.append(f'    %attr_{attr} = irdl.base "{ATTR_BASES[kind]}"')
-        operands = ", ".join(f"{n}: %{n}" for n in op.operands)
-        lines.append(f"    irdl.operands({operands})")
-        lines.append("    irdl.results(result: %result)")
+        if op.region:
+            lines.append("    %body = irdl.region")
+        lines.append(f"    irdl.operands({', '.join(operands)})")
+        if op.results:
+            lines.append("    irdl.results(result: %result)")
         if op.attrs:
             attrs = ", ".join(f'"{a}" = %attr_{a}' for a in op.attrs)
             lines.append(f"    irdl.attributes {{{attrs}}}")
+        if op.region:
+            lines.append("    irdl.regions(body: %body)")
         lines.append("  }")
     lines.append("}")
     return "\n".join(lines) + "\n"

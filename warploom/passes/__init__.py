@@ -1,6 +1,6 @@
 """The `wl-*` passes: one module per pass, registered by importing it here."""
-from . import fuse, verify  # noqa: F401  (registration side effect)
-from .pipeline import PassRecord, parse_pipeline, run_passes
+from . import fuse, pipeline, plan_barriers, plan_smem, specialize, tile, verify  # noqa: F401  (registration)
+from .manager import PassRecord, make_pass_manager, parse_pipeline, run_passes
 from .registry import PASSES, PIPELINES, PassError, PassFailed, PassInfo, pipeline_for, register
 
 __all__ = ["PASSES", "PIPELINES", "PassError", "PassFailed", "PassInfo", "PassRecord", "parse_pipeline",

@@ -1,143 +1,38 @@
-"""Running `wl-*` passes (and upstream ones) in an MLIR PassManager, with the IR after each.
+"""wl-pipeline: give each tile load a shared-memory ring of `stages` buffers, loaded asynchronously.
 
-`run_passes(module, ["wl-fuse", "canonicalize"], dump_dir="ir/")` runs each pass
-in turn, times it, and records the IR it left: as `PassRecord`s, as numbered
-files `00-input.mlir`, `01-wl-fuse.mlir`, ... in `dump_dir`, and through an
-`on_ir(record)` callback. A textual pipeline (`builtin.module(wl-fuse,cse)`) is
-parsed by `parse_pipeline`.
+Each `wl.load_tile` becomes a `wl.async_load` into the current stage of a
+`wl.buffer` ring declared at the top of the kernel; the stage of K tile i is
+i % stages, so up to `stages` tiles are in flight ahead of the MMAs.
 """
 from __future__ import annotations
 
-import re
-import time
-from dataclasses import dataclass
-from pathlib import Path
+from mlir import ir
 
-from mlir import ir, passmanager
+from warploom.dialect import op_attrs, op_kind, tensor_type
+from warploom.dialect.kernel_ir import body_block, kernel_ops, make_op, set_attrs
 
-from .registry import PASSES, PassError, PassFailed
+from .registry import PassError, register
 
 
-@dataclass
-class PassRecord:
-    index: int
-    name: str          # the pipeline element, e.g. "wl-fuse" or "func.func(cse)"
-    seconds: float
-    ir: str
-
-
-def split_top_level(text: str) -> list[str]:
-    """Split at commas that are not inside (), {} or []."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "({[":
-            depth += 1
-        elif ch in ")}]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    tail = text[start:].strip()
-    if tail:
-        parts.append(tail)
-    return parts
-
-
-def parse_pipeline(text: str) -> list[str]:
-    """`builtin.module(wl-fuse,func.func(cse))` or `wl-fuse,cse` -> ["wl-fuse", "func.func(cse)"]."""
-    text = text.strip()
-    m = re.fullmatch(r"builtin\.module\((.*)\)", text, re.S)
-    if m:
-        text = m.group(1)
-    return split_top_level(text)
-
-
-def parse_options(element: str) -> tuple[str, dict[str, str]]:
-    """`wl-tile{block-m=128 stages=4}` -> ("wl-tile", {"block-m": "128", "stages": "4"})."""
-    m = re.fullmatch(r"([\w.-]+)(?:\{(.*)\})?", element.strip(), re.S)
-    if not m:
-        return element, {}
-    opts = {}
-    for item in (m.group(2) or "").split():
-        key, _, value = item.partition("=")
-        opts[key] = value
-    return m.group(1), opts
-
-
-def convert_options(info, raw: dict[str, str]) -> dict:
-    out = {}
-    for key, value in raw.items():
-        if key not in info.options:
-            known = ", ".join(info.options) or "none"
-            raise PassError(f"pass {info.argument} has no option {key!r} (options: {known})")
-        typ = info.options[key]
-        try:
-            out[key.replace("-", "_")] = (value.lower() in ("1", "true")) if typ is bool else typ(value)
-        except ValueError:
-            raise PassError(f"option {key}={value!r} of {info.argument} must be {typ.__name__}") from None
-    return out
-
-
-def add_element(pm: passmanager.PassManager, element: str) -> None:
-    """Add one pipeline element: a registered wl pass (Python) or an upstream pass/pipeline."""
-    name, raw = parse_options(element)
-    info = PASSES.get(name)
-    if info is None:
-        if name.startswith("wl-"):
-            known = ", ".join(sorted(PASSES))
-            raise PassError(f"unknown pass {name!r}; warploom passes: {known}")
-        try:
-            pm.add(element)
-        except ValueError as e:
-            raise PassError(f"cannot add pipeline element {element!r}: {e}") from None
-        return
-    options = convert_options(info, raw)
-
-    def run(op, pass_):
-        try:
-            info.run(op, **options)
-        except PassFailed:
-            pass_.signal_pass_failure()
-        except PassError as e:
-            (e.op.operation.location if e.op is not None else op.location).emit_error(str(e))
-            pass_.signal_pass_failure()
-
-    pm.add(run, name=info.name, argument=info.argument, description=info.description)
-
-
-def make_pass_manager(elements: list[str], *, print_after_all: bool = False) -> passmanager.PassManager:
-    pm = passmanager.PassManager("builtin.module")
-    for element in elements:
-        add_element(pm, element)
-    if print_after_all:
-        pm.enable_ir_printing(print_after_all=True)
-    return pm
-
-
-def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path | None = None,
-               on_ir=None) -> list[PassRecord]:
-    """Run the pipeline one element at a time, recording the IR after each.
-
-    Raises `ir.MLIRError` (with the diagnostics) when a pass fails; the records
-    and dumps of the passes before it are kept."""
-    path = Path(dump_dir) if dump_dir is not None else None
-    if path is not None:
-        path.mkdir(parents=True, exist_ok=True)
-    records: list[PassRecord] = []
-
-    def keep(record: PassRecord) -> None:
-        records.append(record)
-        if path is not None:
-            safe = re.sub(r"[^\w.-]+", "_", record.name).strip("_")
-            (path / f"{record.index:02d}-{safe}.mlir").write_text(record.ir)
-        if on_ir is not None:
-            on_ir(record)
-
-    with module.context:
-        keep(PassRecord(0, "input", 0.0, str(module)))
-        pms = [make_pass_manager([element]) for element in elements]   # bad names fail before anything runs
-        for i, (element, pm) in enumerate(zip(elements, pms), start=1):
-            t0 = time.perf_counter()
-            pm.run(module.operation)
-            keep(PassRecord(i, element, time.perf_counter() - t0, str(module)))
-    return records
+@register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers",
+          options={"stages": int})
+def run(module, stages: int = 4):
+    if not 2 <= stages <= 8:
+        raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
+    for kernel in kernel_ops(module):
+        attrs = op_attrs(kernel)
+        names = attrs["input_names"]
+        elems = {n: tensor_type(v.type).elem for n, v in zip(names, kernel.operation.operands)}
+        loads = []
+        kernel.operation.walk(lambda op: (loads.append(op) if op_kind(op) == "load_tile" else None,
+                                          ir.WalkResult.ADVANCE)[1])
+        first = list(body_block(kernel).operations)[0]
+        for load in loads:
+            la = op_attrs(load)
+            elem = elems[la["operand"]]
+            with ir.InsertionPoint(first), load.operation.location:
+                make_op("buffer", {"name": la["operand"], "shape": la["tile"], "elem": elem, "stages": stages})
+            with ir.InsertionPoint(load), load.operation.location:
+                make_op("async_load", {"operand": la["operand"], "buffer": la["operand"], "tile": la["tile"]})
+            load.operation.erase()
+        set_attrs(kernel, stages=stages)

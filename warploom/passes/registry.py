@@ -54,7 +54,8 @@ def register(argument: str, description: str, options: dict[str, type] | None = 
 
 # Pipelines are lists of pass names; later issues append the planning and lowering passes.
 PIPELINES: dict[str, list[str]] = {
-    "sm_90a": ["wl-verify", "wl-fuse", "wl-verify"],
+    "sm_90a": ["wl-verify", "wl-fuse", "wl-verify", "wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem",
+               "wl-plan-barriers"],
     "sm_100a": ["wl-verify", "wl-fuse", "wl-verify"],
 }
 

@@ -103,7 +103,7 @@ def process_chunk(ctx, first_line: int, chunk: str, opts: dict, collector) -> tu
 
     from warploom.dialect.verify import verify_module
     from warploom.passes import PassError
-    from warploom.passes.pipeline import make_pass_manager
+    from warploom.passes.manager import make_pass_manager
 
     from .diagnostics import to_diags
 
@@ -141,12 +141,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     filename = opts["input"]
+    display = "<stdin>" if filename == "-" else filename
     try:
-        text = sys.stdin.read() if filename == "-" else open(filename, encoding="utf-8").read()
+        # Read bytes and decode strictly: invalid UTF-8 is a user error, not a traceback.
+        data = sys.stdin.buffer.read() if filename == "-" else open(filename, "rb").read()
+        text = data.decode("utf-8")
     except OSError as e:
         print(f"warploom-opt: cannot read {filename}: {e.strerror}", file=sys.stderr)
         return 1
-    display = "<stdin>" if filename == "-" else filename
+    except UnicodeDecodeError as e:
+        print(f"warploom-opt: cannot read {display}: not UTF-8 text (byte offset {e.start})", file=sys.stderr)
+        return 1
 
     from warploom.dialect import make_context
 
@@ -178,8 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         if opts["output"] == "-":
             sys.stdout.write(result)
         else:
-            with open(opts["output"], "w", encoding="utf-8") as f:
-                f.write(result)
+            try:
+                with open(opts["output"], "w", encoding="utf-8") as f:
+                    f.write(result)
+            except OSError as e:
+                print(f"warploom-opt: cannot write {opts['output']}: {e.strerror}", file=sys.stderr)
+                return 1
     return 1 if failed else 0
 
 

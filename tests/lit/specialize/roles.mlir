@@ -1,0 +1,24 @@
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize | FileCheck %s
+// RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=consumer-regs=256 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not warploom-opt %s --wl-tile --wl-specialize 2>&1 | FileCheck %s --check-prefix=ORDER
+
+// A producer warpgroup issues the copies; two consumer warpgroups each own 64 rows of the MMA and the store.
+// CHECK: "wl.role"() ({
+// CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.async_load"() {buffer = "a"
+// CHECK-NEXT: "wl.async_load"() {buffer = "b"
+// CHECK-NOT: wl.mma
+// CHECK: }) {issue = "one_thread", name = "producer", regs = 40 : i64, warpgroups = [0]}
+// CHECK-NEXT: "wl.role"() ({
+// CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.mma"() {a = "a", a_rows = "per_warpgroup", acc = "acc", b = "b", shape = [64, 256, 64]}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// CHECK: "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 256]}
+// CHECK: }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]}
+// CHECK: threads = 384 : i64
+// BUDGET: error: register budget 40 + 2 x 256 per thread needs 70656 registers; the register file holds 65536: lower consumer-regs to 232
+// ORDER: error: wl-specialize needs a pipelined kernel: run wl-pipeline first
+func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %c : tensor<?x?xbf16>
+}

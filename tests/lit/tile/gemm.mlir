@@ -1,0 +1,34 @@
+// RUN: warploom-opt %s --split-input-file --wl-tile | FileCheck %s
+// RUN: warploom-opt %s --split-input-file --wl-tile=block-n=128 | FileCheck %s --check-prefix=BN128
+
+// A row-major B ([K, N]) tiles into a kernel with a K loop; sizes stay runtime rules.
+// CHECK-LABEL: func.func @gemm_kn
+// CHECK: %[[C:.*]] = "wl.kernel"(%arg0, %arg1) ({
+// CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.load_tile"() {operand = "a", tile = [128, 64]}
+// CHECK-NEXT: "wl.load_tile"() {operand = "b", tile = [64, 256]}
+// CHECK-NEXT: "wl.mma"() {a = "a", acc = "acc", b = "b", shape = [128, 256, 64]}
+// CHECK: }) {trip = "cdiv(K, 64)"}
+// CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", tile = [128, 256]}
+// CHECK: b_layout = "kn"
+// CHECK-SAME: grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"]
+// CHECK-SAME: kind = "gemm"
+// CHECK-SAME: tile = [128, 256, 64]
+// CHECK-NOT: wl.matmul
+// CHECK: return %[[C]]
+// BN128: grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"]
+func.func @gemm_kn(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %c : tensor<?x?xbf16>
+}
+
+// -----
+
+// B given as [N, K] (transpose_b, the nn.Linear weight) keeps K innermost in its tiles.
+// CHECK-LABEL: func.func @gemm_nk
+// CHECK: "wl.load_tile"() {operand = "b", tile = [256, 64]}
+// CHECK: b_layout = "nk"
+func.func @gemm_nk(%a: tensor<?x4096xf16>, %w: tensor<11008x4096xf16>) -> tensor<?x11008xf16> {
+  %c = "wl.matmul"(%a, %w) {transpose_a = false, transpose_b = true} : (tensor<?x4096xf16>, tensor<11008x4096xf16>) -> tensor<?x11008xf16>
+  return %c : tensor<?x11008xf16>
+}

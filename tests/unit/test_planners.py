@@ -1,0 +1,64 @@
+"""The smem and barrier planners as tables: offsets, alignment, arrival counts, and the overflow error."""
+import pytest
+from mlir import ir
+
+import warploom as wl
+from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+from warploom.passes import PassError
+from warploom.passes.plan_barriers import barrier_rings
+from warploom.passes.plan_smem import BASE_ALIGN_SLACK, SMEM_LIMIT, plan_smem
+
+
+def specialized(block_n=256, stages=4, elem="bf16", transpose_b=False):
+    g = wl.Graph("gemm")
+    a = g.input("a", ("M", "K"), elem)
+    b = g.input("b", ("N", "K") if transpose_b else ("K", "N"), elem)
+    g.output(g.matmul(a, b, transpose_b=transpose_b))
+    module, _ = g.run_pipeline([f"wl-tile{{block-n={block_n}}}", f"wl-pipeline{{stages={stages}}}", "wl-specialize"])
+    with module.context:
+        return read_kernel(kernel_ops(module)[0])
+
+
+@pytest.mark.parametrize("block_n, stages", [(256, 4), (128, 4), (128, 6), (256, 3), (64, 8)])
+def test_smem_plan_is_aligned_and_disjoint(block_n, stages):
+    plan = plan_smem(specialized(block_n, stages), SMEM_LIMIT["sm_90a"])
+    regions = {r.name: r for r in plan.regions}
+    assert regions["a"].bytes == stages * 128 * 64 * 2
+    assert regions["b"].bytes == stages * block_n * 64 * 2
+    for r in plan.regions:
+        assert r.offset % r.align == 0
+    spans = sorted((r.offset, r.offset + r.bytes) for r in plan.regions)
+    assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
+    assert regions["mbarriers"].bytes == 2 * stages * 8
+    assert plan.requested == plan.used + BASE_ALIGN_SLACK <= SMEM_LIMIT["sm_90a"]
+    assert "a" in plan.table() and "% of the limit" in plan.table()
+
+
+def test_smem_overflow_names_regions_bytes_limit_and_way_out():
+    with pytest.raises(PassError) as e:
+        plan_smem(specialized(256, 5), SMEM_LIMIT["sm_90a"])
+    msg = str(e.value)
+    assert "smem plan needs 246864 B" in msg
+    assert "a 81920 B, b 163840 B, mbarriers 80 B" in msg
+    assert "the limit is 232448 B" in msg
+    assert "use 4 stages" in msg
+
+
+def test_barrier_rings_follow_the_config():
+    for block_n, stages in ((256, 4), (128, 3)):
+        full, empty = barrier_rings(specialized(block_n, stages))
+        assert (full.name, full.count, full.arrivals) == ("full", stages, 1)
+        assert full.tx_bytes == (128 * 64 + 64 * block_n) * 2
+        assert (empty.name, empty.count, empty.arrivals, empty.tx_bytes) == ("empty", stages, 2, 0)
+
+
+def test_planned_ir_carries_the_table():
+    g = wl.Graph("gemm")
+    g.output(g.matmul(g.input("a", ("M", "K"), "f16"), g.input("b", ("K", "N"), "f16")))
+    module, records = g.run_pipeline("sm_90a")
+    with module.context:
+        program = read_kernel(kernel_ops(module, "kernel")[0]) if kernel_ops(module, "kernel") else None
+    text = next(r.ir for r in records if r.name == "wl-plan-barriers")
+    assert '"wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full"' in text
+    assert "smem_bytes = 197696" in text
+    assert program is None or program.attrs["smem_bytes"] == 197696

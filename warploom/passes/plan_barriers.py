@@ -1,0 +1,90 @@
+"""wl-plan-barriers: the mbarriers of a specialized kernel, and the waits and arrives that use them.
+
+For each ring of `stages` operand buffers there are two barrier rings:
+  full[s]   arrivals 1 (the producer's arrive.expect_tx) + the stage's TMA bytes;
+            consumers wait on it before their MMAs read stage s;
+  empty[s]  arrivals = consumer warpgroups (one elected thread each, after its
+            MMAs on stage s retired); the producer waits on it before refilling s.
+K tile i uses stage s = i % stages and phase (i / stages) & 1; the consumer waits
+for that phase of full[s], the producer for the opposite phase of empty[s], so its
+first lap over fresh barriers does not block.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from warploom.dialect import op_attrs
+from warploom.dialect.kernel_ir import children, kernel_ops, make_op, read_kernel, set_attrs
+from warploom.runtime.dtypes import BITS
+
+from .registry import PassError, register
+
+MBARRIER_BYTES = 8
+
+
+@dataclass(frozen=True)
+class BarrierRing:
+    name: str
+    count: int          # one mbarrier per stage
+    arrivals: int       # arrivals that complete a phase
+    tx_bytes: int       # async-copy bytes that must land too (0: none)
+    notes: str
+
+
+def buffer_stage_bytes(buf: dict) -> int:
+    elems = 1
+    for d in buf["shape"]:
+        elems *= d
+    return elems * BITS[buf["elem"]] // 8
+
+
+def barrier_rings(program) -> list[BarrierRing]:
+    """The barrier rings a specialized GEMM program needs; the smem planner sizes their storage from this."""
+    buffers = [b for b in program.buffers.values() if b["name"] != "mbarriers"]
+    stages = program.attrs["stages"]
+    consumers = next(len(r.attrs["warpgroups"]) for r in program.roles if r.attrs["name"] == "consumer")
+    tx = sum(buffer_stage_bytes(b) for b in buffers)
+    return [
+        BarrierRing("full", stages, 1, tx, f"TMA of {' + '.join(b['name'] for b in buffers)} landed"),
+        BarrierRing("empty", stages, consumers, 0, "consumers' MMAs on the stage retired"),
+    ]
+
+
+def plan_barriers(kernel) -> None:
+    program = read_kernel(kernel)
+    region = program.buffers.get("mbarriers")
+    if region is None or "offset" not in region:
+        raise PassError("wl-plan-barriers needs the smem plan (run wl-plan-smem first)", kernel)
+    rings = barrier_rings(program)
+    offset = region["offset"]
+    roles = {op_attrs(r)["name"]: r for r in children(kernel, "role")}
+    full, empty = rings
+    with ir.InsertionPoint(roles["producer"]), kernel.operation.location:
+        for ring in rings:
+            make_op("mbarrier", {"name": ring.name, "count": ring.count, "arrivals": ring.arrivals,
+                                 "tx_bytes": ring.tx_bytes, "offset": offset})
+            offset += ring.count * MBARRIER_BYTES
+
+    (ploop,) = children(roles["producer"], "k_loop")
+    loads = children(ploop, "async_load")
+    with ir.InsertionPoint(loads[0]), kernel.operation.location:
+        make_op("wait", {"barrier": empty.name, "parity": "producer"})
+        make_op("arrive_expect_tx", {"barrier": full.name, "bytes": full.tx_bytes})
+    for load in loads:
+        set_attrs(load, barrier=full.name)
+
+    (cloop,) = children(roles["consumer"], "k_loop")
+    (mma,) = children(cloop, "mma")
+    (mma_wait,) = children(cloop, "mma_wait")
+    with ir.InsertionPoint(mma), kernel.operation.location:
+        make_op("wait", {"barrier": full.name, "parity": "consumer"})
+    with ir.InsertionPoint.after(mma_wait), kernel.operation.location:
+        make_op("arrive", {"barrier": empty.name, "issue": "one_thread_per_warpgroup"})
+
+
+@register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role")
+def run(module):
+    for kernel in kernel_ops(module):
+        plan_barriers(kernel)

@@ -1,0 +1,75 @@
+"""wl-specialize: split a pipelined kernel into warp roles with register budgets.
+
+Warpgroup 0 becomes the producer: one elected thread issues every async copy.
+Warpgroups 1..n are consumers: each issues the MMAs for its 64-row slice of the
+tile (wgmma is m64 per warpgroup) and stores that slice. Registers move from the
+producer to the consumers with setmaxnreg, so the budgets must fit the file:
+128 * (producer_regs + consumers * consumer_regs) <= 65536.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from warploom.dialect import op_attrs, op_kind
+from warploom.dialect.kernel_ir import before_terminator, children, kernel_ops, make_op, set_attrs
+
+from .registry import PassError, register
+
+THREADS_PER_WARPGROUP = 128
+REGISTER_FILE = 65536          # 32-bit registers per SM (and per CTA at most)
+MMA_ROWS_PER_WARPGROUP = 64    # wgmma m64
+
+
+def check_budget(producer_regs: int, consumer_regs: int, consumers: int, op) -> None:
+    for name, regs in (("producer-regs", producer_regs), ("consumer-regs", consumer_regs)):
+        if not (24 <= regs <= 256 and regs % 8 == 0):
+            raise PassError(f"{name} = {regs}: setmaxnreg takes multiples of 8 in 24..256", op)
+    used = THREADS_PER_WARPGROUP * (producer_regs + consumers * consumer_regs)
+    if used > REGISTER_FILE:
+        raise PassError(f"register budget {producer_regs} + {consumers} x {consumer_regs} per thread needs "
+                        f"{used} registers; the register file holds {REGISTER_FILE}: lower consumer-regs to "
+                        f"{(REGISTER_FILE // THREADS_PER_WARPGROUP - producer_regs) // consumers // 8 * 8}", op)
+
+
+def specialize(kernel, producer_regs: int, consumer_regs: int) -> None:
+    attrs = op_attrs(kernel)
+    if "stages" not in attrs:
+        raise PassError("wl-specialize needs a pipelined kernel: run wl-pipeline first", kernel)
+    block_m = attrs["tile"][0]
+    consumers = block_m // MMA_ROWS_PER_WARPGROUP
+    check_budget(producer_regs, consumer_regs, consumers, kernel)
+    (loop,) = children(kernel, "k_loop")
+    loads = children(loop, "async_load")
+    (mma,) = children(loop, "mma")
+    (store,) = children(kernel, "store_tile")
+    loop_attrs, mma_attrs, store_attrs = op_attrs(loop), op_attrs(mma), op_attrs(store)
+    m, n, k = mma_attrs["shape"]
+    with ir.InsertionPoint(loop), kernel.operation.location:
+        producer = make_op("role", {"name": "producer", "warpgroups": [0], "regs": producer_regs,
+                                    "issue": "one_thread"}, region=True)
+        with before_terminator(producer):
+            ploop = make_op("k_loop", loop_attrs, region=True)
+            with before_terminator(ploop):
+                for load in loads:
+                    make_op("async_load", op_attrs(load))
+        consumer = make_op("role", {"name": "consumer", "warpgroups": list(range(1, consumers + 1)),
+                                    "regs": consumer_regs, "issue": "warpgroup"}, region=True)
+        with before_terminator(consumer):
+            cloop = make_op("k_loop", loop_attrs, region=True)
+            with before_terminator(cloop):
+                make_op("mma", {**mma_attrs, "shape": [MMA_ROWS_PER_WARPGROUP, n, k],
+                                "a_rows": "per_warpgroup"})
+                make_op("mma_wait", {"pending": 0})
+            make_op("store_tile", {**store_attrs, "tile": [MMA_ROWS_PER_WARPGROUP, store_attrs["tile"][1]],
+                                   "rows": "per_warpgroup"})
+    store.operation.erase()
+    loop.operation.erase()
+    set_attrs(kernel, threads=THREADS_PER_WARPGROUP * (1 + consumers))
+    assert op_kind(producer) == "role" and m == block_m
+
+
+@register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg budgets",
+          options={"producer-regs": int, "consumer-regs": int})
+def run(module, producer_regs: int = 40, consumer_regs: int = 232):
+    for kernel in kernel_ops(module):
+        specialize(kernel, producer_regs, consumer_regs)

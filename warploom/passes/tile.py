@@ -1,0 +1,78 @@
+"""wl-tile: turn each 2-D `wl.matmul` into a `wl.kernel` that loops over K tiles.
+
+    %c = "wl.matmul"(%a, %b) {transpose_b = false}          (a [M,K], b [K,N])
+becomes
+    %c = "wl.kernel"(%a, %b) ({
+      "wl.k_loop"() ({
+        "wl.load_tile"() {operand = "a", tile = [128, 64]}
+        "wl.load_tile"() {operand = "b", tile = [64, 256]}
+        "wl.mma"() {a = "a", b = "b", acc = "acc", shape = [128, 256, 64]}
+      }) {trip = "cdiv(K, 64)"}
+      "wl.store_tile"() {operand = "c", acc = "acc", tile = [128, 256]}
+    }) {kind = "gemm", tile = [128, 256, 64], grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"], ...}
+
+M, N and K stay runtime values: the grid and the trip count are rules over them.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from warploom.dialect import op_attrs, tensor_type
+from warploom.dialect.kernel_ir import before_terminator, body_block, kernel_ops, make_op
+
+from .registry import PassError, register
+
+MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
+SWIZZLE_BYTES = 128                  # a K tile row must fill one 128-byte swizzle span
+
+
+def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
+    if block_m != 128:
+        raise PassError(f"block-m = {block_m}: the sm_90a GEMM splits 128 rows over two consumer warpgroups "
+                        "(m64 each); use block-m=128", op)
+    if not (64 <= block_n <= 256 and block_n % 64 == 0):
+        raise PassError(f"block-n = {block_n}: must be 64, 128, 192 or 256 (wgmma n <= 256, whole 64-column "
+                        "TMA boxes)", op)
+    if block_k * elem_bytes != SWIZZLE_BYTES:
+        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
+                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+
+
+def tile_matmul(matmul, block_m: int, block_n: int, block_k: int) -> None:
+    check_tile(block_m, block_n, block_k, 2, matmul)    # bad options are wrong for every matmul
+    attrs = op_attrs(matmul)
+    a_type, b_type = (tensor_type(v.type) for v in matmul.operation.operands)
+    c_type = tensor_type(matmul.operation.results[0].type)
+    if a_type.rank != 2:
+        raise PassError(f"wl-tile: batched matmul (rank {a_type.rank}) has no GEMM kernel yet; "
+                        "reshape to 2-D [M, K] x [K, N]", matmul)
+    if attrs["transpose_a"]:
+        raise PassError("wl-tile: transpose_a is not supported by the GEMM kernels; pass a as [M, K]", matmul)
+    if a_type.elem not in MMA_ELEMENTS or c_type.elem != a_type.elem:
+        raise PassError(f"wl-tile: GEMM kernels take {' or '.join(MMA_ELEMENTS)} in and out, "
+                        f"got {a_type.elem} -> {c_type.elem}", matmul)
+    b_layout = "nk" if attrs["transpose_b"] else "kn"
+    b_tile = [block_n, block_k] if b_layout == "nk" else [block_k, block_n]
+    with ir.InsertionPoint(matmul), matmul.operation.location:
+        kernel = make_op("kernel", {
+            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1],
+            "grid": [f"cdiv(N, {block_n})", f"cdiv(M, {block_m})", "1"],
+            "input_names": ["a", "b"], "b_layout": b_layout, "acc_elem": "f32"},
+            operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
+    with before_terminator(kernel), matmul.operation.location:
+        loop = make_op("k_loop", {"trip": f"cdiv(K, {block_k})"}, region=True)
+        with before_terminator(loop):
+            make_op("load_tile", {"operand": "a", "tile": [block_m, block_k]})
+            make_op("load_tile", {"operand": "b", "tile": b_tile})
+            make_op("mma", {"a": "a", "b": "b", "acc": "acc", "shape": [block_m, block_n, block_k]})
+        make_op("store_tile", {"operand": "c", "acc": "acc", "tile": [block_m, block_n]})
+    matmul.operation.results[0].replace_all_uses_with(kernel.results[0])
+    matmul.operation.erase()
+    assert body_block(kernel) is not None
+
+
+@register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles (grid and trip count are runtime rules)",
+          options={"block-m": int, "block-n": int, "block-k": int})
+def run(module, block_m: int = 128, block_n: int = 256, block_k: int = 64):
+    for matmul in kernel_ops(module, "matmul"):
+        tile_matmul(matmul, block_m, block_n, block_k)
