@@ -1,0 +1,114 @@
+"""Which compiled kernels exist and how to find them: kernel specs, the standard set, cache lookup.
+
+Imports no MLIR: on a machine that only runs kernels (WARPLOOM_OFFLINE=1, or no
+MLIR installed) a spec is looked up in the cache's index; on a machine with the
+compiler a miss compiles the kernel (warploom.compile) and records it.
+
+The cache folder of a kernel is named by a key over its IR, target and toolchain
+versions (runtime/cache.py). The index maps a spec to that key, and records the
+hash of the compiler's own sources, so a cache built by another warploom is
+never used by mistake.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from warploom.runtime.artifact import KernelArtifact
+from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
+
+PACKAGE = Path(__file__).parent
+COMPILER_SOURCES = ("dialect", "passes", "lowering", "compile.py", "kernels.py")
+
+
+@dataclass(frozen=True)
+class GemmSpec:
+    """A GEMM kernel: C[M,N] = A[M,K] @ B with B as [K,N] ("kn") or as [N,K] ("nk", a weight)."""
+    elem: str = "bf16"
+    b_layout: str = "kn"
+    block_n: int = 256
+    stages: int = 4
+    target: str = "sm_90a"
+
+    @property
+    def lookup_id(self) -> str:
+        return f"gemm-{self.elem}-{self.b_layout}-128x{self.block_n}x64-s{self.stages}-{self.target}"
+
+    def describe(self) -> str:
+        b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
+        return f"{self.elem} GEMM, {b}, tile 128x{self.block_n}x64, {self.stages} stages, {self.target}"
+
+
+# The kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
+STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a")
+               for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
+}
+
+
+def compiler_hash() -> str:
+    """sha256 over the compiler's sources (read as files, nothing imported)."""
+    h = hashlib.sha256()
+    for name in COMPILER_SOURCES:
+        path = PACKAGE / name
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for f in files:
+            h.update(str(f.relative_to(PACKAGE)).encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def index_path(cache: KernelCache, spec: GemmSpec) -> Path:
+    return cache.root / "index" / f"{spec.lookup_id}.json"
+
+
+def read_index(cache: KernelCache, spec: GemmSpec) -> dict | None:
+    try:
+        return json.loads(index_path(cache, spec).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_index(cache: KernelCache, spec: GemmSpec, key: str) -> None:
+    path = index_path(cache, spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"spec": asdict(spec), "key": key, "compiler": compiler_hash()}
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, path)       # atomic: readers see the old entry or the new one
+
+
+def mlir_available() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("mlir") is not None
+
+
+_memo: dict[tuple[str, GemmSpec], KernelArtifact] = {}
+
+
+def get_kernel(spec: GemmSpec, cache: KernelCache | None = None) -> KernelArtifact:
+    """The compiled kernel for `spec`: from memory, from the cache, or compiled now (and cached)."""
+    cache = cache or default_cache()
+    memo_key = (str(cache.root), spec)
+    if memo_key in _memo:
+        return _memo[memo_key]
+    entry = read_index(cache, spec)
+    artifact = None
+    if entry is not None and entry.get("compiler") == compiler_hash():
+        artifact = cache.get(entry["key"])
+    if artifact is None:
+        if offline() or not mlir_available():
+            stale = " (the cache holds one built by another warploom version)" if entry else ""
+            raise MissingKernelError(spec.lookup_id, spec.describe() + stale,
+                                     f"warploom precompile --target {spec.target} --cache {cache.root}")
+        from warploom.compile import compile_gemm
+        artifact = compile_gemm(spec)
+        cache.put(artifact)
+        write_index(cache, spec, artifact.key)
+    _memo[memo_key] = artifact
+    return artifact

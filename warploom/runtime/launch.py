@@ -1,0 +1,184 @@
+"""Load kernel artifacts onto a GPU and launch them through `cuda.bindings.driver`.
+
+cuda.bindings (not cuda.core) because kernels take TMA descriptors BY VALUE: a CUtensorMap
+packed with type None is copied into the parameter buffer, which cuda.core's launch refuses.
+Clusters launch with cuLaunchKernelEx and a CLUSTER_DIMENSION attribute.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import operator
+import threading
+
+from cuda.bindings import driver
+
+from ._cuda import check, current_device, device_attribute, error_text, on_device
+from .artifact import KernelArtifact
+
+_DEFAULT_SMEM_LIMIT = 48 * 1024  # above this, a kernel must opt in to dynamic shared memory
+_PORTABLE_CLUSTER = 8            # larger clusters need NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+
+_INT_RANGES = {"i32": (-2**31, 2**31 - 1, ctypes.c_int32), "i64": (-2**63, 2**63 - 1, ctypes.c_int64)}
+
+
+def pack_params(artifact: KernelArtifact, args: dict) -> tuple[tuple, tuple]:
+    """(values, types) for cuLaunchKernel, in artifact.params order; checks every argument.
+
+    tensormap -> (CUtensorMap, None): None makes cuda.bindings pass the object's bytes by value.
+    ptr -> (int, c_void_p); i32/i64 -> (int, c_int32/c_int64); f32 -> (float, c_float).
+    """
+    where = f"kernel {artifact.name!r}"
+    names = [p.name for p in artifact.params]
+    missing = [n for n in names if n not in args]
+    extra = sorted(set(args) - set(names))
+    if missing or extra:
+        raise ValueError(f"{where} takes parameters {names}; missing {missing}, unknown {extra}")
+    values, types = [], []
+    for p in artifact.params:
+        v = args[p.name]
+        if p.kind == "tensormap":
+            if not isinstance(v, driver.CUtensorMap):
+                raise TypeError(f"{where}: parameter {p.name!r} needs a CUtensorMap (from encode_tiled), "
+                                f"got {type(v).__name__}")
+            values.append(v)
+            types.append(None)
+        elif p.kind == "ptr":
+            addr = getattr(v, "ptr", v)  # a DeviceTensor or DeviceBuffer passes its address
+            if not isinstance(addr, int) or isinstance(addr, bool) or not 0 <= addr < 2**64:
+                raise TypeError(f"{where}: parameter {p.name!r} needs a device address (int), got {v!r}")
+            values.append(addr)
+            types.append(ctypes.c_void_p)
+        elif p.kind in _INT_RANGES:
+            lo, hi, ctype = _INT_RANGES[p.kind]
+            if not isinstance(v, bool) and hasattr(v, "__index__"):
+                v = operator.index(v)  # python and numpy integers; floats are refused below
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise TypeError(f"{where}: parameter {p.name!r} ({p.kind}) needs an int, got {v!r}")
+            if not lo <= v <= hi:
+                raise ValueError(f"{where}: parameter {p.name!r} = {v} does not fit {p.kind} ({lo}..{hi})")
+            values.append(v)
+            types.append(ctype)
+        elif p.kind == "f32":
+            try:
+                values.append(float(v))
+            except (TypeError, ValueError):
+                raise TypeError(f"{where}: parameter {p.name!r} (f32) needs a number, got {v!r}") from None
+            types.append(ctypes.c_float)
+        else:  # ParamSpec already rejects other kinds; kept for safety
+            raise ValueError(f"{where}: parameter {p.name!r} has unknown kind {p.kind!r}")
+    return tuple(values), tuple(types)
+
+
+class Launcher:
+    """Loads each artifact once per device (module + function) and launches it.
+
+    Modules live in each device's primary context, the one torch and cupy use, so launches on
+    their streams need no context switch.
+    """
+
+    def __init__(self):
+        self._functions: dict[tuple[str, int], object] = {}
+        self._modules: list = []  # kept alive for the process: functions point into them
+        self._lock = threading.Lock()
+
+    def function(self, artifact: KernelArtifact, device: int):
+        """The CUfunction of artifact on device, loading the module on first use."""
+        # An artifact without a cache key (built in memory) is identified by its binary.
+        ident = artifact.key or hashlib.sha256(bytes(artifact.cubin) + artifact.ptx.encode()).hexdigest()
+        cache_key = (ident, device)
+        fn = self._functions.get(cache_key)
+        if fn is not None:
+            return fn
+        with self._lock:
+            fn = self._functions.get(cache_key)
+            if fn is None:
+                fn = self._load(artifact, device)
+                self._functions[cache_key] = fn
+        return fn
+
+    def _load(self, artifact: KernelArtifact, device: int):
+        where = f"kernel {artifact.name!r} (target {artifact.target})"
+        # A cubin runs as is; PTX alone is JIT-compiled by the driver (it must be NUL-terminated).
+        image = bytes(artifact.cubin) if artifact.cubin else artifact.ptx.encode("utf-8") + b"\0"
+        with on_device(device):
+            err, module = driver.cuModuleLoadData(image)
+            if err != driver.CUresult.CUDA_SUCCESS:
+                hint = ""
+                if err in (driver.CUresult.CUDA_ERROR_NO_BINARY_FOR_GPU, driver.CUresult.CUDA_ERROR_INVALID_IMAGE):
+                    attrs = driver.CUdevice_attribute
+                    major = device_attribute(device, attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
+                    minor = device_attribute(device, attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+                    hint = f"; device {device} is sm_{major}{minor}: rebuild for that target"
+                raise RuntimeError(f"cuModuleLoadData failed for {where}: {error_text(err)}{hint}")
+            self._modules.append(module)
+            fn = check(driver.cuModuleGetFunction(module, artifact.name.encode()),
+                       f"cuModuleGetFunction({artifact.name!r}) for {where}")
+            if artifact.smem_bytes > _DEFAULT_SMEM_LIMIT:
+                limit = device_attribute(
+                    device, driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                if artifact.smem_bytes > limit:
+                    raise ValueError(f"{where} needs {artifact.smem_bytes} bytes of dynamic shared memory; device "
+                                     f"{device} allows {limit} per block: rebuild with fewer pipeline stages or "
+                                     "smaller tiles")
+                check(driver.cuFuncSetAttribute(
+                    fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    artifact.smem_bytes), f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES) for {where}")
+            c = artifact.cluster
+            if c[0] * c[1] * c[2] > _PORTABLE_CLUSTER:
+                check(driver.cuFuncSetAttribute(
+                    fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                    f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) for {where}")
+        return fn
+
+    def launch(self, artifact: KernelArtifact, sizes: dict[str, int], args: dict[str, object], stream: int,
+               device: int | None = None) -> None:
+        """Launch artifact with its grid evaluated on sizes, on stream (a CUstream handle).
+
+        device: the GPU ordinal the tensors live on; default: the current context's device, else 0.
+        """
+        where = f"kernel {artifact.name!r}"
+        grid = artifact.grid_for(sizes)
+        cluster = artifact.cluster
+        for axis, g, c in zip("xyz", grid, cluster):
+            if g % c:
+                raise ValueError(f"{where}: grid {axis} = {g} is not a multiple of the cluster size {c} along {axis} "
+                                 f"(grid {grid}, cluster {cluster}); round the grid rule up to a multiple of {c}")
+        values, types = pack_params(artifact, args)
+        if device is None:
+            device = current_device()
+            device = 0 if device is None else device
+        fn = self.function(artifact, device)
+        bx, by, bz = artifact.block
+        hstream = driver.CUstream(int(stream))
+        with on_device(device):
+            if cluster == (1, 1, 1):
+                result = driver.cuLaunchKernel(fn, *grid, bx, by, bz, artifact.smem_bytes, hstream,
+                                               (values, types), 0)
+            else:
+                attr = driver.CUlaunchAttribute()
+                attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+                cfg = driver.CUlaunchConfig()
+                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+                cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
+                cfg.sharedMemBytes = artifact.smem_bytes
+                cfg.hStream = hstream
+                cfg.attrs = [attr]
+                cfg.numAttrs = 1
+                result = driver.cuLaunchKernelEx(cfg, fn, (values, types), 0)
+        err = result[0]
+        if err != driver.CUresult.CUDA_SUCCESS:
+            raise RuntimeError(f"launch of {where} failed: {error_text(err)} (grid {grid}, block {artifact.block}, "
+                               f"cluster {cluster}, {artifact.smem_bytes} B shared memory, device {device})")
+
+
+_default: Launcher | None = None
+
+
+def default_launcher() -> Launcher:
+    """One process-wide Launcher, so modules load once."""
+    global _default
+    if _default is None:
+        _default = Launcher()
+    return _default
