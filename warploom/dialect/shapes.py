@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from warploom.runtime.dtypes import NUMPY_DTYPES
+from warploom.runtime.dtypes import ELEMENT_TYPES
 
 Dim = int | None   # None is a dynamic (`?`) size
 
@@ -47,8 +47,8 @@ def merge_dim(a: Dim, b: Dim, what: str) -> Dim:
 
 
 def check_elem(t: TensorType, role: str) -> None:
-    if t.elem not in NUMPY_DTYPES:
-        raise ShapeError(f"{role} has element type {t.elem}; supported: {', '.join(NUMPY_DTYPES)}")
+    if t.elem not in ELEMENT_TYPES:
+        raise ShapeError(f"{role} has element type {t.elem}; supported: {', '.join(ELEMENT_TYPES)}")
 
 
 def same_elem(types: dict[str, TensorType]) -> str:
@@ -102,6 +102,7 @@ def infer_attention(q: TensorType, k: TensorType, v: TensorType, layout: str) ->
     (bq, hq, sq, dq), (bk, hk, sk, dk), (bv, hv, sv, dv) = bhsd(q), bhsd(k), bhsd(v)
     merge_dim(bq, bk, "batch of q and k differs")
     merge_dim(bq, bv, "batch of q and v differs")
+    merge_dim(bk, bv, "batch of k and v differs")
     merge_dim(dq, dk, "head dim of q and k differs")
     merge_dim(hk, hv, "head count of k and v differs")
     merge_dim(sk, sv, "sequence length of k and v differs")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from warploom.dialect import make_attr, op_attrs, op_kind
+from warploom.dialect import make_attr, op_attrs, op_kind, tensor_type
 
 from .registry import register
 
@@ -29,7 +29,7 @@ def defining(value: ir.Value, kind: str):
 
 
 def match_attention(softmax):
-    """Return (scores_matmul, scale_op, mask_op, pv_matmul, scale) if `softmax` heads an attention chain."""
+    """Return (scores_matmul, [ops between scores and softmax], mask_op, pv_matmul, scale) for an attention chain."""
     rank = ir.RankedTensorType(softmax.operation.results[0].type).rank
     if rank != 4 or op_attrs(softmax)["axis"] not in (-1, rank - 1):
         return None
@@ -40,6 +40,7 @@ def match_attention(softmax):
         return None
 
     chain = {"scale": None, "causal_mask": None}
+    walked = []   # the ops between the scores and the softmax, downstream first
     value = softmax.operation.operands[0]
     while True:   # walk up through at most one scale and one mask, in either order
         owner = value.owner
@@ -47,6 +48,7 @@ def match_attention(softmax):
         if kind not in chain or chain[kind] is not None or single_user(value) is None:
             break
         chain[kind] = owner
+        walked.append(owner)
         value = owner.operation.operands[0]
     qk = defining(value, "matmul")
     if qk is None or single_user(value) is None:
@@ -57,17 +59,23 @@ def match_attention(softmax):
     scale = op_attrs(chain["scale"])["factor"] if chain["scale"] is not None else 1.0
     if scale <= 0:
         return None
-    return qk, chain["scale"], chain["causal_mask"], pv, scale
+    # attention computes in the inputs' element type end to end: a chain that widens
+    # (bf16 scores -> f32 probabilities) is a different computation, left alone
+    elems = {tensor_type(op.operation.results[0].type).elem for op in (qk, *walked, softmax, pv)}
+    elems |= {tensor_type(v.type).elem for v in (*qk.operation.operands, pv.operation.operands[1])}
+    if len(elems) != 1:
+        return None
+    return qk, walked, chain["causal_mask"], pv, scale
 
 
 def fuse_one(softmax) -> bool:
     found = match_attention(softmax)
     if found is None:
         return False
-    qk, scale_op, mask_op, pv, scale = found
+    qk, walked, mask_op, pv, scale = found
     q, k = qk.operation.operands
     v = pv.operation.operands[1]
-    chain = [op for op in (qk, scale_op, mask_op, softmax, pv) if op is not None]
+    chain = [qk, *reversed(walked), softmax, pv]      # in IR order, so erasing it backwards erases users first
     with ir.InsertionPoint(pv), ir.Location.fused([op.operation.location for op in chain]):
         attention = ir.Operation.create(
             "wl.attention", results=[pv.operation.results[0].type], operands=[q, k, v],

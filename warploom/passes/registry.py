@@ -55,7 +55,7 @@ def register(argument: str, description: str, options: dict[str, type] | None = 
 # Pipelines are lists of pass names; later issues append the planning and lowering passes.
 PIPELINES: dict[str, list[str]] = {
     "sm_90a": ["wl-verify", "wl-fuse", "wl-verify", "wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem",
-               "wl-plan-barriers"],
+               "wl-plan-barriers", "wl-lower-sm90"],
     "sm_100a": ["wl-verify", "wl-fuse", "wl-verify"],
 }
 

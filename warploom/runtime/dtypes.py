@@ -1,21 +1,36 @@
 """Element types warploom knows, by their MLIR spelling, with their numpy dtypes.
 
-Lives in runtime/ because the launcher needs it too; imports numpy and ml_dtypes only.
+Lives in runtime/ because the launcher needs it too. numpy and ml_dtypes load on
+first use of `NUMPY_DTYPES`: importing ml_dtypes costs about a second, which every
+`warploom-opt` start would otherwise pay for names alone.
 """
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
+import functools
 
-# MLIR builtin spelling -> numpy dtype (ml_dtypes gives exact low-precision rounding).
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "f32": np.dtype(np.float32),
-    "f16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-    "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn),
-}
+# The element types, by their MLIR builtin spelling.
+ELEMENT_TYPES: tuple[str, ...] = ("f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "f4E2M1FN")
+
+
+@functools.cache
+def numpy_dtypes() -> dict:
+    """MLIR spelling -> numpy dtype (ml_dtypes gives exact low-precision rounding)."""
+    import ml_dtypes
+    import numpy as np
+    return {
+        "f32": np.dtype(np.float32),
+        "f16": np.dtype(np.float16),
+        "bf16": np.dtype(ml_dtypes.bfloat16),
+        "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+        "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
+        "f4E2M1FN": np.dtype(ml_dtypes.float4_e2m1fn),
+    }
+
+
+def __getattr__(name: str):
+    if name == "NUMPY_DTYPES":          # the table, built on first use
+        return numpy_dtypes()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # Short names users may type, mapped to the MLIR spelling.
 ALIASES: dict[str, str] = {
@@ -33,22 +48,23 @@ BITS: dict[str, int] = {"f32": 32, "f16": 16, "bf16": 16, "f8E4M3FN": 8, "f8E5M2
 
 def canonical(name: str) -> str:
     """Return the MLIR spelling of an element type name, or raise ValueError naming the choices."""
-    if name in NUMPY_DTYPES:
+    if name in ELEMENT_TYPES:
         return name
     if name.lower() in ALIASES:
         return ALIASES[name.lower()]
-    choices = ", ".join(NUMPY_DTYPES)
+    choices = ", ".join(ELEMENT_TYPES)
     raise ValueError(f"unknown element type {name!r}: warploom supports {choices}")
 
 
-def numpy_dtype(name: str) -> np.dtype:
-    return NUMPY_DTYPES[canonical(name)]
+def numpy_dtype(name: str):
+    return numpy_dtypes()[canonical(name)]
 
 
 def from_numpy(dtype) -> str:
     """The MLIR spelling for a numpy dtype, or raise ValueError."""
+    import numpy as np
     dt = np.dtype(dtype)
-    for name, nd in NUMPY_DTYPES.items():
+    for name, nd in numpy_dtypes().items():
         if nd == dt:
             return name
-    raise ValueError(f"numpy dtype {dt} has no warploom element type; supported: {', '.join(NUMPY_DTYPES)}")
+    raise ValueError(f"numpy dtype {dt} has no warploom element type; supported: {', '.join(ELEMENT_TYPES)}")

@@ -3,6 +3,8 @@
     warploom demo                                  what warploom does, on this machine
     warploom compile graph.mlir --target sm_90a --dump-ir ir/
     warploom passes
+    warploom precompile --target sm_90a --cache DIR
+    warploom explain --dtype bf16 --b-layout kn --block-n 256
 """
 from __future__ import annotations
 
@@ -62,6 +64,41 @@ def cmd_compile(args) -> int:
     return 0
 
 
+def cmd_precompile(args) -> int:
+    import time
+
+    from warploom.kernels import STANDARD_KERNELS, get_kernel
+    from warploom.runtime.cache import KernelCache
+
+    if args.target not in STANDARD_KERNELS:
+        print(f"warploom precompile: no standard kernels for {args.target!r} yet; targets: "
+              f"{', '.join(STANDARD_KERNELS)}", file=sys.stderr)
+        return 1
+    cache = KernelCache(args.cache)
+    print(f"precompiling {len(STANDARD_KERNELS[args.target])} kernels for {args.target} into {cache.root}")
+    for spec in STANDARD_KERNELS[args.target]:
+        t0 = time.perf_counter()
+        artifact = get_kernel(spec, cache)
+        report = artifact.meta.get("ptxas", {})
+        print(f"  {spec.lookup_id:<36} {time.perf_counter() - t0:6.2f} s  {artifact.smem_bytes:>7} B smem  "
+              f"{report.get('registers', '?')} regs  {report.get('spill_bytes', '?')} B spills  key {artifact.key[:12]}")
+    print(f"done: use it with WARPLOOM_CACHE_DIR={cache.root} WARPLOOM_OFFLINE=1")
+    return 0
+
+
+def cmd_explain(args) -> int:
+    from warploom.kernels import GemmSpec, get_kernel
+    spec = GemmSpec(args.dtype, args.b_layout, args.block_n, args.stages, args.target)
+    artifact = get_kernel(spec)
+    meta = artifact.meta
+    print(f"kernel {artifact.name}  ({spec.describe()})")
+    print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
+    print(meta.get("smem_plan", ""))
+    print(meta.get("barrier_plan", ""))
+    print(meta.get("roles", ""))
+    return 0
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
     return run_demo(args)
@@ -78,6 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--dump-ir", metavar="DIR", help="write the IR after each pass to DIR/NN-pass.mlir")
     sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
     sp.set_defaults(fn=cmd_compile)
+    sp = sub.add_parser("precompile", help="build the standard kernel set of a target into a cache folder")
+    sp.add_argument("--target", default="sm_90a")
+    sp.add_argument("--cache", required=True, metavar="DIR")
+    sp.set_defaults(fn=cmd_precompile)
+    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, roles) of a GEMM kernel")
+    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"])
+    sp.add_argument("--block-n", type=int, default=256)
+    sp.add_argument("--stages", type=int, default=4)
+    sp.add_argument("--target", default="sm_90a")
+    sp.set_defaults(fn=cmd_explain)
     sp = sub.add_parser("demo", help="build graphs, run the pipelines, check numerics on this machine")
     sp.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each pass to DIR")
     sp.set_defaults(fn=cmd_demo)
@@ -86,7 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
-    return args.fn(args)
+    try:
+        return args.fn(args)
+    except (ValueError, TypeError, LookupError, OSError, RuntimeError) as e:
+        # user-facing failures (bad options, missing kernels, tool errors): one line, no traceback
+        print(f"warploom {args.command}: {e}", file=sys.stderr)
+        return 1
 
 
 def entry() -> None:

@@ -1,13 +1,20 @@
 """`warploom demo`: what warploom does today, end to end on the machine it runs on.
 
-Builds an attention written the long way (matmul, scale, mask, softmax, matmul)
-and a GEMM, runs each target's pipeline printing every pass with its time,
-shows the IR after the pass that changed it, and checks on the CPU (numpy,
-float64) that the fused graph computes what the unfused one did.
+With the compiler installed (MLIR): builds an attention written the long way and
+shows wl-fuse turning it into one op (checked in float64 on the CPU); builds a
+GEMM, runs the sm_90a pipeline printing every pass with its time and the
+resource-assigned IR, then compiles it to PTX and a cubin and prints the smem
+and barrier plans and the PTX/SASS summaries. Without MLIR (a GPU box running
+from an AOT cache) it prints the same plans from the cached kernel.
+On a machine with a GPU it also launches the GEMM and compares with torch.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
+
+from warploom.kernels import GemmSpec, get_kernel, mlir_available
 
 
 def build_unfused_attention():
@@ -22,44 +29,105 @@ def build_unfused_attention():
     return g
 
 
-def build_gemm():
-    import warploom as wl
-    g = wl.Graph("gemm")
-    a = g.input("a", ("M", "K"), "bf16")
-    b = g.input("b", ("K", "N"), "bf16")
-    g.output(g.matmul(a, b))
-    return g
+def section(title: str) -> None:
+    print(f"\n== {title} ==")
 
 
-def run_demo(args) -> int:
-    from warploom.passes import PIPELINES
+def demo_fusion(dump_dir) -> bool:
     from warploom.reference.interpret import evaluate
     from warploom.reference.ops import round_to
 
     from .cli import print_records
 
     attention = build_unfused_attention()
-    print("== graph, as built in Python ==")
+    section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")
     print(attention)
-    for target in PIPELINES:
-        module, records = attention.run_pipeline(target, dump_dir=f"{args.dump_ir}/{target}" if args.dump_ir else None)
-        print(f"== pipeline {target} ==")
-        print_records(records)
-    print("== IR after wl-fuse ==")
-    print(next(r.ir for r in records if r.name == "wl-fuse"))
-
+    module, records = attention.run_pipeline(["wl-verify", "wl-fuse"], dump_dir=dump_dir and f"{dump_dir}/attention")
+    section("wl-fuse")
+    print_records(records)
+    print(records[-1].ir)
     rng = np.random.default_rng(0)
-    shapes = {"q": (2, 8, 37, 64), "k": (2, 8, 37, 64), "v": (2, 8, 37, 64)}
-    inputs = {n: round_to(rng.standard_normal(s), "bf16") for n, s in shapes.items()}
-    before = evaluate(attention.module, inputs)[0]
-    after = evaluate(module, inputs)[0]
+    inputs = {n: round_to(rng.standard_normal((2, 8, 37, 64)), "bf16") for n in ("q", "k", "v")}
+    before, after = evaluate(attention.module, inputs)[0], evaluate(module, inputs)[0]
     err = np.linalg.norm(after - before) / np.linalg.norm(before)
-    print(f"== numerics (CPU reference, float64) ==\nfused vs unfused attention, B=2 H=8 S=37 D=64: "
-          f"relative error {err:.2e}")
+    print(f"CPU check (numpy float64): fused vs unfused attention, B=2 H=8 S=37 D=64: relative error {err:.1e}")
+    return err < 1e-12
 
-    gemm = build_gemm()
-    gm, grecords = gemm.run_pipeline("sm_90a")
-    print("== GEMM graph through sm_90a ==")
-    print_records(grecords)
-    print("GPU kernels: not built yet (wl-tile and the sm_90a lowering come with the GEMM issue).")
-    return 0 if err < 1e-12 else 1
+
+def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
+    from warploom.compile import gemm_graph, planning_passes
+    from warploom.passes import pipeline_for
+
+    from .cli import print_records
+
+    passes = planning_passes(spec) + pipeline_for(spec.target)[len(planning_passes(spec)):]
+    module, records = gemm_graph(spec).run_pipeline(passes, dump_dir=dump_dir and f"{dump_dir}/gemm")
+    section(f"GEMM through the {spec.target} pipeline ({spec.describe()})")
+    print_records(records)
+    section("IR after wl-plan-barriers: every region, barrier and role has its place")
+    print(next(r.ir for r in records if r.name == "wl-plan-barriers"))
+
+
+def demo_kernel(spec: GemmSpec) -> None:
+    artifact = get_kernel(spec)
+    meta = artifact.meta
+    section(f"kernel {artifact.name}")
+    print(f"grid rule {artifact.grid}, block {artifact.block}, cluster {artifact.cluster}, "
+          f"dynamic smem {artifact.smem_bytes} B")
+    print("params: " + ", ".join(f"{p.name}:{p.kind}" for p in artifact.params))
+    print(meta["smem_plan"])
+    print(meta["barrier_plan"])
+    print(meta["roles"])
+    ptx = artifact.ptx
+    mix = {k: len(re.findall(p, ptx)) for k, p in (("wgmma.mma_async", r"wgmma\.mma_async"),
+                                                   ("cp.async.bulk.tensor", r"cp\.async\.bulk\.tensor"),
+                                                   ("mbarrier", r"mbarrier\."), ("setmaxnreg", r"setmaxnreg"))}
+    print(f"PTX: {ptx.count(chr(10))} lines; " + ", ".join(f"{k} x{v}" for k, v in mix.items()))
+    p = meta["ptxas"]
+    print(f"ptxas: {p['registers']} registers, {p['spill_bytes']} B spills, {p['stack_bytes']} B stack; "
+          "SASS: " + ", ".join(f"{k} x{v}" for k, v in meta["sass"].items()))
+    print("compile steps: " + ", ".join(f"{s['name']} {s['ms']:.1f} ms" for s in meta["passes"]))
+
+
+def demo_gpu(spec: GemmSpec) -> bool:
+    try:
+        import torch
+    except ImportError:
+        print("\n(no torch here: skipping the GPU launch)")
+        return True
+    if not torch.cuda.is_available():
+        print("\n(no CUDA GPU here: skipping the GPU launch; run this on the H200 to see it launch)")
+        return True
+    import triton.testing as tt
+
+    from warploom import ops
+    section(f"launch on {torch.cuda.get_device_name()}")
+    ok = True
+    dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
+    for m, n, k in ((1000, 1000, 1000), (127, 4096, 17), (8192, 8192, 8192)):
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        b = torch.randn(k, n, device="cuda", dtype=dtype)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        ops.matmul(a, b, out=c)
+        ref = a.float() @ b.float()
+        err = (torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref)).item()
+        ms = tt.do_bench(lambda: ops.matmul(a, b, out=c), warmup=25, rep=100, return_mode="median")
+        ms_t = tt.do_bench(lambda: torch.matmul(a, b, out=c), warmup=25, rep=100, return_mode="median")
+        ok &= err <= 1e-2 and not torch.isnan(c).any().item()
+        print(f"  {m}x{n}x{k}: relative error vs torch fp32 {err:.1e}; warploom {2*m*n*k/ms/1e9:.0f} TFLOP/s, "
+              f"torch.matmul {2*m*n*k/ms_t/1e9:.0f} TFLOP/s")
+    return ok
+
+
+def run_demo(args) -> int:
+    spec = GemmSpec("bf16", "kn", 256)
+    ok = True
+    if mlir_available():
+        ok &= demo_fusion(args.dump_ir)
+        demo_gemm_pipeline(spec, args.dump_ir)
+    else:
+        print("MLIR is not installed here: showing kernels from the AOT cache (compiled elsewhere).")
+    demo_kernel(spec)
+    ok &= demo_gpu(spec)
+    print("\ndemo " + ("OK" if ok else "FAILED"))
+    return 0 if ok else 1

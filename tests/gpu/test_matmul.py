@@ -1,0 +1,94 @@
+"""warploom.ops.matmul on the GPU against torch in float32: random inputs, poisoned outputs, odd sizes.
+
+Run on the H200 from an AOT cache built on a CPU host:
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python -m pytest -m gpu tests/gpu
+"""
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+from warploom import ops  # noqa: E402
+
+SIZES = (1, 17, 127, 1000, 4096, 8192)
+TOL = 1e-2
+
+
+def rel_fro(out, ref):
+    return (torch.linalg.norm(out.float() - ref) / torch.linalg.norm(ref)).item()
+
+
+def shapes():
+    """Mixed combinations from SIZES, skipping the ones over ~2^33 MACs to keep the run short."""
+    picked = []
+    for m, n, k in itertools.product(SIZES, repeat=3):
+        if m * n * k <= 8192 * 8192 * 1024 and (m, n, k) not in picked:
+            picked.append((m, n, k))
+    # keep every size in every position, thin the rest deterministically
+    return picked[::3] + [(8192, 8192, 8192), (4096, 4096, 4096), (1, 1, 1), (17, 127, 1000)]
+
+
+def run_case(m, n, k, dtype, transposed_b, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    if transposed_b:
+        w = torch.randn(n, k, device="cuda", dtype=dtype, generator=g)
+        b = w.t()                                  # the nn.Linear weight case: a view, no copy
+    else:
+        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=g)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)   # poison: every element must be written
+    got = ops.matmul(a, b, out=out)
+    ref = a.float() @ b.float()
+    torch.cuda.synchronize()
+    assert got.data_ptr() == out.data_ptr()
+    assert not torch.isnan(got).any(), f"unwritten or NaN outputs for {m}x{n}x{k}"
+    return rel_fro(got, ref)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("m,n,k", shapes())
+def test_matmul_matches_torch_fp32(m, n, k, dtype):
+    err = run_case(m, n, k, dtype, transposed_b=False, seed=m * 7 + n * 13 + k)
+    assert err <= TOL, f"{m}x{n}x{k}: relative Frobenius error {err:.2e}"
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("m,n,k", [(1000, 4096, 1000), (17, 127, 4096), (4096, 1000, 127), (8192, 4096, 4096), (1, 17, 1)])
+def test_matmul_transposed_weight(m, n, k, dtype):
+    err = run_case(m, n, k, dtype, transposed_b=True, seed=k)
+    assert err <= TOL, f"{m}x{n}x{k} (b = w.t()): relative Frobenius error {err:.2e}"
+
+
+def test_default_out_is_torch_on_current_stream():
+    a = torch.randn(300, 200, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(200, 100, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = ops.matmul(a, b)
+    s.synchronize()
+    assert isinstance(c, torch.Tensor) and c.shape == (300, 100) and c.dtype == torch.bfloat16
+    assert rel_fro(c, a.float() @ b.float()) <= TOL
+
+
+def test_non_contiguous_inputs_take_the_copy_path():
+    a = torch.randn(256, 512, device="cuda", dtype=torch.float16)[:, ::2]     # strides (512, 2)
+    b = torch.randn(256, 300, device="cuda", dtype=torch.float16)
+    assert rel_fro(ops.matmul(a, b), a.float() @ b.float()) <= TOL
+
+
+@pytest.mark.parametrize("make, error, text", [
+    (lambda: (torch.randn(4, 8, dtype=torch.bfloat16), torch.randn(8, 4, dtype=torch.bfloat16)), ValueError, "cpu"),
+    (lambda: (torch.randn(4, 8, device="cuda", dtype=torch.bfloat16),
+              torch.randn(9, 4, device="cuda", dtype=torch.bfloat16)), ValueError, "K = 8 vs 9"),
+    (lambda: (torch.randn(4, 8, device="cuda"), torch.randn(8, 4, device="cuda")), TypeError, "f32"),
+    (lambda: (torch.randn(2, 4, 8, device="cuda", dtype=torch.bfloat16),
+              torch.randn(8, 4, device="cuda", dtype=torch.bfloat16)), ValueError, "2-D"),
+    (lambda: (torch.randn(4, 8, device="cuda", dtype=torch.bfloat16),
+              torch.randn(8, 4, device="cuda", dtype=torch.float16)), TypeError, "cast one"),
+])
+def test_bad_input_is_refused_before_launch(make, error, text):
+    a, b = make()
+    with pytest.raises(error, match=text):
+        ops.matmul(a, b)

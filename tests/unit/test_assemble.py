@@ -1,0 +1,131 @@
+"""The standard sm_90a GEMMs, from wl.matmul to SASS (CPU only): PTX, ptxas and nvJitLink cubins, nvdisasm.
+
+Built once per session (module fixture); assembling runs in threads, the tools are separate processes.
+"""
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from warploom.lowering import assemble as asm_mod
+from warploom.lowering.assemble import ToolError, assemble, disassemble, find_tool, parse_report, sass_counts
+from warploom.lowering.ptx import gpu_module_to_ptx
+from warploom.lowering.sm90 import STANDARD_GEMMS, STANDARD_STAGES, build_gemm_module
+
+SASS_NAMES = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "LDL", "STL"]
+
+
+def _assemble_both(ptx):
+    a, j = assemble(ptx, tool="ptxas"), assemble(ptx, tool="nvjitlink")
+    return a, j, disassemble(a.cubin), disassemble(j.cubin)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    out = {}
+    for elem, b_layout, block_n in STANDARD_GEMMS:     # MLIR under the GIL: one at a time
+        module = build_gemm_module(elem, b_layout, block_n, STANDARD_STAGES)
+        out[(elem, b_layout, block_n)] = {"ptx": gpu_module_to_ptx(module)}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for k, res in zip(out, pool.map(_assemble_both, [v["ptx"] for v in out.values()])):
+            out[k].update(zip(("ptxas", "nvjitlink", "sass", "sass_nvjitlink"), res))
+    return out
+
+
+IDS = [f"{e}-{b}-bn{n}" for e, b, n in STANDARD_GEMMS]
+
+
+def ptx_counts(ptx):
+    ops = re.findall(r"^\s*(?:@%p\d+\s+)?([a-z][\w.:]*)", ptx, re.M)
+    count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
+    return {p: count(p) for p in ("wgmma.mma_async", "wgmma.fence", "wgmma.commit_group", "wgmma.wait_group",
+                                  "cp.async.bulk.tensor", "mbarrier.init", "mbarrier.try_wait.parity",
+                                  "mbarrier.arrive.expect_tx", "mbarrier.arrive.shared", "setmaxnreg.inc",
+                                  "setmaxnreg.dec", "elect.sync", "fence.mbarrier_init")}
+
+
+@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+def test_ptx_instruction_mix(kernels, key):
+    """The mix the hardware-checked prototype had (one k-tile of 4 wgmma k16 steps, 1 + boxes of B TMA)."""
+    elem, b_layout, block_n = key
+    ptx = kernels[key]["ptx"]
+    assert ".target sm_90a" in ptx and f".entry wl_gemm_{elem}_{b_layout}_128x{block_n}x64_s4" in ptx
+    assert ".maxntid 384, 1, 1" in ptx
+    b_boxes = block_n // 64 if b_layout == "kn" else 1
+    assert ptx_counts(ptx) == {
+        "wgmma.mma_async": 4, "wgmma.fence": 1, "wgmma.commit_group": 1, "wgmma.wait_group": 1,
+        "cp.async.bulk.tensor": 1 + b_boxes, "mbarrier.init": 2 * STANDARD_STAGES, "mbarrier.try_wait.parity": 2,
+        "mbarrier.arrive.expect_tx": 1, "mbarrier.arrive.shared": 1, "setmaxnreg.inc": 1, "setmaxnreg.dec": 1,
+        "elect.sync": 1, "fence.mbarrier_init": 1}
+    trans_b = 1 if b_layout == "kn" else 0
+    assert f"wgmma.mma_async.sync.aligned.m64n{block_n}k16.f32.{elem}.{elem}" in ptx
+    # ..., scale-d p, imm-scale-a 1, imm-scale-b 1, imm-trans-a 0, imm-trans-b (1: B MN-major)
+    tails = set(re.findall(r"wgmma\.mma_async[^;]*(p,\s*1,\s*1,\s*0,\s*\d);", ptx))
+    assert {re.sub(r"\s+", "", t) for t in tails} == {f"p,1,1,0,{trans_b}"}
+
+
+@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+def test_ptxas_cubin(kernels, key):
+    elem, b_layout, block_n = key
+    a, sass = kernels[key]["ptxas"], kernels[key]["sass"]
+    assert a.cubin[:4] == b"\x7fELF"
+    assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log
+    assert a.registers <= 168, a.log                 # 65536 / 384 threads at launch, then setmaxnreg moves them
+    assert "C7508" not in a.log and "setmaxnreg" not in a.log   # no "setmaxnreg ignored"
+    n = sass_counts(sass, SASS_NAMES)
+    assert n["HGMMA"] == 4 and n["UTMALDG"] == 1 + (block_n // 64 if b_layout == "kn" else 1)
+    assert n["USETMAXREG"] == 2 and n["ELECT"] == 1
+    assert n["LDL"] == 0 and n["STL"] == 0
+    hgmma = re.findall(r"HGMMA\.(\S+)", sass)
+    assert all(h.startswith(f"64x{block_n}x16.F32") for h in hgmma), hgmma
+    assert all(h.endswith(".BF16") == (elem == "bf16") for h in hgmma), hgmma
+    assert all((".tnspB" in line) == (b_layout == "kn") for line in re.findall(r"HGMMA[^;]*", sass))
+    assert "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass and "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass  # 40 and 232
+
+
+@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+def test_nvjitlink_cubin(kernels, key):
+    j, sass = kernels[key]["nvjitlink"], kernels[key]["sass_nvjitlink"]
+    assert j.tool == "nvjitlink" and j.cubin[:4] == b"\x7fELF"
+    assert (j.spill_stores, j.spill_loads, j.stack_bytes) == (0, 0, 0), j.log
+    n = sass_counts(sass, SASS_NAMES)
+    assert n["HGMMA"] == 4 and n["UTMALDG"] >= 2 and n["LDL"] == 0 and n["STL"] == 0
+    # nvJitLink compiles relocatably and drops setmaxnreg; when it does, it says so (C7504).
+    assert n["USETMAXREG"] == 2 or "C7504" in j.log
+
+
+def test_parse_report():
+    log = ("ptxas info    : Function properties for k\n    8 bytes stack frame, 16 bytes spill stores, "
+           "24 bytes spill loads\nptxas info    : Used 255 registers, used 1 barriers\n")
+    assert parse_report(log) == (255, 16, 24, 8)
+    with pytest.raises(ToolError, match="no resource report"):
+        parse_report("nothing here")
+
+
+def test_sass_counts_match_opcodes_only():
+    sass = "  /*0010*/  HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24 ;\n  /*0020*/  @!P0 NANOSLEEP.SYNCS 0x1 ;\n" \
+           "  /*0030*/  SYNCS.EXCH.64 URZ, [UR5], UR6 ;\n"
+    assert sass_counts(sass, ["HGMMA", "SYNCS", "LDL"]) == {"HGMMA": 1, "SYNCS": 1, "LDL": 0}
+
+
+def test_tool_errors_name_the_tool_and_show_the_log():
+    with pytest.raises(ToolError, match=r"ptxas failed .*\n.*(error|fatal)"):
+        assemble(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { bogus; }\n")
+    with pytest.raises(ToolError, match="nvJitLink failed"):
+        assemble(".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { bogus; }\n",
+                 tool="nvjitlink")
+    with pytest.raises(ValueError, match="unknown assembler"):
+        assemble("", tool="nvcc")
+
+
+def test_missing_tool_names_the_pip_package(monkeypatch):
+    monkeypatch.setattr(asm_mod.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(asm_mod.shutil, "which", lambda name: None)
+    with pytest.raises(ToolError, match=r"ptxas not found.*pip install \"nvidia-cuda-nvcc==13\.0\.\*\""):
+        find_tool("ptxas")
+    with pytest.raises(ToolError, match="nvidia-cuda-nvdisasm"):
+        find_tool("nvdisasm")
+
+
+def test_tools_come_from_the_pip_packages():
+    assert "nvidia" in find_tool("ptxas") and "nvidia" in find_tool("nvdisasm")

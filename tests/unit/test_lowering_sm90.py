@@ -1,0 +1,174 @@
+"""sm_90a lowering (CPU only): launch contract, code driven by the plan, wl-lower-sm90, errors, PTX."""
+import copy
+import re
+
+import pytest
+from mlir import ir
+
+from warploom.dialect import make_context, op_attrs
+from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
+from warploom.lowering.sm90 import (STANDARD_GEMMS, build_gemm_module, desc_hi_bits, gemm_source, kernel_name,
+                                    lower_gemm, lower_kernel, parse_rule)
+from warploom.passes import PIPELINES, run_passes
+
+
+def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4):
+    module = build_gemm_module(elem, b_layout, block_n, stages, lower=False)
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        return read_kernel(kernel)
+
+
+def lower(program):
+    return lower_kernel(program, kernel_name(program))
+
+
+def test_standard_set():
+    assert len(STANDARD_GEMMS) == 8
+    assert {(e, b) for e, b, _ in STANDARD_GEMMS} == {("bf16", "kn"), ("bf16", "nk"), ("f16", "kn"), ("f16", "nk")}
+    assert {n for *_, n in STANDARD_GEMMS} == {128, 256}
+
+
+@pytest.mark.parametrize("b_layout, block_n", [("kn", 256), ("nk", 128)])
+def test_launch_contract(b_layout, block_n):
+    program = planned_program("bf16", b_layout, block_n)
+    k = lower(program)
+    assert k.name == f"wl_gemm_bf16_{b_layout}_128x{block_n}x64_s4"
+    assert [(p.name, p.kind) for p in k.params] == [("a", "tensormap"), ("b", "tensormap"), ("c", "ptr"),
+                                                    ("M", "i32"), ("N", "i32"), ("K", "i32")]
+    assert k.grid == (("cdiv", "N", block_n), ("cdiv", "M", 128), ("const", 1))
+    assert k.block == (384, 1, 1) and k.cluster == (1, 1, 1)
+    assert k.smem_bytes == program.attrs["smem_bytes"]
+    a, b = k.tensor_maps["a"], k.tensor_maps["b"]
+    assert (a.dims, a.box, a.swizzle, a.dtype) == (("K", "M"), (64, 128), 128, "bf16")
+    if b_layout == "nk":
+        assert (b.dims, b.box) == (("K", "N"), (64, block_n))
+    else:   # [K, N] row-major: boxes of 64 N (128 B) x 64 K, block_n / 64 of them per stage
+        assert (b.dims, b.box) == (("N", "K"), (64, 64))
+        assert k.gpu_module.count("nvvm.cp.async.bulk.tensor") == 1 + block_n // 64
+    assert k.gpu_module.startswith(f"gpu.module @{k.name}_mod [#nvvm.target<chip = \"sm_90a\"")
+    with make_context(), ir.Location.unknown():
+        parsed = ir.Module.parse(k.gpu_module)
+        assert parsed.body.operations[0].operation.name == "gpu.module"
+
+
+def test_artifact_accepts_the_contract():
+    from warploom.runtime.artifact import KernelArtifact
+    k = lower_gemm("f16", "nk", 128)
+    art = KernelArtifact(name=k.name, target="sm_90a", cubin=b"", ptx=".version 8.0", smem_bytes=k.smem_bytes,
+                         block=k.block, cluster=k.cluster, grid=k.grid, params=k.params, tensor_maps=k.tensor_maps)
+    assert art.grid_for({"M": 1000, "N": 1000, "K": 64}) == (8, 8, 1)
+    assert k.tensor_maps["a"].dtype == "f16"
+
+
+def test_code_follows_the_plan():
+    """Change the plan (regs, barrier arrivals and offsets, buffer offsets): the code changes with it."""
+    program = planned_program("bf16", "nk", 128)
+    base = lower(program).gpu_module
+    assert "setmaxregister decrease 40" in base and "setmaxregister increase 232" in base
+
+    p = copy.deepcopy(program)
+    consumer = next(r for r in p.roles if r.attrs["name"] == "consumer")
+    consumer.attrs["regs"] = 216
+    ops = {(op.kind, op.attrs["name"]): op.attrs for op in p.body if op.kind in ("buffer", "mbarrier")}
+    ops["buffer", "b"]["offset"] = 65536 + 4096                 # B moved up by 4 KiB, the barriers after it
+    ops["mbarrier", "full"]["offset"] = 135168
+    ops["mbarrier", "empty"].update(offset=135200, arrivals=7)
+    p.attrs["smem_bytes"] = 135232 + 1024
+    k = lower(p)
+    text = k.gpu_module
+    assert k.smem_bytes == 136256
+    assert "setmaxregister increase 216" in text
+    assert re.search(r"nvvm.mbarrier.init %v\d+, %ci32_7 ", text)
+    for const in (69632, 135168, 135200, 135224):                # B base, full[0], empty[0], empty[3]
+        assert f"arith.constant {const} : i32" in text
+    assert "arith.constant 65536 : i32" not in text and "arith.constant 131072 : i32" not in text
+
+
+def test_stages_and_barriers_from_the_plan():
+    program = planned_program("bf16", "kn", 128, stages=3)
+    text = lower(program).gpu_module
+    assert text.count("nvvm.mbarrier.init") == 6
+    assert "arith.remui %kt" in text and "%ci32_3 " in text
+
+
+def test_descriptor_constants_match_the_prototype():
+    # K-major 128B swizzle: LBO 16 B, SBO 1024 B; the high word 0x40000040 and |0x10000 seen in SASS.
+    assert desc_hi_bits(16, 1024) == 0x4000004000010000
+    # MN-major B (kn, BK = 64): LBO = one 64 x 128 B box = 8192 B
+    assert desc_hi_bits(8192, 1024) == 0x4000004002000000
+
+
+def test_parse_rule():
+    assert parse_rule("cdiv(N, 256)", "grid") == ("cdiv", "N", 256)
+    assert parse_rule("1", "grid") == ("const", 1)
+    with pytest.raises(ValueError, match="not a rule"):
+        parse_rule("N / 2", "grid")
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda p: p.roles[1].body[0].body.insert(1, type(p.body[0])("load_tile", {"operand": "a", "tile": [128, 64]})),
+     "cannot lower wl.load_tile in role 'consumer'"),
+    (lambda p: p.attrs.update(cluster=[2, 1, 1]), "clusters are not lowered"),
+    (lambda p: p.attrs.update(kind="attention"), "kernel kind 'attention'"),
+    (lambda p: p.roles[1].attrs.update(regs=256), "register budgets need"),
+    (lambda p: p.roles[1].attrs.update(issue="warp"), "issue = 'warp'"),
+    (lambda p: p.roles[1].body[0].body[0].attrs.update(parity="both"), "parity 'both'"),
+    (lambda p: p.roles[1].body[0].body[2].attrs.update(pending=9), "pending = 9"),
+    (lambda p: next(o for o in p.body if o.kind == "buffer").attrs.update(offset=512), "1024-byte aligned"),
+    (lambda p: p.attrs.pop("smem_bytes"), "run wl-plan-smem"),
+    (lambda p: p.attrs.update(smem_bytes=p.attrs["smem_bytes"] - 64), "does not cover the plan"),
+    (lambda p: p.roles[0].body[0].body.pop(), "async loads cover inputs ['a']"),
+])
+def test_refusals(mutate, message):
+    p = copy.deepcopy(planned_program("bf16", "nk", 128))
+    mutate(p)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        lower(p)
+
+
+def test_pass_replaces_kernel_with_launch():
+    module = build_gemm_module("bf16", "kn", 256)
+    text = str(module)
+    assert "gpu.container_module" in text and "wl.kernel" not in text
+    with module.context:
+        (launch,) = kernel_ops(module, "launch")
+        assert op_attrs(launch) == {"kernel": "wl_gemm_bf16_kn_128x256x64_s4", "grid": ["cdiv(N, 256)", "cdiv(M, 128)", "1"],
+                                    "block": [384, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 197696}
+        mods = [o for o in module.body.operations if o.operation.name == "gpu.module"]
+        assert [ir.StringAttr(m.operation.attributes["sym_name"]).value for m in mods] == \
+            ["wl_gemm_bf16_kn_128x256x64_s4_mod"]
+
+
+def test_identical_kernels_share_one_gpu_module():
+    t = "tensor<?x?xf16>"
+    src = (f"func.func @two(%a: {t}, %b: {t}, %d: {t}) -> ({t}, {t}) {{\n"
+           f'  %0 = "wl.matmul"(%a, %b) {{transpose_a = false, transpose_b = true}} : ({t}, {t}) -> {t}\n'
+           f'  %1 = "wl.matmul"(%d, %b) {{transpose_a = false, transpose_b = true}} : ({t}, {t}) -> {t}\n'
+           f"  return %0, %1 : {t}, {t}\n}}\n")
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(src)
+        run_passes(module, ["wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem", "wl-plan-barriers",
+                            "wl-lower-sm90"])
+        text = str(module)
+    assert text.count('"wl.launch"') == 2 and text.count("gpu.module @") == 1
+
+
+def test_sm90a_pipeline_ends_with_the_lowering():
+    assert PIPELINES["sm_90a"][-1] == "wl-lower-sm90"
+    assert not any(p.startswith("gpu-module-to-binary") for p in PIPELINES["sm_90a"])
+
+
+def test_ptx_from_module_and_text():
+    module = build_gemm_module("bf16", "nk", 128)
+    ptx = gpu_module_to_ptx(module)
+    assert ptx == gpu_module_to_ptx(str(module))
+    assert ".target sm_90a" in ptx and ".entry wl_gemm_bf16_nk_128x128x64_s4" in ptx
+    assert "wl.launch" in str(module)           # the input is left alone
+    assert SM90_TO_PTX[-1] == "gpu-module-to-binary{format=isa}"
+
+
+def test_ptx_needs_a_gpu_module():
+    with pytest.raises(ValueError, match="no gpu.module"):
+        gpu_module_to_ptx(gemm_source())

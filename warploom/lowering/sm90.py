@@ -1,0 +1,797 @@
+"""sm_90a (Hopper) lowering: a planned `wl.kernel` -> one `gpu.module` of NVVM/LLVM ops, plus launch data.
+
+Input: a kernel after wl-plan-barriers, read with `read_kernel` (see
+warploom/dialect/kernel_ir.py). Everything the code depends on comes from that
+program: tile sizes, stages and threads from the kernel attributes; warp roles
+and register budgets from `wl.role`; smem offsets, sizes and swizzle from
+`wl.buffer`; barrier offsets, counts, arrivals and tx bytes from `wl.mbarrier`.
+Nothing is recomputed here: the plan is the single source, and the lowering
+refuses (ValueError) what it cannot express instead of guessing.
+
+Output (`LoweredKernel`): the MLIR text of one
+`gpu.module @<name>_mod [#nvvm.target<chip = "sm_90a", ...>]` holding the
+dynamic-smem global and the `llvm.func @<name>` kernel, and the runtime
+contract (params, tensor maps, grid rules, block, cluster, smem bytes).
+`warploom.lowering.ptx` turns the module into PTX, `assemble` into a cubin.
+
+Code shape (hardware-checked in /work/proto_sm90/gemm_sm90.py, whose numerics
+and descriptor constants are kept exactly):
+  prologue   tid, CTA tile origins, the dynamic smem base rounded up to 1024 B,
+             thread 0 initialises every mbarrier, fence + bar.sync (all threads);
+  roles      `scf.if` on the warpgroup index; each role runs setmaxnreg, then
+             its ops in order: k_loop -> scf.for (stage = i % S, phase = (i/S)&1),
+             wait -> mbarrier.try_wait.parity, arrive_expect_tx, async_load ->
+             cp.async.bulk.tensor (TMA), mma -> wgmma.mma_async on smem
+             descriptors, mma_wait -> wgmma.wait_group, arrive -> mbarrier.arrive,
+             store_tile -> the accumulator fragment stored to global memory.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from warploom.dialect.kernel_ir import KernelProgram, KOp
+from warploom.runtime.artifact import ParamSpec, TensorMapSpec
+
+TARGET = '#nvvm.target<chip = "sm_90a", features = "+ptx80", O = 3>'
+ELEM_TYPES = ("bf16", "f16")          # wgmma f16-family inputs with f32 accumulation
+ELEM_BYTES = 2
+SWIZZLE_BYTES = 128                   # TMA box rows and wgmma descriptors use the 128B swizzle
+SWIZZLE_REPEAT = 1024                 # 8 rows x 128 B: tiles at multiples of this have base_offset 0
+THREADS_PER_WARPGROUP = 128
+REGISTER_FILE = 65536
+MMA_M = 64                            # wgmma rows per warpgroup
+MMA_K = 16                            # wgmma k per instruction for 16-bit inputs
+MBARRIER_BYTES = 8
+WAIT_TICKS = 0x989680                 # try_wait suspend-time hint (CUTLASS's value)
+TMAP_ARG = "{llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant, llvm.align = 64 : i64}"
+CTAID = ("x", "y", "z")
+
+# The logical dims of each GEMM operand, outermost first; the last dim is contiguous in memory.
+OPERAND_DIMS = {"kn": {"a": ("M", "K"), "b": ("K", "N"), "c": ("M", "N")},
+                "nk": {"a": ("M", "K"), "b": ("N", "K"), "c": ("M", "N")}}
+
+# (elem, b_layout, block_n) of the standard sm_90a GEMM set; every one uses 4 stages.
+STANDARD_GEMMS = [(elem, b_layout, block_n) for elem in ("bf16", "f16") for b_layout in ("kn", "nk")
+                  for block_n in (128, 256)]
+STANDARD_STAGES = 4
+
+
+@dataclass
+class LoweredKernel:
+    name: str                              # the PTX entry point
+    gpu_module: str                        # MLIR text of one gpu.module holding the kernel
+    params: list[ParamSpec]                # launch order
+    tensor_maps: dict[str, TensorMapSpec]  # one per tensormap param, by name
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    grid: tuple                            # three runtime rules, e.g. ("cdiv", "N", 256)
+    smem_bytes: int                        # dynamic shared memory to request at launch
+
+
+def kernel_name(program: KernelProgram) -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}: the name the wl-lower-sm90 pass gives a kernel."""
+    bm, bn, bk = program.attrs["tile"]
+    elem = program.inputs[0].elem
+    return f"wl_gemm_{elem}_{program.attrs.get('b_layout', '?')}_{bm}x{bn}x{bk}_s{program.attrs.get('stages', '?')}"
+
+
+def lower_kernel(program: KernelProgram, name: str) -> LoweredKernel:
+    """Lower a planned GEMM kernel; ValueError names what cannot be lowered and why."""
+    return _GemmLowering(program, name).lower()
+
+
+# ---- small helpers -----------------------------------------------------------------------------
+
+def parse_rule(text: str, where: str) -> tuple:
+    """'cdiv(N, 256)' -> ("cdiv", "N", 256); '1' -> ("const", 1)."""
+    text = str(text).strip()
+    if re.fullmatch(r"\d+", text):
+        return ("const", int(text))
+    m = re.fullmatch(r"cdiv\(\s*(\w+)\s*,\s*(\d+)\s*\)", text)
+    if m:
+        return ("cdiv", m.group(1), int(m.group(2)))
+    raise ValueError(f"{where} {text!r} is not a rule the sm_90a lowering knows ('cdiv(SIZE, n)' or an integer)")
+
+
+def desc_hi_bits(lbo_bytes: int, sbo_bytes: int, swizzle: int = 1, base_offset: int = 0) -> int:
+    """The constant bits of a Hopper wgmma smem matrix descriptor (PTX ISA "Matrix Descriptor Format"):
+    [16,30) LBO >> 4, [32,46) SBO >> 4, [49,52) base offset, [62,64) swizzle (1 = 128B).
+    The start address field [0,14) = (addr & 0x3FFFF) >> 4 is added at run time."""
+    assert lbo_bytes % 16 == 0 and sbo_bytes % 16 == 0
+    v = ((lbo_bytes >> 4) & 0x3FFF) << 16
+    v |= ((sbo_bytes >> 4) & 0x3FFF) << 32
+    v |= (base_offset & 7) << 49
+    v |= (swizzle & 3) << 62
+    return v
+
+
+def to_i64(v: int) -> int:
+    """Unsigned 64-bit pattern -> the signed literal MLIR's i64 constants take."""
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def acc_type(n: int) -> str:
+    """The wgmma m64nN f32 accumulator: N/2 registers per thread, as an LLVM struct."""
+    return "!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>"
+
+
+class _Emitter:
+    """MLIR text builder: fresh SSA names, indentation, and constants hoisted to the function entry."""
+
+    def __init__(self, indent: int = 4):
+        self.lines: list[str] = []
+        self.ind = indent
+        self.n = 0
+        self.consts: dict[tuple, str] = {}
+
+    def line(self, s: str) -> None:
+        self.lines.append(" " * self.ind + s)
+
+    def fresh(self, prefix: str = "v") -> str:
+        self.n += 1
+        return f"%{prefix}{self.n}"
+
+    def value(self, rhs: str, prefix: str = "v") -> str:
+        name = self.fresh(prefix)
+        self.line(f"{name} = {rhs}")
+        return name
+
+    def const(self, val: int, ty: str = "i32") -> str:
+        # Hoisted (see `constants`), so one name serves every use and always dominates it.
+        key = (val, ty)
+        if key not in self.consts:
+            self.consts[key] = f"%c{ty}_{'m' if val < 0 else ''}{abs(val)}"
+        return self.consts[key]
+
+    def constants(self, indent: int = 4) -> list[str]:
+        return [f"{' ' * indent}{name} = arith.constant {val} : {ty}" for (val, ty), name in self.consts.items()]
+
+    @contextmanager
+    def block(self, header: str | None, footer: str = "}"):
+        if header is not None:
+            self.line(header)
+        self.ind += 2
+        yield
+        self.ind -= 2
+        self.line(footer)
+
+    # arith on i32 (default) or i64
+    def add(self, a, b, ty="i32"):
+        return self.value(f"arith.addi {a}, {b} : {ty}")
+
+    def sub(self, a, b, ty="i32"):
+        return self.value(f"arith.subi {a}, {b} : {ty}")
+
+    def mul(self, a, b, ty="i32"):
+        return self.value(f"arith.muli {a}, {b} : {ty}")
+
+    def divu(self, a, b, ty="i32"):
+        return self.value(f"arith.divui {a}, {b} : {ty}")
+
+    def remu(self, a, b, ty="i32"):
+        return self.value(f"arith.remui {a}, {b} : {ty}")
+
+    def and_(self, a, b, ty="i32"):
+        return self.value(f"arith.andi {a}, {b} : {ty}")
+
+    def or_(self, a, b, ty="i32"):
+        return self.value(f"arith.ori {a}, {b} : {ty}")
+
+    def xor(self, a, b, ty="i32"):
+        return self.value(f"arith.xori {a}, {b} : {ty}")
+
+    def shru(self, a, b, ty="i32"):
+        return self.value(f"arith.shrui {a}, {b} : {ty}")
+
+    def cmp(self, pred, a, b, ty="i32"):
+        return self.value(f"arith.cmpi {pred}, {a}, {b} : {ty}")
+
+    def ext64(self, a, signed=True):
+        return self.value(f"arith.{'extsi' if signed else 'extui'} {a} : i32 to i64")
+
+    def gep_smem(self, base, off_i32):
+        return self.value(f"llvm.getelementptr {base}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8")
+
+
+@dataclass
+class _Loop:
+    """The current K-loop iteration: induction variable, stage and phase, per-stage addresses."""
+    kt: str
+    stage: str
+    phase: str
+    cache: dict
+
+
+@dataclass
+class _Role:
+    """What the ops of one role share while they are emitted."""
+    name: str
+    first_wg: int
+    issue: str                      # "one_thread" | "warpgroup"
+    wg_index: str | None = None     # warpgroup index inside the role (SSA i32)
+    thread_in_wg: str | None = None
+    wg_leader: str | None = None    # thread 0 of each warpgroup (SSA i1)
+    loop: _Loop | None = None
+    accs: dict | None = None        # accumulator name -> SSA value holding it now
+    acc_n: dict | None = None       # accumulator name -> wgmma n
+
+
+class _GemmLowering:
+    def __init__(self, program: KernelProgram, name: str):
+        self.p = program
+        self.name = name
+        self.E = _Emitter()
+        self._read_config()
+
+    # ---- configuration: read and check the plan --------------------------------------------
+    def _fail(self, msg: str):
+        raise ValueError(f"sm_90a lowering of kernel {self.name!r}: {msg}")
+
+    def _read_config(self) -> None:
+        a = self.p.attrs
+        if a.get("kind") != "gemm":
+            self._fail(f"kernel kind {a.get('kind')!r} has no sm_90a lowering (only 'gemm')")
+        for key, after in (("stages", "wl-pipeline"), ("threads", "wl-specialize"), ("smem_bytes", "wl-plan-smem")):
+            if key not in a:
+                self._fail(f"the kernel has no {key!r} attribute: run {after} (and the passes after it) first")
+        if not self.p.barriers:
+            self._fail("the kernel has no wl.mbarrier ops: run wl-plan-barriers first")
+        self.BM, self.BN, self.BK = a["tile"]
+        self.stages, self.threads, self.smem_bytes = a["stages"], a["threads"], a["smem_bytes"]
+        self.b_layout = a.get("b_layout")
+        if self.b_layout not in OPERAND_DIMS:
+            self._fail(f"b_layout {self.b_layout!r}: the sm_90a GEMM takes 'kn' or 'nk'")
+        self.dims = OPERAND_DIMS[self.b_layout]
+        if a.get("acc_elem", "f32") != "f32":
+            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
+        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
+            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
+        if self.threads % THREADS_PER_WARPGROUP:
+            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
+        self.elem = self.p.inputs[0].elem
+        elems = {t.elem for t in self.p.inputs} | {self.p.result.elem}
+        if self.elem not in ELEM_TYPES or elems != {self.elem}:
+            self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
+        if list(self.p.input_names) != ["a", "b"]:
+            self._fail(f"inputs {self.p.input_names}: the GEMM kernel takes exactly 'a' and 'b'")
+
+        # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
+        self.grid = tuple(parse_rule(g, "grid rule") for g in a["grid"])
+        if len(self.grid) != 3:
+            self._fail(f"grid {a['grid']} needs three rules")
+        self.origin_axis = {}
+        for axis, rule in enumerate(self.grid):
+            if rule[0] == "cdiv":
+                self.origin_axis[rule[1]] = (axis, rule[2])
+            elif rule[1] != 1:
+                self._fail(f"grid rule {a['grid'][axis]!r}: constant grid dims other than 1 have no tile meaning")
+        extents = {"M": self.BM, "N": self.BN}
+        for dim, extent in extents.items():
+            if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
+                self._fail(f"grid {a['grid']} must tile {dim} by {extent} (the kernel tile) on one axis")
+
+        # Roles: together they must cover every warpgroup exactly once.
+        wgs = sorted(w for r in self.p.roles for w in r.attrs["warpgroups"])
+        if wgs != list(range(self.threads // THREADS_PER_WARPGROUP)):
+            self._fail(f"roles cover warpgroups {wgs}; {self.threads} threads need each of "
+                       f"0..{self.threads // THREADS_PER_WARPGROUP - 1} exactly once")
+        used = sum(THREADS_PER_WARPGROUP * len(r.attrs["warpgroups"]) * r.attrs["regs"] for r in self.p.roles)
+        if used > REGISTER_FILE:
+            self._fail(f"role register budgets need {used} registers; the register file holds {REGISTER_FILE}")
+        # What every thread gets at launch (ptxas allocates the file evenly, in units of 8);
+        # setmaxnreg then moves registers from roles below it to roles above it.
+        self.launch_regs = REGISTER_FILE // self.threads // 8 * 8
+
+        for buf in self.p.buffers.values():
+            if "offset" not in buf:
+                self._fail(f"buffer {buf['name']!r} has no offset: run wl-plan-smem first")
+        for bar in self.p.barriers.values():
+            if "offset" not in bar or bar["offset"] % MBARRIER_BYTES:
+                self._fail(f"mbarrier ring {bar['name']!r} needs an 8-byte aligned offset (run wl-plan-barriers)")
+        # The kernel rounds the dynamic smem base up to 1024 B at run time (up to 1023 B lost),
+        # so the launch must ask for the plan's end plus that much.
+        end = max([b["offset"] + b["bytes"] for b in self.p.buffers.values()]
+                  + [r["offset"] + MBARRIER_BYTES * r["count"] for r in self.p.barriers.values()])
+        if self.smem_bytes < end + SWIZZLE_REPEAT - 1:
+            self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
+                       f"{SWIZZLE_REPEAT - 1} B for the run-time {SWIZZLE_REPEAT} B alignment of the base")
+
+    def _buffer(self, name: str) -> dict:
+        buf = self.p.buffers.get(name)
+        if buf is None:
+            self._fail(f"no wl.buffer named {name!r}")
+        return buf
+
+    def _stage_bytes(self, buf: dict) -> int:
+        if buf["bytes"] % buf["stages"]:
+            self._fail(f"buffer {buf['name']!r}: {buf['bytes']} bytes do not split into {buf['stages']} stages")
+        return buf["bytes"] // buf["stages"]
+
+    def _swizzled_tile(self, buf: dict, operand: str) -> tuple[str, str, int, int]:
+        """Check a TMA/wgmma tile buffer; return (row dim, contiguous dim, rows, 128-byte column chunks)."""
+        rows_dim, cols_dim = self.dims[operand]
+        rows, cols = buf["shape"]
+        if buf["swizzle"] != SWIZZLE_BYTES or buf["elem"] != self.elem:
+            self._fail(f"buffer {buf['name']!r} must be {self.elem} with the {SWIZZLE_BYTES}B swizzle, "
+                       f"got {buf['elem']} swizzle {buf['swizzle']}")
+        if (cols * ELEM_BYTES) % SWIZZLE_BYTES or rows % 8:
+            self._fail(f"buffer {buf['name']!r} tile {rows}x{cols}: rows must be a multiple of 8 and the "
+                       f"contiguous dim a multiple of {SWIZZLE_BYTES} bytes")
+        if buf["offset"] % SWIZZLE_REPEAT or self._stage_bytes(buf) % SWIZZLE_REPEAT:
+            self._fail(f"buffer {buf['name']!r} (offset {buf['offset']}) and its stages must be "
+                       f"{SWIZZLE_REPEAT}-byte aligned so wgmma descriptors can use base offset 0")
+        return rows_dim, cols_dim, rows, cols * ELEM_BYTES // SWIZZLE_BYTES
+
+    def _ring(self, name: str) -> dict:
+        bar = self.p.barriers.get(name)
+        if bar is None:
+            self._fail(f"no wl.mbarrier ring named {name!r}")
+        return bar
+
+    # ---- the kernel ---------------------------------------------------------------------------
+    def lower(self) -> LoweredKernel:
+        self.tmaps: dict[str, TensorMapSpec] = {}
+        for op in (o for r in self.p.roles for o in r.walk() if o.kind == "async_load"):
+            self.tmaps.setdefault(op.attrs["operand"], self._tensor_map(op))
+        if sorted(self.tmaps) != sorted(self.p.input_names):
+            self._fail(f"async loads cover inputs {sorted(self.tmaps)}; the kernel needs one per input "
+                       f"{self.p.input_names} (each input is read through its TMA tensor map)")
+        self.tmaps = {n: self.tmaps[n] for n in self.p.input_names}     # params in input order
+        self._prologue()
+        self._roles()
+        self.E.line("llvm.return")
+        params = ([ParamSpec(n, "tensormap") for n in self.tmaps] + [ParamSpec("c", "ptr")]
+                  + [ParamSpec(s, "i32") for s in ("M", "N", "K")])
+        return LoweredKernel(name=self.name, gpu_module=self._module_text(), params=params,
+                             tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1), cluster=(1, 1, 1),
+                             grid=self.grid, smem_bytes=self.smem_bytes)
+
+    def _module_text(self) -> str:
+        E = self.E
+        args = [f"%tmap_{n}: !llvm.ptr {TMAP_ARG}" for n in self.tmaps]
+        args += ["%c: !llvm.ptr<1>", "%M: i32", "%N: i32", "%K: i32"]
+        head = [
+            f"gpu.module @{self.name}_mod [{TARGET}] {{",
+            # extern .shared .align 1024: the base is also rounded up at run time (see _prologue)
+            f"  llvm.mlir.global external @{self.smem_symbol}() {{addr_space = 3 : i32, alignment = 1024 : i64}} "
+            ": !llvm.array<0 x i8>",
+            # nvvm.maxntid: ptxas honours setmaxnreg only when the kernel declares its block size
+            f"  llvm.func @{self.name}({', '.join(args)}) attributes {{nvvm.kernel, "
+            f"nvvm.maxntid = array<i32: {self.threads}, 1, 1>}} {{",
+        ]
+        return "\n".join(head + E.constants() + E.lines + ["  }", "}"]) + "\n"
+
+    @property
+    def smem_symbol(self) -> str:
+        return f"{self.name}_smem"
+
+    def _tensor_map(self, op: KOp) -> TensorMapSpec:
+        """TMA descriptor for an operand: dims innermost first, one box = 128 B of the contiguous dim x rows."""
+        operand = op.attrs["operand"]
+        if operand not in ("a", "b"):
+            self._fail(f"async_load of operand {operand!r}: only the inputs 'a' and 'b' are loaded")
+        rows_dim, cols_dim, rows, _ = self._swizzled_tile(self._buffer(op.attrs["buffer"]), operand)
+        return TensorMapSpec(name=operand, operand=operand, dtype=self.elem,
+                             box=(SWIZZLE_BYTES // ELEM_BYTES, rows), swizzle=SWIZZLE_BYTES,
+                             dims=(cols_dim, rows_dim))
+
+    def _prologue(self) -> None:
+        E, c = self.E, self.E.const
+        self.tid = E.value("nvvm.read.ptx.sreg.tid.x : i32", "tid")
+        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256)
+        self.origin = {}
+        for dim in ("N", "M"):
+            axis, extent = self.origin_axis[dim]
+            cta = E.value(f"nvvm.read.ptx.sreg.ctaid.{CTAID[axis]} : i32", "cta")
+            self.origin[dim] = E.mul(cta, c(extent))
+
+        # Dynamic smem base rounded up to 1024 B, so 128B-swizzled tiles start on a swizzle repeat.
+        raw = E.value(f"llvm.mlir.addressof @{self.smem_symbol} : !llvm.ptr<3>", "smem")
+        raw_i = E.value(f"llvm.ptrtoint {raw} : !llvm.ptr<3> to i32")
+        aligned = E.and_(E.add(raw_i, c(SWIZZLE_REPEAT - 1)), c(-SWIZZLE_REPEAT))
+        self.base = E.gep_smem(raw, E.sub(aligned, raw_i))
+        base_i64 = E.value(f"llvm.ptrtoint {self.base} : !llvm.ptr<3> to i64")
+        # wgmma descriptors hold the shared-window address as (addr & 0x3FFFF) >> 4
+        self.base_enc = E.shru(E.and_(base_i64, c(0x3FFFF, "i64"), "i64"), c(4, "i64"), "i64")
+        # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
+        for loop in (o for r in self.p.roles for o in r.walk() if o.kind == "k_loop"):
+            rule = parse_rule(loop.attrs["trip"], "k_loop trip")
+            if rule != ("cdiv", "K", self.BK):
+                self._fail(f"k_loop trip {loop.attrs['trip']!r}: expected 'cdiv(K, {self.BK})' (the kernel's K tiles)")
+        self.trips = E.divu(E.add("%K", c(self.BK - 1)), c(self.BK))
+
+        # Thread 0 initialises every planned barrier with its arrival count; the fence makes the
+        # init visible to the async proxy (TMA), the CTA barrier to the other threads.
+        is_t0 = E.cmp("eq", self.tid, c(0))
+        with E.block(f"scf.if {is_t0} {{"):
+            for ring in sorted(self.p.barriers.values(), key=lambda r: r["offset"]):
+                for s in range(ring["count"]):
+                    bar = E.gep_smem(self.base, c(ring["offset"] + MBARRIER_BYTES * s))
+                    E.line(f"nvvm.mbarrier.init {bar}, {c(ring['arrivals'])} : !llvm.ptr<3>, i32")
+            E.line("nvvm.fence.mbarrier.init")
+        # bar.sync 0 with every thread, before the role split. No CTA-wide barrier may follow:
+        # the idle threads of a one-thread role exit early.
+        E.line("nvvm.barrier")
+        self.wg = E.divu(self.tid, c(THREADS_PER_WARPGROUP))
+
+    def _roles(self) -> None:
+        """if wg in role0 { role0 } else if wg in role1 { ... } else { last role }."""
+        E, c = self.E, self.E.const
+        roles = sorted(self.p.roles, key=lambda r: min(r.attrs["warpgroups"]))
+
+        def chain(i: int) -> None:
+            if i == len(roles) - 1:
+                self._role(roles[i])
+                return
+            wgs = sorted(roles[i].attrs["warpgroups"])
+            if wgs != list(range(wgs[0], wgs[-1] + 1)):
+                self._fail(f"role {roles[i].attrs['name']!r} has non-contiguous warpgroups {wgs}")
+            if len(wgs) == 1:
+                cond = E.cmp("eq", self.wg, c(wgs[0]))
+            else:   # earlier roles took the lower warpgroups, so an upper bound is enough
+                cond = E.cmp("ule", self.wg, c(wgs[-1]))
+            with E.block(f"scf.if {cond} {{", footer="} else {"):
+                self._role(roles[i])
+            with E.block(None):
+                chain(i + 1)
+
+        chain(0)
+
+    def _role(self, role: KOp) -> None:
+        E, c = self.E, self.E.const
+        attrs = role.attrs
+        ctx = _Role(name=attrs["name"], first_wg=min(attrs["warpgroups"]), issue=attrs.get("issue", "warpgroup"),
+                    accs={}, acc_n={})
+        regs = attrs["regs"]
+        if regs < self.launch_regs:      # give registers back (warpgroup-collective)
+            E.line(f"nvvm.setmaxregister decrease {regs}")
+        elif regs > self.launch_regs:    # take the registers other roles gave back
+            E.line(f"nvvm.setmaxregister increase {regs}")
+        if ctx.issue == "one_thread":
+            # One elected lane of the role's first warp issues everything; the others fall through.
+            warp = E.divu(self.tid, c(32))
+            is_w0 = E.cmp("eq", warp, c(ctx.first_wg * 4))
+            with E.block(f"scf.if {is_w0} {{"):
+                elected = E.value("nvvm.elect.sync -> i1", "elected")
+                with E.block(f"scf.if {elected} {{"):
+                    for operand in self._loaded_operands(role):
+                        E.line(f"nvvm.prefetch tensormap, %tmap_{operand} : !llvm.ptr")
+                    self._ops(role.body, ctx)
+        elif ctx.issue == "warpgroup":
+            ctx.wg_index = E.sub(self.wg, c(ctx.first_wg))
+            ctx.thread_in_wg = E.remu(self.tid, c(THREADS_PER_WARPGROUP))
+            ctx.wg_leader = E.cmp("eq", ctx.thread_in_wg, c(0))
+            self._ops(role.body, ctx)
+        else:
+            self._fail(f"role {ctx.name!r} has issue = {ctx.issue!r}; the lowering knows 'one_thread' and 'warpgroup'")
+
+    def _loaded_operands(self, role: KOp) -> list[str]:
+        seen = []
+        for op in role.walk():
+            if op.kind == "async_load" and op.attrs["operand"] not in seen:
+                seen.append(op.attrs["operand"])
+        return seen
+
+    # ---- ops ------------------------------------------------------------------------------
+    OPS = ("k_loop", "wait", "arrive_expect_tx", "async_load", "mma", "mma_wait", "arrive", "store_tile")
+
+    def _ops(self, ops: list[KOp], ctx: _Role) -> None:
+        for op in ops:
+            if op.kind not in self.OPS:
+                self._fail(f"cannot lower wl.{op.kind} in role {ctx.name!r}; the sm_90a lowering handles "
+                           f"{', '.join('wl.' + k for k in self.OPS)}")
+            getattr(self, f"_op_{op.kind}")(op, ctx)
+
+    def _need_loop(self, op: KOp, ctx: _Role) -> _Loop:
+        if ctx.loop is None:
+            self._fail(f"wl.{op.kind} in role {ctx.name!r} is outside a wl.k_loop; its stage would be undefined")
+        return ctx.loop
+
+    def _op_k_loop(self, op: KOp, ctx: _Role) -> None:
+        E, c = self.E, self.E.const
+        if ctx.loop is not None:
+            self._fail("nested wl.k_loop")
+        trips = self.trips
+        # The loop carries the accumulators its MMAs update (zero on entry).
+        carried = []
+        for mma in (o for o in op.body if o.kind == "mma"):
+            name, n = mma.attrs["acc"], mma.attrs["shape"][1]
+            if name not in ctx.accs:
+                ctx.accs[name] = E.value(f"llvm.mlir.zero : {acc_type(n)}", "acc")
+                ctx.acc_n[name] = n
+            if name not in carried:
+                carried.append(name)
+        kt = E.fresh("kt")
+        if carried:
+            res = E.fresh("accf")     # the accumulators after the loop: %accf or %accf#i
+            inits = {name: E.fresh("acc_in") for name in carried}
+            iter_args = ", ".join(f"{inits[n]} = {ctx.accs[n]}" for n in carried)
+            types = ", ".join(acc_type(ctx.acc_n[n]) for n in carried)
+            results = res if len(carried) == 1 else f"{res}:{len(carried)}"
+            header = (f"{results} = scf.for {kt} = {c(0)} to {trips} step {c(1)} iter_args({iter_args}) "
+                      f"-> ({types}) : i32 {{")
+            outer = dict(ctx.accs)
+            ctx.accs.update(inits)
+        else:
+            header = f"scf.for {kt} = {c(0)} to {trips} step {c(1)} : i32 {{"
+        with E.block(header):
+            stage = E.remu(kt, c(self.stages))
+            phase = E.and_(E.divu(kt, c(self.stages)), c(1))
+            ctx.loop = _Loop(kt, stage, phase, {})
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            if carried:
+                vals = ", ".join(ctx.accs[n] for n in carried)
+                E.line(f"scf.yield {vals} : {types}")
+        if carried:
+            ctx.accs = outer
+            for i, name in enumerate(carried):
+                ctx.accs[name] = res if len(carried) == 1 else f"{res}#{i}"
+
+    def _barrier(self, name: str, loop: _Loop) -> str:
+        """Address of this stage's mbarrier of ring `name` (once per loop body)."""
+        key = ("bar", name)
+        if key not in loop.cache:
+            E, c = self.E, self.E.const
+            ring = self._ring(name)
+            if ring["count"] != self.stages:
+                self._fail(f"mbarrier ring {name!r} has {ring['count']} barriers for {self.stages} stages")
+            loop.cache[key] = E.gep_smem(self.base, E.add(c(ring["offset"]), E.mul(loop.stage, c(MBARRIER_BYTES))))
+        return loop.cache[key]
+
+    def _k_origin(self, loop: _Loop) -> str:
+        """First K index of this iteration's tile."""
+        if "k0" not in loop.cache:
+            loop.cache["k0"] = self.E.mul(loop.kt, self.E.const(self.BK))
+        return loop.cache["k0"]
+
+    def _stage_offset(self, buf: dict, loop: _Loop) -> str:
+        """Byte offset (i32, from the aligned smem base) of this stage's tile of `buf`."""
+        E, c = self.E, self.E.const
+        if buf["stages"] != self.stages:
+            self._fail(f"buffer {buf['name']!r} has {buf['stages']} stages, the kernel {self.stages}")
+        off = E.mul(loop.stage, c(self._stage_bytes(buf)))
+        return off if buf["offset"] == 0 else E.add(c(buf["offset"]), off)
+
+    def _op_wait(self, op: KOp, ctx: _Role) -> None:
+        E, c = self.E, self.E.const
+        loop = self._need_loop(op, ctx)
+        parity = op.attrs["parity"]
+        if parity == "consumer":
+            ph = loop.phase
+        elif parity == "producer":   # the opposite phase: the first lap over fresh barriers passes at once
+            ph = E.xor(loop.phase, c(1))
+        else:
+            self._fail(f"wl.wait parity {parity!r}; expected 'consumer' or 'producer'")
+        bar = self._barrier(op.attrs["barrier"], loop)
+        E.line(f"nvvm.mbarrier.try_wait.parity {bar}, {ph}, {c(WAIT_TICKS)} : !llvm.ptr<3>, i32, i32")
+
+    def _op_arrive_expect_tx(self, op: KOp, ctx: _Role) -> None:
+        loop = self._need_loop(op, ctx)
+        if ctx.issue != "one_thread":
+            self._fail(f"wl.arrive_expect_tx in role {ctx.name!r} (issue {ctx.issue!r}): it must be issued by one "
+                       "thread, or each thread would arrive")
+        ring = self._ring(op.attrs["barrier"])
+        if op.attrs["bytes"] != ring["tx_bytes"]:
+            self._fail(f"wl.arrive_expect_tx expects {op.attrs['bytes']} bytes but ring {ring['name']!r} is planned "
+                       f"for {ring['tx_bytes']}")
+        bar = self._barrier(op.attrs["barrier"], loop)
+        self.E.value(f"nvvm.mbarrier.arrive.expect_tx {bar}, {self.E.const(op.attrs['bytes'])} : "
+                     "!llvm.ptr<3>, i32 -> i64")
+
+    def _op_async_load(self, op: KOp, ctx: _Role) -> None:
+        E, c = self.E, self.E.const
+        loop = self._need_loop(op, ctx)
+        if ctx.issue != "one_thread":
+            self._fail(f"wl.async_load in role {ctx.name!r}: TMA copies are issued by one thread")
+        operand = op.attrs["operand"]
+        buf = self._buffer(op.attrs["buffer"])
+        rows_dim, cols_dim, rows, chunks = self._swizzled_tile(buf, operand)
+        if list(op.attrs["tile"]) != list(buf["shape"]):
+            self._fail(f"wl.async_load tile {op.attrs['tile']} differs from buffer {buf['name']!r} {buf['shape']}")
+        bar = self._barrier(op.attrs["barrier"], loop)
+        stage_off = self._stage_offset(buf, loop)
+        # One TMA box covers 128 B of the contiguous dim x all rows; a wider tile takes several boxes,
+        # stored one after another (rows * 128 B each): the layout the wgmma descriptors expect.
+        for j in range(chunks):
+            coord = []
+            for dim, step in ((cols_dim, SWIZZLE_BYTES // ELEM_BYTES * j), (rows_dim, 0)):
+                v = self._k_origin(loop) if dim == "K" else self.origin[dim]
+                coord.append(v if step == 0 else E.add(v, c(step)))
+            dst = stage_off if j == 0 else E.add(stage_off, c(j * rows * SWIZZLE_BYTES))
+            d3 = E.gep_smem(self.base, dst)
+            # the TMA destination is a shared::cluster address (address space 7)
+            d7 = E.value(f"llvm.addrspacecast {d3} : !llvm.ptr<3> to !llvm.ptr<7>")
+            E.line(f"nvvm.cp.async.bulk.tensor.shared.cluster.global {d7}, %tmap_{operand}, {bar}, "
+                   f"box[{coord[0]}, {coord[1]}] : !llvm.ptr<7>, !llvm.ptr")
+
+    def _descriptor(self, buf: dict, operand: str, loop: _Loop, row_offset: str | None) -> tuple[str, int, str]:
+        """wgmma smem descriptor of this stage's tile: (SSA i64, k16 step in encoded units, "row"|"col").
+
+        K-major (K contiguous): 128B swizzle, LBO unused (16 B by convention), SBO = 8 rows x 128 B;
+        a k16 step moves the start address by 16 elements = 32 B inside the swizzle atom (the hardware
+        applies the XOR on absolute address bits, so this is exact). MN-major (B given [K, N]):
+        LBO = distance between 64-wide N chunks (one TMA box = K rows x 128 B), SBO = 8 K rows x 128 B,
+        a k16 step moves 16 K rows = 2048 B.
+        """
+        E, c = self.E, self.E.const
+        rows_dim, cols_dim, rows, chunks = self._swizzled_tile(buf, operand)
+        if cols_dim == "K" and chunks != 1:
+            self._fail(f"buffer {buf['name']!r}: a K-major wgmma operand needs its K tile to be exactly "
+                       f"{SWIZZLE_BYTES} bytes (one swizzle row), got {chunks} x {SWIZZLE_BYTES}")
+        if cols_dim == "K":
+            hi = desc_hi_bits(16, 8 * SWIZZLE_BYTES)
+            k_step, major = (MMA_K * ELEM_BYTES) >> 4, "col"
+        elif rows_dim == "K":
+            hi = desc_hi_bits(rows * SWIZZLE_BYTES, 8 * SWIZZLE_BYTES)
+            k_step, major = (MMA_K * SWIZZLE_BYTES) >> 4, "row"
+        else:
+            self._fail(f"buffer {buf['name']!r} has no K dim")
+        addr = self._stage_offset(buf, loop)
+        if row_offset is not None:
+            addr = E.add(addr, row_offset)
+        lo = E.add(self.base_enc, E.ext64(E.shru(addr, c(4)), False), "i64")
+        return E.or_(lo, c(to_i64(hi), "i64"), "i64"), k_step, major
+
+    def _op_mma(self, op: KOp, ctx: _Role) -> None:
+        E, c = self.E, self.E.const
+        loop = self._need_loop(op, ctx)
+        if ctx.issue != "warpgroup":
+            self._fail(f"wl.mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
+        m, n, k = op.attrs["shape"]
+        if m != MMA_M or not (8 <= n <= 256 and n % 8 == 0) or k % MMA_K:
+            self._fail(f"wl.mma shape {op.attrs['shape']}: wgmma takes m = {MMA_M}, n in 8..256 step 8, "
+                       f"k a multiple of {MMA_K}")
+        if op.attrs.get("a_rows", "per_warpgroup") != "per_warpgroup":
+            self._fail(f"wl.mma a_rows {op.attrs['a_rows']!r}: only 'per_warpgroup' (each warpgroup its 64 rows)")
+        a_buf, b_buf = self._buffer(op.attrs["a"]), self._buffer(op.attrs["b"])
+        if self.dims["a"][1] != "K":
+            self._fail("A must be K-major")
+        # The smem tiles must be exactly what the wgmma reads: A = (warpgroups x 64) x k, B = k x n.
+        extent = {d: v for d, v in zip(self.dims["b"], b_buf["shape"])}
+        n_wgs = len(next(r for r in self.p.roles if r.attrs["name"] == ctx.name).attrs["warpgroups"])
+        if list(a_buf["shape"]) != [MMA_M * n_wgs, k] or extent != {"N": n, "K": k}:
+            self._fail(f"wl.mma shape {op.attrs['shape']} does not match buffers {a_buf['name']!r} "
+                       f"{a_buf['shape']} and {b_buf['name']!r} {b_buf['shape']} for {n_wgs} warpgroups")
+        # each warpgroup reads its own 64 rows of A: 64 rows x 128 B, a multiple of the swizzle repeat
+        a_rows = E.mul(ctx.wg_index, c(MMA_M * SWIZZLE_BYTES))
+        desc_a, a_step, _ = self._descriptor(a_buf, "a", loop, a_rows)
+        desc_b, b_step, b_major = self._descriptor(b_buf, "b", loop, None)
+        acc_name = op.attrs["acc"]
+        acc_t = acc_type(n)
+        acc = ctx.accs[acc_name]
+        ab = f"<{self.elem}>"
+        E.line("nvvm.wgmma.fence.aligned")
+        for kk in range(k // MMA_K):
+            da = desc_a if kk == 0 else E.add(desc_a, c(kk * a_step, "i64"), "i64")
+            db = desc_b if kk == 0 else E.add(desc_b, c(kk * b_step, "i64"), "i64")
+            # MLIR 22 emits imm-trans-b = 1 - layout: <col> = K-major B, <row> = MN-major (transposed) B
+            acc = E.value(f"nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = {m}, n = {n}, k = {MMA_K}>, "
+                          f"D[<f32>, <one>, <wrapped>], A[{ab}, <one>, <row>], B[{ab}, <one>, <{b_major}>] "
+                          f": {acc_t} -> {acc_t}", "acc")
+        E.line("nvvm.wgmma.commit.group.sync.aligned")
+        ctx.accs[acc_name] = acc
+
+    def _op_mma_wait(self, op: KOp, ctx: _Role) -> None:
+        pending = op.attrs["pending"]
+        if not 0 <= pending <= 7:
+            self._fail(f"wl.mma_wait pending = {pending}: wgmma.wait_group takes 0..7")
+        self.E.line(f"nvvm.wgmma.wait.group.sync.aligned {pending}")
+
+    def _op_arrive(self, op: KOp, ctx: _Role) -> None:
+        E = self.E
+        loop = self._need_loop(op, ctx)
+        bar = self._barrier(op.attrs["barrier"], loop)
+        issue = op.attrs.get("issue", ctx.issue)
+        arrive = f"nvvm.mbarrier.arrive {bar} : !llvm.ptr<3> -> i64"
+        if issue == "one_thread_per_warpgroup" and ctx.issue == "warpgroup":
+            # One signalling thread per warpgroup (CUTLASS): the ring expects one arrival per warpgroup.
+            with E.block(f"scf.if {ctx.wg_leader} {{"):
+                E.value(arrive)
+        elif issue == "one_thread" and ctx.issue == "one_thread":
+            E.value(arrive)
+        else:
+            self._fail(f"wl.arrive issue {issue!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
+
+    def _op_store_tile(self, op: KOp, ctx: _Role) -> None:
+        """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) as the output element type.
+
+        Fragment: warp w owns rows 16w..16w+15; lane l: r0 = 16w + l/4; register 4j+2h+e holds
+        (r0 + 8h, 8j + 2(l%4) + e). Fast path (the warpgroup's whole 64 x N slice in bounds, N even):
+        pairs packed to one 4-byte store. Otherwise one guarded 2-byte store per element.
+        """
+        E, c = self.E, self.E.const
+        if ctx.issue != "warpgroup" or ctx.loop is not None:
+            self._fail(f"wl.store_tile in role {ctx.name!r} must follow the k_loop of a warpgroup role")
+        if op.attrs["operand"] != "c" or op.attrs.get("rows", "per_warpgroup") != "per_warpgroup":
+            self._fail(f"wl.store_tile of {op.attrs['operand']!r} rows {op.attrs.get('rows')!r}: only the output "
+                       "'c', per warpgroup")
+        acc_name = op.attrs["acc"]
+        if acc_name not in ctx.accs:
+            self._fail(f"wl.store_tile reads accumulator {acc_name!r}, which no wl.mma of role {ctx.name!r} writes")
+        n = ctx.acc_n[acc_name]
+        if list(op.attrs["tile"]) != [MMA_M, n]:
+            self._fail(f"wl.store_tile tile {op.attrs['tile']} must be the fragment of the MMA, [{MMA_M}, {n}]")
+        res, acc_t, ty = ctx.accs[acc_name], acc_type(n), self.elem
+        m0, n0 = self.origin["M"], self.origin["N"]
+        warp_in_wg = E.divu(ctx.thread_in_wg, c(32))
+        lane = E.remu(self.tid, c(32))
+        wg_row0 = E.add(m0, E.mul(ctx.wg_index, c(MMA_M)))
+        row0 = E.add(wg_row0, E.add(E.mul(warp_in_wg, c(16)), E.divu(lane, c(4))))
+        col0 = E.add(n0, E.mul(E.remu(lane, c(4)), c(2)))
+        vals = [E.value(f"llvm.extractvalue {res}[{i}] : {acc_t}", "f") for i in range(n // 2)]
+        n64 = E.ext64("%N")
+        rows = [row0, E.add(row0, c(8))]
+        col64 = E.ext64(col0)
+        rowptr = [E.value(f"llvm.getelementptr %c[{E.add(E.mul(E.ext64(r), n64, 'i64'), col64, 'i64')}] : "
+                          f"(!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {ty}") for r in rows]
+        in_m = E.cmp("sle", E.add(wg_row0, c(MMA_M)), "%M")
+        in_n = E.cmp("sle", E.add(n0, c(n)), "%N")
+        n_even = E.cmp("eq", E.and_("%N", c(1)), c(0))   # 4-byte alignment of the packed pairs
+        fast = E.and_(E.and_(in_m, in_n, "i1"), n_even, "i1")
+        with E.block(f"scf.if {fast} {{", footer="} else {"):
+            for j in range(n // 8):
+                for h in range(2):
+                    u = E.value("llvm.mlir.undef : vector<2xf32>")
+                    u = E.value(f"llvm.insertelement {vals[4 * j + 2 * h]}, {u}[{c(0)} : i32] : vector<2xf32>")
+                    u = E.value(f"llvm.insertelement {vals[4 * j + 2 * h + 1]}, {u}[{c(1)} : i32] : vector<2xf32>")
+                    pair = E.value(f"llvm.fptrunc {u} : vector<2xf32> to vector<2x{ty}>")   # cvt.rn.{ty}x2.f32
+                    p = E.value(f"llvm.getelementptr {rowptr[h]}[{8 * j}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {ty}")
+                    E.line(f"llvm.store {pair}, {p} {{alignment = 4 : i64}} : vector<2x{ty}>, !llvm.ptr<1>")
+        with E.block(None):
+            row_ok = [E.cmp("slt", r, "%M") for r in rows]
+            for j in range(n // 8):
+                for e in range(2):
+                    col_ok = E.cmp("slt", E.add(col0, c(8 * j + e)), "%N")
+                    for h in range(2):
+                        ok = E.and_(row_ok[h], col_ok, "i1")
+                        with E.block(f"scf.if {ok} {{"):
+                            v = E.value(f"arith.truncf {vals[4 * j + 2 * h + e]} : f32 to {ty}")
+                            p = E.value(f"llvm.getelementptr {rowptr[h]}[{8 * j + e}] : "
+                                        f"(!llvm.ptr<1>) -> !llvm.ptr<1>, {ty}")
+                            E.line(f"llvm.store {v}, {p} {{alignment = 2 : i64}} : {ty}, !llvm.ptr<1>")
+
+
+# ---- building the standard kernels from a wl.matmul ---------------------------------------------
+
+PLAN_PASSES = ["wl-tile{block-n=%d}", "wl-pipeline{stages=%d}", "wl-specialize", "wl-plan-smem", "wl-plan-barriers"]
+
+
+def gemm_source(elem: str = "bf16", b_layout: str = "kn") -> str:
+    """A function holding one dynamic-shape wl.matmul: c[M,N] = a[M,K] @ b (b [K,N] for kn, [N,K] for nk)."""
+    t = f"tensor<?x?x{elem}>"
+    return (f"func.func @gemm(%a: {t}, %b: {t}) -> {t} {{\n"
+            f'  %c = "wl.matmul"(%a, %b) {{transpose_a = false, transpose_b = {str(b_layout == "nk").lower()}}} '
+            f": ({t}, {t}) -> {t}\n"
+            f"  return %c : {t}\n}}\n")
+
+
+def build_gemm_module(elem: str = "bf16", b_layout: str = "kn", block_n: int = 256, stages: int = 4,
+                      lower: bool = True):
+    """A module with one GEMM run through the sm_90a planning passes (and wl-lower-sm90 when `lower`)."""
+    from mlir import ir
+
+    from warploom.dialect import make_context
+    from warploom.passes import run_passes
+
+    passes = [PLAN_PASSES[0] % block_n, PLAN_PASSES[1] % stages, *PLAN_PASSES[2:]]
+    if lower:
+        passes.append("wl-lower-sm90")
+    ctx = make_context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.parse(gemm_source(elem, b_layout))
+        run_passes(module, passes)
+    return module
+
+
+def lower_gemm(elem: str = "bf16", b_layout: str = "kn", block_n: int = 256, stages: int = 4) -> LoweredKernel:
+    """The LoweredKernel of one planned GEMM (without inserting it into a module)."""
+    from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+
+    module = build_gemm_module(elem, b_layout, block_n, stages, lower=False)
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        program = read_kernel(kernel)
+        return lower_kernel(program, kernel_name(program))

@@ -1,0 +1,152 @@
+"""High-level entry points: `warploom.ops.matmul(a, b)` on GPU tensors of any DLPack/CAI framework.
+
+    c = warploom.ops.matmul(a, b)          # a [M, K], b [K, N], bf16 or f16 -> c [M, N], same dtype
+    c = warploom.ops.matmul(x, w.T)        # b as the transposed view of a contiguous [N, K] weight: no copy
+
+fp32 accumulation; M, N, K are runtime values, so one kernel serves every size.
+Kernels come from the cache (warploom.kernels); with WARPLOOM_OFFLINE=1 nothing
+is compiled. Bad input is refused before any launch, with the value and the fix.
+
+The fast path feeds TMA straight from the caller's tensors, which needs every
+row stride to be a multiple of 16 bytes (K % 8 == 0 for a; N % 8 == 0 for a
+row-major b; K % 8 == 0 for a transposed-weight b) and 16-byte aligned bases.
+Otherwise the operands are copied once into zero-padded buffers whose strides
+fit (the slower path, documented in the README): the zero columns add nothing to
+the products, and the result is the same.
+"""
+from __future__ import annotations
+
+from warploom.kernels import GemmSpec, get_kernel
+from warploom.runtime.launch import default_launcher
+from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
+from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
+
+GEMM_ELEMENTS = ("bf16", "f16")
+NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctness
+TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
+
+
+def _describe(t: DeviceTensor) -> str:
+    return f"{t.framework} tensor of shape {list(t.shape)}, {t.dtype}, strides {list(t.strides)}"
+
+
+def _check_inputs(a: DeviceTensor, b: DeviceTensor) -> tuple[int, int, int]:
+    for name, t in (("a", a), ("b", b)):
+        if t.ndim != 2:
+            raise ValueError(f"matmul: {name} must be 2-D, got {_describe(t)}; "
+                             "flatten batch dims first (x.reshape(-1, x.shape[-1]))")
+        if t.dtype not in GEMM_ELEMENTS:
+            raise TypeError(f"matmul: {name} is {t.dtype}; warploom GEMM takes {' or '.join(GEMM_ELEMENTS)}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul: a is {a.dtype} but b is {b.dtype}; cast one so both match")
+    if a.device != b.device:
+        raise ValueError(f"matmul: a is on cuda:{a.device} but b on cuda:{b.device}")
+    (m, k), (k2, n) = a.shape, b.shape
+    if k != k2:
+        raise ValueError(f"matmul: a is [{m}, {k}] and b is [{k2}, {n}]: the contracting dims differ "
+                         f"(K = {k} vs {k2})")
+    return m, n, k
+
+
+def _b_layout(b: DeviceTensor) -> str | None:
+    """'kn' for a row-major [K, N] b, 'nk' for the transposed view of a row-major [N, K], else None."""
+    k, n = b.shape
+    if b.strides[1] == 1 and (b.strides[0] == n or k == 1):
+        return "kn"
+    if b.strides[0] == 1 and (b.strides[1] == k or n == 1):
+        return "nk"
+    return None
+
+
+def _round_up(x: int, m: int) -> int:
+    return (x + m - 1) // m * m
+
+
+def _padded(t: DeviceTensor, rows: int, cols: int) -> DeviceTensor:
+    """A row-major zero-padded copy of the 2-D tensor t (in its storage orientation) of size rows x cols."""
+    out = empty_like_framework(t, (rows, cols), t.dtype)
+    if t.framework == "torch":
+        out.obj.zero_()
+        out.obj[: t.shape[0], : t.shape[1]].copy_(t.obj)
+    elif t.framework == "cupy":
+        out.obj.fill(0)
+        out.obj[: t.shape[0], : t.shape[1]] = t.obj
+    else:
+        raise TmaLayoutError("operand strides do not fit TMA and this framework cannot be copied by warploom; "
+                             "pass torch or cupy tensors, or make row strides multiples of 16 bytes")
+    return out
+
+
+def _transposed(t: DeviceTensor) -> DeviceTensor:
+    """The [N, K] storage seen through the transposed view t ([K, N] with strides (1, K))."""
+    if t.framework == "torch":
+        return as_device_tensor(t.obj.t())
+    if t.framework == "cupy":
+        return as_device_tensor(t.obj.T)
+    return DeviceTensor(t.ptr, (t.shape[1], t.shape[0]), (t.strides[1], t.strides[0]), t.dtype, t.device,
+                        t.framework, t.obj, t.stream)
+
+
+def _contiguous(t: DeviceTensor) -> DeviceTensor:
+    return _padded(t, t.shape[0], t.shape[1])
+
+
+def _pick_block_n(m: int, n: int) -> int:
+    """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
+    tiles_256 = -(-m // 128) * -(-n // 256)
+    return 256 if tiles_256 >= NUM_SMS_HINT else 128
+
+
+def matmul(a, b, *, out=None):
+    """C = A @ B with fp32 accumulation; the result has the inputs' dtype and framework."""
+    ta, tb = as_device_tensor(a), as_device_tensor(b)
+    m, n, k = _check_inputs(ta, tb)
+    layout = _b_layout(tb)
+    if layout is None:                      # any other strides: one copy to row-major [K, N]
+        tb, layout = _contiguous(tb), "kn"
+    if not (ta.strides[1] == 1 and (ta.strides[0] == k or m == 1)):
+        ta = _contiguous(ta)
+    tc = _check_out(out, ta, m, n) if out is not None else empty_like_framework(ta, (m, n), ta.dtype)
+    if m == 0 or n == 0:
+        return tc.obj
+    if k == 0:
+        _fill_zero(tc)
+        return tc.obj
+    b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
+    spec = GemmSpec(ta.dtype, layout, _pick_block_n(m, n))
+    artifact = get_kernel(spec)
+    maps = artifact.tensor_maps
+    try:
+        check_tma_layout(maps["a"], ta, [1, 0])
+        check_tma_layout(maps["b"], b_storage, [1, 0])
+        k_run = k
+    except TmaLayoutError:
+        # Slower path: zero-pad K (and N for a row-major b) to whole 16-byte rows.
+        k_run = _round_up(k, TMA_ALIGN_ELEMS)
+        ta = _padded(ta, m, k_run)
+        b_storage = (_padded(b_storage, n, k_run) if layout == "nk"
+                     else _padded(b_storage, k_run, _round_up(n, TMA_ALIGN_ELEMS)))
+    args = {"a": encode_tiled(maps["a"], ta, [1, 0]), "b": encode_tiled(maps["b"], b_storage, [1, 0]),
+            "c": tc.ptr, "M": m, "N": n, "K": k_run}
+    default_launcher().launch(artifact, {"M": m, "N": n, "K": k_run}, args, current_stream(ta), device=ta.device)
+    return tc.obj
+
+
+def _check_out(out, a: DeviceTensor, m: int, n: int) -> DeviceTensor:
+    tc = as_device_tensor(out)
+    if tuple(tc.shape) != (m, n) or tc.dtype != a.dtype:
+        raise ValueError(f"matmul: out must be [{m}, {n}] {a.dtype}, got {_describe(tc)}")
+    if tuple(tc.strides) != (n, 1) and not (m == 1 or n == 1):
+        raise ValueError(f"matmul: out must be row-major (strides [{n}, 1]), got strides {list(tc.strides)}")
+    if tc.device != a.device:
+        raise ValueError(f"matmul: out is on cuda:{tc.device} but a on cuda:{a.device}")
+    return tc
+
+
+def _fill_zero(t: DeviceTensor) -> None:
+    if t.framework in ("torch", "cupy"):
+        t.obj.fill_(0) if t.framework == "torch" else t.obj.fill(0)
+    else:
+        from warploom.runtime._cuda import check
+        from cuda.bindings import driver
+        check(driver.cuMemsetD8(t.ptr, 0, t.numel * t.elem_bytes), "cuMemsetD8")

@@ -1,0 +1,61 @@
+"""wl-lower-sm90: replace each planned `wl.kernel` by a `wl.launch` of a `gpu.module` holding its sm_90a code.
+
+    %0 = "wl.kernel"(%a, %b) ({ ...roles, buffers, barriers... }) {...}
+becomes
+    %0 = "wl.launch"(%a, %b) {kernel = "wl_gemm_bf16_kn_128x256x64_s4", grid = ["cdiv(N, 256)", ...],
+                              block = [384, 1, 1], cluster = [1, 1, 1], smem_bytes = 197696}
+    gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<chip = "sm_90a", ...>] { llvm.func ... }
+and the top module gets `gpu.container_module`. The code comes from
+`warploom.lowering.sm90.lower_kernel` (after wl-plan-barriers); PTX is made
+afterwards by `warploom.lowering.ptx` (upstream passes only).
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from warploom.dialect import op_attrs
+from warploom.dialect.kernel_ir import kernel_ops, make_op, read_kernel
+from warploom.lowering.sm90 import kernel_name, lower_kernel
+
+from .registry import PassError, register
+
+
+def existing_gpu_modules(top) -> dict[str, ir.Operation]:
+    return {ir.StringAttr(op.operation.attributes["sym_name"]).value: op.operation
+            for op in top.regions[0].blocks[0].operations if op.operation.name == "gpu.module"}
+
+
+def lower(kernel, top, modules: dict) -> None:
+    try:
+        program = read_kernel(kernel)
+        name = kernel_name(program)
+        lowered = lower_kernel(program, name)
+    except (ValueError, KeyError) as e:
+        msg = str(e) if isinstance(e, ValueError) else f"missing attribute {e}"
+        raise PassError(f"wl-lower-sm90: {msg}", kernel) from None
+    mod_name = f"{name}_mod"
+    if mod_name not in modules:        # identical kernels share one gpu.module
+        parsed = ir.Module.parse(lowered.gpu_module, context=top.context)
+        with ir.InsertionPoint(top.regions[0].blocks[0]):
+            modules[mod_name] = parsed.body.operations[0].operation.clone()
+    attrs = op_attrs(kernel)
+    with ir.InsertionPoint(kernel), kernel.operation.location:
+        launch = make_op("launch", {
+            "kernel": name, "grid": list(attrs["grid"]), "block": list(lowered.block),
+            "cluster": list(lowered.cluster), "smem_bytes": lowered.smem_bytes},
+            operands=kernel.operation.operands, result_types=[kernel.operation.results[0].type])
+    kernel.operation.results[0].replace_all_uses_with(launch.results[0])
+    kernel.operation.erase()
+
+
+@register("wl-lower-sm90", "Lower each planned wl.kernel to an sm_90a gpu.module (NVVM: TMA, mbarrier, wgmma) "
+          "and a wl.launch of it")
+def run(module):
+    top = module.operation if hasattr(module, "operation") else module
+    kernels = kernel_ops(module)
+    if not kernels:
+        return
+    modules = existing_gpu_modules(top)
+    for kernel in kernels:
+        lower(kernel, top, modules)
+    top.attributes["gpu.container_module"] = ir.UnitAttr.get()
