@@ -54,6 +54,25 @@ def run_case(m, n, k, dtype, transposed_b):
             "torch_tflops": flops / ms_torch / 1e9, "ratio": ms_torch / ms_wl, "rel_err": err}
 
 
+def host_overhead_us(calls: int = 2000) -> dict:
+    """Host time per call for a tiny GEMM (the GPU work is negligible): the launch path's cost."""
+    import time
+    a = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(128, 128, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(128, 128, device="cuda", dtype=torch.bfloat16)
+    res = {}
+    for name, fn in (("warploom", lambda: ops.matmul(a, b, out=out)), ("torch", lambda: torch.matmul(a, b, out=out))):
+        for _ in range(50):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        res[name] = (time.perf_counter() - t0) / calls * 1e6
+    return res
+
+
 def plot(rows, path, title):
     import matplotlib
     matplotlib.use("Agg")
@@ -89,8 +108,10 @@ def main():
               f"cuBLAS {r['torch_tflops']:6.0f} TFLOP/s  ratio {r['ratio']:.3f}  err {r['rel_err']:.1e}", flush=True)
     grid_rows = rows[:len(GRID)]
     geomean = math.exp(sum(math.log(r["ratio"]) for r in grid_rows) / len(grid_rows))
+    overhead = host_overhead_us()
+    print(f"host time per 128^3 call: warploom {overhead['warploom']:.1f} us, torch.matmul {overhead['torch']:.1f} us")
     date = datetime.date.today().isoformat()
-    meta = {"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+    meta = {"host_us_per_call_128cube": overhead,"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "sms": torch.cuda.get_device_properties(0).multi_processor_count,
             "geomean_ratio_vs_cublas_peers_grid": geomean, "rows": rows}
     stem = os.path.join(args.out, f"gemm-{date}")

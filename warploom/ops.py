@@ -16,9 +16,11 @@ the products, and the result is the same.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from warploom.kernels import GemmSpec, get_kernel
 from warploom.runtime.launch import default_launcher
-from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
+from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
 GEMM_ELEMENTS = ("bf16", "f16")
@@ -91,6 +93,24 @@ def _contiguous(t: DeviceTensor) -> DeviceTensor:
     return _padded(t, t.shape[0], t.shape[1])
 
 
+_TENSOR_MAPS: OrderedDict = OrderedDict()
+_TENSOR_MAP_SLOTS = 256
+
+
+def _tensor_map(spec, t: DeviceTensor):
+    """encode_tiled, memoized: a descriptor depends only on the spec and the tensor's address, shape,
+    strides and dtype, and encoding it costs more host time than a small GEMM takes on the GPU."""
+    key = (spec, t.ptr, tuple(t.shape), tuple(t.strides), t.dtype, t.device)
+    tmap = _TENSOR_MAPS.get(key)
+    if tmap is None:
+        tmap = _TENSOR_MAPS[key] = encode_tiled(spec, t, [1, 0])
+        if len(_TENSOR_MAPS) > _TENSOR_MAP_SLOTS:
+            _TENSOR_MAPS.popitem(last=False)
+    else:
+        _TENSOR_MAPS.move_to_end(key)
+    return tmap
+
+
 def _pick_block_n(m: int, n: int) -> int:
     """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
     tiles_256 = -(-m // 128) * -(-n // 256)
@@ -117,8 +137,7 @@ def matmul(a, b, *, out=None):
     artifact = get_kernel(spec)
     maps = artifact.tensor_maps
     try:
-        check_tma_layout(maps["a"], ta, [1, 0])
-        check_tma_layout(maps["b"], b_storage, [1, 0])
+        tmap_a, tmap_b = _tensor_map(maps["a"], ta), _tensor_map(maps["b"], b_storage)
         k_run = k
     except TmaLayoutError:
         # Slower path: zero-pad K (and N for a row-major b) to whole 16-byte rows.
@@ -126,8 +145,9 @@ def matmul(a, b, *, out=None):
         ta = _padded(ta, m, k_run)
         b_storage = (_padded(b_storage, n, k_run) if layout == "nk"
                      else _padded(b_storage, k_run, _round_up(n, TMA_ALIGN_ELEMS)))
-    args = {"a": encode_tiled(maps["a"], ta, [1, 0]), "b": encode_tiled(maps["b"], b_storage, [1, 0]),
-            "c": tc.ptr, "M": m, "N": n, "K": k_run}
+        # fresh buffers each call: not worth a slot in the memo
+        tmap_a, tmap_b = encode_tiled(maps["a"], ta, [1, 0]), encode_tiled(maps["b"], b_storage, [1, 0])
+    args = {"a": tmap_a, "b": tmap_b, "c": tc.ptr, "M": m, "N": n, "K": k_run}
     default_launcher().launch(artifact, {"M": m, "N": n, "K": k_run}, args, current_stream(ta), device=ta.device)
     return tc.obj
 
