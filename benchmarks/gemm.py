@@ -95,7 +95,10 @@ def plot(rows, path, title):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    p.add_argument("--schedule", default=ops.SCHEDULE, choices=["grid", "persistent"],
+                   help="which GEMM kernels warploom.ops.matmul uses")
     args = p.parse_args()
+    ops.SCHEDULE = args.schedule
     os.makedirs(args.out, exist_ok=True)
     torch.manual_seed(0)
     cases = [(m, n, k, torch.bfloat16, False) for m, n, k in GRID]
@@ -111,13 +114,13 @@ def main():
     overhead = host_overhead_us()
     print(f"host time per 128^3 call: warploom {overhead['warploom']:.1f} us, torch.matmul {overhead['torch']:.1f} us")
     date = datetime.date.today().isoformat()
-    meta = {"host_us_per_call_128cube": overhead,"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+    meta = {"schedule": args.schedule, "host_us_per_call_128cube": overhead,"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
             "sms": torch.cuda.get_device_properties(0).multi_processor_count,
             "geomean_ratio_vs_cublas_peers_grid": geomean, "rows": rows}
-    stem = os.path.join(args.out, f"gemm-{date}")
+    stem = os.path.join(args.out, f"gemm-{args.schedule}-{date}")
     with open(stem + ".json", "w") as f:
         json.dump(meta, f, indent=1)
-    plot(rows, stem + ".png", f"warploom vs cuBLAS, {meta['gpu']}, commit {meta['commit']}, {date}; "
+    plot(rows, stem + ".png", f"warploom ({args.schedule}) vs cuBLAS, {meta['gpu']}, commit {meta['commit']}, {date}; "
                               f"geomean ratio (PEERS grid) {geomean:.3f}")
     print(f"geomean warploom/cuBLAS over the PEERS.md bf16 grid: {geomean:.3f}  ->  {stem}.json, {stem}.png")
 

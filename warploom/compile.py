@@ -43,7 +43,8 @@ def gemm_graph(spec: GemmSpec):
 def planning_passes(spec: GemmSpec) -> list[str]:
     """The target pipeline up to the resource-assigned level, with the spec's tile options."""
     from warploom.passes import pipeline_for
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n}}}", "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}}}",
+               "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
     names = pipeline_for(spec.target)
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
 

@@ -33,19 +33,23 @@ class GemmSpec:
     block_n: int = 256
     stages: int = 4
     target: str = "sm_90a"
+    schedule: str = "grid"          # "grid": a CTA per tile; "persistent": one CTA per SM walks the tiles
 
     @property
     def lookup_id(self) -> str:
-        return f"gemm-{self.elem}-{self.b_layout}-128x{self.block_n}x64-s{self.stages}-{self.target}"
+        sched = "" if self.schedule == "grid" else f"-{self.schedule}"
+        return f"gemm-{self.elem}-{self.b_layout}-128x{self.block_n}x64-s{self.stages}{sched}-{self.target}"
 
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
-        return f"{self.elem} GEMM, {b}, tile 128x{self.block_n}x64, {self.stages} stages, {self.target}"
+        return (f"{self.elem} GEMM, {b}, tile 128x{self.block_n}x64, {self.stages} stages, {self.schedule} "
+                f"schedule, {self.target}")
 
 
 # The kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
-    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a")
+    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", schedule)
+               for schedule in ("grid", "persistent")
                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
 }
 

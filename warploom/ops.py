@@ -24,6 +24,7 @@ from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
 GEMM_ELEMENTS = ("bf16", "f16")
+SCHEDULE = "grid"           # "grid" (a CTA per tile) or "persistent" (a CTA per SM walking the tiles)
 NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctness
 TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
 
@@ -111,6 +112,19 @@ def _tensor_map(spec, t: DeviceTensor):
     return tmap
 
 
+_SM_COUNTS: dict[int, int] = {}
+
+
+def _sm_count(device: int) -> int:
+    """Multiprocessors of the device: a persistent kernel launches at most one CTA per SM."""
+    if device not in _SM_COUNTS:
+        from cuda.bindings import driver
+
+        from warploom.runtime._cuda import device_attribute
+        _SM_COUNTS[device] = device_attribute(device, driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+    return _SM_COUNTS[device]
+
+
 def _pick_block_n(m: int, n: int) -> int:
     """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
     tiles_256 = -(-m // 128) * -(-n // 256)
@@ -133,7 +147,7 @@ def matmul(a, b, *, out=None):
         _fill_zero(tc)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
-    spec = GemmSpec(ta.dtype, layout, _pick_block_n(m, n))
+    spec = GemmSpec(ta.dtype, layout, _pick_block_n(m, n), schedule=SCHEDULE)
     artifact = get_kernel(spec)
     maps = artifact.tensor_maps
     try:
@@ -148,7 +162,8 @@ def matmul(a, b, *, out=None):
         # fresh buffers each call: not worth a slot in the memo
         tmap_a, tmap_b = encode_tiled(maps["a"], ta, [1, 0]), encode_tiled(maps["b"], b_storage, [1, 0])
     args = {"a": tmap_a, "b": tmap_b, "c": tc.ptr, "M": m, "N": n, "K": k_run}
-    default_launcher().launch(artifact, {"M": m, "N": n, "K": k_run}, args, current_stream(ta), device=ta.device)
+    sizes = {"M": m, "N": n, "K": k_run, "SMS": _sm_count(ta.device)}
+    default_launcher().launch(artifact, sizes, args, current_stream(ta), device=ta.device)
     return tc.obj
 
 

@@ -1,6 +1,6 @@
 """One mid-size GEMM for compute-sanitizer (memcheck, racecheck): odd sizes so edge tiles are exercised.
 
-    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py
+    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py [grid|persistent]
 """
 import os
 import sys
@@ -10,6 +10,8 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from warploom import ops  # noqa: E402
 
+ops.SCHEDULE = sys.argv[1] if len(sys.argv) > 1 else ops.SCHEDULE
+print(f"schedule {ops.SCHEDULE}")
 for m, n, k, transposed in ((1000, 1000, 1000, False), (777, 1001, 1000, True)):
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t() if transposed else \

@@ -61,6 +61,15 @@ def test_matmul_transposed_weight(m, n, k, dtype):
     assert err <= TOL, f"{m}x{n}x{k} (b = w.t()): relative Frobenius error {err:.2e}"
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("m,n,k,transposed", [(8192, 8192, 1024, False), (1000, 1000, 1000, True), (17, 4096, 127, False),
+                                              (4096, 17, 8192, True), (1, 1, 1, False), (2000, 3000, 520, False)])
+def test_persistent_schedule(m, n, k, transposed, dtype, monkeypatch):
+    monkeypatch.setattr(ops, "SCHEDULE", "persistent")
+    err = run_case(m, n, k, dtype, transposed_b=transposed, seed=m + n + k)
+    assert err <= TOL, f"persistent {m}x{n}x{k}: relative Frobenius error {err:.2e}"
+
+
 def test_default_out_is_torch_on_current_stream():
     a = torch.randn(300, 200, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(200, 100, device="cuda", dtype=torch.bfloat16)

@@ -117,3 +117,14 @@ def test_meta_must_be_json(tmp_path):
     with pytest.raises(TypeError):
         art.save(tmp_path / "k")
     assert not (tmp_path / "k" / "meta.json").exists()
+
+
+def test_persistent_grid_rule_caps_tiles_at_the_sm_count():
+    from warploom.runtime.artifact import eval_rule
+    rule = ("persistent", "M", 128, "N", 256, "SMS")
+    assert eval_rule(rule, {"M": 8192, "N": 8192, "SMS": 132}) == 132
+    assert eval_rule(rule, {"M": 1000, "N": 300, "SMS": 132}) == 8 * 2
+    assert eval_rule(rule, {"M": 1, "N": 1, "SMS": 132}) == 1
+    import pytest
+    with pytest.raises(ValueError, match="SMS"):
+        eval_rule(rule, {"M": 1, "N": 1})

@@ -71,10 +71,11 @@ class LoweredKernel:
 
 
 def kernel_name(program: KernelProgram) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}: the name the wl-lower-sm90 pass gives a kernel."""
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent]: the name wl-lower-sm90 gives a kernel."""
     bm, bn, bk = program.attrs["tile"]
     elem = program.inputs[0].elem
-    return f"wl_gemm_{elem}_{program.attrs.get('b_layout', '?')}_{bm}x{bn}x{bk}_s{program.attrs.get('stages', '?')}"
+    sched = "_persistent" if program.attrs.get("schedule", "grid") == "persistent" else ""
+    return f"wl_gemm_{elem}_{program.attrs.get('b_layout', '?')}_{bm}x{bn}x{bk}_s{program.attrs.get('stages', '?')}{sched}"
 
 
 def lower_kernel(program: KernelProgram, name: str) -> LoweredKernel:
@@ -92,7 +93,11 @@ def parse_rule(text: str, where: str) -> tuple:
     m = re.fullmatch(r"cdiv\(\s*(\w+)\s*,\s*(\d+)\s*\)", text)
     if m:
         return ("cdiv", m.group(1), int(m.group(2)))
-    raise ValueError(f"{where} {text!r} is not a rule the sm_90a lowering knows ('cdiv(SIZE, n)' or an integer)")
+    m = re.fullmatch(r"persistent\(\s*(\w+)\s*,\s*(\d+)\s*,\s*(\w+)\s*,\s*(\d+)\s*,\s*(\w+)\s*\)", text)
+    if m:
+        return ("persistent", m.group(1), int(m.group(2)), m.group(3), int(m.group(4)), m.group(5))
+    raise ValueError(f"{where} {text!r} is not a rule the sm_90a lowering knows ('cdiv(SIZE, n)', "
+                     "'persistent(M, bm, N, bn, SMS)' or an integer)")
 
 
 def desc_hi_bits(lbo_bytes: int, sbo_bytes: int, swizzle: int = 1, base_offset: int = 0) -> int:
@@ -197,8 +202,10 @@ class _Emitter:
 
 @dataclass
 class _Loop:
-    """The current K-loop iteration: induction variable, stage and phase, per-stage addresses."""
+    """The current K-loop iteration: K tile index, ring iteration (it: counts on across the tiles of a
+    persistent kernel), its stage and phase, and per-stage addresses."""
     kt: str
+    it: str
     stage: str
     phase: str
     cache: dict
@@ -262,12 +269,18 @@ class _GemmLowering:
         if len(self.grid) != 3:
             self._fail(f"grid {a['grid']} needs three rules")
         self.origin_axis = {}
-        for axis, rule in enumerate(self.grid):
+        self.persistent = a.get("schedule", "grid") == "persistent"
+        if self.persistent:
+            if self.grid[0] != ("persistent", "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
+                    self.grid[1:] != (("const", 1), ("const", 1)):
+                self._fail(f"grid {a['grid']}: a persistent kernel needs "
+                           f"['persistent(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
+        for axis, rule in enumerate(self.grid if not self.persistent else ()):
             if rule[0] == "cdiv":
                 self.origin_axis[rule[1]] = (axis, rule[2])
             elif rule[1] != 1:
                 self._fail(f"grid rule {a['grid'][axis]!r}: constant grid dims other than 1 have no tile meaning")
-        extents = {"M": self.BM, "N": self.BN}
+        extents = {} if self.persistent else {"M": self.BM, "N": self.BN}
         for dim, extent in extents.items():
             if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
                 self._fail(f"grid {a['grid']} must tile {dim} by {extent} (the kernel tile) on one axis")
@@ -380,9 +393,11 @@ class _GemmLowering:
     def _prologue(self) -> None:
         E, c = self.E, self.E.const
         self.tid = E.value("nvvm.read.ptx.sreg.tid.x : i32", "tid")
-        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256)
+        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
+        # a persistent kernel sets them per tile instead (see _tile_loop)
         self.origin = {}
-        for dim in ("N", "M"):
+        self.it_base = None
+        for dim in (("N", "M") if not self.persistent else ()):
             axis, extent = self.origin_axis[dim]
             cta = E.value(f"nvvm.read.ptx.sreg.ctaid.{CTAID[axis]} : i32", "cta")
             self.origin[dim] = E.mul(cta, c(extent))
@@ -458,14 +473,34 @@ class _GemmLowering:
                 with E.block(f"scf.if {elected} {{"):
                     for operand in self._loaded_operands(role):
                         E.line(f"nvvm.prefetch tensormap, %tmap_{operand} : !llvm.ptr")
-                    self._ops(role.body, ctx)
+                    self._tile_loop(role.body, ctx)
         elif ctx.issue == "warpgroup":
             ctx.wg_index = E.sub(self.wg, c(ctx.first_wg))
             ctx.thread_in_wg = E.remu(self.tid, c(THREADS_PER_WARPGROUP))
             ctx.wg_leader = E.cmp("eq", ctx.thread_in_wg, c(0))
-            self._ops(role.body, ctx)
+            self._tile_loop(role.body, ctx)
         else:
             self._fail(f"role {ctx.name!r} has issue = {ctx.issue!r}; the lowering knows 'one_thread' and 'warpgroup'")
+
+    def _tile_loop(self, ops: list[KOp], ctx: _Role) -> None:
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule)."""
+        if not self.persistent:
+            self._ops(ops, ctx)
+            return
+        E, c = self.E, self.E.const
+        n_tiles = E.divu(E.add("%N", c(self.BN - 1)), c(self.BN))
+        m_tiles = E.divu(E.add("%M", c(self.BM - 1)), c(self.BM))
+        first = E.value("nvvm.read.ptx.sreg.ctaid.x : i32", "cta")
+        step = E.value("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta")
+        tile = E.fresh("tile")
+        with E.block(f"scf.for {tile} = {first} to {E.mul(m_tiles, n_tiles)} step {step} : i32 {{"):
+            # every role of the CTA walks the same tiles in the same order, so ring iterations
+            # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
+            self.it_base = E.mul(E.divu(E.sub(tile, first), step), self.trips)
+            self.origin = {"M": E.mul(E.divu(tile, n_tiles), c(self.BM)),
+                           "N": E.mul(E.remu(tile, n_tiles), c(self.BN))}
+            self._ops(ops, ctx)
+        self.it_base, self.origin = None, {}
 
     def _loaded_operands(self, role: KOp) -> list[str]:
         seen = []
@@ -517,9 +552,10 @@ class _GemmLowering:
         else:
             header = f"scf.for {kt} = {c(0)} to {trips} step {c(1)} : i32 {{"
         with E.block(header):
-            stage = E.remu(kt, c(self.stages))
-            phase = E.and_(E.divu(kt, c(self.stages)), c(1))
-            ctx.loop = _Loop(kt, stage, phase, {})
+            it = kt if self.it_base is None else E.add(self.it_base, kt)
+            stage = E.remu(it, c(self.stages))
+            phase = E.and_(E.divu(it, c(self.stages)), c(1))
+            ctx.loop = _Loop(kt, it, stage, phase, {})
             self._ops(op.body, ctx)
             ctx.loop = None
             if carried:
@@ -681,14 +717,24 @@ class _GemmLowering:
         self.E.line(f"nvvm.wgmma.wait.group.sync.aligned {pending}")
 
     def _op_arrive(self, op: KOp, ctx: _Role) -> None:
-        E = self.E
+        E, c = self.E, self.E.const
         loop = self._need_loop(op, ctx)
-        bar = self._barrier(op.attrs["barrier"], loop)
+        lag = op.attrs.get("lag", 0)
+        if not 0 <= lag < self.stages:
+            self._fail(f"wl.arrive lag = {lag}: must be 0..{self.stages - 1}")
+        if lag == 0:
+            bar = self._barrier(op.attrs["barrier"], loop)
+        else:   # the stage of iteration kt - lag, i.e. (kt + stages - lag) % stages
+            ring = self._ring(op.attrs["barrier"])
+            stage = E.remu(E.add(loop.it, c(self.stages - lag)), c(self.stages))
+            bar = E.gep_smem(self.base, E.add(c(ring["offset"]), E.mul(stage, c(MBARRIER_BYTES))))
         issue = op.attrs.get("issue", ctx.issue)
         arrive = f"nvvm.mbarrier.arrive {bar} : !llvm.ptr<3> -> i64"
         if issue == "one_thread_per_warpgroup" and ctx.issue == "warpgroup":
             # One signalling thread per warpgroup (CUTLASS): the ring expects one arrival per warpgroup.
-            with E.block(f"scf.if {ctx.wg_leader} {{"):
+            # With a lag, iterations before the first `lag` have no earlier stage to free.
+            cond = ctx.wg_leader if lag == 0 else E.and_(ctx.wg_leader, E.cmp("uge", loop.it, c(lag)), "i1")
+            with E.block(f"scf.if {cond} {{"):
                 E.value(arrive)
         elif issue == "one_thread" and ctx.issue == "one_thread":
             E.value(arrive)

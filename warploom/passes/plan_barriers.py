@@ -7,7 +7,9 @@ For each ring of `stages` operand buffers there are two barrier rings:
             MMAs on stage s retired); the producer waits on it before refilling s.
 K tile i uses stage s = i % stages and phase (i / stages) & 1; the consumer waits
 for that phase of full[s], the producer for the opposite phase of empty[s], so its
-first lap over fresh barriers does not block.
+first lap over fresh barriers does not block. When consumers keep `pending` MMA
+groups in flight (wl.mma_wait {pending}), the stage they may free at iteration i
+is the one of iteration i - pending: the arrive carries that `lag`.
 """
 from __future__ import annotations
 
@@ -80,8 +82,9 @@ def plan_barriers(kernel) -> None:
     (mma_wait,) = children(cloop, "mma_wait")
     with ir.InsertionPoint(mma), kernel.operation.location:
         make_op("wait", {"barrier": full.name, "parity": "consumer"})
+    lag = op_attrs(mma_wait)["pending"]
     with ir.InsertionPoint.after(mma_wait), kernel.operation.location:
-        make_op("arrive", {"barrier": empty.name, "issue": "one_thread_per_warpgroup"})
+        make_op("arrive", {"barrier": empty.name, "issue": "one_thread_per_warpgroup", "lag": lag})
 
 
 @register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role")

@@ -2,7 +2,9 @@
 
 Warpgroup 0 becomes the producer: one elected thread issues every async copy.
 Warpgroups 1..n are consumers: each issues the MMAs for its 64-row slice of the
-tile (wgmma is m64 per warpgroup) and stores that slice. Registers move from the
+tile (wgmma is m64 per warpgroup) and stores that slice. A consumer keeps
+`mma-in-flight` MMA groups running while it waits for the next stage (so the
+tensor cores never idle on the wait), and drains them after the loop. Registers move from the
 producer to the consumers with setmaxnreg, so the budgets must fit the file:
 128 * (producer_regs + consumers * consumer_regs) <= 65536.
 """
@@ -31,13 +33,16 @@ def check_budget(producer_regs: int, consumer_regs: int, consumers: int, op) -> 
                         f"{(REGISTER_FILE // THREADS_PER_WARPGROUP - producer_regs) // consumers // 8 * 8}", op)
 
 
-def specialize(kernel, producer_regs: int, consumer_regs: int) -> None:
+def specialize(kernel, producer_regs: int, consumer_regs: int, mma_in_flight: int) -> None:
     attrs = op_attrs(kernel)
     if "stages" not in attrs:
         raise PassError("wl-specialize needs a pipelined kernel: run wl-pipeline first", kernel)
     block_m = attrs["tile"][0]
     consumers = block_m // MMA_ROWS_PER_WARPGROUP
     check_budget(producer_regs, consumer_regs, consumers, kernel)
+    if not 0 <= mma_in_flight < attrs["stages"]:
+        raise PassError(f"mma-in-flight = {mma_in_flight}: must be 0..{attrs['stages'] - 1} (stages - 1), since a "
+                        "stage is refilled only after its MMAs retire", kernel)
     (loop,) = children(kernel, "k_loop")
     loads = children(loop, "async_load")
     (mma,) = children(loop, "mma")
@@ -59,7 +64,9 @@ def specialize(kernel, producer_regs: int, consumer_regs: int) -> None:
             with before_terminator(cloop):
                 make_op("mma", {**mma_attrs, "shape": [MMA_ROWS_PER_WARPGROUP, n, k],
                                 "a_rows": "per_warpgroup"})
-                make_op("mma_wait", {"pending": 0})
+                make_op("mma_wait", {"pending": mma_in_flight})
+            if mma_in_flight:
+                make_op("mma_wait", {"pending": 0})       # the accumulators are final only now
             make_op("store_tile", {**store_attrs, "tile": [MMA_ROWS_PER_WARPGROUP, store_attrs["tile"][1]],
                                    "rows": "per_warpgroup"})
     store.operation.erase()
@@ -69,7 +76,7 @@ def specialize(kernel, producer_regs: int, consumer_regs: int) -> None:
 
 
 @register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg budgets",
-          options={"producer-regs": int, "consumer-regs": int})
-def run(module, producer_regs: int = 40, consumer_regs: int = 232):
+          options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int})
+def run(module, producer_regs: int = 40, consumer_regs: int = 232, mma_in_flight: int = 1):
     for kernel in kernel_ops(module):
-        specialize(kernel, producer_regs, consumer_regs)
+        specialize(kernel, producer_regs, consumer_regs, mma_in_flight)

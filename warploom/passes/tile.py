@@ -12,6 +12,13 @@ becomes
     }) {kind = "gemm", tile = [128, 256, 64], grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"], ...}
 
 M, N and K stay runtime values: the grid and the trip count are rules over them.
+
+schedule = "grid" launches one CTA per output tile (grid cdiv(N, bn) x cdiv(M, bm)).
+schedule = "persistent" launches min(tiles, SMS) CTAs (SMS: the GPU's SM count, a
+launch size) and gives the kernel `schedule = "persistent"`: each role's body then
+runs once per tile, for tiles t = ctaid.x, ctaid.x + nctaid.x, ... in row-major
+order (n fastest), and the K iterations count on across tiles, so the producer
+loads the next tile while the consumers store this one.
 """
 from __future__ import annotations
 
@@ -38,8 +45,13 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) ->
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
 
 
-def tile_matmul(matmul, block_m: int, block_n: int, block_k: int) -> None:
+SCHEDULES = ("persistent", "grid")
+
+
+def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str) -> None:
     check_tile(block_m, block_n, block_k, 2, matmul)    # bad options are wrong for every matmul
+    if schedule not in SCHEDULES:
+        raise PassError(f"schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", matmul)
     attrs = op_attrs(matmul)
     a_type, b_type = (tensor_type(v.type) for v in matmul.operation.operands)
     c_type = tensor_type(matmul.operation.results[0].type)
@@ -53,11 +65,12 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int) -> None:
                         f"got {a_type.elem} -> {c_type.elem}", matmul)
     b_layout = "nk" if attrs["transpose_b"] else "kn"
     b_tile = [block_n, block_k] if b_layout == "nk" else [block_k, block_n]
+    grid = ([f"persistent(M, {block_m}, N, {block_n}, SMS)", "1", "1"] if schedule == "persistent"
+            else [f"cdiv(N, {block_n})", f"cdiv(M, {block_m})", "1"])
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
-            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1],
-            "grid": [f"cdiv(N, {block_n})", f"cdiv(M, {block_m})", "1"],
-            "input_names": ["a", "b"], "b_layout": b_layout, "acc_elem": "f32"},
+            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
+            "schedule": schedule, "input_names": ["a", "b"], "b_layout": b_layout, "acc_elem": "f32"},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     with before_terminator(kernel), matmul.operation.location:
         loop = make_op("k_loop", {"trip": f"cdiv(K, {block_k})"}, region=True)
@@ -72,7 +85,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int) -> None:
 
 
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles (grid and trip count are runtime rules)",
-          options={"block-m": int, "block-n": int, "block-k": int})
-def run(module, block_m: int = 128, block_n: int = 256, block_k: int = 64):
+          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str})
+def run(module, block_m: int = 128, block_n: int = 256, block_k: int = 64, schedule: str = "grid"):
     for matmul in kernel_ops(module, "matmul"):
-        tile_matmul(matmul, block_m, block_n, block_k)
+        tile_matmul(matmul, block_m, block_n, block_k, schedule)

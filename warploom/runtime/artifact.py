@@ -74,8 +74,9 @@ class TensorMapSpec:
 
 # ---- grid rules -------------------------------------------------------------------------
 # A rule is a JSON-able tuple: ("const", c) | ("cdiv", S, d) -> ceil(S/d) | ("mul_cdiv", A, S, d)
-# -> A * ceil(S/d). S and A name entries of the `sizes` dict given at launch.
-_RULE_ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3}
+# -> A * ceil(S/d) | ("persistent", M, bm, N, bn, P) -> min(ceil(M/bm) * ceil(N/bn), P), one CTA per
+# tile up to P (the SM count) CTAs that then stride over the tiles. Names are entries of `sizes`.
+_RULE_ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5}
 
 
 def _check_rule(rule) -> tuple:
@@ -87,6 +88,11 @@ def _check_rule(rule) -> tuple:
         raise ValueError(f"grid rule {rule!r}: {op!r} takes {_RULE_ARITY[op]} argument(s), got {len(args)}")
     if op == "const" and not (isinstance(args[0], int) and args[0] >= 1):
         raise ValueError(f"grid rule {rule!r}: the constant must be an integer >= 1")
+    if op == "persistent":
+        names, steps = args[0::2], args[1::2]
+        if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
+            raise ValueError(f"grid rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
+                             "and positive tile sizes")
     if op in ("cdiv", "mul_cdiv"):
         *names, d = args
         if not all(isinstance(n, str) for n in names):
@@ -114,6 +120,10 @@ def eval_rule(rule, sizes: dict) -> int:
     if op == "const":
         return rule[1]
     # Integer ceil-division: float math.ceil would round wrongly above 2**53.
+    if op == "persistent":
+        m, bm, n, bn, p = rule[1:]
+        tiles = -(-_size(sizes, m, rule) // bm) * -(-_size(sizes, n, rule) // bn)
+        return min(tiles, _size(sizes, p, rule))
     if op == "cdiv":
         return -(-_size(sizes, rule[1], rule) // rule[2])
     return _size(sizes, rule[1], rule) * -(-_size(sizes, rule[2], rule) // rule[3])

@@ -43,10 +43,13 @@
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// One MMA group stays in flight; the stage of the previous iteration is freed once its group retired.
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: arith.cmpi uge
 // CHECK: scf.if
 // CHECK-NEXT: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
 // CHECK: scf.yield
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // Epilogue: packed bf16 pairs on the fast path.
 // CHECK: llvm.fptrunc %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK: llvm.store %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<1>

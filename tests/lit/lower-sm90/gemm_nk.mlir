@@ -32,8 +32,9 @@
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK-NOT: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3> -> i64
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = true} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %c : tensor<?x?xbf16>

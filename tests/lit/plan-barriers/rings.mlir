@@ -9,11 +9,12 @@
 // CHECK-NEXT: "wl.arrive_expect_tx"() {barrier = "full", bytes = 49152 : i64}
 // CHECK-NEXT: "wl.async_load"() {barrier = "full", buffer = "a"
 // CHECK-NEXT: "wl.async_load"() {barrier = "full", buffer = "b"
-// Consumers wait for the data, run and retire their MMAs, then free the stage.
+// Consumers wait for the data and issue their MMAs; with one MMA group left in flight, the stage they
+// can free is the previous iteration's (lag 1).
 // CHECK: "wl.wait"() {barrier = "full", parity = "consumer"}
 // CHECK-NEXT: "wl.mma"()
-// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
-// CHECK-NEXT: "wl.arrive"() {barrier = "empty", issue = "one_thread_per_warpgroup"}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 1 : i64}
+// CHECK-NEXT: "wl.arrive"() {barrier = "empty", issue = "one_thread_per_warpgroup", lag = 1 : i64}
 // ORDER: error: wl-plan-barriers needs the smem plan (run wl-plan-smem first)
 func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>

@@ -1,6 +1,8 @@
 // RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize | FileCheck %s
 // RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=consumer-regs=256 2>&1 | FileCheck %s --check-prefix=BUDGET
 // RUN: not warploom-opt %s --wl-tile --wl-specialize 2>&1 | FileCheck %s --check-prefix=ORDER
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=mma-in-flight=0 | FileCheck %s --check-prefix=SERIAL
+// RUN: not warploom-opt %s --wl-tile --wl-pipeline=stages=2 --wl-specialize=mma-in-flight=2 2>&1 | FileCheck %s --check-prefix=FLIGHT
 
 // A producer warpgroup issues the copies; two consumer warpgroups each own 64 rows of the MMA and the store.
 // CHECK: "wl.role"() ({
@@ -12,12 +14,18 @@
 // CHECK-NEXT: "wl.role"() ({
 // CHECK-NEXT: "wl.k_loop"() ({
 // CHECK-NEXT: "wl.mma"() {a = "a", a_rows = "per_warpgroup", acc = "acc", b = "b", shape = [64, 256, 64]}
-// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
-// CHECK: "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 256]}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 1 : i64}
+// CHECK: "wl.mma_wait"() {pending = 0 : i64}
+// CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 256]}
 // CHECK: }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]}
 // CHECK: threads = 384 : i64
 // BUDGET: error: register budget 40 + 2 x 256 per thread needs 70656 registers; the register file holds 65536: lower consumer-regs to 232
 // ORDER: error: wl-specialize needs a pipelined kernel: run wl-pipeline first
+// With nothing in flight the consumer waits for its MMAs every iteration, and needs no drain.
+// SERIAL: "wl.mma_wait"() {pending = 0 : i64}
+// SERIAL-NOT: wl.mma_wait
+// SERIAL: "wl.store_tile"
+// FLIGHT: error: mma-in-flight = 2: must be 0..1 (stages - 1)
 func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %c : tensor<?x?xbf16>

@@ -1,5 +1,7 @@
 // RUN: warploom-opt %s --split-input-file --wl-tile | FileCheck %s
 // RUN: warploom-opt %s --split-input-file --wl-tile=block-n=128 | FileCheck %s --check-prefix=BN128
+// RUN: warploom-opt %s --split-input-file --wl-tile=schedule=persistent | FileCheck %s --check-prefix=PERSIST
+// RUN: not warploom-opt %s --split-input-file --wl-tile=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=BADSCHED
 
 // A row-major B ([K, N]) tiles into a kernel with a K loop; sizes stay runtime rules.
 // CHECK-LABEL: func.func @gemm_kn
@@ -17,6 +19,10 @@
 // CHECK-NOT: wl.matmul
 // CHECK: return %[[C]]
 // BN128: grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"]
+// A persistent kernel: at most one CTA per SM (SMS, a launch size), each walking tiles.
+// PERSIST: grid = ["persistent(M, 128, N, 256, SMS)", "1", "1"]
+// PERSIST-SAME: schedule = "persistent"
+// BADSCHED: error: schedule = 'zigzag': use one of persistent, grid
 func.func @gemm_kn(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %c : tensor<?x?xbf16>
