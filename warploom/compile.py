@@ -49,6 +49,22 @@ def planning_passes(spec: GemmSpec) -> list[str]:
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
 
 
+def build_gemm_module(spec: GemmSpec, lower: bool = True):
+    """The GEMM graph of `spec` through the planning passes (and wl-lower-sm90 when `lower`)."""
+    passes = planning_passes(spec) + (["wl-lower-sm90"] if lower else [])
+    module, _ = gemm_graph(spec).run_pipeline(passes)
+    return module
+
+
+def planned_program(spec: GemmSpec):
+    """The resource-assigned kernel of `spec`, as a KernelProgram."""
+    from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+    module = build_gemm_module(spec, lower=False)
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        return read_kernel(kernel)
+
+
 def role_table(program) -> str:
     lines = ["roles"]
     for role in program.roles:
@@ -69,8 +85,6 @@ def barrier_table(program) -> str:
 def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     if spec.target != "sm_90a":
         raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
-    from mlir import ir
-
     from warploom.dialect.kernel_ir import kernel_ops, read_kernel
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
@@ -78,7 +92,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     from warploom.passes.plan_smem import SMEM_LIMIT, plan_smem
 
     module, records = gemm_graph(spec).run_pipeline(planning_passes(spec))
-    with module.context, ir.Location.unknown():
+    with module.context:
         (kernel,) = kernel_ops(module)
         program = read_kernel(kernel)
     name = kernel_name(program)

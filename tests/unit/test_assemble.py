@@ -10,7 +10,10 @@ import pytest
 from warploom.lowering import assemble as asm_mod
 from warploom.lowering.assemble import ToolError, assemble, disassemble, find_tool, parse_report, sass_counts
 from warploom.lowering.ptx import gpu_module_to_ptx
-from warploom.lowering.sm90 import STANDARD_GEMMS, STANDARD_STAGES, build_gemm_module
+from warploom.compile import build_gemm_module
+from warploom.kernels import STANDARD_KERNELS
+
+STANDARD = STANDARD_KERNELS["sm_90a"]
 
 SASS_NAMES = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "WARPGROUP.ARRIVE", "WARPGROUP.DEPBAR", "LDL", "STL"]
 
@@ -23,16 +26,15 @@ def _assemble_both(ptx):
 @pytest.fixture(scope="module")
 def kernels():
     out = {}
-    for elem, b_layout, block_n in STANDARD_GEMMS:     # MLIR under the GIL: one at a time
-        module = build_gemm_module(elem, b_layout, block_n, STANDARD_STAGES)
-        out[(elem, b_layout, block_n)] = {"ptx": gpu_module_to_ptx(module)}
+    for spec in STANDARD:     # MLIR under the GIL: one at a time
+        out[spec] = {"ptx": gpu_module_to_ptx(build_gemm_module(spec))}
     with ThreadPoolExecutor(max_workers=4) as pool:
         for k, res in zip(out, pool.map(_assemble_both, [v["ptx"] for v in out.values()])):
             out[k].update(zip(("ptxas", "nvjitlink", "sass", "sass_nvjitlink"), res))
     return out
 
 
-IDS = [f"{e}-{b}-bn{n}" for e, b, n in STANDARD_GEMMS]
+IDS = [s.lookup_id for s in STANDARD]
 
 
 def ptx_counts(ptx):
@@ -44,12 +46,12 @@ def ptx_counts(ptx):
                                   "setmaxnreg.dec", "elect.sync", "fence.mbarrier_init")}
 
 
-@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+@pytest.mark.parametrize("key", STANDARD, ids=IDS)
 def test_ptx_instruction_mix(kernels, key):
     """The mix of the hardware-checked design: a k-tile is 4 wgmma k16 steps in one commit group (LLVM may
     peel the first K iteration, which duplicates the loop body), 1 + boxes-of-B TMA copies, one group left in
     flight in the loop (wait_group 1) and drained after it (wait_group 0)."""
-    elem, b_layout, block_n = key
+    elem, b_layout, block_n = key.elem, key.b_layout, key.block_n
     ptx = kernels[key]["ptx"]
     assert ".target sm_90a" in ptx and f".entry wl_gemm_{elem}_{b_layout}_128x{block_n}x64_s4" in ptx
     assert ".maxntid 384, 1, 1" in ptx
@@ -64,7 +66,7 @@ def test_ptx_instruction_mix(kernels, key):
     assert {k: v for k, v in counts.items() if k not in ("wgmma.mma_async", "wgmma.fence", "wgmma.commit_group",
                                                          "wgmma.wait_group", "mbarrier.try_wait.parity",
                                                          "mbarrier.arrive.shared")} == {
-        "cp.async.bulk.tensor": 1 + b_boxes, "mbarrier.init": 2 * STANDARD_STAGES,
+        "cp.async.bulk.tensor": 1 + b_boxes, "mbarrier.init": 2 * key.stages,
         "mbarrier.arrive.expect_tx": 1, "setmaxnreg.inc": 1, "setmaxnreg.dec": 1,
         "elect.sync": 1, "fence.mbarrier_init": 1}
     assert 1 <= counts["mbarrier.arrive.shared"] <= bodies
@@ -75,9 +77,9 @@ def test_ptx_instruction_mix(kernels, key):
     assert {re.sub(r"\s+", "", t) for t in tails} == {f"p,1,1,0,{trans_b}"}
 
 
-@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+@pytest.mark.parametrize("key", STANDARD, ids=IDS)
 def test_ptxas_cubin(kernels, key):
-    elem, b_layout, block_n = key
+    elem, b_layout, block_n = key.elem, key.b_layout, key.block_n
     a, sass = kernels[key]["ptxas"], kernels[key]["sass"]
     assert a.cubin[:4] == b"\x7fELF"
     assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log
@@ -94,7 +96,7 @@ def test_ptxas_cubin(kernels, key):
     assert "USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass and "USETMAXREG.TRY_ALLOC.CTAPOOL" in sass  # 40 and 232
 
 
-@pytest.mark.parametrize("key", STANDARD_GEMMS, ids=IDS)
+@pytest.mark.parametrize("key", STANDARD, ids=IDS)
 def test_nvjitlink_cubin(kernels, key):
     j, sass = kernels[key]["nvjitlink"], kernels[key]["sass_nvjitlink"]
     assert j.tool == "nvjitlink" and j.cubin[:4] == b"\x7fELF"

@@ -8,26 +8,33 @@ from mlir import ir
 from warploom.dialect import make_context, op_attrs
 from warploom.dialect.kernel_ir import kernel_ops, read_kernel
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
-from warploom.lowering.sm90 import (STANDARD_GEMMS, build_gemm_module, desc_hi_bits, gemm_source, kernel_name,
-                                    lower_gemm, lower_kernel, parse_rule)
+from warploom import compile as wc
+from warploom.kernels import STANDARD_KERNELS, GemmSpec
+from warploom.lowering.sm90 import desc_hi_bits, kernel_name, lower_kernel, parse_rule
 from warploom.passes import PIPELINES, run_passes
 
 
-def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4):
-    module = build_gemm_module(elem, b_layout, block_n, stages, lower=False)
-    with module.context:
-        (kernel,) = kernel_ops(module)
-        return read_kernel(kernel)
+def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4, schedule="grid"):
+    return wc.planned_program(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule))
+
+
+def build_gemm_module(elem="bf16", b_layout="kn", block_n=256, stages=4, lower=True):
+    return wc.build_gemm_module(GemmSpec(elem, b_layout, block_n, stages), lower=lower)
 
 
 def lower(program):
     return lower_kernel(program, kernel_name(program))
 
 
+def lower_gemm(elem, b_layout, block_n):
+    return lower(planned_program(elem, b_layout, block_n))
+
+
 def test_standard_set():
-    assert len(STANDARD_GEMMS) == 8
-    assert {(e, b) for e, b, _ in STANDARD_GEMMS} == {("bf16", "kn"), ("bf16", "nk"), ("f16", "kn"), ("f16", "nk")}
-    assert {n for *_, n in STANDARD_GEMMS} == {128, 256}
+    specs = STANDARD_KERNELS["sm_90a"]
+    assert len(specs) == 16 and len(set(specs)) == 16
+    assert {(s.elem, s.b_layout) for s in specs} == {("bf16", "kn"), ("bf16", "nk"), ("f16", "kn"), ("f16", "nk")}
+    assert {s.block_n for s in specs} == {128, 256} and {s.schedule for s in specs} == {"grid", "persistent"}
 
 
 @pytest.mark.parametrize("b_layout, block_n", [("kn", 256), ("nk", 128)])
@@ -171,4 +178,4 @@ def test_ptx_from_module_and_text():
 
 def test_ptx_needs_a_gpu_module():
     with pytest.raises(ValueError, match="no gpu.module"):
-        gpu_module_to_ptx(gemm_source())
+        gpu_module_to_ptx("func.func @f() { return }")

@@ -52,10 +52,6 @@ CTAID = ("x", "y", "z")
 OPERAND_DIMS = {"kn": {"a": ("M", "K"), "b": ("K", "N"), "c": ("M", "N")},
                 "nk": {"a": ("M", "K"), "b": ("N", "K"), "c": ("M", "N")}}
 
-# (elem, b_layout, block_n) of the standard sm_90a GEMM set; every one uses 4 stages.
-STANDARD_GEMMS = [(elem, b_layout, block_n) for elem in ("bf16", "f16") for b_layout in ("kn", "nk")
-                  for block_n in (128, 256)]
-STANDARD_STAGES = 4
 
 
 @dataclass
@@ -798,46 +794,3 @@ class _GemmLowering:
                             p = E.value(f"llvm.getelementptr {rowptr[h]}[{8 * j + e}] : "
                                         f"(!llvm.ptr<1>) -> !llvm.ptr<1>, {ty}")
                             E.line(f"llvm.store {v}, {p} {{alignment = 2 : i64}} : {ty}, !llvm.ptr<1>")
-
-
-# ---- building the standard kernels from a wl.matmul ---------------------------------------------
-
-PLAN_PASSES = ["wl-tile{block-n=%d}", "wl-pipeline{stages=%d}", "wl-specialize", "wl-plan-smem", "wl-plan-barriers"]
-
-
-def gemm_source(elem: str = "bf16", b_layout: str = "kn") -> str:
-    """A function holding one dynamic-shape wl.matmul: c[M,N] = a[M,K] @ b (b [K,N] for kn, [N,K] for nk)."""
-    t = f"tensor<?x?x{elem}>"
-    return (f"func.func @gemm(%a: {t}, %b: {t}) -> {t} {{\n"
-            f'  %c = "wl.matmul"(%a, %b) {{transpose_a = false, transpose_b = {str(b_layout == "nk").lower()}}} '
-            f": ({t}, {t}) -> {t}\n"
-            f"  return %c : {t}\n}}\n")
-
-
-def build_gemm_module(elem: str = "bf16", b_layout: str = "kn", block_n: int = 256, stages: int = 4,
-                      lower: bool = True):
-    """A module with one GEMM run through the sm_90a planning passes (and wl-lower-sm90 when `lower`)."""
-    from mlir import ir
-
-    from warploom.dialect import make_context
-    from warploom.passes import run_passes
-
-    passes = [PLAN_PASSES[0] % block_n, PLAN_PASSES[1] % stages, *PLAN_PASSES[2:]]
-    if lower:
-        passes.append("wl-lower-sm90")
-    ctx = make_context()
-    with ctx, ir.Location.unknown():
-        module = ir.Module.parse(gemm_source(elem, b_layout))
-        run_passes(module, passes)
-    return module
-
-
-def lower_gemm(elem: str = "bf16", b_layout: str = "kn", block_n: int = 256, stages: int = 4) -> LoweredKernel:
-    """The LoweredKernel of one planned GEMM (without inserting it into a module)."""
-    from warploom.dialect.kernel_ir import kernel_ops, read_kernel
-
-    module = build_gemm_module(elem, b_layout, block_n, stages, lower=False)
-    with module.context:
-        (kernel,) = kernel_ops(module)
-        program = read_kernel(kernel)
-        return lower_kernel(program, kernel_name(program))
