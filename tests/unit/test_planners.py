@@ -1,6 +1,5 @@
 """The smem and barrier planners as tables: offsets, alignment, arrival counts, and the overflow error."""
 import pytest
-from mlir import ir
 
 import warploom as wl
 from warploom.dialect.kernel_ir import kernel_ops, read_kernel

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from warploom.dialect import op_attrs, op_kind, tensor_type
+from warploom.dialect import op_attrs, tensor_type
 from warploom.dialect.kernel_ir import body_block, kernel_ops, make_op, set_attrs
 
 from .registry import PassError, register
@@ -23,9 +23,7 @@ def run(module, stages: int = 4):
         attrs = op_attrs(kernel)
         names = attrs["input_names"]
         elems = {n: tensor_type(v.type).elem for n, v in zip(names, kernel.operation.operands)}
-        loads = []
-        kernel.operation.walk(lambda op: (loads.append(op) if op_kind(op) == "load_tile" else None,
-                                          ir.WalkResult.ADVANCE)[1])
+        loads = kernel_ops(kernel, "load_tile")
         first = list(body_block(kernel).operations)[0]
         for load in loads:
             la = op_attrs(load)
