@@ -3,8 +3,9 @@
 With the compiler installed (MLIR): builds an attention written the long way and
 shows wl-fuse turning it into one op (checked in float64 on the CPU); builds a
 GEMM, runs the sm_90a pipeline printing every pass with its time and the
-resource-assigned IR, then compiles it to PTX and a cubin and prints the smem
-and barrier plans and the PTX/SASS summaries. Without MLIR (a GPU box running
+resource-assigned IR, runs that IR in the CPU schedule simulator against the
+reference, then compiles it to PTX and a cubin and prints the smem and barrier
+plans and the PTX/SASS summaries. Without MLIR (a GPU box running
 from an AOT cache) it prints the same plans from the cached kernel.
 On a machine with a GPU it also launches the GEMM and compares with torch.
 """
@@ -68,6 +69,28 @@ def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
     print(next(r.ir for r in records if r.name == "wl-plan-barriers"))
 
 
+def demo_simulator(spec: GemmSpec) -> bool:
+    """Run the resource-assigned kernel in the CPU schedule simulator against the float64 reference."""
+    from warploom.compile import planned_program
+    from warploom.reference.ops import round_to
+    from warploom.reference.simulate import simulate_gemm
+
+    program = planned_program(spec)
+    rng = np.random.default_rng(0)
+    m, n, k = 300, 500, 456
+    a = round_to(rng.standard_normal((m, k)), spec.elem)
+    b = round_to(rng.standard_normal((k, n)), spec.elem)
+    ref = a @ b
+    worst = 0.0
+    for seed in range(4):
+        c = simulate_gemm(program, a, b, seed=seed)
+        worst = max(worst, float(np.linalg.norm(c - ref) / np.linalg.norm(ref)))
+    section("CPU check: the schedule simulator runs the planned kernel")
+    print(f"{m}x{n}x{k}, 4 interleavings of the roles and TMA landings: no deadlock, no buffer race; "
+          f"relative error vs float64 {worst:.1e} (the bf16 rounding of C)")
+    return worst < 1e-2
+
+
 def demo_kernel(spec: GemmSpec) -> None:
     artifact = get_kernel(spec)
     meta = artifact.meta
@@ -125,6 +148,7 @@ def run_demo(args) -> int:
     if mlir_available():
         ok &= demo_fusion(args.dump_ir)
         demo_gemm_pipeline(spec, args.dump_ir)
+        ok &= demo_simulator(spec)
     else:
         print("MLIR is not installed here: showing kernels from the AOT cache (compiled elsewhere).")
     demo_kernel(spec)
