@@ -6,6 +6,8 @@ Clusters launch with cuLaunchKernelEx and a CLUSTER_DIMENSION attribute.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import ctypes
 import hashlib
 import operator
@@ -131,12 +133,12 @@ class Launcher:
                     f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) for {where}")
         return fn
 
-    def launch(self, artifact: KernelArtifact, sizes: dict[str, int], args: dict[str, object], stream: int,
-               device: int | None = None) -> None:
-        """Launch artifact with its grid evaluated on sizes, on stream (a CUstream handle).
+    def prepare(self, artifact: KernelArtifact, sizes: dict[str, int], args: dict[str, object],
+                device: int | None = None) -> "PreparedLaunch":
+        """Everything about a launch but the stream: grid, function, packed parameters (all checked).
 
-        device: the GPU ordinal the tensors live on; default: the current context's device, else 0.
-        """
+        A caller that launches the same kernel on the same tensors again can keep it and skip the
+        checks, which cost more host time than a small GEMM takes on the GPU."""
         where = f"kernel {artifact.name!r}"
         grid = artifact.grid_for(sizes)
         cluster = artifact.cluster
@@ -148,29 +150,54 @@ class Launcher:
         if device is None:
             device = current_device()
             device = 0 if device is None else device
-        fn = self.function(artifact, device)
-        bx, by, bz = artifact.block
+        return PreparedLaunch(where, self.function(artifact, device), grid, artifact.block, cluster,
+                              artifact.smem_bytes, device, values, types)
+
+    def launch(self, artifact: KernelArtifact, sizes: dict[str, int], args: dict[str, object], stream: int,
+               device: int | None = None) -> None:
+        """Launch artifact with its grid evaluated on sizes, on stream (a CUstream handle).
+
+        device: the GPU ordinal the tensors live on; default: the current context's device, else 0.
+        """
+        self.prepare(artifact, sizes, args, device).launch(stream)
+
+
+@dataclass(frozen=True)
+class PreparedLaunch:
+    where: str
+    fn: object
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    cluster: tuple[int, int, int]
+    smem_bytes: int
+    device: int
+    values: tuple
+    types: tuple
+
+    def launch(self, stream: int) -> None:
         hstream = driver.CUstream(int(stream))
-        with on_device(device):
-            if cluster == (1, 1, 1):
-                result = driver.cuLaunchKernel(fn, *grid, bx, by, bz, artifact.smem_bytes, hstream,
-                                               (values, types), 0)
+        bx, by, bz = self.block
+        with on_device(self.device):
+            if self.cluster == (1, 1, 1):
+                result = driver.cuLaunchKernel(self.fn, *self.grid, bx, by, bz, self.smem_bytes, hstream,
+                                               (self.values, self.types), 0)
             else:
                 attr = driver.CUlaunchAttribute()
                 attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+                attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = self.cluster
                 cfg = driver.CUlaunchConfig()
-                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.grid
                 cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = bx, by, bz
-                cfg.sharedMemBytes = artifact.smem_bytes
+                cfg.sharedMemBytes = self.smem_bytes
                 cfg.hStream = hstream
                 cfg.attrs = [attr]
                 cfg.numAttrs = 1
-                result = driver.cuLaunchKernelEx(cfg, fn, (values, types), 0)
+                result = driver.cuLaunchKernelEx(cfg, self.fn, (self.values, self.types), 0)
         err = result[0]
         if err != driver.CUresult.CUDA_SUCCESS:
-            raise RuntimeError(f"launch of {where} failed: {error_text(err)} (grid {grid}, block {artifact.block}, "
-                               f"cluster {cluster}, {artifact.smem_bytes} B shared memory, device {device})")
+            raise RuntimeError(f"launch of {self.where} failed: {error_text(err)} (grid {self.grid}, block "
+                               f"{self.block}, cluster {self.cluster}, {self.smem_bytes} B shared memory, "
+                               f"device {self.device})")
 
 
 _default: Launcher | None = None

@@ -8,6 +8,8 @@ module name of their type), so this module imports on machines that have neither
 """
 from __future__ import annotations
 
+import functools
+
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +96,7 @@ def _module_of(x) -> str:
 
 # ---- torch ----------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=4)
 def _torch_dtype_map(torch) -> dict:
     """torch dtype -> warploom name; getattr because older torch lacks some fp8 types."""
     names = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float8_e4m3fn": "f8E4M3FN",
