@@ -97,10 +97,11 @@ _memo: dict[tuple[str, GemmSpec], KernelArtifact] = {}
 
 def get_kernel(spec: GemmSpec, cache: KernelCache | None = None) -> KernelArtifact:
     """The compiled kernel for `spec`: from memory, from the cache, or compiled now (and cached)."""
-    cache = cache or default_cache()
-    memo_key = (str(cache.root), spec)
+    # keyed by the cache's root as given (or the env var), so a hit costs no path handling
+    memo_key = (str(cache.root) if cache is not None else os.environ.get("WARPLOOM_CACHE_DIR"), spec)
     if memo_key in _memo:
         return _memo[memo_key]
+    cache = cache or default_cache()
     entry = read_index(cache, spec)
     artifact = None
     if entry is not None and entry.get("compiler") == compiler_hash():

@@ -163,10 +163,12 @@ def matmul(a, b, *, out=None):
         _PREPARED.move_to_end(plan_key)
         prepared.launch(stream)
         return tc.obj
+    padded = False
     try:
         tmap_a, tmap_b = _tensor_map(maps["a"], ta), _tensor_map(maps["b"], b_storage)
         k_run = k
     except TmaLayoutError:
+        padded = True
         # Slower path: zero-pad K (and N for a row-major b) to whole 16-byte rows.
         k_run = _round_up(k, TMA_ALIGN_ELEMS)
         ta = _padded(ta, m, k_run)
@@ -177,7 +179,7 @@ def matmul(a, b, *, out=None):
     args = {"a": tmap_a, "b": tmap_b, "c": tc.ptr, "M": m, "N": n, "K": k_run}
     sizes = {"M": m, "N": n, "K": k_run, "SMS": _sm_count(ta.device)}
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
-    if k_run == k:               # padded copies are fresh buffers each call: nothing to reuse
+    if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
