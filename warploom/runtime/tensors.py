@@ -114,7 +114,7 @@ def _from_torch(x) -> DeviceTensor:
                         f"{', '.join(str(d) for d in table)}")
     return DeviceTensor(ptr=int(x.data_ptr()), shape=tuple(int(s) for s in x.shape),
                         strides=tuple(int(s) for s in x.stride()), dtype=table[x.dtype],
-                        device=int(x.get_device()),   # a CUDA tensor's ordinal, without building a torch.device
+                        device=int(x.device.index if x.device.index is not None else torch.cuda.current_device()),
                         framework="torch", obj=x)
 
 
