@@ -95,7 +95,7 @@ def plot(rows, path, title):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
-    p.add_argument("--schedule", default=ops.SCHEDULE, choices=["grid", "persistent"],
+    p.add_argument("--schedule", default=ops.SCHEDULE, choices=list(ops.SCHEDULES),
                    help="which GEMM kernels warploom.ops.matmul uses")
     args = p.parse_args()
     ops.SCHEDULE = args.schedule

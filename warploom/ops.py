@@ -24,7 +24,10 @@ from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
 GEMM_ELEMENTS = ("bf16", "f16")
-SCHEDULE = "grid"           # "grid" (a CTA per tile) or "persistent" (a CTA per SM walking the tiles)
+# "grid": a CTA per output tile; "persistent": a CTA per SM walking the tiles; "auto": persistent when
+# there are at least two waves of tiles (where the H200 runs measured it faster), grid otherwise.
+SCHEDULE = "auto"
+SCHEDULES = ("auto", "grid", "persistent")
 NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctness
 TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
 
@@ -131,6 +134,18 @@ def _sm_count(device: int) -> int:
     return _SM_COUNTS[device]
 
 
+def _pick_schedule(m: int, n: int, block_n: int, device: int) -> str:
+    if SCHEDULE not in SCHEDULES:
+        raise ValueError(f"warploom.ops.SCHEDULE = {SCHEDULE!r}; use one of {', '.join(SCHEDULES)}")
+    if SCHEDULE != "auto":
+        return SCHEDULE
+    tiles = -(-m // 128) * -(-n // block_n)
+    # Below two waves a persistent CTA that takes two tiles in a row sets the time (a tail the
+    # grid schedule spreads better); from two waves on, overlapping one tile's epilogue with the
+    # next tile's loads wins (benchmarks/NOTES.md, run 2).
+    return "persistent" if tiles >= 2 * _sm_count(device) else "grid"
+
+
 def _pick_block_n(m: int, n: int) -> int:
     """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
     tiles_256 = -(-m // 128) * -(-n // 256)
@@ -153,7 +168,8 @@ def matmul(a, b, *, out=None):
         _fill_zero(tc)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
-    spec = GemmSpec(ta.dtype, layout, _pick_block_n(m, n), schedule=SCHEDULE)
+    block_n = _pick_block_n(m, n)
+    spec = GemmSpec(ta.dtype, layout, block_n, schedule=_pick_schedule(m, n, block_n, ta.device))
     artifact = get_kernel(spec)
     maps = artifact.tensor_maps
     stream = current_stream(ta)

@@ -1,6 +1,6 @@
 """One mid-size GEMM for compute-sanitizer (memcheck, racecheck): odd sizes so edge tiles are exercised.
 
-    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py [grid|persistent]
+    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py [auto|grid|persistent]
 """
 import os
 import sys

@@ -71,6 +71,20 @@ def test_persistent_schedule(m, n, k, transposed, dtype, monkeypatch):
     assert err <= TOL, f"persistent {m}x{n}x{k}: relative Frobenius error {err:.2e}"
 
 
+@pytest.mark.parametrize("m,n,k,transposed", [(8192, 8192, 1024, False), (1000, 1000, 1000, True), (4096, 17, 8192, True)])
+def test_grid_schedule(m, n, k, transposed, monkeypatch):
+    monkeypatch.setattr(ops, "SCHEDULE", "grid")
+    err = run_case(m, n, k, torch.bfloat16, transposed_b=transposed, seed=m + n + k)
+    assert err <= TOL, f"grid {m}x{n}x{k}: relative Frobenius error {err:.2e}"
+
+
+def test_unknown_schedule_is_refused(monkeypatch):
+    monkeypatch.setattr(ops, "SCHEDULE", "zigzag")
+    a = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="SCHEDULE = 'zigzag'"):
+        ops.matmul(a, a.t().contiguous())
+
+
 def test_repeated_calls_on_padded_operands_stay_correct():
     """The slower (padded) path copies operands into fresh buffers each call: a second call with the same
     shapes, whose tensors may reuse the same addresses, must not reuse a launch that pointed at old copies."""
