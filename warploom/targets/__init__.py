@@ -103,7 +103,11 @@ class Target:
     mma_kind: Mapping[str, str]            # input dtype -> instruction kind (f16, tf32, f8f6f4, i8)
     mma_shapes: tuple[MmaShapes, ...]
     mma_mn_major: frozenset[str]           # input dtypes an MMA may read MN-major (transposed) from smem
+    mma_sources: Mapping[str, tuple[str, ...]]    # operand ("a", "b", "acc") -> where the MMA can read it
     element_bits: Mapping[str, int] = field(default_factory=lambda: ELEMENT_BITS)
+    # bar.sync/bar.arrive ids a kernel may name (PTX ISA "bar, barrier": 16 per CTA; id 0 is what
+    # __syncthreads and the kernels' own prologue use)
+    named_barrier_ids: tuple[int, int] = (1, 15)
     tma: TmaLimits = TMA_LIMITS
     tmem: TmemGeometry | None = None
 
@@ -157,6 +161,11 @@ class Target:
         lo, hi, step = self.setmaxnreg
         if not lo <= regs <= hi or regs % step:
             raise ValueError(f"setmaxnreg {regs}: takes {lo}..{hi} in steps of {step}; round to a multiple of {step}")
+
+    def launch_regs(self, threads: int) -> int:
+        """Registers per thread a block of `threads` starts with when one block fills the register file
+        (ptxas allocates in units of 8); setmaxnreg then moves registers between warpgroups."""
+        return self.register_file // threads // 8 * 8
 
     def check_cluster(self, ctas: int) -> None:
         if not 1 <= ctas <= self.cluster_max_portable:

@@ -35,5 +35,7 @@ SM100 = Target(
     ),
     # Transpose A/B bits of the instruction descriptor; sub-byte f6/f4 MN-major is left out (unverified).
     mma_mn_major=frozenset({"bf16", "f16", "tf32", "f8E4M3FN", "f8E5M2", "i8", "u8"}),
+    # tcgen05.mma: A from smem (descriptor) or TMEM, B from smem, D in TMEM
+    mma_sources=MappingProxyType({"a": ("smem", "tmem"), "b": ("smem",), "acc": ("tmem",)}),
     tmem=TmemGeometry(),
 )

@@ -30,5 +30,7 @@ SM90 = Target(
                           note="int8 inputs take N 8, 16, 24, 32 then steps of 16 (unverified)"),),
     # PTX ISA wgmma: imm-trans-a/b exist only for .f16/.bf16 operands read from smem
     mma_mn_major=frozenset({"bf16", "f16"}),
+    # wgmma: A from smem (descriptor) or registers (fragment), B from smem, D in registers
+    mma_sources=MappingProxyType({"a": ("smem", "regs"), "b": ("smem",), "acc": ("regs",)}),
     tmem=None,
 )
