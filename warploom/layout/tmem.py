@@ -60,7 +60,8 @@ class TmemColumns:
     def address(self, lane: int = 0, column: int = 0) -> int:
         """TMEM address of `column` of this range (relative) at `lane`, from an allocation based at 0."""
         if not 0 <= column < self.count:
-            raise ValueError(f"column {column} of TMEM range {self.start}+{self.count}: columns are 0..{self.count - 1}")
+            raise ValueError(f"column {column} of TMEM range {self.start}+{self.count}: "
+                             f"columns are 0..{self.count - 1}")
         return tmem_address(lane, self.start + column)
 
     def overlaps(self, other: TmemColumns) -> bool:
