@@ -1,0 +1,86 @@
+"""Register fragments: which matrix element each thread's register holds.
+
+- `wgmma_accumulator(n)`: the m64nN f32 accumulator of wgmma (PTX ISA 9.7.15.5.1.1.1, "Matrix
+  Fragments for wgmma.mma_async.m64nNk16", accumulator D). Warp w = t // 32 owns rows 16w..16w+15;
+  lane l has r0 = 16w + l // 4, and register 4j + 2h + e holds (r0 + 8h, 8j + 2(l % 4) + e).
+- `wgmma_a_k16()`: the m64k16 16-bit A operand held in registers (same section, multiplicand A;
+  four .f16x2 registers a0..a7). Per warp it is the mma.m16n8k16 A fragment: element 2i + e of
+  register i holds row 16w + l // 4 + 8 (i % 2), column 2 (l % 4) + 8 (i // 2) + e. The ISA gives
+  this as a figure (wgmma-64N16-A); the row rule is shared with the accumulator.
+- `tcgen05_ldst_registers(shape, num)`: 32-bit registers per thread of tcgen05.ld/st (PTX ISA
+  9.7.16.8.3 "Matrix fragments" / "tcgen05-data-movement-shape"), and the lane-quadrant rule:
+  warp w reaches TMEM lanes 32 (w % 4) .. 32 (w % 4) + 31 only.
+
+Fragments are numpy arrays indexed [thread, element] so the lowering, the emulator and tests
+read one table.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from warploom.targets import get as get_target
+
+_SM90 = get_target("sm_90a")
+_SM100 = get_target("sm_100a")
+WARPGROUP = _SM90.warpgroup_threads
+WARP = _SM90.warp_size
+MMA_M = _SM90.mma_shapes[0].m[0]
+
+
+def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols), each [128 threads, n // 2 registers]: the element register r of thread t holds."""
+    _SM90.check_mma_shape(MMA_M, n, "bf16")
+    t = np.arange(WARPGROUP)[:, None]
+    r = np.arange(n // 2)[None, :]
+    warp, lane = t // WARP, t % WARP
+    j, h, e = r // 4, (r // 2) % 2, r % 2
+    rows = 16 * warp + lane // 4 + 8 * h
+    cols = 8 * j + 2 * (lane % 4) + e
+    return np.broadcast_to(rows, (WARPGROUP, n // 2)).copy(), np.broadcast_to(cols, (WARPGROUP, n // 2)).copy()
+
+
+def wgmma_a_k16() -> tuple[np.ndarray, np.ndarray]:
+    """(rows, cols), each [128 threads, 8 elements a0..a7] (element 2i + e is half e of register i):
+    the 64 x 16 A operand of wgmma with A in registers (f16/bf16)."""
+    t = np.arange(WARPGROUP)[:, None]
+    a = np.arange(8)[None, :]
+    warp, lane = t // WARP, t % WARP
+    reg, e = a // 2, a % 2
+    rows = 16 * warp + lane // 4 + 8 * (reg % 2)
+    cols = 2 * (lane % 4) + 8 * (reg // 2) + e
+    return rows, cols
+
+
+# tcgen05.ld/st shape -> 32-bit registers per thread for .num = 1 (they scale with .num)
+TCGEN05_LDST_REGS = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
+TCGEN05_MAX_REGS = 128
+
+
+def tcgen05_ldst_registers(shape: str, num: int) -> int:
+    """32-bit registers each thread gets from tcgen05.ld (or gives to tcgen05.st) `shape`.x`num`."""
+    if shape not in TCGEN05_LDST_REGS:
+        raise ValueError(f"tcgen05.ld/st shape {shape!r}: the shapes are {', '.join(TCGEN05_LDST_REGS)}")
+    if num < 1 or num & (num - 1) or num > TCGEN05_MAX_REGS:
+        raise ValueError(f"tcgen05.ld/st .num = x{num}: must be a power of two in 1..{TCGEN05_MAX_REGS}")
+    regs = TCGEN05_LDST_REGS[shape] * num
+    if regs > TCGEN05_MAX_REGS:
+        raise ValueError(f"tcgen05.ld/st {shape}.x{num} needs {regs} registers per thread; at most "
+                         f"{TCGEN05_MAX_REGS}: use .x{TCGEN05_MAX_REGS // TCGEN05_LDST_REGS[shape]} or less")
+    return regs
+
+
+def tmem_lanes_of_warp(warp: int) -> range:
+    """TMEM lanes warp `warp` of the CTA may read or write with tcgen05.ld/st."""
+    if warp < 0:
+        raise ValueError(f"warp index {warp} is negative")
+    q = _SM100.tmem.lanes_per_warp
+    quadrant = warp % (_SM100.tmem.lanes // q)
+    return range(q * quadrant, q * quadrant + q)
+
+
+def check_tmem_lane_access(warp: int, lane_base: int) -> None:
+    """Raise unless warp `warp` may run tcgen05.ld/st at TMEM lane `lane_base`."""
+    lanes = tmem_lanes_of_warp(warp)
+    if lane_base not in lanes:
+        raise ValueError(f"warp {warp} touches TMEM lane {lane_base}; warp {warp} (quadrant {warp % 4}) reaches lanes "
+                         f"{lanes.start}..{lanes.stop - 1} only: issue it from warp {lane_base // 32} (mod 4)")
