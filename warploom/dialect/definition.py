@@ -74,6 +74,9 @@ KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     # resource level (wl-pipeline, wl-specialize, wl-plan-smem, wl-plan-barriers)
     OpDef("buffer", (), {"name": "str", "shape": "array", "elem": "str", "stages": "int"},
           "a shared-memory ring of `stages` tiles", results=0),
+    OpDef("ring", (), {"name": "str", "stages": "int", "regions": "array"},
+          "a pipeline of `stages` slots over buffers that advance together (wl-plan-barriers adds full/empty)",
+          results=0),
     OpDef("async_load", (), {"operand": "str", "buffer": "str", "tile": "array"},
           "asynchronous copy (TMA) of a tile into the current stage of a buffer", results=0),
     OpDef("role", (), {"name": "str", "warpgroups": "array", "regs": "int"},

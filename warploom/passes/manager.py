@@ -95,7 +95,11 @@ def add_element(pm: passmanager.PassManager, element: str) -> None:
 
     def run(op, pass_):
         try:
+            if info.kernel_pass:
+                check_order(op, info)
             info.run(op, **options)
+            if info.kernel_pass:
+                record_and_verify(op, info)
         except PassFailed:
             pass_.signal_pass_failure()
         except PassError as e:
@@ -103,6 +107,40 @@ def add_element(pm: passmanager.PassManager, element: str) -> None:
             pass_.signal_pass_failure()
 
     pm.add(run, name=info.name, argument=info.argument, description=info.description)
+
+
+PLANNED = "planned"        # kernel attribute: the kernel passes a wl.kernel has been through, in order
+
+
+def check_order(op, info) -> None:
+    """Refuse a kernel that has not been through `info.after`, or has been through `info` already."""
+    from warploom.dialect import op_attrs
+    from warploom.dialect.kernel_ir import kernel_ops
+    for kernel in kernel_ops(op):
+        planned = list(op_attrs(kernel).get(PLANNED, []))
+        missing = [name for name in info.after if name not in planned]
+        if missing:
+            done = ", ".join(planned) or "no kernel pass"
+            raise PassError(f"{info.argument} needs {', '.join(missing)} to run first (this kernel has been "
+                            f"through {done}): run {missing[0]} before {info.argument}", kernel)
+        if info.after and info.argument in planned:     # after=() marks a pass that creates kernels
+            raise PassError(f"{info.argument} already ran on this kernel (planned: {', '.join(planned)}); "
+                            "run each kernel pass once", kernel)
+
+
+def record_and_verify(op, info) -> None:
+    """Append the pass to each kernel's `planned` list, then check the kernel program's invariants."""
+    from warploom.dialect import op_attrs
+    from warploom.dialect.kernel_ir import kernel_ops, set_attrs
+    from warploom.kernel import KernelError, read_program, verify
+    for kernel in kernel_ops(op):
+        planned = list(op_attrs(kernel).get(PLANNED, []))
+        if info.argument not in planned:
+            set_attrs(kernel, **{PLANNED: planned + [info.argument]})
+        try:
+            verify(read_program(kernel), kernel=f"after {info.argument}, the kernel program")
+        except KernelError as e:
+            raise PassError(str(e), kernel) from None
 
 
 def make_pass_manager(elements: list[str], *, print_after_all: bool = False) -> passmanager.PassManager:

@@ -42,16 +42,27 @@ def buffer_stage_bytes(buf: dict) -> int:
     return elems * BITS[buf["elem"]] // 8
 
 
+def barrier_names(ring: str, rings: int) -> tuple[str, str]:
+    """(full, empty) barrier names of `ring`; a kernel with a single ring keeps the plain names."""
+    return ("full", "empty") if rings == 1 else (f"{ring}_full", f"{ring}_empty")
+
+
 def barrier_rings(program) -> list[BarrierRing]:
-    """The barrier rings a specialized GEMM program needs; the smem planner sizes their storage from this."""
-    buffers = [b for b in program.buffers.values() if b["name"] != "mbarriers"]
-    stages = program.attrs["stages"]
-    consumers = next(len(r.attrs["warpgroups"]) for r in program.roles if r.attrs["name"] == "consumer")
-    tx = sum(buffer_stage_bytes(b) for b in buffers)
-    return [
-        BarrierRing("full", stages, 1, tx, f"TMA of {' + '.join(b['name'] for b in buffers)} landed"),
-        BarrierRing("empty", stages, consumers, 0, "consumers' MMAs on the stage retired"),
-    ]
+    """The full/empty mbarrier rings of every `wl.ring` of a specialized program; the smem planner sizes their
+    storage from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's
+    regions; empty: one arrival per consumer warpgroup."""
+    rings = program.top("ring")
+    roles = {r.attrs["name"]: r for r in program.roles}
+    out = []
+    for op in rings:
+        ring = op.attrs
+        buffers = [program.buffers[name] for name in ring["regions"]]
+        consumers = sum(len(roles[c].attrs["warpgroups"]) for c in ring["consumers"])
+        tx = sum(buffer_stage_bytes(b) for b in buffers)
+        full, empty = barrier_names(ring["name"], len(rings))
+        out += [BarrierRing(full, ring["stages"], 1, tx, f"TMA of {' + '.join(ring['regions'])} landed"),
+                BarrierRing(empty, ring["stages"], consumers, 0, "consumers' MMAs on the stage retired")]
+    return out
 
 
 def plan_barriers(kernel) -> None:
@@ -62,12 +73,18 @@ def plan_barriers(kernel) -> None:
     rings = barrier_rings(program)
     offset = region["offset"]
     roles = {op_attrs(r)["name"]: r for r in children(kernel, "role")}
+    if len(rings) != 2:
+        raise PassError(f"wl-plan-barriers: the GEMM schedule moves one ring of operand tiles; this kernel "
+                        f"declares {len(rings) // 2}", kernel)
     full, empty = rings
+    (ring_op,) = children(kernel, "ring")       # the GEMM schedule below has one ring
+    ring_name = op_attrs(ring_op)["name"]
     with ir.InsertionPoint(roles["producer"]), kernel.operation.location:
         for ring in rings:
             make_op("mbarrier", {"name": ring.name, "count": ring.count, "arrivals": ring.arrivals,
-                                 "tx_bytes": ring.tx_bytes, "offset": offset})
+                                 "tx_bytes": ring.tx_bytes, "offset": offset, "ring": ring_name})
             offset += ring.count * MBARRIER_BYTES
+    set_attrs(ring_op, full=full.name, empty=empty.name)
 
     (ploop,) = children(roles["producer"], "k_loop")
     loads = children(ploop, "async_load")
@@ -87,7 +104,8 @@ def plan_barriers(kernel) -> None:
         make_op("arrive", {"barrier": empty.name, "issue": "one_thread_per_warpgroup", "lag": lag})
 
 
-@register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role")
+@register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role",
+          after=("wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem"))
 def run(module):
     for kernel in kernel_ops(module):
         plan_barriers(kernel)

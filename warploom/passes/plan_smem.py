@@ -95,7 +95,7 @@ def plan_smem(program, limit: int) -> SmemPlan:
 
 
 @register("wl-plan-smem", "Offsets, sizes and alignment of every shared-memory region (1024 B for swizzled tiles)",
-          options={"limit": int})
+          options={"limit": int}, after=("wl-tile", "wl-pipeline", "wl-specialize"))
 def run(module, limit: int = SMEM_LIMIT["sm_90a"]):
     for kernel in kernel_ops(module):
         try:

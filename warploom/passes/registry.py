@@ -29,6 +29,13 @@ class PassInfo:
     description: str
     run: Callable                 # run(module_op, **options)
     options: dict[str, type] = field(default_factory=dict)   # option name -> type, for `wl-tile{block-m=128}`
+    # Kernel passes: the passes each wl.kernel must have been through first (recorded in its `planned`
+    # attribute); the kernel program is verified after the pass (warploom.kernel.verify).
+    after: tuple[str, ...] | None = None
+
+    @property
+    def kernel_pass(self) -> bool:
+        return self.after is not None
 
     @property
     def name(self) -> str:        # "WlFuse": the name MLIR prints in IR dumps
@@ -38,15 +45,20 @@ class PassInfo:
 PASSES: dict[str, PassInfo] = {}
 
 
-def register(argument: str, description: str, options: dict[str, type] | None = None):
-    """Decorator: register `run(module_op, **options)` as the pass `argument`."""
+def register(argument: str, description: str, options: dict[str, type] | None = None,
+             after: tuple[str, ...] | None = None):
+    """Decorator: register `run(module_op, **options)` as the pass `argument`.
+
+    `after` makes it a kernel pass: it refuses a wl.kernel that has not been through those passes (or has
+    been through this one), and the kernel program is verified once it ran."""
     if not argument.startswith("wl-"):
         raise ValueError(f"warploom pass names start with 'wl-', got {argument!r}")
 
     def wrap(fn):
         if argument in PASSES:
             raise ValueError(f"pass {argument!r} is registered twice")
-        PASSES[argument] = PassInfo(argument, description, fn, dict(options or {}))
+        PASSES[argument] = PassInfo(argument, description, fn, dict(options or {}),
+                                    None if after is None else tuple(after))
         return fn
 
     return wrap

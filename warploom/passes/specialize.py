@@ -71,11 +71,14 @@ def specialize(kernel, producer_regs: int, consumer_regs: int, mma_in_flight: in
                                    "rows": "per_warpgroup"})
     store.operation.erase()
     loop.operation.erase()
+    for ring in children(kernel, "ring"):      # the producer fills every ring, the consumers drain it
+        set_attrs(ring, producer="producer", consumers=["consumer"])
     set_attrs(kernel, threads=THREADS_PER_WARPGROUP * (1 + consumers))
 
 
 @register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg budgets",
-          options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int})
+          options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int},
+          after=("wl-tile", "wl-pipeline"))
 def run(module, producer_regs: int = 40, consumer_regs: int = 232, mma_in_flight: int = 1):
     for kernel in kernel_ops(module):
         specialize(kernel, producer_regs, consumer_regs, mma_in_flight)

@@ -65,6 +65,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
                         f"got {a_type.elem} -> {c_type.elem}", matmul)
     b_layout = "nk" if attrs["transpose_b"] else "kn"
     b_tile = [block_n, block_k] if b_layout == "nk" else [block_k, block_n]
+    b_dims = ["N", "K"] if b_layout == "nk" else ["K", "N"]
     grid = ([f"persistent(M, {block_m}, N, {block_n}, SMS)", "1", "1"] if schedule == "persistent"
             else [f"cdiv(N, {block_n})", f"cdiv(M, {block_m})", "1"])
     with ir.InsertionPoint(matmul), matmul.operation.location:
@@ -75,8 +76,8 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
     with before_terminator(kernel), matmul.operation.location:
         loop = make_op("k_loop", {"trip": f"cdiv(K, {block_k})"}, region=True)
         with before_terminator(loop):
-            make_op("load_tile", {"operand": "a", "tile": [block_m, block_k]})
-            make_op("load_tile", {"operand": "b", "tile": b_tile})
+            make_op("load_tile", {"operand": "a", "tile": [block_m, block_k], "dims": ["M", "K"]})
+            make_op("load_tile", {"operand": "b", "tile": b_tile, "dims": b_dims})
             make_op("mma", {"a": "a", "b": "b", "acc": "acc", "shape": [block_m, block_n, block_k]})
         make_op("store_tile", {"operand": "c", "acc": "acc", "tile": [block_m, block_n]})
     matmul.operation.results[0].replace_all_uses_with(kernel.results[0])
@@ -84,7 +85,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
 
 
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles (grid and trip count are runtime rules)",
-          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str})
+          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str}, after=())
 def run(module, block_m: int = 128, block_n: int = 256, block_k: int = 64, schedule: str = "grid"):
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, block_n, block_k, schedule)

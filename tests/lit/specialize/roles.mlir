@@ -20,7 +20,7 @@
 // CHECK: }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]}
 // CHECK: threads = 384 : i64
 // BUDGET: error: register budget 40 + 2 x 256 per thread needs 70656 registers; the register file holds 65536: lower consumer-regs to 232
-// ORDER: error: wl-specialize needs a pipelined kernel: run wl-pipeline first
+// ORDER: error: wl-specialize needs wl-pipeline to run first (this kernel has been through wl-tile): run wl-pipeline before wl-specialize
 // With nothing in flight the consumer waits for its MMAs every iteration, and needs no drain.
 // SERIAL: "wl.mma_wait"() {pending = 0 : i64}
 // SERIAL-NOT: wl.mma_wait

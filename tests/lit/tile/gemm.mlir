@@ -7,8 +7,8 @@
 // CHECK-LABEL: func.func @gemm_kn
 // CHECK: %[[C:.*]] = "wl.kernel"(%arg0, %arg1) ({
 // CHECK-NEXT: "wl.k_loop"() ({
-// CHECK-NEXT: "wl.load_tile"() {operand = "a", tile = [128, 64]}
-// CHECK-NEXT: "wl.load_tile"() {operand = "b", tile = [64, 256]}
+// CHECK-NEXT: "wl.load_tile"() {dims = ["M", "K"], operand = "a", tile = [128, 64]}
+// CHECK-NEXT: "wl.load_tile"() {dims = ["K", "N"], operand = "b", tile = [64, 256]}
 // CHECK-NEXT: "wl.mma"() {a = "a", acc = "acc", b = "b", shape = [128, 256, 64]}
 // CHECK: }) {trip = "cdiv(K, 64)"}
 // CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", tile = [128, 256]}
@@ -32,7 +32,7 @@ func.func @gemm_kn(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf1
 
 // B given as [N, K] (transpose_b, the nn.Linear weight) keeps K innermost in its tiles.
 // CHECK-LABEL: func.func @gemm_nk
-// CHECK: "wl.load_tile"() {operand = "b", tile = [256, 64]}
+// CHECK: "wl.load_tile"() {dims = ["N", "K"], operand = "b", tile = [256, 64]}
 // CHECK: b_layout = "nk"
 func.func @gemm_nk(%a: tensor<?x4096xf16>, %w: tensor<11008x4096xf16>) -> tensor<?x11008xf16> {
   %c = "wl.matmul"(%a, %w) {transpose_a = false, transpose_b = true} : (tensor<?x4096xf16>, tensor<11008x4096xf16>) -> tensor<?x11008xf16>

@@ -1,0 +1,244 @@
+"""The typed kernel program: the one model of a kernel that planners write, lowerings read and the verifier checks.
+
+A `Program` is plain data. It says who runs what (roles as warp ranges with an
+issue mode and a register budget), where data lives (regions of shared memory or
+Tensor Memory, with their layout, stages, offset and declared aliases), how
+the roles hand data to each other (mbarriers, named barriers, and the rings that
+pair a group of staged regions with a "full" and an "empty" barrier), and each
+role's schedule (loops, waits, arrives, async copies, MMAs whose operands name
+their source and major-ness, stores, register compute).
+
+    producer warp ──copy q, k[s], v[s]──► smem ──full[s]──► consumer warpgroups ──empty[s]──► producer
+
+Nothing in here knows a particular kernel: the GEMM and an FA3-style attention
+are both instances (see tests/unit/test_kernel_program.py). `warploom.kernel.read`
+builds a Program from the wl IR that the passes print; `warploom.kernel.verify`
+checks one against a target.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from warploom.dialect.shapes import TensorType
+
+ISSUE_MODES = ("thread", "warp", "warpgroup")     # one elected thread, every thread of a warp, of a warpgroup
+SPACES = ("smem", "tmem")
+SOURCES = ("smem", "regs", "tmem")                # where an MMA operand is read from
+MAJORS = ("K", "MN")                              # which logical dim of an operand is contiguous
+PARITIES = ("phase", "phase^1")                   # a consumer waits for the phase; a producer for the one before
+
+
+# ---- who runs: roles ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Role:
+    """Warps [first_warp, first_warp + warps) running `body`; `issue` says which of their threads issue it."""
+    name: str
+    first_warp: int
+    warps: int
+    issue: str                       # ISSUE_MODES
+    regs: int | None = None          # setmaxnreg budget per thread (None: what the launch gives)
+    body: tuple = ()
+
+    @property
+    def warp_range(self) -> range:
+        return range(self.first_warp, self.first_warp + self.warps)
+
+    def walk(self) -> Iterator["Op"]:
+        yield from walk(self.body)
+
+
+# ---- where data lives: regions --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Region:
+    """A shared-memory or Tensor Memory region of `stages` copies of one tile.
+
+    dims names the tile's logical dims, outermost first; the last is contiguous (for a TMA-filled smem tile,
+    the contiguous dim of the global tensor too). offset/bytes (smem) or columns (tmem) are set by the planner;
+    aliases names regions this one may overlap (O written into Q's region, P into S's columns)."""
+    name: str
+    space: str                       # SPACES
+    elem: str
+    shape: tuple[int, ...]           # one stage
+    dims: tuple[str, ...] = ()
+    stages: int = 1
+    swizzle: int = 0                 # bytes (smem tiles)
+    offset: int | None = None        # smem: byte offset from the aligned base; tmem: first column
+    size: int | None = None          # smem: bytes of all stages; tmem: columns of all stages
+    align: int = 1
+    aliases: tuple[str, ...] = ()
+
+    def major_of(self, k_dim: str) -> str:
+        """'K' when the contiguous dim is the contraction dim `k_dim`, else 'MN'."""
+        return "K" if self.dims and self.dims[-1] == k_dim else "MN"
+
+
+# ---- hand-offs: barriers and rings ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MBarrier:
+    """`count` mbarriers (one per stage); a phase completes after `arrivals` arrivals and `tx_bytes` landed."""
+    name: str
+    count: int
+    arrivals: int
+    tx_bytes: int = 0
+    phase0: int = 0                  # the phase running after init
+    scope: str = "cta"               # "cta" | "cluster" (init fence and sync at cluster scope)
+    offset: int | None = None        # smem byte offset of barrier 0
+
+
+@dataclass(frozen=True)
+class NamedBarrier:
+    """A hardware named barrier (bar.sync/bar.arrive id, threads): warp-synchronous hand-offs such as ping-pong."""
+    name: str
+    id: int
+    threads: int
+
+
+@dataclass(frozen=True)
+class Ring:
+    """A pipeline of `stages` slots over `regions`, filled by `producer`, drained by `consumers`.
+
+    Declared by wl-pipeline; wl-plan-barriers gives it a `full` barrier (the data of a slot landed) and,
+    when slots are reused, an `empty` one (every consumer is done with the slot)."""
+    name: str
+    stages: int
+    regions: tuple[str, ...]
+    producer: str | None = None
+    consumers: tuple[str, ...] = ()
+    full: str | None = None
+    empty: str | None = None
+
+
+# ---- what runs: ops --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loop:
+    """A loop over `trip` iterations (a runtime rule such as 'cdiv(K, 64)'); ring stages advance per iteration.
+    `carries` names the register values (accumulators, softmax statistics) that live across iterations."""
+    trip: str
+    body: tuple = ()
+    carries: tuple[str, ...] = ()
+    name: str = "loop"
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Wait until this iteration's stage of `barrier` completes the phase `parity` asks for."""
+    barrier: str
+    parity: str = "phase"            # PARITIES
+
+
+@dataclass(frozen=True)
+class Arrive:
+    """Arrive on this iteration's stage of `barrier` (of iteration - lag); with tx_bytes, also expect that many
+    bytes of async copies. `per` says who arrives: the role's issuing thread, or one thread per warpgroup."""
+    barrier: str
+    lag: int = 0
+    tx_bytes: int = 0
+    per: str = "role"                # "role" | "warpgroup"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """An async (TMA) copy of one stage of `region` from kernel input `source`, completing on `barrier`."""
+    source: str
+    region: str
+    barrier: str | None = None       # None until wl-plan-barriers picks it
+
+
+@dataclass(frozen=True)
+class Operand:
+    """An MMA operand: a region (smem descriptor / TMEM) or a register value, and which of its dims is contiguous."""
+    source: str                      # SOURCES
+    name: str
+    major: str = "K"                 # MAJORS
+
+
+@dataclass(frozen=True)
+class Mma:
+    """acc (+)= a @ b over `shape` = (m, n, k) per issuing unit (a warpgroup for wgmma, the CTA for tcgen05)."""
+    a: Operand
+    b: Operand
+    acc: Operand
+    shape: tuple[int, int, int]
+    k_dim: str = "K"                 # the logical dim summed over (QK^T: the head dim; PV: the key index)
+    accumulate: bool = True
+
+
+@dataclass(frozen=True)
+class MmaWait:
+    """Wait until at most `pending` MMA groups of this role are in flight."""
+    pending: int
+
+
+@dataclass(frozen=True)
+class Store:
+    """Store register (or TMEM) value `value` as a tile of kernel output `output`."""
+    value: str
+    output: str
+    tile: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Register arithmetic between MMAs (online softmax, rescaling, casts): reads and writes named values."""
+    kind: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Sync:
+    """bar.sync (or bar.arrive when `arrive_only`) on a named barrier."""
+    barrier: str
+    arrive_only: bool = False
+
+
+Op = Union[Loop, Wait, Arrive, Copy, Mma, MmaWait, Store, Compute, Sync]
+
+
+def walk(ops) -> Iterator[Op]:
+    for op in ops:
+        yield op
+        if isinstance(op, Loop):
+            yield from walk(op.body)
+
+
+# ---- the program ---------------------------------------------------------------------------------
+
+@dataclass
+class Program:
+    """A kernel: inputs and output, launch shape, and the resources and schedule of its roles."""
+    kind: str                                        # "gemm", "attention", ...
+    target: str
+    inputs: dict[str, TensorType]
+    outputs: dict[str, TensorType]
+    threads: int | None = None
+    roles: list[Role] = field(default_factory=list)
+    regions: dict[str, Region] = field(default_factory=dict)
+    barriers: dict[str, MBarrier] = field(default_factory=dict)
+    named_barriers: dict[str, NamedBarrier] = field(default_factory=dict)
+    rings: dict[str, Ring] = field(default_factory=dict)
+    registers: dict[str, tuple[int, ...]] = field(default_factory=dict)   # named register tiles, per issuing unit
+    smem_bytes: int | None = None                    # dynamic smem the launch asks for (planner's total)
+    attrs: dict = field(default_factory=dict)        # tile, grid, schedule, cluster: the launch rules
+
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def ring_of_barrier(self, barrier: str) -> Ring | None:
+        return next((r for r in self.rings.values() if barrier in (r.full, r.empty)), None)
+
+    def ring_of_region(self, region: str) -> Ring | None:
+        return next((r for r in self.rings.values() if region in r.regions), None)
+
+    def ops(self) -> Iterator[tuple[Role, Op]]:
+        for role in self.roles:
+            for op in role.walk():
+                yield role, op
