@@ -1,13 +1,18 @@
 """`warploom demo`: what warploom does today, end to end on the machine it runs on.
 
-With the compiler installed (MLIR): builds an attention written the long way and
-shows wl-fuse turning it into one op (checked in float64 on the CPU); builds a
-GEMM, runs the sm_90a pipeline printing every pass with its time and the
-resource-assigned IR, runs that IR in the CPU schedule simulator against the
-reference, then compiles it to PTX and a cubin and prints the smem and barrier
-plans and the PTX/SASS summaries. Without MLIR (a GPU box running
-from an AOT cache) it prints the same plans from the cached kernel.
-On a machine with a GPU it also launches the GEMM and compares with torch.
+With the compiler installed (MLIR):
+- builds an attention written the long way (matmul, scale, causal mask, softmax,
+  matmul) and runs the registered sm_100a pipeline on it, printing every pass
+  with its time: that pipeline is graph level only today (wl-verify, wl-fuse),
+  because the sm_100a back end is not built yet; wl-fuse turns the five ops into
+  one `wl.attention`, checked in float64 on the CPU;
+- builds a GEMM, runs the sm_90a pipeline printing every pass with its time and
+  the resource-assigned IR, runs that IR in the CPU schedule simulator against
+  the reference, then compiles it to PTX and a cubin and prints the smem and
+  barrier plans and the PTX/SASS summaries.
+Without MLIR (a GPU box running from an AOT cache) it prints the same plans from
+the cached kernel. On a machine with a GPU and torch it also launches the GEMM
+and compares with torch. sm_100a code is never run here (no Blackwell GPU).
 """
 from __future__ import annotations
 
@@ -40,12 +45,18 @@ def demo_fusion(dump_dir) -> bool:
 
     from .cli import print_records
 
+    from warploom.passes import pipeline_for
+
     attention = build_unfused_attention()
     section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")
     print(attention)
-    module, records = attention.run_pipeline(["wl-verify", "wl-fuse"], dump_dir=dump_dir and f"{dump_dir}/attention")
-    section("wl-fuse")
+    module, records = attention.run_pipeline("sm_100a", dump_dir=dump_dir and f"{dump_dir}/attention")
+    section("attention through the sm_100a pipeline")
+    print(f"The sm_100a pipeline is graph level only today ({', '.join(pipeline_for('sm_100a'))}): the sm_100a\n"
+          "back end (TMEM planning, tcgen05 lowering) is not built yet. Once it is, sm_100a code will be\n"
+          "assembled and emulated here, never run: there is no Blackwell GPU.")
     print_records(records)
+    section("the IR after the pipeline: wl-fuse made the five ops one wl.attention")
     print(records[-1].ir)
     rng = np.random.default_rng(0)
     inputs = {n: round_to(rng.standard_normal((2, 8, 37, 64)), "bf16") for n in ("q", "k", "v")}
