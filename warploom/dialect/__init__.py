@@ -11,7 +11,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import irdl
 
-from .definition import ALL_OPS, GRAPH_OPS, KERNEL_OPS, OpDef, irdl_text
+from .definition import ALL_OPS, GRAPH_OPS, KERNEL_OPS, OpDef, build_irdl, irdl_text
 from .shapes import ShapeError, TensorType
 
 # The IRDL modules must outlive the contexts that loaded them.
@@ -24,7 +24,8 @@ def load_dialect(ctx: ir.Context) -> None:
     if key in _loaded:
         return
     with ctx, ir.Location.unknown():
-        defs = ir.Module.parse(irdl_text())
+        defs = ir.Module.create()
+        build_irdl(defs)
         irdl.load_dialects(defs)
     _loaded[key] = defs
 
@@ -51,8 +52,31 @@ def tensor_type(t: ir.Type) -> TensorType:
     return TensorType(shape, str(rt.element_type))
 
 
-def mlir_tensor_type(t: TensorType) -> ir.Type:
-    return ir.Type.parse(str(t))
+# Element type names (as `TensorType.elem` spells them) and the builders of their MLIR types.
+_ELEMENT_BUILDERS = {
+    "bf16": ir.BF16Type.get,
+    "f16": ir.F16Type.get,
+    "f32": ir.F32Type.get,
+    "f64": ir.F64Type.get,
+    "f8E4M3FN": ir.Float8E4M3FNType.get,
+    "f8E5M2": ir.Float8E5M2Type.get,
+    "f4E2M1FN": ir.Float4E2M1FNType.get,
+}
+
+
+def mlir_element_type(elem: str) -> ir.Type:
+    """The MLIR type for an element type name: `bf16`, `f8E4M3FN`, `i32`, ... (needs a context)."""
+    if elem in _ELEMENT_BUILDERS:
+        return _ELEMENT_BUILDERS[elem]()
+    if elem.startswith("i") and elem[1:].isdigit():
+        return ir.IntegerType.get_signless(int(elem[1:]))
+    raise ValueError(f"no MLIR element type for {elem!r}; known: {', '.join(_ELEMENT_BUILDERS)}, iN")
+
+
+def mlir_tensor_type(t: TensorType) -> ir.RankedTensorType:
+    """The ranked tensor type for `t` (None dims become dynamic `?`), built with `ir.RankedTensorType.get`."""
+    shape = [ir.ShapedType.get_dynamic_size() if d is None else d for d in t.shape]
+    return ir.RankedTensorType.get(shape, mlir_element_type(t.elem))
 
 
 def attr_value(attr: ir.Attribute):
@@ -105,5 +129,5 @@ def to_attr(value) -> ir.Attribute:
     raise TypeError(f"no MLIR attribute for {value!r}")
 
 
-__all__ = ["ALL_OPS", "GRAPH_OPS", "KERNEL_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "irdl_text", "load_dialect",
-           "make_attr", "make_context", "to_attr", "mlir_tensor_type", "op_attrs", "op_kind", "tensor_type"]
+__all__ = ["ALL_OPS", "GRAPH_OPS", "KERNEL_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "build_irdl", "irdl_text",
+           "load_dialect", "make_attr", "make_context", "to_attr", "mlir_element_type", "mlir_tensor_type", "op_attrs", "op_kind", "tensor_type"]

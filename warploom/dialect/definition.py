@@ -1,4 +1,4 @@
-"""The ops of the `wl` dialect, as tables, and the IRDL text made from them.
+"""The ops of the `wl` dialect, as tables, and the IRDL definition built from them.
 
 Three levels share the dialect:
 - graph ops (`GRAPH_OPS`) on tensors: what users build; the builder, verifier and
@@ -6,7 +6,7 @@ Three levels share the dialect:
 - kernel ops (`KERNEL_OPS`): a `wl.kernel` holding tiles, loops and MMAs (made by wl-tile);
 - resource ops, also in `KERNEL_OPS`: buffers, mbarriers, warp roles, waits and
   arrives, each naming its smem region, stage ring and barrier (made by the
-  planning passes; read by the lowering and, later, the schedule simulator).
+  planning passes; read by the lowering and the schedule simulator).
 IRDL checks structure only (operand counts, required attributes, regions);
 planning passes add further attributes (`offset`, `bytes`, ...), which IRDL allows.
 Shape rules of graph ops live in `shapes.py`.
@@ -14,6 +14,9 @@ Shape rules of graph ops live in `shapes.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from mlir import ir
+from mlir.dialects import irdl
 
 # IRDL attribute constraints by the kind of value an attribute holds.
 # IRDL (MLIR 22) has no optional attributes: every listed attribute is required,
@@ -103,31 +106,43 @@ ELEMENTWISE_UNARY = ("scale", "exp", "exp2", "relu", "gelu", "silu")
 REDUCTIONS = ("reduce_max", "reduce_sum")
 
 
-def irdl_text() -> str:
-    """The IRDL module defining the `wl` dialect."""
-    lines = ["irdl.dialect @wl {"]
+def build_irdl(module: ir.Module) -> irdl.DialectOp:
+    """Append the IRDL definition of the `wl` dialect to `module` (under its context) and return it.
+
+    Built with the `mlir.dialects.irdl` op builders. Each operand, result and
+    attribute gets its own constraint value: one `irdl.base` shared by two
+    operands would force them to have the same type (gpu-facts.md §8).
+    """
+    with ir.InsertionPoint(module.body):
+        dialect = irdl.DialectOp("wl")
     for op in ALL_OPS.values():
-        lines.append(f"  irdl.operation @{op.name} {{")
-        # One constraint value per operand: a shared `irdl.base` would force equal types.
-        operands = []
-        for name in op.operands:
-            bare = name.lstrip("*")
-            lines.append(f'    %{bare} = irdl.base "!builtin.tensor"')
-            operands.append(f"{bare}: variadic %{bare}" if name.startswith("*") else f"{bare}: %{bare}")
-        if op.results:
-            lines.append('    %result = irdl.base "!builtin.tensor"')
-        for attr, kind in op.attrs.items():
-            lines.append(f'    %attr_{attr} = irdl.base "{ATTR_BASES[kind]}"')
-        if op.region:
-            lines.append("    %body = irdl.region")
-        lines.append(f"    irdl.operands({', '.join(operands)})")
-        if op.results:
-            lines.append("    irdl.results(result: %result)")
-        if op.attrs:
-            attrs = ", ".join(f'"{a}" = %attr_{a}' for a in op.attrs)
-            lines.append(f"    irdl.attributes {{{attrs}}}")
-        if op.region:
-            lines.append("    irdl.regions(body: %body)")
-        lines.append("  }")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        with ir.InsertionPoint(dialect.body):
+            operation = irdl.OperationOp(op.name)
+        with ir.InsertionPoint(operation.body):
+            operands = [_base("!builtin.tensor") for _ in op.operands]
+            result = _base("!builtin.tensor") if op.results else None
+            attrs = [_base(ATTR_BASES[kind]) for kind in op.attrs.values()]
+            body = irdl.region([]) if op.region else None
+            irdl.OperandsOp(operands, [name.lstrip("*") for name in op.operands],
+                            [irdl.Variadicity.variadic if name.startswith("*") else irdl.Variadicity.single
+                             for name in op.operands])
+            if result is not None:
+                irdl.ResultsOp([result], ["result"], [irdl.Variadicity.single])
+            if op.attrs:
+                irdl.AttributesOp(attrs, list(op.attrs))
+            if body is not None:
+                irdl.RegionsOp([body], ["body"])
+    return dialect
+
+
+def _base(name: str) -> ir.Value:
+    """An `irdl.base` constraint accepting any type or attribute whose base is `name`."""
+    return irdl.BaseOp(base_name=name).output
+
+
+def irdl_text() -> str:
+    """The IRDL module defining the `wl` dialect, printed (for reading; `load_dialect` uses `build_irdl`)."""
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.create()
+        build_irdl(module)
+        return str(module)

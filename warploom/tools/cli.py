@@ -19,9 +19,11 @@ def cmd_passes(args) -> int:
 
 
 def print_records(records, out=sys.stdout) -> None:
-    print(f"{'#':>3}  {'pass':<28} {'ms':>8}  {'IR lines':>8}", file=out)
+    """A table of the passes run: index, name (with options), milliseconds, lines of IR after it."""
+    width = max([28] + [len(r.name) for r in records])
+    print(f"{'#':>3}  {'pass':<{width}} {'ms':>8}  {'IR lines':>8}", file=out)
     for r in records:
-        print(f"{r.index:>3}  {r.name:<28} {r.seconds * 1e3:8.2f}  {r.ir.count(chr(10)):>8}", file=out)
+        print(f"{r.index:>3}  {r.name:<{width}} {r.seconds * 1e3:8.2f}  {r.ir.count(chr(10)):>8}", file=out)
 
 
 def cmd_compile(args) -> int:
