@@ -73,9 +73,9 @@ def test_structured_control_flow_and_names():
 def test_roles_set_their_register_budget():
     ctx, module, b = kernel()
     with ctx, ir.Location.unknown(), b.at_body():
-        sync.role_registers(b, 40, 168)
-        sync.role_registers(b, 232, 168)
-        sync.role_registers(b, 168, 168)      # keeps the launch share: nothing
+        sync.role_registers(40, 168)
+        sync.role_registers(232, 168)
+        sync.role_registers(168, 168)      # keeps the launch share: nothing
     out = re.sub(" +", " ", finish(ctx, module))
     assert out.count("nvvm.setmaxregister") == 2
     assert "nvvm.setmaxregister decrease 40" in out and "nvvm.setmaxregister increase 232" in out

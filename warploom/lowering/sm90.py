@@ -396,7 +396,7 @@ class _GemmLowering:
         attrs = role.attrs
         ctx = _Role(name=attrs["name"], first_wg=min(attrs["warpgroups"]), issue=attrs.get("issue", "warpgroup"),
                     accs={}, acc_n={})
-        sync.role_registers(b, attrs["regs"], self.launch_regs)
+        sync.role_registers(attrs["regs"], self.launch_regs)
         if ctx.issue == "one_thread":
             # One elected lane of the role's first warp issues everything; the others fall through.
             warp = b.divu(self.tid, c(32))

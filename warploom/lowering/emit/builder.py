@@ -1,6 +1,6 @@
 """The core of the emit layer: a kernel function being built, its constants, arithmetic and structured control.
 
-    b = Builder.kernel_module(module_block, "k_mod", "k", target, args, arg_attrs, arg_names, attrs)
+    b = Builder.kernel_module(module_block, "k_mod", "k", target, args, arg_attrs, arg_names, attrs, smem)
     with b.at_body():
         tid = b.sreg("tid", "x")
         with b.if_(b.cmp("eq", tid, b.const(0))):
@@ -15,7 +15,7 @@ like hand-written MLIR:
   - i32/i64 constants are uniqued and hoisted to the entry block, in first-use
     order, so one value serves every use and always dominates it;
   - each result gets a name location (`%v12`, `%tid3`, `%ci32_7`, ...), which
-    `Builder.text(op)` prints as SSA names (`use_name_loc_as_prefix`); a plain
+    `text(op)` prints as SSA names (`use_name_loc_as_prefix`); a plain
     `str(op)` prints MLIR's default names.
 """
 from __future__ import annotations
@@ -29,10 +29,6 @@ from .nobuilder import llvm_array, llvm_function_type, llvm_linkage
 
 # kDynamicIndex of llvm.getelementptr: this position of rawConstantIndices takes the next dynamic index
 GEP_DYNAMIC = -(1 << 31)
-
-_BINARY = {"add": arith.AddIOp, "sub": arith.SubIOp, "mul": arith.MulIOp, "divu": arith.DivUIOp,
-           "remu": arith.RemUIOp, "and_": arith.AndIOp, "or_": arith.OrIOp, "xor": arith.XOrIOp,
-           "shru": arith.ShRUIOp}
 
 
 def ptr_type(address_space: int = 0) -> ir.Type:
@@ -65,8 +61,8 @@ class ForLoop:
 class Builder:
     """Emission state of one kernel function: value names, the entry block for hoisted constants, types."""
 
-    def __init__(self, func: llvm.LLVMFuncOp):
-        self.func = func
+    def __init__(self, module: gpu.GPUModuleOp, func: llvm.LLVMFuncOp):
+        self.module, self.func = module, func
         self.entry = func.regions[0].blocks[0]
         self.n = 0
         self._consts: dict[tuple[int, str], ir.Value] = {}
@@ -100,9 +96,7 @@ class Builder:
         for key, value in attrs.items():
             func.attributes[key] = value
         func.regions[0].blocks.append(*args, arg_locs=[ir.Location.name(n) for n in arg_names])
-        b = cls(func)
-        b.module = mod
-        return b
+        return cls(mod, func)
 
     @property
     def args(self) -> list[ir.Value]:
@@ -140,18 +134,35 @@ class Builder:
         return self._consts[key]
 
     # ---- arithmetic (integer, the type of the operands) -------------------------------------------
-    def _binary(self, kind: str, a: ir.Value, b: ir.Value) -> ir.Value:
-        return _BINARY[kind](a, b, loc=self.loc()).result
+    def _binary(self, op, a: ir.Value, b: ir.Value) -> ir.Value:
+        return op(a, b, loc=self.loc()).result
 
-    def add(self, a, b): return self._binary("add", a, b)          # noqa: E704
-    def sub(self, a, b): return self._binary("sub", a, b)          # noqa: E704
-    def mul(self, a, b): return self._binary("mul", a, b)          # noqa: E704
-    def divu(self, a, b): return self._binary("divu", a, b)        # noqa: E704
-    def remu(self, a, b): return self._binary("remu", a, b)        # noqa: E704
-    def and_(self, a, b): return self._binary("and_", a, b)        # noqa: E704
-    def or_(self, a, b): return self._binary("or_", a, b)          # noqa: E704
-    def xor(self, a, b): return self._binary("xor", a, b)          # noqa: E704
-    def shru(self, a, b): return self._binary("shru", a, b)        # noqa: E704
+    def add(self, a, b):
+        return self._binary(arith.AddIOp, a, b)
+
+    def sub(self, a, b):
+        return self._binary(arith.SubIOp, a, b)
+
+    def mul(self, a, b):
+        return self._binary(arith.MulIOp, a, b)
+
+    def divu(self, a, b):
+        return self._binary(arith.DivUIOp, a, b)
+
+    def remu(self, a, b):
+        return self._binary(arith.RemUIOp, a, b)
+
+    def and_(self, a, b):
+        return self._binary(arith.AndIOp, a, b)
+
+    def or_(self, a, b):
+        return self._binary(arith.OrIOp, a, b)
+
+    def xor(self, a, b):
+        return self._binary(arith.XOrIOp, a, b)
+
+    def shru(self, a, b):
+        return self._binary(arith.ShRUIOp, a, b)
 
     def cmp(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """arith.cmpi with a predicate name ('eq', 'ule', 'slt', ...)."""

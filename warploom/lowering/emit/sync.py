@@ -1,6 +1,6 @@
 """Synchronisation helpers: warp roles (setmaxnreg), mbarrier rings, CTA and named barriers, fences, elect.
 
-    role_registers(b, regs, launch_regs)         # setmaxnreg inc/dec to the role's budget
+    role_registers(regs, launch_regs)            # setmaxnreg inc/dec to the role's budget
     ring = MbarrierRing(b, smem_base, offset=196608, count=4, stride=8, ticks=0x989680)
     ring.init(arrivals=1)                        # every barrier of the ring (one thread)
     ring.wait(stage, parity); ring.arrive_expect_tx(stage, 49152); ring.arrive(stage)
@@ -17,7 +17,7 @@ from mlir.dialects import nvvm
 from .builder import Builder
 
 
-def role_registers(b: Builder, regs: int, launch_regs: int) -> None:
+def role_registers(regs: int, launch_regs: int) -> None:
     """The role's setmaxnreg: give registers back (below the launch share) or take them (above).
     Warpgroup-collective; nothing when the role keeps the launch share."""
     if regs < launch_regs:

@@ -57,6 +57,8 @@ def mma_async_reg_a(b: Builder, acc: ir.Value, a_regs: list[ir.Value], desc_b: i
     """acc (+)= A @ B with A in registers: four b32 registers per thread (the m64k16 A fragment, two
     16-bit elements each), B an smem descriptor. `scale_d` (i32, 0 = overwrite, else accumulate) defaults
     to accumulate; `trans_b` is imm-trans-b (1 = B MN-major). MLIR 22 has no op for this form."""
+    if elem not in ("bf16", "f16"):
+        raise ValueError(f"wgmma with A in registers: elem {elem!r} is not lowered here; use 'bf16' or 'f16'")
     if len(a_regs) != 4:
         raise ValueError(f"wgmma with A in registers takes 4 b32 registers per thread, got {len(a_regs)}")
     if not (8 <= n <= 256 and n % 8 == 0):
