@@ -115,7 +115,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
                   "stack_bytes": asm.stack_bytes},
         "sass": counts,
     }
-    key = cache_key(records[-1].ir + "\n" + lowered.gpu_module, spec.target, toolchain())
+    key = cache_key(records[-1].ir + "\n" + str(lowered.gpu_module), spec.target, toolchain())
     return KernelArtifact(name=name, target=spec.target, cubin=asm.cubin, ptx=ptx, smem_bytes=lowered.smem_bytes,
                           block=lowered.block, cluster=lowered.cluster, grid=lowered.grid, params=lowered.params,
                           tensor_maps=lowered.tensor_maps, meta=meta, key=key)

@@ -8,10 +8,11 @@ and register budgets from `wl.role`; smem offsets, sizes and swizzle from
 Nothing is recomputed here: the plan is the single source, and the lowering
 refuses (ValueError) what it cannot express instead of guessing.
 
-Output (`LoweredKernel`): the MLIR text of one
-`gpu.module @<name>_mod [#nvvm.target<chip = "sm_90a", ...>]` holding the
-dynamic-smem global and the `llvm.func @<name>` kernel, and the runtime
-contract (params, tensor maps, grid rules, block, cluster, smem bytes).
+Output (`LoweredKernel`): one `gpu.module @<name>_mod [#nvvm.target<chip = "sm_90a", ...>]`
+holding the dynamic-smem global and the `llvm.func @<name>` kernel, built with
+the `mlir.dialects` builders through `warploom.lowering.emit` (typed and verified
+as it is built, never formatted as text) in the caller's context, and the
+runtime contract (params, tensor maps, grid rules, block, cluster, smem bytes).
 `warploom.lowering.ptx` turns the module into PTX, `assemble` into a cubin.
 
 Code shape (hardware-checked in /work/proto_sm90/gemm_sm90.py, whose numerics
@@ -28,13 +29,18 @@ and descriptor constants are kept exactly):
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from mlir import ir
+
+from warploom.dialect import make_context
 from warploom.dialect.kernel_ir import KernelProgram, KOp
+from warploom.lowering import emit
+from warploom.lowering.emit import sync, tma, wgmma
+from warploom.lowering.emit.nobuilder import llvm_array, nvvm_target
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
 
-TARGET = '#nvvm.target<chip = "sm_90a", features = "+ptx80", O = 3>'
+TARGET = ("sm_90a", "+ptx80", 3)      # #nvvm.target: chip, PTX features, LLVM -O level
 ELEM_TYPES = ("bf16", "f16")          # wgmma f16-family inputs with f32 accumulation
 ELEM_BYTES = 2
 SWIZZLE_BYTES = 128                   # TMA box rows and wgmma descriptors use the 128B swizzle
@@ -45,7 +51,7 @@ MMA_M = 64                            # wgmma rows per warpgroup
 MMA_K = 16                            # wgmma k per instruction for 16-bit inputs
 MBARRIER_BYTES = 8
 WAIT_TICKS = 0x989680                 # try_wait suspend-time hint (CUTLASS's value)
-TMAP_ARG = "{llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant, llvm.align = 64 : i64}"
+TMAP_BYTES, TMAP_ALIGN = 128, 64     # a CUtensorMap, passed by value as a grid constant
 CTAID = ("x", "y", "z")
 
 # The logical dims of each GEMM operand, outermost first; the last dim is contiguous in memory.
@@ -57,13 +63,19 @@ OPERAND_DIMS = {"kn": {"a": ("M", "K"), "b": ("K", "N"), "c": ("M", "N")},
 @dataclass
 class LoweredKernel:
     name: str                              # the PTX entry point
-    gpu_module: str                        # MLIR text of one gpu.module holding the kernel
+    gpu_module: ir.Operation               # the built gpu.module holding the kernel; str() prints it
     params: list[ParamSpec]                # launch order
     tensor_maps: dict[str, TensorMapSpec]  # one per tensormap param, by name
     block: tuple[int, int, int]
     cluster: tuple[int, int, int]
     grid: tuple                            # three runtime rules, e.g. ("cdiv", "N", 256)
     smem_bytes: int                        # dynamic shared memory to request at launch
+    holder: ir.Module | None = field(default=None, repr=False, compare=False)   # keeps gpu_module alive
+
+    @property
+    def text(self) -> str:
+        """The gpu.module printed with the lowering's value names (%tid1, %kt40, %ci32_7)."""
+        return emit.text(self.gpu_module)
 
 
 def kernel_name(program: KernelProgram) -> str:
@@ -74,9 +86,12 @@ def kernel_name(program: KernelProgram) -> str:
     return f"wl_gemm_{elem}_{program.attrs.get('b_layout', '?')}_{bm}x{bn}x{bk}_s{program.attrs.get('stages', '?')}{sched}"
 
 
-def lower_kernel(program: KernelProgram, name: str) -> LoweredKernel:
-    """Lower a planned GEMM kernel; ValueError names what cannot be lowered and why."""
-    return _GemmLowering(program, name).lower()
+def lower_kernel(program: KernelProgram, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned GEMM kernel; ValueError names what cannot be lowered and why.
+
+    The gpu.module is built in `context` (the one of the module being lowered; a fresh one
+    when left out), inside a module of its own (`LoweredKernel.holder`) that a pass may move it out of."""
+    return _GemmLowering(program, name).lower(context or make_context())
 
 
 # ---- small helpers -----------------------------------------------------------------------------
@@ -113,97 +128,14 @@ def to_i64(v: int) -> int:
     return v - (1 << 64) if v >= (1 << 63) else v
 
 
-def acc_type(n: int) -> str:
-    """The wgmma m64nN f32 accumulator: N/2 registers per thread, as an LLVM struct."""
-    return "!llvm.struct<(" + ", ".join(["f32"] * (n // 2)) + ")>"
-
-
-class _Emitter:
-    """MLIR text builder: fresh SSA names, indentation, and constants hoisted to the function entry."""
-
-    def __init__(self, indent: int = 4):
-        self.lines: list[str] = []
-        self.ind = indent
-        self.n = 0
-        self.consts: dict[tuple, str] = {}
-
-    def line(self, s: str) -> None:
-        self.lines.append(" " * self.ind + s)
-
-    def fresh(self, prefix: str = "v") -> str:
-        self.n += 1
-        return f"%{prefix}{self.n}"
-
-    def value(self, rhs: str, prefix: str = "v") -> str:
-        name = self.fresh(prefix)
-        self.line(f"{name} = {rhs}")
-        return name
-
-    def const(self, val: int, ty: str = "i32") -> str:
-        # Hoisted (see `constants`), so one name serves every use and always dominates it.
-        key = (val, ty)
-        if key not in self.consts:
-            self.consts[key] = f"%c{ty}_{'m' if val < 0 else ''}{abs(val)}"
-        return self.consts[key]
-
-    def constants(self, indent: int = 4) -> list[str]:
-        return [f"{' ' * indent}{name} = arith.constant {val} : {ty}" for (val, ty), name in self.consts.items()]
-
-    @contextmanager
-    def block(self, header: str | None, footer: str = "}"):
-        if header is not None:
-            self.line(header)
-        self.ind += 2
-        yield
-        self.ind -= 2
-        self.line(footer)
-
-    # arith on i32 (default) or i64
-    def add(self, a, b, ty="i32"):
-        return self.value(f"arith.addi {a}, {b} : {ty}")
-
-    def sub(self, a, b, ty="i32"):
-        return self.value(f"arith.subi {a}, {b} : {ty}")
-
-    def mul(self, a, b, ty="i32"):
-        return self.value(f"arith.muli {a}, {b} : {ty}")
-
-    def divu(self, a, b, ty="i32"):
-        return self.value(f"arith.divui {a}, {b} : {ty}")
-
-    def remu(self, a, b, ty="i32"):
-        return self.value(f"arith.remui {a}, {b} : {ty}")
-
-    def and_(self, a, b, ty="i32"):
-        return self.value(f"arith.andi {a}, {b} : {ty}")
-
-    def or_(self, a, b, ty="i32"):
-        return self.value(f"arith.ori {a}, {b} : {ty}")
-
-    def xor(self, a, b, ty="i32"):
-        return self.value(f"arith.xori {a}, {b} : {ty}")
-
-    def shru(self, a, b, ty="i32"):
-        return self.value(f"arith.shrui {a}, {b} : {ty}")
-
-    def cmp(self, pred, a, b, ty="i32"):
-        return self.value(f"arith.cmpi {pred}, {a}, {b} : {ty}")
-
-    def ext64(self, a, signed=True):
-        return self.value(f"arith.{'extsi' if signed else 'extui'} {a} : i32 to i64")
-
-    def gep_smem(self, base, off_i32):
-        return self.value(f"llvm.getelementptr {base}[{off_i32}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8")
-
-
 @dataclass
 class _Loop:
     """The current K-loop iteration: K tile index, ring iteration (it: counts on across the tiles of a
     persistent kernel), its stage and phase, and per-stage addresses."""
-    kt: str
-    it: str
-    stage: str
-    phase: str
+    kt: ir.Value
+    it: ir.Value
+    stage: ir.Value
+    phase: ir.Value
     cache: dict
 
 
@@ -213,9 +145,9 @@ class _Role:
     name: str
     first_wg: int
     issue: str                      # "one_thread" | "warpgroup"
-    wg_index: str | None = None     # warpgroup index inside the role (SSA i32)
-    thread_in_wg: str | None = None
-    wg_leader: str | None = None    # thread 0 of each warpgroup (SSA i1)
+    wg_index: ir.Value | None = None       # warpgroup index inside the role (i32)
+    thread_in_wg: ir.Value | None = None
+    wg_leader: ir.Value | None = None      # thread 0 of each warpgroup (i1)
     loop: _Loop | None = None
     accs: dict | None = None        # accumulator name -> SSA value holding it now
     acc_n: dict | None = None       # accumulator name -> wgmma n
@@ -225,7 +157,6 @@ class _GemmLowering:
     def __init__(self, program: KernelProgram, name: str):
         self.p = program
         self.name = name
-        self.E = _Emitter()
         self._read_config()
 
     # ---- configuration: read and check the plan --------------------------------------------
@@ -340,7 +271,7 @@ class _GemmLowering:
         return bar
 
     # ---- the kernel ---------------------------------------------------------------------------
-    def lower(self) -> LoweredKernel:
+    def lower(self, context: ir.Context) -> LoweredKernel:
         self.tmaps: dict[str, TensorMapSpec] = {}
         for op in (o for r in self.p.roles for o in r.walk() if o.kind == "async_load"):
             self.tmaps.setdefault(op.attrs["operand"], self._tensor_map(op))
@@ -348,29 +279,39 @@ class _GemmLowering:
             self._fail(f"async loads cover inputs {sorted(self.tmaps)}; the kernel needs one per input "
                        f"{self.p.input_names} (each input is read through its TMA tensor map)")
         self.tmaps = {n: self.tmaps[n] for n in self.p.input_names}     # params in input order
-        self._prologue()
-        self._roles()
-        self.E.line("llvm.return")
+        with context, ir.Location.unknown():
+            holder = ir.Module.create()
+            self.b = self._kernel_function(holder.body)
+            with self.b.at_body():
+                self._prologue()
+                self._roles()
+            gpu_module = self.b.module.operation
+            gpu_module.verify()
         params = ([ParamSpec(n, "tensormap") for n in self.tmaps] + [ParamSpec("c", "ptr")]
                   + [ParamSpec(s, "i32") for s in ("M", "N", "K")])
-        return LoweredKernel(name=self.name, gpu_module=self._module_text(), params=params,
+        return LoweredKernel(name=self.name, gpu_module=gpu_module, params=params,
                              tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1), cluster=(1, 1, 1),
-                             grid=self.grid, smem_bytes=self.smem_bytes)
+                             grid=self.grid, smem_bytes=self.smem_bytes, holder=holder)
 
-    def _module_text(self) -> str:
-        E = self.E
-        args = [f"%tmap_{n}: !llvm.ptr {TMAP_ARG}" for n in self.tmaps]
-        args += ["%c: !llvm.ptr<1>", "%M: i32", "%N: i32", "%K: i32"]
-        head = [
-            f"gpu.module @{self.name}_mod [{TARGET}] {{",
-            # extern .shared .align 1024: the base is also rounded up at run time (see _prologue)
-            f"  llvm.mlir.global external @{self.smem_symbol}() {{addr_space = 3 : i32, alignment = 1024 : i64}} "
-            ": !llvm.array<0 x i8>",
+    def _kernel_function(self, block: ir.Block) -> emit.Builder:
+        """gpu.module @<name>_mod holding the dynamic-smem global and the kernel's llvm.func (empty body):
+        tensor maps by value (grid constants), then C (global pointer), then M, N, K."""
+        ptr, i8, i32 = emit.ptr_type, ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+        tmap_attrs = {"llvm.byval": ir.TypeAttr.get(llvm_array(TMAP_BYTES, i8)),
+                      "nvvm.grid_constant": ir.UnitAttr.get(),
+                      "llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), TMAP_ALIGN)}
+        args = [ptr()] * len(self.tmaps) + [ptr(1), i32, i32, i32]
+        names = [f"tmap_{n}" for n in self.tmaps] + ["c", "M", "N", "K"]
+        b = emit.Builder.kernel_module(
+            block, f"{self.name}_mod", self.name, nvvm_target(*TARGET), args,
+            [tmap_attrs] * len(self.tmaps) + [{}] * 4, names,
             # nvvm.maxntid: ptxas honours setmaxnreg only when the kernel declares its block size
-            f"  llvm.func @{self.name}({', '.join(args)}) attributes {{nvvm.kernel, "
-            f"nvvm.maxntid = array<i32: {self.threads}, 1, 1>}} {{",
-        ]
-        return "\n".join(head + E.constants() + E.lines + ["  }", "}"]) + "\n"
+            {"nvvm.kernel": ir.UnitAttr.get(), "nvvm.maxntid": ir.DenseI32ArrayAttr.get([self.threads, 1, 1])},
+            # extern .shared .align 1024: the base is also rounded up at run time (see _prologue)
+            smem=(self.smem_symbol, SWIZZLE_REPEAT))
+        self.tmap_args = dict(zip(self.tmaps, b.args))
+        self.c_ptr, self.M, self.N, self.K = b.args[len(self.tmaps):]
+        return b
 
     @property
     def smem_symbol(self) -> str:
@@ -387,49 +328,48 @@ class _GemmLowering:
                              dims=(cols_dim, rows_dim))
 
     def _prologue(self) -> None:
-        E, c = self.E, self.E.const
-        self.tid = E.value("nvvm.read.ptx.sreg.tid.x : i32", "tid")
+        b, c = self.b, self.b.const
+        self.tid = b.sreg("tid", "x", "tid")
         # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
         # a persistent kernel sets them per tile instead (see _tile_loop)
         self.origin = {}
         self.it_base = None
         for dim in (("N", "M") if not self.persistent else ()):
             axis, extent = self.origin_axis[dim]
-            cta = E.value(f"nvvm.read.ptx.sreg.ctaid.{CTAID[axis]} : i32", "cta")
-            self.origin[dim] = E.mul(cta, c(extent))
+            cta = b.sreg("ctaid", CTAID[axis], "cta")
+            self.origin[dim] = b.mul(cta, c(extent))
 
         # Dynamic smem base rounded up to 1024 B, so 128B-swizzled tiles start on a swizzle repeat.
-        raw = E.value(f"llvm.mlir.addressof @{self.smem_symbol} : !llvm.ptr<3>", "smem")
-        raw_i = E.value(f"llvm.ptrtoint {raw} : !llvm.ptr<3> to i32")
-        aligned = E.and_(E.add(raw_i, c(SWIZZLE_REPEAT - 1)), c(-SWIZZLE_REPEAT))
-        self.base = E.gep_smem(raw, E.sub(aligned, raw_i))
-        base_i64 = E.value(f"llvm.ptrtoint {self.base} : !llvm.ptr<3> to i64")
+        raw = b.addressof(self.smem_symbol, b.ptr(3), "smem")
+        raw_i = b.ptrtoint(raw, b.i32)
+        aligned = b.and_(b.add(raw_i, c(SWIZZLE_REPEAT - 1)), c(-SWIZZLE_REPEAT))
+        self.base = b.gep(raw, b.sub(aligned, raw_i))
+        base_i64 = b.ptrtoint(self.base, b.i64)
         # wgmma descriptors hold the shared-window address as (addr & 0x3FFFF) >> 4
-        self.base_enc = E.shru(E.and_(base_i64, c(0x3FFFF, "i64"), "i64"), c(4, "i64"), "i64")
+        self.base_enc = b.shru(b.and_(base_i64, c(0x3FFFF, b.i64)), c(4, b.i64))
         # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
         for loop in (o for r in self.p.roles for o in r.walk() if o.kind == "k_loop"):
             rule = parse_rule(loop.attrs["trip"], "k_loop trip")
             if rule != ("cdiv", "K", self.BK):
                 self._fail(f"k_loop trip {loop.attrs['trip']!r}: expected 'cdiv(K, {self.BK})' (the kernel's K tiles)")
-        self.trips = E.divu(E.add("%K", c(self.BK - 1)), c(self.BK))
+        self.trips = b.divu(b.add(self.K, c(self.BK - 1)), c(self.BK))
 
         # Thread 0 initialises every planned barrier with its arrival count; the fence makes the
         # init visible to the async proxy (TMA), the CTA barrier to the other threads.
-        is_t0 = E.cmp("eq", self.tid, c(0))
-        with E.block(f"scf.if {is_t0} {{"):
+        self.rings = {name: sync.MbarrierRing(b, self.base, r["offset"], r["count"], MBARRIER_BYTES, WAIT_TICKS)
+                      for name, r in self.p.barriers.items()}
+        with b.if_(b.cmp("eq", self.tid, c(0))):
             for ring in sorted(self.p.barriers.values(), key=lambda r: r["offset"]):
-                for s in range(ring["count"]):
-                    bar = E.gep_smem(self.base, c(ring["offset"] + MBARRIER_BYTES * s))
-                    E.line(f"nvvm.mbarrier.init {bar}, {c(ring['arrivals'])} : !llvm.ptr<3>, i32")
-            E.line("nvvm.fence.mbarrier.init")
+                self.rings[ring["name"]].init(ring["arrivals"])
+            sync.fence_mbarrier_init()
         # bar.sync 0 with every thread, before the role split. No CTA-wide barrier may follow:
         # the idle threads of a one-thread role exit early.
-        E.line("nvvm.barrier")
-        self.wg = E.divu(self.tid, c(THREADS_PER_WARPGROUP))
+        sync.cta_barrier()
+        self.wg = b.divu(self.tid, c(THREADS_PER_WARPGROUP))
 
     def _roles(self) -> None:
         """if wg in role0 { role0 } else if wg in role1 { ... } else { last role }."""
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         roles = sorted(self.p.roles, key=lambda r: min(r.attrs["warpgroups"]))
 
         def chain(i: int) -> None:
@@ -440,40 +380,35 @@ class _GemmLowering:
             if wgs != list(range(wgs[0], wgs[-1] + 1)):
                 self._fail(f"role {roles[i].attrs['name']!r} has non-contiguous warpgroups {wgs}")
             if len(wgs) == 1:
-                cond = E.cmp("eq", self.wg, c(wgs[0]))
+                cond = b.cmp("eq", self.wg, c(wgs[0]))
             else:   # earlier roles took the lower warpgroups, so an upper bound is enough
-                cond = E.cmp("ule", self.wg, c(wgs[-1]))
-            with E.block(f"scf.if {cond} {{", footer="} else {"):
+                cond = b.cmp("ule", self.wg, c(wgs[-1]))
+            then, orelse = b.if_else(cond)
+            with then:
                 self._role(roles[i])
-            with E.block(None):
+            with orelse:
                 chain(i + 1)
 
         chain(0)
 
     def _role(self, role: KOp) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         attrs = role.attrs
         ctx = _Role(name=attrs["name"], first_wg=min(attrs["warpgroups"]), issue=attrs.get("issue", "warpgroup"),
                     accs={}, acc_n={})
-        regs = attrs["regs"]
-        if regs < self.launch_regs:      # give registers back (warpgroup-collective)
-            E.line(f"nvvm.setmaxregister decrease {regs}")
-        elif regs > self.launch_regs:    # take the registers other roles gave back
-            E.line(f"nvvm.setmaxregister increase {regs}")
+        sync.role_registers(attrs["regs"], self.launch_regs)
         if ctx.issue == "one_thread":
             # One elected lane of the role's first warp issues everything; the others fall through.
-            warp = E.divu(self.tid, c(32))
-            is_w0 = E.cmp("eq", warp, c(ctx.first_wg * 4))
-            with E.block(f"scf.if {is_w0} {{"):
-                elected = E.value("nvvm.elect.sync -> i1", "elected")
-                with E.block(f"scf.if {elected} {{"):
+            warp = b.divu(self.tid, c(32))
+            with b.if_(b.cmp("eq", warp, c(ctx.first_wg * 4))):
+                with b.if_(sync.elect_sync(b)):
                     for operand in self._loaded_operands(role):
-                        E.line(f"nvvm.prefetch tensormap, %tmap_{operand} : !llvm.ptr")
+                        tma.prefetch_tensormap(self.tmap_args[operand])
                     self._tile_loop(role.body, ctx)
         elif ctx.issue == "warpgroup":
-            ctx.wg_index = E.sub(self.wg, c(ctx.first_wg))
-            ctx.thread_in_wg = E.remu(self.tid, c(THREADS_PER_WARPGROUP))
-            ctx.wg_leader = E.cmp("eq", ctx.thread_in_wg, c(0))
+            ctx.wg_index = b.sub(self.wg, c(ctx.first_wg))
+            ctx.thread_in_wg = b.remu(self.tid, c(THREADS_PER_WARPGROUP))
+            ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
             self._tile_loop(role.body, ctx)
         else:
             self._fail(f"role {ctx.name!r} has issue = {ctx.issue!r}; the lowering knows 'one_thread' and 'warpgroup'")
@@ -483,18 +418,19 @@ class _GemmLowering:
         if not self.persistent:
             self._ops(ops, ctx)
             return
-        E, c = self.E, self.E.const
-        n_tiles = E.divu(E.add("%N", c(self.BN - 1)), c(self.BN))
-        m_tiles = E.divu(E.add("%M", c(self.BM - 1)), c(self.BM))
-        first = E.value("nvvm.read.ptx.sreg.ctaid.x : i32", "cta")
-        step = E.value("nvvm.read.ptx.sreg.nctaid.x : i32", "ncta")
-        tile = E.fresh("tile")
-        with E.block(f"scf.for {tile} = {first} to {E.mul(m_tiles, n_tiles)} step {step} : i32 {{"):
+        b, c = self.b, self.b.const
+        n_tiles = b.divu(b.add(self.N, c(self.BN - 1)), c(self.BN))
+        m_tiles = b.divu(b.add(self.M, c(self.BM - 1)), c(self.BM))
+        first = b.sreg("ctaid", "x", "cta")
+        step = b.sreg("nctaid", "x", "ncta")
+        tile_name = b.fresh("tile")
+        with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
+            tile = loop.iv
             # every role of the CTA walks the same tiles in the same order, so ring iterations
             # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
-            self.it_base = E.mul(E.divu(E.sub(tile, first), step), self.trips)
-            self.origin = {"M": E.mul(E.divu(tile, n_tiles), c(self.BM)),
-                           "N": E.mul(E.remu(tile, n_tiles), c(self.BN))}
+            self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
+            self.origin = {"M": b.mul(b.divu(tile, n_tiles), c(self.BM)),
+                           "N": b.mul(b.remu(tile, n_tiles), c(self.BN))}
             self._ops(ops, ctx)
         self.it_base, self.origin = None, {}
 
@@ -521,84 +457,72 @@ class _GemmLowering:
         return ctx.loop
 
     def _op_k_loop(self, op: KOp, ctx: _Role) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         if ctx.loop is not None:
             self._fail("nested wl.k_loop")
-        trips = self.trips
         # The loop carries the accumulators its MMAs update (zero on entry).
         carried = []
         for mma in (o for o in op.body if o.kind == "mma"):
             name, n = mma.attrs["acc"], mma.attrs["shape"][1]
             if name not in ctx.accs:
-                ctx.accs[name] = E.value(f"llvm.mlir.zero : {acc_type(n)}", "acc")
+                ctx.accs[name] = b.zero(wgmma.acc_type(b, n), "acc")
                 ctx.acc_n[name] = n
             if name not in carried:
                 carried.append(name)
-        kt = E.fresh("kt")
-        if carried:
-            res = E.fresh("accf")     # the accumulators after the loop: %accf or %accf#i
-            inits = {name: E.fresh("acc_in") for name in carried}
-            iter_args = ", ".join(f"{inits[n]} = {ctx.accs[n]}" for n in carried)
-            types = ", ".join(acc_type(ctx.acc_n[n]) for n in carried)
-            results = res if len(carried) == 1 else f"{res}:{len(carried)}"
-            header = (f"{results} = scf.for {kt} = {c(0)} to {trips} step {c(1)} iter_args({iter_args}) "
-                      f"-> ({types}) : i32 {{")
-            outer = dict(ctx.accs)
-            ctx.accs.update(inits)
-        else:
-            header = f"scf.for {kt} = {c(0)} to {trips} step {c(1)} : i32 {{"
-        with E.block(header):
-            it = kt if self.it_base is None else E.add(self.it_base, kt)
-            stage = E.remu(it, c(self.stages))
-            phase = E.and_(E.divu(it, c(self.stages)), c(1))
+        kt_name = b.fresh("kt")
+        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
+        arg_names = [b.fresh("acc_in") for _ in carried]
+        outer = dict(ctx.accs)
+        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
+                    args=arg_names, results=res_name) as loop:
+            ctx.accs.update(zip(carried, loop.args))
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            stage = b.remu(it, c(self.stages))
+            phase = b.and_(b.divu(it, c(self.stages)), c(1))
             ctx.loop = _Loop(kt, it, stage, phase, {})
             self._ops(op.body, ctx)
             ctx.loop = None
-            if carried:
-                vals = ", ".join(ctx.accs[n] for n in carried)
-                E.line(f"scf.yield {vals} : {types}")
+            loop.yield_(*(ctx.accs[n] for n in carried))
         if carried:
             ctx.accs = outer
-            for i, name in enumerate(carried):
-                ctx.accs[name] = res if len(carried) == 1 else f"{res}#{i}"
+            ctx.accs.update(zip(carried, loop.results))
 
-    def _barrier(self, name: str, loop: _Loop) -> str:
-        """Address of this stage's mbarrier of ring `name` (once per loop body)."""
+    def _barrier(self, name: str, loop: _Loop) -> sync.Mbarrier:
+        """This stage's mbarrier of ring `name` (its address computed once per loop body)."""
         key = ("bar", name)
         if key not in loop.cache:
-            E, c = self.E, self.E.const
             ring = self._ring(name)
             if ring["count"] != self.stages:
                 self._fail(f"mbarrier ring {name!r} has {ring['count']} barriers for {self.stages} stages")
-            loop.cache[key] = E.gep_smem(self.base, E.add(c(ring["offset"]), E.mul(loop.stage, c(MBARRIER_BYTES))))
+            loop.cache[key] = self.rings[name].at(loop.stage)
         return loop.cache[key]
 
-    def _k_origin(self, loop: _Loop) -> str:
+    def _k_origin(self, loop: _Loop) -> ir.Value:
         """First K index of this iteration's tile."""
         if "k0" not in loop.cache:
-            loop.cache["k0"] = self.E.mul(loop.kt, self.E.const(self.BK))
+            loop.cache["k0"] = self.b.mul(loop.kt, self.b.const(self.BK))
         return loop.cache["k0"]
 
-    def _stage_offset(self, buf: dict, loop: _Loop) -> str:
+    def _stage_offset(self, buf: dict, loop: _Loop) -> ir.Value:
         """Byte offset (i32, from the aligned smem base) of this stage's tile of `buf`."""
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         if buf["stages"] != self.stages:
             self._fail(f"buffer {buf['name']!r} has {buf['stages']} stages, the kernel {self.stages}")
-        off = E.mul(loop.stage, c(self._stage_bytes(buf)))
-        return off if buf["offset"] == 0 else E.add(c(buf["offset"]), off)
+        off = b.mul(loop.stage, c(self._stage_bytes(buf)))
+        return off if buf["offset"] == 0 else b.add(c(buf["offset"]), off)
 
     def _op_wait(self, op: KOp, ctx: _Role) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         loop = self._need_loop(op, ctx)
         parity = op.attrs["parity"]
         if parity == "consumer":
             ph = loop.phase
         elif parity == "producer":   # the opposite phase: the first lap over fresh barriers passes at once
-            ph = E.xor(loop.phase, c(1))
+            ph = b.xor(loop.phase, c(1))
         else:
             self._fail(f"wl.wait parity {parity!r}; expected 'consumer' or 'producer'")
-        bar = self._barrier(op.attrs["barrier"], loop)
-        E.line(f"nvvm.mbarrier.try_wait.parity {bar}, {ph}, {c(WAIT_TICKS)} : !llvm.ptr<3>, i32, i32")
+        self._barrier(op.attrs["barrier"], loop).wait(ph)
 
     def _op_arrive_expect_tx(self, op: KOp, ctx: _Role) -> None:
         loop = self._need_loop(op, ctx)
@@ -609,12 +533,10 @@ class _GemmLowering:
         if op.attrs["bytes"] != ring["tx_bytes"]:
             self._fail(f"wl.arrive_expect_tx expects {op.attrs['bytes']} bytes but ring {ring['name']!r} is planned "
                        f"for {ring['tx_bytes']}")
-        bar = self._barrier(op.attrs["barrier"], loop)
-        self.E.value(f"nvvm.mbarrier.arrive.expect_tx {bar}, {self.E.const(op.attrs['bytes'])} : "
-                     "!llvm.ptr<3>, i32 -> i64")
+        self._barrier(op.attrs["barrier"], loop).arrive_expect_tx(op.attrs["bytes"])
 
     def _op_async_load(self, op: KOp, ctx: _Role) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         loop = self._need_loop(op, ctx)
         if ctx.issue != "one_thread":
             self._fail(f"wl.async_load in role {ctx.name!r}: TMA copies are issued by one thread")
@@ -631,16 +553,13 @@ class _GemmLowering:
             coord = []
             for dim, step in ((cols_dim, SWIZZLE_BYTES // ELEM_BYTES * j), (rows_dim, 0)):
                 v = self._k_origin(loop) if dim == "K" else self.origin[dim]
-                coord.append(v if step == 0 else E.add(v, c(step)))
-            dst = stage_off if j == 0 else E.add(stage_off, c(j * rows * SWIZZLE_BYTES))
-            d3 = E.gep_smem(self.base, dst)
-            # the TMA destination is a shared::cluster address (address space 7)
-            d7 = E.value(f"llvm.addrspacecast {d3} : !llvm.ptr<3> to !llvm.ptr<7>")
-            E.line(f"nvvm.cp.async.bulk.tensor.shared.cluster.global {d7}, %tmap_{operand}, {bar}, "
-                   f"box[{coord[0]}, {coord[1]}] : !llvm.ptr<7>, !llvm.ptr")
+                coord.append(v if step == 0 else b.add(v, c(step)))
+            dst = stage_off if j == 0 else b.add(stage_off, c(j * rows * SWIZZLE_BYTES))
+            tma.tma_load(b, b.gep(self.base, dst), self.tmap_args[operand], bar.addr, coord)
 
-    def _descriptor(self, buf: dict, operand: str, loop: _Loop, row_offset: str | None) -> tuple[str, int, str]:
-        """wgmma smem descriptor of this stage's tile: (SSA i64, k16 step in encoded units, "row"|"col").
+    def _descriptor(self, buf: dict, operand: str, loop: _Loop,
+                    row_offset: ir.Value | None) -> tuple[ir.Value, int, str]:
+        """wgmma smem descriptor of this stage's tile: (i64 value, k16 step in encoded units, "row"|"col").
 
         K-major (K contiguous): 128B swizzle, LBO unused (16 B by convention), SBO = 8 rows x 128 B;
         a k16 step moves the start address by 16 elements = 32 B inside the swizzle atom (the hardware
@@ -648,7 +567,7 @@ class _GemmLowering:
         LBO = distance between 64-wide N chunks (one TMA box = K rows x 128 B), SBO = 8 K rows x 128 B,
         a k16 step moves 16 K rows = 2048 B.
         """
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         rows_dim, cols_dim, rows, chunks = self._swizzled_tile(buf, operand)
         if cols_dim == "K" and chunks != 1:
             self._fail(f"buffer {buf['name']!r}: a K-major wgmma operand needs its K tile to be exactly "
@@ -663,12 +582,12 @@ class _GemmLowering:
             self._fail(f"buffer {buf['name']!r} has no K dim")
         addr = self._stage_offset(buf, loop)
         if row_offset is not None:
-            addr = E.add(addr, row_offset)
-        lo = E.add(self.base_enc, E.ext64(E.shru(addr, c(4)), False), "i64")
-        return E.or_(lo, c(to_i64(hi), "i64"), "i64"), k_step, major
+            addr = b.add(addr, row_offset)
+        lo = b.add(self.base_enc, b.ext64(b.shru(addr, c(4)), False))
+        return b.or_(lo, c(to_i64(hi), b.i64)), k_step, major
 
     def _op_mma(self, op: KOp, ctx: _Role) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         loop = self._need_loop(op, ctx)
         if ctx.issue != "warpgroup":
             self._fail(f"wl.mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
@@ -688,32 +607,28 @@ class _GemmLowering:
             self._fail(f"wl.mma shape {op.attrs['shape']} does not match buffers {a_buf['name']!r} "
                        f"{a_buf['shape']} and {b_buf['name']!r} {b_buf['shape']} for {n_wgs} warpgroups")
         # each warpgroup reads its own 64 rows of A: 64 rows x 128 B, a multiple of the swizzle repeat
-        a_rows = E.mul(ctx.wg_index, c(MMA_M * SWIZZLE_BYTES))
+        a_rows = b.mul(ctx.wg_index, c(MMA_M * SWIZZLE_BYTES))
         desc_a, a_step, _ = self._descriptor(a_buf, "a", loop, a_rows)
         desc_b, b_step, b_major = self._descriptor(b_buf, "b", loop, None)
         acc_name = op.attrs["acc"]
-        acc_t = acc_type(n)
         acc = ctx.accs[acc_name]
-        ab = f"<{self.elem}>"
-        E.line("nvvm.wgmma.fence.aligned")
+        wgmma.fence()
         for kk in range(k // MMA_K):
-            da = desc_a if kk == 0 else E.add(desc_a, c(kk * a_step, "i64"), "i64")
-            db = desc_b if kk == 0 else E.add(desc_b, c(kk * b_step, "i64"), "i64")
-            # MLIR 22 emits imm-trans-b = 1 - layout: <col> = K-major B, <row> = MN-major (transposed) B
-            acc = E.value(f"nvvm.wgmma.mma_async {da}, {db}, {acc}, <m = {m}, n = {n}, k = {MMA_K}>, "
-                          f"D[<f32>, <one>, <wrapped>], A[{ab}, <one>, <row>], B[{ab}, <one>, <{b_major}>] "
-                          f": {acc_t} -> {acc_t}", "acc")
-        E.line("nvvm.wgmma.commit.group.sync.aligned")
+            da = desc_a if kk == 0 else b.add(desc_a, c(kk * a_step, b.i64))
+            db = desc_b if kk == 0 else b.add(desc_b, c(kk * b_step, b.i64))
+            # B <col> = K-major, <row> = MN-major (transposed) B
+            acc = wgmma.mma_async(b, acc, da, db, (m, n, MMA_K), self.elem, b_major)
+        wgmma.commit()
         ctx.accs[acc_name] = acc
 
     def _op_mma_wait(self, op: KOp, ctx: _Role) -> None:
         pending = op.attrs["pending"]
         if not 0 <= pending <= 7:
             self._fail(f"wl.mma_wait pending = {pending}: wgmma.wait_group takes 0..7")
-        self.E.line(f"nvvm.wgmma.wait.group.sync.aligned {pending}")
+        wgmma.wait(pending)
 
     def _op_arrive(self, op: KOp, ctx: _Role) -> None:
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         loop = self._need_loop(op, ctx)
         lag = op.attrs.get("lag", 0)
         if not 0 <= lag < self.stages:
@@ -721,19 +636,18 @@ class _GemmLowering:
         if lag == 0:
             bar = self._barrier(op.attrs["barrier"], loop)
         else:   # the stage of iteration kt - lag, i.e. (kt + stages - lag) % stages
-            ring = self._ring(op.attrs["barrier"])
-            stage = E.remu(E.add(loop.it, c(self.stages - lag)), c(self.stages))
-            bar = E.gep_smem(self.base, E.add(c(ring["offset"]), E.mul(stage, c(MBARRIER_BYTES))))
+            self._ring(op.attrs["barrier"])
+            stage = b.remu(b.add(loop.it, c(self.stages - lag)), c(self.stages))
+            bar = self.rings[op.attrs["barrier"]].at(stage)
         issue = op.attrs.get("issue", ctx.issue)
-        arrive = f"nvvm.mbarrier.arrive {bar} : !llvm.ptr<3> -> i64"
         if issue == "one_thread_per_warpgroup" and ctx.issue == "warpgroup":
             # One signalling thread per warpgroup (CUTLASS): the ring expects one arrival per warpgroup.
             # With a lag, iterations before the first `lag` have no earlier stage to free.
-            cond = ctx.wg_leader if lag == 0 else E.and_(ctx.wg_leader, E.cmp("uge", loop.it, c(lag)), "i1")
-            with E.block(f"scf.if {cond} {{"):
-                E.value(arrive)
+            cond = ctx.wg_leader if lag == 0 else b.and_(ctx.wg_leader, b.cmp("uge", loop.it, c(lag)))
+            with b.if_(cond):
+                bar.arrive()
         elif issue == "one_thread" and ctx.issue == "one_thread":
-            E.value(arrive)
+            bar.arrive()
         else:
             self._fail(f"wl.arrive issue {issue!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
 
@@ -744,7 +658,7 @@ class _GemmLowering:
         (r0 + 8h, 8j + 2(l%4) + e). Fast path (the warpgroup's whole 64 x N slice in bounds, N even):
         pairs packed to one 4-byte store. Otherwise one guarded 2-byte store per element.
         """
-        E, c = self.E, self.E.const
+        b, c = self.b, self.b.const
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"wl.store_tile in role {ctx.name!r} must follow the k_loop of a warpgroup role")
         if op.attrs["operand"] != "c" or op.attrs.get("rows", "per_warpgroup") != "per_warpgroup":
@@ -756,41 +670,39 @@ class _GemmLowering:
         n = ctx.acc_n[acc_name]
         if list(op.attrs["tile"]) != [MMA_M, n]:
             self._fail(f"wl.store_tile tile {op.attrs['tile']} must be the fragment of the MMA, [{MMA_M}, {n}]")
-        res, acc_t, ty = ctx.accs[acc_name], acc_type(n), self.elem
+        res = ctx.accs[acc_name]
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
         m0, n0 = self.origin["M"], self.origin["N"]
-        warp_in_wg = E.divu(ctx.thread_in_wg, c(32))
-        lane = E.remu(self.tid, c(32))
-        wg_row0 = E.add(m0, E.mul(ctx.wg_index, c(MMA_M)))
-        row0 = E.add(wg_row0, E.add(E.mul(warp_in_wg, c(16)), E.divu(lane, c(4))))
-        col0 = E.add(n0, E.mul(E.remu(lane, c(4)), c(2)))
-        vals = [E.value(f"llvm.extractvalue {res}[{i}] : {acc_t}", "f") for i in range(n // 2)]
-        n64 = E.ext64("%N")
-        rows = [row0, E.add(row0, c(8))]
-        col64 = E.ext64(col0)
-        rowptr = [E.value(f"llvm.getelementptr %c[{E.add(E.mul(E.ext64(r), n64, 'i64'), col64, 'i64')}] : "
-                          f"(!llvm.ptr<1>, i64) -> !llvm.ptr<1>, {ty}") for r in rows]
-        in_m = E.cmp("sle", E.add(wg_row0, c(MMA_M)), "%M")
-        in_n = E.cmp("sle", E.add(n0, c(n)), "%N")
-        n_even = E.cmp("eq", E.and_("%N", c(1)), c(0))   # 4-byte alignment of the packed pairs
-        fast = E.and_(E.and_(in_m, in_n, "i1"), n_even, "i1")
-        with E.block(f"scf.if {fast} {{", footer="} else {"):
+        warp_in_wg = b.divu(ctx.thread_in_wg, c(32))
+        lane = b.remu(self.tid, c(32))
+        wg_row0 = b.add(m0, b.mul(ctx.wg_index, c(MMA_M)))
+        row0 = b.add(wg_row0, b.add(b.mul(warp_in_wg, c(16)), b.divu(lane, c(4))))
+        col0 = b.add(n0, b.mul(b.remu(lane, c(4)), c(2)))
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        n64 = b.ext64(self.N)
+        rows = [row0, b.add(row0, c(8))]
+        col64 = b.ext64(col0)
+        rowptr = [b.gep(self.c_ptr, b.add(b.mul(b.ext64(r), n64), col64), ty) for r in rows]
+        in_m = b.cmp("sle", b.add(wg_row0, c(MMA_M)), self.M)
+        in_n = b.cmp("sle", b.add(n0, c(n)), self.N)
+        n_even = b.cmp("eq", b.and_(self.N, c(1)), c(0))   # 4-byte alignment of the packed pairs
+        fast = b.and_(b.and_(in_m, in_n), n_even)
+        then, orelse = b.if_else(fast)
+        with then:
             for j in range(n // 8):
                 for h in range(2):
-                    u = E.value("llvm.mlir.undef : vector<2xf32>")
-                    u = E.value(f"llvm.insertelement {vals[4 * j + 2 * h]}, {u}[{c(0)} : i32] : vector<2xf32>")
-                    u = E.value(f"llvm.insertelement {vals[4 * j + 2 * h + 1]}, {u}[{c(1)} : i32] : vector<2xf32>")
-                    pair = E.value(f"llvm.fptrunc {u} : vector<2xf32> to vector<2x{ty}>")   # cvt.rn.{ty}x2.f32
-                    p = E.value(f"llvm.getelementptr {rowptr[h]}[{8 * j}] : (!llvm.ptr<1>) -> !llvm.ptr<1>, {ty}")
-                    E.line(f"llvm.store {pair}, {p} {{alignment = 4 : i64}} : vector<2x{ty}>, !llvm.ptr<1>")
-        with E.block(None):
-            row_ok = [E.cmp("slt", r, "%M") for r in rows]
+                    u = b.undef(pair_f32)
+                    u = b.insertelement(u, vals[4 * j + 2 * h], c(0))
+                    u = b.insertelement(u, vals[4 * j + 2 * h + 1], c(1))
+                    pair = b.fptrunc(u, pair_ty)   # cvt.rn.{ty}x2.f32
+                    b.store(pair, b.gep(rowptr[h], 8 * j, ty), alignment=4)
+        with orelse:
+            row_ok = [b.cmp("slt", r, self.M) for r in rows]
             for j in range(n // 8):
                 for e in range(2):
-                    col_ok = E.cmp("slt", E.add(col0, c(8 * j + e)), "%N")
+                    col_ok = b.cmp("slt", b.add(col0, c(8 * j + e)), self.N)
                     for h in range(2):
-                        ok = E.and_(row_ok[h], col_ok, "i1")
-                        with E.block(f"scf.if {ok} {{"):
-                            v = E.value(f"arith.truncf {vals[4 * j + 2 * h + e]} : f32 to {ty}")
-                            p = E.value(f"llvm.getelementptr {rowptr[h]}[{8 * j + e}] : "
-                                        f"(!llvm.ptr<1>) -> !llvm.ptr<1>, {ty}")
-                            E.line(f"llvm.store {v}, {p} {{alignment = 2 : i64}} : {ty}, !llvm.ptr<1>")
+                        with b.if_(b.and_(row_ok[h], col_ok)):
+                            v = b.truncf(vals[4 * j + 2 * h + e], ty)
+                            b.store(v, b.gep(rowptr[h], 8 * j + e, ty), alignment=2)

@@ -6,8 +6,10 @@ becomes
                               block = [384, 1, 1], cluster = [1, 1, 1], smem_bytes = 197696}
     gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<chip = "sm_90a", ...>] { llvm.func ... }
 and the top module gets `gpu.container_module`. The code comes from
-`warploom.lowering.sm90.lower_kernel` (after wl-plan-barriers); PTX is made
-afterwards by `warploom.lowering.ptx` (upstream passes only).
+`warploom.lowering.sm90.lower_kernel` (after wl-plan-barriers), which builds the
+gpu.module with the MLIR builders in this module's context; the pass moves it in
+(no text, no parse). PTX is made afterwards by `warploom.lowering.ptx` (upstream
+passes only).
 """
 from __future__ import annotations
 
@@ -29,15 +31,16 @@ def lower(kernel, top, modules: dict) -> None:
     try:
         program = read_kernel(kernel)
         name = kernel_name(program)
-        lowered = lower_kernel(program, name)
+        lowered = lower_kernel(program, name, top.context)
     except (ValueError, KeyError) as e:
         msg = str(e) if isinstance(e, ValueError) else f"missing attribute {e}"
         raise PassError(f"wl-lower-sm90: {msg}", kernel) from None
     mod_name = f"{name}_mod"
     if mod_name not in modules:        # identical kernels share one gpu.module
-        parsed = ir.Module.parse(lowered.gpu_module, context=top.context)
-        with ir.InsertionPoint(top.regions[0].blocks[0]):
-            modules[mod_name] = parsed.body.operations[0].operation.clone()
+        gpu_module = lowered.gpu_module
+        gpu_module.detach_from_parent()
+        ir.InsertionPoint(top.regions[0].blocks[0]).insert(gpu_module)
+        modules[mod_name] = gpu_module
     attrs = op_attrs(kernel)
     with ir.InsertionPoint(kernel), kernel.operation.location:
         launch = make_op("launch", {

@@ -1,0 +1,263 @@
+"""The core of the emit layer: a kernel function being built, its constants, arithmetic and structured control.
+
+    b = Builder.kernel_module(module_block, "k_mod", "k", target, args, arg_attrs, arg_names, attrs, smem)
+    with b.at_body():
+        tid = b.sreg("tid", "x")
+        with b.if_(b.cmp("eq", tid, b.const(0))):
+            ...
+        with b.for_(b.const(0), trips, b.const(1), iter_args=[acc]) as loop:
+            ...
+            loop.yield_(new_acc)
+
+Every op is created through the real `mlir.dialects` builders, typed and verified
+on creation; nothing is formatted as text. Two things keep the printed IR shaped
+like hand-written MLIR:
+  - i32/i64 constants are uniqued and hoisted to the entry block, in first-use
+    order, so one value serves every use and always dominates it;
+  - each result gets a name location (`%v12`, `%tid3`, `%ci32_7`, ...), which
+    `text(op)` prints as SSA names (`use_name_loc_as_prefix`); a plain
+    `str(op)` prints MLIR's default names.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, nvvm, scf
+
+from .nobuilder import llvm_array, llvm_function_type, llvm_linkage
+
+# kDynamicIndex of llvm.getelementptr: this position of rawConstantIndices takes the next dynamic index
+GEP_DYNAMIC = -(1 << 31)
+
+
+def ptr_type(address_space: int = 0) -> ir.Type:
+    """!llvm.ptr in `address_space` (1 global, 3 shared::cta, 7 shared::cluster)."""
+    return llvm.PointerType.get(address_space) if address_space else llvm.PointerType.get()
+
+
+def text(op) -> str:
+    """The op printed with the builder's value names (%tid3, %ci32_7) instead of %0, %c7_i32."""
+    return op.operation.get_asm(use_name_loc_as_prefix=True)
+
+
+class ForLoop:
+    """An `scf.for` under construction: the induction variable, the iter_args, and what the body yields."""
+
+    def __init__(self, op: scf.ForOp):
+        self.op = op
+        self.iv = op.induction_variable
+        self.args = list(op.inner_iter_args)
+        self.yielded: list[ir.Value] = []
+
+    def yield_(self, *values: ir.Value) -> None:
+        self.yielded = list(values)
+
+    @property
+    def results(self) -> list[ir.Value]:
+        return list(self.op.results)
+
+
+class Builder:
+    """Emission state of one kernel function: value names, the entry block for hoisted constants, types."""
+
+    def __init__(self, module: gpu.GPUModuleOp, func: llvm.LLVMFuncOp):
+        self.module, self.func = module, func
+        self.entry = func.regions[0].blocks[0]
+        self.n = 0
+        self._consts: dict[tuple[int, str], ir.Value] = {}
+        self._last_const: ir.Operation | None = None
+        self.i1 = ir.IntegerType.get_signless(1)
+        self.i8 = ir.IntegerType.get_signless(8)
+        self.i16 = ir.IntegerType.get_signless(16)
+        self.i32 = ir.IntegerType.get_signless(32)
+        self.i64 = ir.IntegerType.get_signless(64)
+        self.f32 = ir.F32Type.get()
+
+    # ---- the module, the kernel function and its body --------------------------------------------
+    @classmethod
+    def kernel_module(cls, block: ir.Block, module_name: str, func_name: str, target: ir.Attribute,
+                      args: list[ir.Type], arg_attrs: list[dict], arg_names: list[str],
+                      attrs: dict[str, ir.Attribute], smem: tuple[str, int] | None = None) -> "Builder":
+        """Append `gpu.module @module_name [target]` to `block`, holding (when `smem` = (symbol, alignment))
+        an extern dynamic-smem global, and `llvm.func @func_name(args)` with an empty entry block.
+        Call within a context and location."""
+        with ir.InsertionPoint(block):
+            mod = gpu.GPUModuleOp(module_name, targets=ir.ArrayAttr.get([target]))
+        body = mod.regions[0].blocks.append()
+        with ir.InsertionPoint(body):
+            if smem is not None:
+                symbol, alignment = smem
+                # extern .shared with a 0-byte type: the size comes from the launch's dynamic smem
+                llvm.GlobalOp(ir.TypeAttr.get(llvm_array(0, ir.IntegerType.get_signless(8))), symbol,
+                              llvm_linkage("external"), addr_space=3, alignment=alignment)
+            func = llvm.LLVMFuncOp(func_name, ir.TypeAttr.get(llvm_function_type(args)),
+                                   arg_attrs=ir.ArrayAttr.get([ir.DictAttr.get(a) for a in arg_attrs]))
+        for key, value in attrs.items():
+            func.attributes[key] = value
+        func.regions[0].blocks.append(*args, arg_locs=[ir.Location.name(n) for n in arg_names])
+        return cls(mod, func)
+
+    @property
+    def args(self) -> list[ir.Value]:
+        return list(self.entry.arguments)
+
+    @contextmanager
+    def at_body(self):
+        """Insert into the entry block; ends the function with llvm.return."""
+        with ir.InsertionPoint(self.entry):
+            yield
+            llvm.ReturnOp()
+
+    # ---- names and constants -------------------------------------------------------------------
+    def fresh(self, prefix: str = "v") -> str:
+        """A fresh value name: prefix + counter (one counter for all prefixes)."""
+        self.n += 1
+        return f"{prefix}{self.n}"
+
+    def loc(self, prefix: str = "v") -> ir.Location:
+        """The location that names the next result `fresh(prefix)`."""
+        return ir.Location.name(self.fresh(prefix))
+
+    def const(self, value: int, ty: ir.Type | None = None) -> ir.Value:
+        """An integer constant (i32 unless `ty`), uniqued and hoisted to the entry block in first-use order."""
+        ty = ty or self.i32
+        key = (value, str(ty))
+        if key not in self._consts:
+            name = f"c{ty}_{'m' if value < 0 else ''}{abs(value)}"
+            op = arith.ConstantOp(ty, value, loc=ir.Location.name(name),
+                                  ip=ir.InsertionPoint.at_block_begin(self.entry))
+            if self._last_const is not None:
+                op.operation.move_after(self._last_const)
+            self._last_const = op.operation
+            self._consts[key] = op.result
+        return self._consts[key]
+
+    # ---- arithmetic (integer, the type of the operands) -------------------------------------------
+    def _binary(self, op, a: ir.Value, b: ir.Value) -> ir.Value:
+        return op(a, b, loc=self.loc()).result
+
+    def add(self, a, b):
+        return self._binary(arith.AddIOp, a, b)
+
+    def sub(self, a, b):
+        return self._binary(arith.SubIOp, a, b)
+
+    def mul(self, a, b):
+        return self._binary(arith.MulIOp, a, b)
+
+    def divu(self, a, b):
+        return self._binary(arith.DivUIOp, a, b)
+
+    def remu(self, a, b):
+        return self._binary(arith.RemUIOp, a, b)
+
+    def and_(self, a, b):
+        return self._binary(arith.AndIOp, a, b)
+
+    def or_(self, a, b):
+        return self._binary(arith.OrIOp, a, b)
+
+    def xor(self, a, b):
+        return self._binary(arith.XOrIOp, a, b)
+
+    def shru(self, a, b):
+        return self._binary(arith.ShRUIOp, a, b)
+
+    def cmp(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """arith.cmpi with a predicate name ('eq', 'ule', 'slt', ...)."""
+        return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b, loc=self.loc()).result
+
+    def ext64(self, a: ir.Value, signed: bool = True) -> ir.Value:
+        op = arith.ExtSIOp if signed else arith.ExtUIOp
+        return op(self.i64, a, loc=self.loc()).result
+
+    def truncf(self, a: ir.Value, ty: ir.Type) -> ir.Value:
+        return arith.TruncFOp(ty, a, loc=self.loc()).result
+
+    # ---- special registers -------------------------------------------------------------------------
+    def sreg(self, reg: str, axis: str, prefix: str = "v") -> ir.Value:
+        """nvvm.read.ptx.sreg.<reg>.<axis> (reg: tid, ctaid, nctaid), an i32."""
+        return getattr(nvvm, f"read_ptx_sreg_{reg}_{axis}")(self.i32, loc=self.loc(prefix))
+
+    # ---- pointers (llvm dialect) -------------------------------------------------------------------
+    def ptr(self, address_space: int = 0) -> ir.Type:
+        return ptr_type(address_space)
+
+    def gep(self, base: ir.Value, index, elem: ir.Type | None = None) -> ir.Value:
+        """&base[index] in units of `elem` (i8 unless given); index an SSA value or a Python int."""
+        elem = elem or self.i8
+        dynamic = isinstance(index, ir.Value)
+        return llvm.GEPOp(base.type, base, [index] if dynamic else [], [GEP_DYNAMIC if dynamic else index],
+                          elem, llvm.GEPNoWrapFlags.none, loc=self.loc()).result
+
+    def addressof(self, symbol: str, ty: ir.Type, prefix: str = "v") -> ir.Value:
+        return llvm.AddressOfOp(ty, symbol, loc=self.loc(prefix)).result
+
+    def ptrtoint(self, p: ir.Value, ty: ir.Type) -> ir.Value:
+        return llvm.PtrToIntOp(ty, p, loc=self.loc()).result
+
+    def addrspacecast(self, p: ir.Value, address_space: int) -> ir.Value:
+        return llvm.AddrSpaceCastOp(self.ptr(address_space), p, loc=self.loc()).result
+
+    def store(self, value: ir.Value, p: ir.Value, alignment: int) -> None:
+        llvm.StoreOp(value, p, alignment=alignment)
+
+    # ---- aggregates and vectors --------------------------------------------------------------------
+    def struct(self, elems: list[ir.Type]) -> ir.Type:
+        return llvm.StructType.get_literal(elems)
+
+    def zero(self, ty: ir.Type, prefix: str = "v") -> ir.Value:
+        return llvm.ZeroOp(ty, loc=self.loc(prefix)).result
+
+    def undef(self, ty: ir.Type) -> ir.Value:
+        return llvm.UndefOp(ty, loc=self.loc()).result
+
+    def extractvalue(self, agg: ir.Value, index: int, ty: ir.Type, prefix: str = "v") -> ir.Value:
+        return llvm.ExtractValueOp(ty, agg, [index], loc=self.loc(prefix)).result
+
+    def insertelement(self, vec: ir.Value, value: ir.Value, position: ir.Value) -> ir.Value:
+        return llvm.InsertElementOp(vec, value, position, loc=self.loc()).result
+
+    def fptrunc(self, value: ir.Value, ty: ir.Type) -> ir.Value:
+        return llvm.FPTruncOp(ty, value, loc=self.loc()).result
+
+    # ---- structured control flow ------------------------------------------------------------------
+    @contextmanager
+    def if_(self, cond: ir.Value):
+        """scf.if cond { body }."""
+        op = scf.IfOp(cond)
+        with ir.InsertionPoint(op.then_block):
+            yield op
+            scf.YieldOp([])
+
+    def if_else(self, cond: ir.Value):
+        """scf.if cond { then } else { else }: two context managers, entered one after the other."""
+        op = scf.IfOp(cond, has_else=True)
+
+        @contextmanager
+        def branch(block):
+            with ir.InsertionPoint(block):
+                yield op
+                scf.YieldOp([])
+        return branch(op.then_block), branch(op.else_block)
+
+    @contextmanager
+    def for_(self, lower: ir.Value, upper: ir.Value, step: ir.Value, iter_args=(), iv: str | None = None,
+             args: list[str] | None = None, results: str | None = None):
+        """scf.for iv = lower to upper step step iter_args(...): yields a ForLoop; the body sets
+        `loop.yield_(...)` to the values carried to the next iteration (nothing without iter_args).
+        `iv`, `args` and `results` name the induction variable, the iter_args and the results
+        (full names, e.g. from `fresh`; fresh ones when left out)."""
+        iter_args = list(iter_args)
+        iv = iv or self.fresh("i")
+        loc = ir.Location.name(results or self.fresh()) if iter_args else None
+        op = scf.ForOp(lower, upper, step, iter_args, loc=loc)
+        block_args = list(op.body.arguments)
+        block_args[0].set_location(ir.Location.name(iv))
+        for arg, name in zip(block_args[1:], args or [self.fresh() for _ in iter_args]):
+            arg.set_location(ir.Location.name(name))
+        loop = ForLoop(op)
+        with ir.InsertionPoint(op.body):
+            yield loop
+            scf.YieldOp(loop.yielded)

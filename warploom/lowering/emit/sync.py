@@ -1,0 +1,107 @@
+"""Synchronisation helpers: warp roles (setmaxnreg), mbarrier rings, CTA and named barriers, fences, elect.
+
+    role_registers(regs, launch_regs)            # setmaxnreg inc/dec to the role's budget
+    ring = MbarrierRing(b, smem_base, offset=196608, count=4, stride=8, ticks=0x989680)
+    ring.init(arrivals=1)                        # every barrier of the ring (one thread)
+    ring.wait(stage, parity); ring.arrive_expect_tx(stage, 49152); ring.arrive(stage)
+    bar = ring.at(stage)                         # one barrier, for several ops on the same stage
+
+All are MLIR 22 NVVM ops (gpu-facts §1, §3, §7); the hardware numbers (mbarrier
+size, wait hint, register budgets) come from the caller.
+"""
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import nvvm
+
+from .builder import Builder
+
+
+def role_registers(regs: int, launch_regs: int) -> None:
+    """The role's setmaxnreg: give registers back (below the launch share) or take them (above).
+    Warpgroup-collective; nothing when the role keeps the launch share."""
+    if regs < launch_regs:
+        nvvm.SetMaxRegisterOp(regs, nvvm.SetMaxRegisterAction.decrease)
+    elif regs > launch_regs:
+        nvvm.SetMaxRegisterOp(regs, nvvm.SetMaxRegisterAction.increase)
+
+
+def elect_sync(b: Builder) -> ir.Value:
+    """nvvm.elect.sync: i1, true in one lane of the (full) warp."""
+    return nvvm.ElectSyncOp(b.i1, loc=b.loc("elected")).result
+
+
+def cta_barrier() -> None:
+    """bar.sync 0 with every thread of the CTA."""
+    nvvm.BarrierOp(None)
+
+
+def named_barrier_sync(b: Builder, barrier_id: int, threads: int) -> None:
+    """bar.sync id, threads: wait until `threads` threads (a multiple of 32) reached barrier `id` (1..15)."""
+    nvvm.BarrierOp(None, barrierId=b.const(barrier_id), numberOfThreads=b.const(threads))
+
+
+def named_barrier_arrive(b: Builder, barrier_id: int, threads: int) -> None:
+    """bar.arrive id, threads: count this thread at barrier `id` without waiting."""
+    nvvm.BarrierArriveOp(b.const(threads), barrierId=b.const(barrier_id))
+
+
+def fence_mbarrier_init() -> None:
+    """fence.mbarrier_init.release.cluster: publish mbarrier.init to the async proxy (TMA)."""
+    nvvm.FenceMbarrierInitOp()
+
+
+def fence_proxy_async_smem() -> None:
+    """fence.proxy.async.shared::cta: order generic-proxy smem writes before async-proxy (TMA) reads."""
+    nvvm.FenceProxyOp(nvvm.ProxyKind.async_shared, space=nvvm.SharedSpace.shared_cta)
+
+
+class Mbarrier:
+    """One mbarrier: its shared-memory address and the ops on it."""
+
+    def __init__(self, b: Builder, addr: ir.Value, ticks: int):
+        self.b, self.addr, self.ticks = b, addr, ticks
+
+    def init(self, arrivals: int) -> None:
+        nvvm.MBarrierInitOp(self.addr, self.b.const(arrivals))
+
+    def wait(self, parity: ir.Value) -> None:
+        """Block until the phase with this parity completed (mbarrier.try_wait.parity in a loop)."""
+        nvvm.MBarrierTryWaitParityOp(self.addr, parity, self.b.const(self.ticks))
+
+    def arrive(self) -> ir.Value:
+        return nvvm.MBarrierArriveOp(self.b.i64, self.addr, loc=self.b.loc()).result
+
+    def arrive_expect_tx(self, tx_bytes: int) -> ir.Value:
+        return nvvm.MBarrierArriveExpectTxOp(self.b.i64, self.addr, self.b.const(tx_bytes),
+                                             loc=self.b.loc()).result
+
+
+class MbarrierRing:
+    """`count` mbarriers of `stride` bytes at byte `offset` from the smem `base` pointer (!llvm.ptr<3>)."""
+
+    def __init__(self, b: Builder, base: ir.Value, offset: int, count: int, stride: int, ticks: int):
+        self.b, self.base, self.offset, self.count = b, base, offset, count
+        self.stride, self.ticks = stride, ticks
+
+    def at(self, stage: int | ir.Value) -> Mbarrier:
+        """The barrier of `stage`: a constant offset for a Python int, offset + stage * stride for a value."""
+        b = self.b
+        if isinstance(stage, int):
+            off = b.const(self.offset + self.stride * stage)
+        else:
+            off = b.add(b.const(self.offset), b.mul(stage, b.const(self.stride)))
+        return Mbarrier(b, b.gep(self.base, off), self.ticks)
+
+    def init(self, arrivals: int) -> None:
+        for s in range(self.count):
+            self.at(s).init(arrivals)
+
+    def wait(self, stage, parity: ir.Value) -> None:
+        self.at(stage).wait(parity)
+
+    def arrive(self, stage) -> ir.Value:
+        return self.at(stage).arrive()
+
+    def arrive_expect_tx(self, stage, tx_bytes: int) -> ir.Value:
+        return self.at(stage).arrive_expect_tx(tx_bytes)
