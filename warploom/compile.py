@@ -86,6 +86,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     if spec.target != "sm_90a":
         raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
     from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+    from warploom.kernel import read_program
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
     from warploom.lowering.sm90 import kernel_name, lower_kernel
@@ -95,9 +96,10 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     with module.context:
         (kernel,) = kernel_ops(module)
         program = read_kernel(kernel)
-    name = kernel_name(program)
+        typed = read_program(kernel)
+    name = kernel_name(typed)
     t0 = time.perf_counter()
-    lowered = lower_kernel(program, name)
+    lowered = lower_kernel(typed, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
     asm = assemble(ptx, spec.target, "ptxas")

@@ -25,6 +25,14 @@ PACKAGE = Path(__file__).parent
 COMPILER_SOURCES = ("dialect", "passes", "lowering", "compile.py", "kernels.py")
 
 
+def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid") -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent]: the PTX entry point of a GEMM kernel
+    (the lowering names the kernel it builds with this; specs name the kernel they ask for)."""
+    bm, bn, bk = tile
+    sched = "" if schedule == "grid" else f"_{schedule}"
+    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}"
+
+
 @dataclass(frozen=True)
 class GemmSpec:
     """A GEMM kernel: C[M,N] = A[M,K] @ B with B as [K,N] ("kn") or as [N,K] ("nk", a weight)."""
@@ -35,14 +43,24 @@ class GemmSpec:
     target: str = "sm_90a"
     schedule: str = "grid"          # "grid": a CTA per tile; "persistent": one CTA per SM walks the tiles
 
+    block_m: int = 128
+    block_k: int = 64
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return (self.block_m, self.block_n, self.block_k)
+
+    @property
+    def kernel_name(self) -> str:
+        return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule)
+
     @property
     def lookup_id(self) -> str:
-        sched = "" if self.schedule == "grid" else f"-{self.schedule}"
-        return f"gemm-{self.elem}-{self.b_layout}-128x{self.block_n}x64-s{self.stages}{sched}-{self.target}"
+        return f"{self.kernel_name}-{self.target}"
 
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
-        return (f"{self.elem} GEMM, {b}, tile 128x{self.block_n}x64, {self.stages} stages, {self.schedule} "
+        return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
                 f"schedule, {self.target}")
 
 

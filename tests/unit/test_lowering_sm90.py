@@ -1,6 +1,6 @@
 """sm_90a lowering (CPU only): launch contract, code driven by the plan, wl-lower-sm90, errors, PTX."""
-import copy
 import re
+from dataclasses import replace
 
 import pytest
 from mlir import ir
@@ -10,12 +10,27 @@ from warploom.dialect.kernel_ir import kernel_ops
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
 from warploom import compile as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
-from warploom.lowering.sm90 import desc_hi_bits, kernel_name, lower_kernel, parse_rule
+from warploom.kernel import Copy, Loop, Opaque, Wait, read_program
+from warploom.layout import WgmmaSmemDescriptor
+from warploom.lowering.sm90 import kernel_name, lower_kernel, parse_rule
 from warploom.passes import PIPELINES, run_passes
 
 
 def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4, schedule="grid"):
-    return wc.planned_program(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule))
+    """The typed kernel program of a planned standard GEMM."""
+    module = wc.build_gemm_module(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule), lower=False)
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        return read_program(kernel)
+
+
+def with_role_body(p, role_index, edit):
+    """p with role `role_index`'s loop body replaced by edit(list of its ops)."""
+    role = p.roles[role_index]
+    loop = role.body[0]
+    body = list(loop.body)
+    edit(body)
+    p.roles[role_index] = replace(role, body=(replace(loop, body=tuple(body)),) + role.body[1:])
 
 
 def build_gemm_module(elem="bf16", b_layout="kn", block_n=256, stages=4, lower=True):
@@ -51,7 +66,7 @@ def test_launch_contract(b_layout, block_n):
                                                     ("M", "i32"), ("N", "i32"), ("K", "i32")]
     assert k.grid == (("cdiv", "N", block_n), ("cdiv", "M", 128), ("const", 1))
     assert k.block == (384, 1, 1) and k.cluster == (1, 1, 1)
-    assert k.smem_bytes == program.attrs["smem_bytes"]
+    assert k.smem_bytes == program.smem_bytes
     a, b = k.tensor_maps["a"], k.tensor_maps["b"]
     assert (a.dims, a.box, a.swizzle, a.dtype) == (("K", "M"), (64, 128), 128, "bf16")
     if b_layout == "nk":
@@ -80,14 +95,12 @@ def test_code_follows_the_plan():
     base = one_spaced(lower(program).text)
     assert "setmaxregister decrease 40" in base and "setmaxregister increase 232" in base
 
-    p = copy.deepcopy(program)
-    consumer = next(r for r in p.roles if r.attrs["name"] == "consumer")
-    consumer.attrs["regs"] = 216
-    ops = {(op.kind, op.attrs["name"]): op.attrs for op in p.body if op.kind in ("buffer", "mbarrier")}
-    ops["buffer", "b"]["offset"] = 65536 + 4096                 # B moved up by 4 KiB, the barriers after it
-    ops["mbarrier", "full"]["offset"] = 135168
-    ops["mbarrier", "empty"].update(offset=135200, arrivals=7)
-    p.attrs["smem_bytes"] = 135232 + 1024
+    p = planned_program("bf16", "nk", 128)
+    p.roles[1] = replace(p.roles[1], regs=216)
+    p.regions["b"] = replace(p.regions["b"], offset=65536 + 4096)      # B moved up by 4 KiB, the barriers after it
+    p.barriers["full"] = replace(p.barriers["full"], offset=135168)
+    p.barriers["empty"] = replace(p.barriers["empty"], offset=135200, arrivals=7)
+    p.smem_bytes = 135232 + 1024
     k = lower(p)
     text = one_spaced(k.text)
     assert k.smem_bytes == 136256
@@ -107,9 +120,12 @@ def test_stages_and_barriers_from_the_plan():
 
 def test_descriptor_constants_match_the_prototype():
     # K-major 128B swizzle: LBO 16 B, SBO 1024 B; the high word 0x40000040 and |0x10000 seen in SASS.
-    assert desc_hi_bits(16, 1024) == 0x4000004000010000
+    assert WgmmaSmemDescriptor(0, 16, 1024, "128B").static_bits() == 0x4000004000010000
     # MN-major B (kn, BK = 64): LBO = one 64 x 128 B box = 8192 B
-    assert desc_hi_bits(8192, 1024) == 0x4000004002000000
+    assert WgmmaSmemDescriptor(0, 8192, 1024, "128B").static_bits() == 0x4000004002000000
+    text = lower(planned_program("bf16", "kn", 256)).text       # both constants reach the code (as signed i64)
+    assert f"arith.constant {0x4000004000010000} : i64" in text
+    assert f"arith.constant {0x4000004002000000} : i64" in text
 
 
 def test_parse_rule():
@@ -119,22 +135,28 @@ def test_parse_rule():
         parse_rule("N / 2", "grid")
 
 
+def _set_attrs(p, **attrs):
+    p.attrs.update(attrs)
+
+
 @pytest.mark.parametrize("mutate, message", [
-    (lambda p: p.roles[1].body[0].body.insert(1, type(p.body[0])("load_tile", {"operand": "a", "tile": [128, 64]})),
+    (lambda p: with_role_body(p, 1, lambda body: body.insert(1, Opaque("load_tile", (("operand", "a"),)))),
      "cannot lower wl.load_tile in role 'consumer'"),
-    (lambda p: p.attrs.update(cluster=[2, 1, 1]), "clusters are not lowered"),
-    (lambda p: p.attrs.update(kind="attention"), "kernel kind 'attention'"),
-    (lambda p: p.roles[1].attrs.update(regs=256), "register budgets need"),
-    (lambda p: p.roles[1].attrs.update(issue="warp"), "issue = 'warp'"),
-    (lambda p: p.roles[1].body[0].body[0].attrs.update(parity="both"), "parity 'both'"),
-    (lambda p: p.roles[1].body[0].body[2].attrs.update(pending=9), "pending = 9"),
-    (lambda p: next(o for o in p.body if o.kind == "buffer").attrs.update(offset=512), "1024-byte aligned"),
-    (lambda p: p.attrs.pop("smem_bytes"), "run wl-plan-smem"),
-    (lambda p: p.attrs.update(smem_bytes=p.attrs["smem_bytes"] - 64), "does not cover the plan"),
-    (lambda p: p.roles[0].body[0].body.pop(), "async loads cover inputs ['a']"),
+    (lambda p: _set_attrs(p, cluster=[2, 1, 1]), "clusters are not lowered"),
+    (lambda p: setattr(p, "kind", "attention"), "kernel kind 'attention'"),
+    (lambda p: p.roles.__setitem__(1, replace(p.roles[1], regs=256)), "register budgets need"),
+    (lambda p: p.roles.__setitem__(1, replace(p.roles[1], issue="warp")), "issue = 'warp'"),
+    (lambda p: with_role_body(p, 1, lambda body: body.__setitem__(0, Wait(body[0].barrier, "both"))),
+     "parity 'both'"),
+    (lambda p: with_role_body(p, 1, lambda body: body.__setitem__(2, replace(body[2], pending=9))), "pending = 9"),
+    (lambda p: p.regions.__setitem__("a", replace(p.regions["a"], offset=512)), "1024-byte aligned"),
+    (lambda p: setattr(p, "smem_bytes", None), "run wl-plan-smem"),
+    (lambda p: setattr(p, "smem_bytes", p.smem_bytes - 64), "does not cover the plan"),
+    (lambda p: with_role_body(p, 0, lambda body: body.pop()), "async loads cover inputs ['a']"),
 ])
 def test_refusals(mutate, message):
-    p = copy.deepcopy(planned_program("bf16", "nk", 128))
+    p = planned_program("bf16", "nk", 128)
+    assert isinstance(p.roles[1].body[0], Loop) and isinstance(p.roles[0].body[0].body[-1], Copy)
     mutate(p)
     with pytest.raises(ValueError, match=re.escape(message)):
         lower(p)

@@ -197,7 +197,14 @@ class Sync:
     arrive_only: bool = False
 
 
-Op = Union[Loop, Wait, Arrive, Copy, Mma, MmaWait, Store, Compute, Sync]
+@dataclass(frozen=True)
+class Opaque:
+    """A wl op the kernel program has no form for; the verifier reports it and lowerings refuse it."""
+    kind: str
+    attrs: tuple = ()
+
+
+Op = Union[Loop, Wait, Arrive, Copy, Mma, MmaWait, Store, Compute, Sync, Opaque]
 
 
 def walk(ops) -> Iterator[Op]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from warploom.dialect import tensor_type
 from warploom.dialect.kernel_ir import KOp, read_kernel
 
-from .program import (Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Operand, Program, Region, Ring, Role, Store,
-                      Wait)
+from .program import (Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Opaque, Operand, Program, Region, Ring, Role,
+                      Store, Wait)
 
 BARRIER_STORAGE = "mbarriers"          # the smem planner's row holding every mbarrier (not a data region)
 ISSUE = {"one_thread": "thread", "warp": "warp", "warpgroup": "warpgroup"}
@@ -27,7 +27,7 @@ def read_program(kernel_op, target: str | None = None) -> Program:
         inputs=dict(zip(k.input_names, k.inputs)),
         outputs={a.get("output_name", "c"): tensor_type(kernel_op.operation.results[0].type)},
         threads=a.get("threads"), smem_bytes=a.get("smem_bytes"),
-        attrs={key: a[key] for key in ("tile", "grid", "schedule", "cluster", "stages") if key in a})
+        attrs={key: a[key] for key in ("tile", "grid", "schedule", "cluster", "stages", "acc_elem") if key in a})
     warpgroup_warps = 4
     for op in k.body:
         b = op.attrs
@@ -89,5 +89,5 @@ def _ops(body: list[KOp], program: Program) -> list:
         elif op.kind == "store_tile":
             out.append(Store(value=a["acc"], output=a["operand"], tile=tuple(a["tile"])))
         else:
-            raise ValueError(f"wl.{op.kind} has no kernel-program form yet")
+            out.append(Opaque(op.kind, tuple(sorted(a.items()))))
     return out

@@ -9,7 +9,7 @@ wl-tile and after wl-plan-barriers.
     check            invariant
     roles            warp ranges are disjoint, inside the block, warpgroup roles on 4-warp boundaries
     registers        setmaxnreg budgets in range and, together, within the register file
-    names            every op names a barrier, region, input, output or register value that exists
+    names            every op is a planned op and names a barrier, region, input, output or register that exists
     stages           a ring's barriers and regions have the ring's stages; a lag stays inside them
     loop             an op on a staged barrier or region sits inside a loop (its stage is the iteration's)
     tx-bytes         an expect_tx arrival announces exactly the bytes its copies land
@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 
 from warploom import targets
 
-from .program import (ISSUE_MODES, MAJORS, PARITIES, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Program,
+from .program import (ISSUE_MODES, MAJORS, PARITIES, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
                       Region, Role, Store, Sync, Wait)
 
 
@@ -191,6 +191,9 @@ def check_names(p: Program):
                 elif p.regions[operand.name].space != operand.source:
                     yield Problem("names", _at(role, op), f"{which} reads {operand.name!r} as {operand.source}, "
                                   f"but the region is in {p.regions[operand.name].space}")
+        if isinstance(op, Opaque):
+            yield Problem("names", _at(role, op), f"wl.{op.kind} has no kernel-program meaning inside a role; "
+                          "only planned ops (loops, waits, arrives, copies, MMAs, stores) belong there")
         if isinstance(op, Store) and op.output not in p.outputs:
             yield Problem("names", _at(role, op), f"no kernel output {op.output!r} (outputs: {', '.join(p.outputs)})")
     for region in p.regions.values():

@@ -16,7 +16,8 @@ from __future__ import annotations
 from mlir import ir
 
 from warploom.dialect import op_attrs
-from warploom.dialect.kernel_ir import kernel_ops, make_op, read_kernel
+from warploom.dialect.kernel_ir import kernel_ops, make_op
+from warploom.kernel import read_program
 from warploom.lowering.sm90 import kernel_name, lower_kernel
 
 from .registry import PassError, register
@@ -29,7 +30,7 @@ def existing_gpu_modules(top) -> dict[str, ir.Operation]:
 
 def lower(kernel, top, modules: dict) -> None:
     try:
-        program = read_kernel(kernel)
+        program = read_program(kernel)
         name = kernel_name(program)
         lowered = lower_kernel(program, name, top.context)
     except (ValueError, KeyError) as e:

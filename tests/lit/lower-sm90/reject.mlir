@@ -9,8 +9,8 @@
 func.func @load_tile(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   // expected-error @+1 {{wl-lower-sm90: sm_90a lowering of kernel 'wl_gemm_bf16_nk_128x128x64_s4': cannot lower wl.load_tile in role 'consumer'; the sm_90a lowering handles wl.k_loop, wl.wait, wl.arrive_expect_tx, wl.async_load, wl.mma, wl.mma_wait, wl.arrive, wl.store_tile}}
   %0 = "wl.kernel"(%arg0, %arg1) ({
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["M", "K"], elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["N", "K"], elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
     "wl.buffer"() {align = 8 : i64, bytes = 64 : i64, elem = "i64", name = "mbarriers", offset = 131072 : i64, shape = [8], stages = 1 : i64, swizzle = 0 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full", offset = 131072 : i64, tx_bytes = 32768 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 2 : i64, count = 4 : i64, name = "empty", offset = 131104 : i64, tx_bytes = 0 : i64} : () -> ()
@@ -47,8 +47,8 @@ func.func @load_tile(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
 func.func @cluster(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   // expected-error @+1 {{cluster [2, 1, 1]: thread-block clusters are not lowered yet; use [1, 1, 1]}}
   %0 = "wl.kernel"(%arg0, %arg1) ({
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["M", "K"], elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["N", "K"], elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
     "wl.buffer"() {align = 8 : i64, bytes = 64 : i64, elem = "i64", name = "mbarriers", offset = 131072 : i64, shape = [8], stages = 1 : i64, swizzle = 0 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full", offset = 131072 : i64, tx_bytes = 32768 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 2 : i64, count = 4 : i64, name = "empty", offset = 131104 : i64, tx_bytes = 0 : i64} : () -> ()
@@ -84,8 +84,8 @@ func.func @cluster(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?
 func.func @tx_bytes(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   // expected-error @+1 {{wl.arrive_expect_tx expects 16384 bytes but ring 'full' is planned for 32768}}
   %0 = "wl.kernel"(%arg0, %arg1) ({
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
-    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["M", "K"], elem = "bf16", name = "a", offset = 0 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
+    "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["N", "K"], elem = "bf16", name = "b", offset = 65536 : i64, shape = [128, 64], stages = 4 : i64, swizzle = 128 : i64} : () -> ()
     "wl.buffer"() {align = 8 : i64, bytes = 64 : i64, elem = "i64", name = "mbarriers", offset = 131072 : i64, shape = [8], stages = 1 : i64, swizzle = 0 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full", offset = 131072 : i64, tx_bytes = 32768 : i64} : () -> ()
     "wl.mbarrier"() {arrivals = 2 : i64, count = 4 : i64, name = "empty", offset = 131104 : i64, tx_bytes = 0 : i64} : () -> ()
