@@ -6,7 +6,7 @@ import pytest
 from mlir import ir
 
 from warploom.dialect import make_context, op_attrs
-from warploom.dialect.kernel_ir import kernel_ops
+from warploom.dialect.kernel_ir import kernel_ops, read_kernel
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
 from warploom import compile as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
@@ -15,7 +15,11 @@ from warploom.passes import PIPELINES, run_passes
 
 
 def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4, schedule="grid"):
-    return wc.planned_program(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule))
+    """The planned kernel as the KernelProgram that lower_kernel reads (wc.planned_program is the typed Program)."""
+    module = wc.build_gemm_module(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule), lower=False)
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        return read_kernel(kernel)
 
 
 def build_gemm_module(elem="bf16", b_layout="kn", block_n=256, stages=4, lower=True):
