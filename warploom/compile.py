@@ -57,28 +57,38 @@ def build_gemm_module(spec: GemmSpec, lower: bool = True):
 
 
 def planned_program(spec: GemmSpec):
-    """The resource-assigned kernel of `spec`, as a KernelProgram."""
-    from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+    """The resource-assigned kernel of `spec`, as a typed `warploom.kernel.Program`."""
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel import read_program
     module = build_gemm_module(spec, lower=False)
     with module.context:
         (kernel,) = kernel_ops(module)
-        return read_kernel(kernel)
+        return read_program(kernel)
 
 
 def role_table(program) -> str:
+    """Each role of a typed Program: its warps, who issues, its register budget and its schedule's ops."""
     lines = ["roles"]
     for role in program.roles:
-        a = role.attrs
-        ops = [op.kind for op in role.walk() if op is not role]
-        lines.append(f"  {a['name']:<9} warpgroups {a['warpgroups']}  setmaxnreg {a['regs']:>3}  "
-                     f"issue {a.get('issue', '?'):<10} ops: {', '.join(ops)}")
+        warps = f"{role.first_warp}-{role.warp_range[-1]}" if role.warps > 1 else str(role.first_warp)
+        regs = "-" if role.regs is None else role.regs
+        ops = ", ".join(type(op).__name__ for op in role.walk())
+        lines.append(f"  {role.name:<9} warps {warps:<5} issue {role.issue:<9}  setmaxnreg {regs:>3}  ops: {ops}")
     return "\n".join(lines)
 
 
 def barrier_table(program) -> str:
-    lines = ["mbarriers        offset  count  arrivals  tx bytes"]
+    """The mbarriers of a typed Program (with the ring each serves), then the rings they pace."""
+    lines = ["mbarriers        offset  count  arrivals  tx bytes  ring"]
     for b in program.barriers.values():
-        lines.append(f"  {b['name']:<12} {b['offset']:>8} {b['count']:>6} {b['arrivals']:>9} {b.get('tx_bytes', 0):>9}")
+        ring = program.ring_of_barrier(b.name)
+        offset = "-" if b.offset is None else str(b.offset)
+        lines.append(f"  {b.name:<12} {offset:>8} {b.count:>6} {b.arrivals:>9} {b.tx_bytes:>9}  "
+                     f"{ring.name if ring else '-'}")
+    lines.append("rings            stages  regions          full        empty       producer -> consumers")
+    for r in program.rings.values():
+        lines.append(f"  {r.name:<12} {r.stages:>8}  {', '.join(r.regions):<16} {r.full or '-':<11} "
+                     f"{r.empty or '-':<11} {r.producer or '-'} -> {', '.join(r.consumers) or '-'}")
     return "\n".join(lines)
 
 
@@ -95,8 +105,8 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     module, records = gemm_graph(spec).run_pipeline(planning_passes(spec))
     with module.context:
         (kernel,) = kernel_ops(module)
-        program = read_kernel(kernel)
-        typed = read_program(kernel)
+        program = read_kernel(kernel)        # what the smem planner's table reads
+        typed = read_program(kernel)         # what the lowering and the explain tables read
     name = kernel_name(typed)
     t0 = time.perf_counter()
     lowered = lower_kernel(typed, name)
@@ -109,7 +119,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
         "spec": spec.lookup_id, "description": spec.describe(),
         "tile": program.attrs["tile"], "stages": program.attrs["stages"],
         "smem_plan": plan_smem(program, SMEM_LIMIT[spec.target]).table(),
-        "barrier_plan": barrier_table(program), "roles": role_table(program),
+        "barrier_plan": barrier_table(typed), "roles": role_table(typed),
         "passes": [{"name": r.name, "ms": round(r.seconds * 1e3, 3)} for r in records[1:]]
                   + [{"name": "lower-sm90 + ptx", "ms": round((t1 - t0) * 1e3, 3)},
                      {"name": "ptxas", "ms": round((t2 - t1) * 1e3, 3)}],

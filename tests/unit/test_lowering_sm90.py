@@ -6,11 +6,11 @@ import pytest
 from mlir import ir
 
 from warploom.dialect import make_context, op_attrs
-from warploom.dialect.kernel_ir import kernel_ops
+from warploom.dialect.kernel_ir import kernel_ops, read_kernel
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
 from warploom import compile as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
-from warploom.kernel import Copy, Loop, Opaque, Wait, read_program
+from warploom.kernel import Copy, Loop, Opaque, Wait
 from warploom.layout import WgmmaSmemDescriptor
 from warploom.lowering.sm90 import kernel_name, lower_kernel, parse_rule
 from warploom.passes import PIPELINES, run_passes
@@ -18,10 +18,7 @@ from warploom.passes import PIPELINES, run_passes
 
 def planned_program(elem="bf16", b_layout="kn", block_n=256, stages=4, schedule="grid"):
     """The typed kernel program of a planned standard GEMM."""
-    module = wc.build_gemm_module(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule), lower=False)
-    with module.context:
-        (kernel,) = kernel_ops(module)
-        return read_program(kernel)
+    return wc.planned_program(GemmSpec(elem, b_layout, block_n, stages, "sm_90a", schedule))
 
 
 def with_role_body(p, role_index, edit):

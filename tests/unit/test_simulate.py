@@ -1,10 +1,12 @@
 """The schedule simulator runs the planned GEMMs, matches the reference, and catches broken protocols."""
 import copy
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from warploom.compile import planned_program
+from warploom.kernel import Arrive, Loop, MmaWait, Wait
 from warploom.kernels import GemmSpec
 from warploom.reference.ops import round_to
 from warploom.reference.simulate import SimulationError, simulate_gemm
@@ -35,40 +37,46 @@ def test_planned_gemm_matches_reference(programs, spec, m, n, k):
         np.testing.assert_array_equal(c, round_to(ref, spec.elem))
 
 
-def mutate(program, kind, **attrs):
-    """A copy of the program with every op of `kind` in every role given `attrs`."""
+def edit(program, kind, change, **match):
+    """A copy of the program in which every op of type `kind` whose fields equal `match` becomes `change(op)`
+    (None drops it), in every role and nested loop."""
+    def body(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, Loop):
+                op = replace(op, body=body(op.body))
+            if isinstance(op, kind) and all(getattr(op, k) == v for k, v in match.items()):
+                op = change(op)
+            if op is not None:
+                out.append(op)
+        return tuple(out)
+
     p = copy.deepcopy(program)
-    for role in p.roles:
-        for op in role.walk():
-            if op.kind == kind:
-                op.attrs.update(attrs)
+    p.roles = [replace(role, body=body(role.body)) for role in p.roles]
     return p
+
+
+def mutate(program, kind, match=None, **fields):
+    """A copy of the program with every op of `kind` (matching `match`) given `fields`."""
+    return edit(program, kind, lambda op: replace(op, **fields), **(match or {}))
 
 
 def drop(program, kind, **match):
-    p = copy.deepcopy(program)
-
-    def keep(op):
-        return not (op.kind == kind and all(op.attrs.get(k) == v for k, v in match.items()))
-
-    for role in p.roles:
-        for op in role.walk():
-            op.body = [o for o in op.body if keep(o)]
-    return p
+    return edit(program, kind, lambda op: None, **match)
 
 
 @pytest.mark.parametrize("broken, message", [
     # freeing the stage of this iteration while its MMAs may still read it
-    (lambda p: mutate(p, "arrive", lag=0), "race"),
+    (lambda p: mutate(p, Arrive, {"barrier": "empty"}, lag=0), "race"),
     # announcing fewer bytes than the copies bring: the phase completes before all data landed (a race)
     # or the byte count never balances again (a deadlock), depending on the order the copies land
-    (lambda p: mutate(p, "arrive_expect_tx", bytes=16384), "race|deadlock"),
+    (lambda p: mutate(p, Arrive, {"barrier": "full"}, tx_bytes=16384), "race|deadlock"),
     # announcing more bytes than ever arrive: the full barrier never completes
-    (lambda p: mutate(p, "arrive_expect_tx", bytes=65536), "deadlock"),
+    (lambda p: mutate(p, Arrive, {"barrier": "full"}, tx_bytes=65536), "deadlock"),
     # the producer waiting on the consumers' parity blocks on its first lap
-    (lambda p: mutate(p, "wait", parity="consumer"), "deadlock"),
+    (lambda p: mutate(p, Wait, parity="phase"), "deadlock"),
     # storing without draining the MMA groups still in flight
-    (lambda p: drop(p, "mma_wait", pending=0), "in flight"),
+    (lambda p: drop(p, MmaWait, pending=0), "in flight"),
 ])
 def test_broken_protocols_are_caught(programs, broken, message):
     spec = GemmSpec("bf16", "kn", 256)
@@ -81,7 +89,7 @@ def test_broken_protocols_are_caught(programs, broken, message):
 def test_too_many_expected_arrivals_deadlock(programs):
     spec = GemmSpec("bf16", "kn", 256)
     p = copy.deepcopy(programs[spec])
-    p.barriers["empty"]["arrivals"] = 3            # two consumer warpgroups can never complete it
+    p.barriers["empty"] = replace(p.barriers["empty"], arrivals=3)     # two consumer warpgroups can never complete it
     a, b, _ = operands(spec, 128, 256, 640)
     with pytest.raises(SimulationError, match=r"deadlock: producer\[wg0\]: waits empty"):
         simulate_gemm(p, a, b)

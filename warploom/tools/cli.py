@@ -121,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", default="sm_90a")
     sp.add_argument("--cache", required=True, metavar="DIR")
     sp.set_defaults(fn=cmd_precompile)
-    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, roles) of a GEMM kernel")
+    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM kernel")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"])
     sp.add_argument("--block-n", type=int, default=256)
