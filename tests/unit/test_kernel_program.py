@@ -39,13 +39,13 @@ def fa3_program() -> Program:
     }
     producer = Role("producer", first_warp=0, warps=1, issue="thread", regs=24, body=(
         Arrive("q_full", tx_bytes=BF16_TILE), Copy("q", "q", "q_full"),
-        Loop("cdiv(Sk, 128)", name="kv", body=(
+        Loop(("cdiv", "Sk", 128), name="kv", body=(
             Wait("k_empty", "phase^1"), Arrive("k_full", tx_bytes=BF16_TILE), Copy("k", "k", "k_full"),
             Wait("v_empty", "phase^1"), Arrive("v_full", tx_bytes=BF16_TILE), Copy("v", "v", "v_full"))),
     ))
     consumer = Role("consumer", first_warp=4, warps=8, issue="warpgroup", regs=240, body=(
         Wait("q_full"),
-        Loop("cdiv(Sk, 128)", name="kv", carries=("o_acc", "row_max", "row_sum"), body=(
+        Loop(("cdiv", "Sk", 128), name="kv", carries=("o_acc", "row_max", "row_sum"), body=(
             Sync("turn"),                                    # wait for this warpgroup's turn at the tensor cores
             Wait("k_full"),
             Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (64, 128, 128),

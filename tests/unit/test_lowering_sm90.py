@@ -12,7 +12,8 @@ from warploom import compile as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
 from warploom.kernel import Copy, Loop, Opaque, Wait
 from warploom.layout import WgmmaSmemDescriptor
-from warploom.lowering.sm90 import kernel_name, lower_kernel, parse_rule
+from warploom.lowering.sm90 import kernel_name, lower_kernel
+from warploom.runtime import rules
 from warploom.passes import PIPELINES, run_passes
 
 
@@ -125,11 +126,15 @@ def test_descriptor_constants_match_the_prototype():
     assert f"arith.constant {0x4000004002000000} : i64" in text
 
 
-def test_parse_rule():
-    assert parse_rule("cdiv(N, 256)", "grid") == ("cdiv", "N", 256)
-    assert parse_rule("1", "grid") == ("const", 1)
-    with pytest.raises(ValueError, match="not a rule"):
-        parse_rule("N / 2", "grid")
+def test_rules_read_from_the_ir():
+    assert rules.check(["cdiv", "N", 256]) == ("cdiv", "N", 256)
+    assert rules.text(("cdiv", "N", 256)) == "cdiv(N, 256)" and rules.text(("const", 1)) == "1"
+    with pytest.raises(ValueError, match="first entry must be one of"):
+        rules.check(["N / 2"])
+    p = planned_program("bf16", "nk", 128)
+    p.attrs["grid"] = [["cdiv", "N", 128], ["cdiv", "M"], ["const", 1]]
+    with pytest.raises(ValueError, match=r"'cdiv' takes 2 argument\(s\), got 1"):
+        lower(p)
 
 
 def _set_attrs(p, **attrs):
@@ -165,7 +170,8 @@ def test_pass_replaces_kernel_with_launch():
     assert "gpu.container_module" in text and "wl.kernel" not in text
     with module.context:
         (launch,) = kernel_ops(module, "launch")
-        assert op_attrs(launch) == {"kernel": "wl_gemm_bf16_kn_128x256x64_s4", "grid": ["cdiv(N, 256)", "cdiv(M, 128)", "1"],
+        assert op_attrs(launch) == {"kernel": "wl_gemm_bf16_kn_128x256x64_s4",
+                                    "grid": [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]],
                                     "block": [384, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 197696}
         mods = [o for o in module.body.operations if o.operation.name == "gpu.module"]
         assert [ir.StringAttr(m.operation.attributes["sym_name"]).value for m in mods] == \

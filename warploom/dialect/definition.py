@@ -67,7 +67,7 @@ KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     # kernel level (wl-tile, wl-pipeline)
     OpDef("kernel", ("in0", "in1", "*more"), {"kind": "str", "tile": "array", "cluster": "array", "grid": "array"},
           "one GPU kernel computing its result from its inputs; the body is its program", region=True),
-    OpDef("k_loop", (), {"trip": "str"}, "loop over the K tiles; stage = i % stages, phase = (i / stages) & 1",
+    OpDef("k_loop", (), {"trip": "array"}, "loop over the K tiles (trip: a rule); stage = i % stages, phase = (i / stages) & 1",
           results=0, region=True),
     OpDef("load_tile", (), {"operand": "str", "tile": "array"}, "load one tile of an input", results=0),
     OpDef("mma", (), {"a": "str", "b": "str", "acc": "str", "shape": "array"},

@@ -116,9 +116,10 @@ class Ring:
 
 @dataclass(frozen=True)
 class Loop:
-    """A loop over `trip` iterations (a runtime rule such as 'cdiv(K, 64)'); ring stages advance per iteration.
-    `carries` names the register values (accumulators, softmax statistics) that live across iterations."""
-    trip: str
+    """A loop over `trip` iterations (a rule over runtime sizes, e.g. ("cdiv", "K", 64): warploom.runtime.rules);
+    ring stages advance per iteration. `carries` names the register values (accumulators, softmax statistics)
+    that live across iterations."""
+    trip: tuple
     body: tuple = ()
     carries: tuple[str, ...] = ()
     name: str = "loop"

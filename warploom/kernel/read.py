@@ -68,7 +68,7 @@ def _ops(body: list[KOp], program: Program) -> list:
     for op in body:
         a = op.attrs
         if op.kind == "k_loop":
-            out.append(Loop(trip=a["trip"], body=tuple(_ops(op.body, program)), name="k_loop",
+            out.append(Loop(trip=tuple(a["trip"]), body=tuple(_ops(op.body, program)), name="k_loop",
                             carries=tuple(sorted({o.attrs["acc"] for o in op.body if o.kind == "mma"}))))
         elif op.kind == "wait":
             out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"])))

@@ -29,7 +29,6 @@ Code shape:
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from mlir import ir
@@ -41,6 +40,7 @@ from warploom.layout import SmemTile, WgmmaSmemDescriptor
 from warploom.lowering import emit
 from warploom.lowering.emit import sync, tma, wgmma
 from warploom.lowering.emit.nobuilder import llvm_array, nvvm_target
+from warploom.runtime import rules
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
 
 T = targets.get("sm_90a")
@@ -91,21 +91,6 @@ def lower_kernel(program: Program, name: str, context: ir.Context | None = None)
 
 
 # ---- small helpers -----------------------------------------------------------------------------
-
-def parse_rule(text: str, where: str) -> tuple:
-    """'cdiv(N, 256)' -> ("cdiv", "N", 256); '1' -> ("const", 1)."""
-    text = str(text).strip()
-    if re.fullmatch(r"\d+", text):
-        return ("const", int(text))
-    m = re.fullmatch(r"cdiv\(\s*(\w+)\s*,\s*(\d+)\s*\)", text)
-    if m:
-        return ("cdiv", m.group(1), int(m.group(2)))
-    m = re.fullmatch(r"persistent\(\s*(\w+)\s*,\s*(\d+)\s*,\s*(\w+)\s*,\s*(\d+)\s*,\s*(\w+)\s*\)", text)
-    if m:
-        return ("persistent", m.group(1), int(m.group(2)), m.group(3), int(m.group(4)), m.group(5))
-    raise ValueError(f"{where} {text!r} is not a rule the sm_90a lowering knows ('cdiv(SIZE, n)', "
-                     "'persistent(M, bm, N, bn, SMS)' or an integer)")
-
 
 def to_i64(v: int) -> int:
     """Unsigned 64-bit pattern -> the signed literal MLIR's i64 constants take."""
@@ -182,25 +167,29 @@ class _GemmLowering:
         self.mma_k = T.mma_k_of(self.elem)           # K of one wgmma instruction
 
         # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
-        self.grid = tuple(parse_rule(g, "grid rule") for g in a["grid"])
+        try:
+            self.grid = tuple(rules.check(g) for g in a["grid"])
+        except ValueError as e:
+            self._fail(f"grid {a['grid']}: {e}")
+        shown = [rules.text(g) for g in self.grid]
         if len(self.grid) != 3:
-            self._fail(f"grid {a['grid']} needs three rules")
+            self._fail(f"grid {shown} needs three rules")
         self.origin_axis = {}
         self.persistent = a.get("schedule", "grid") == "persistent"
         if self.persistent:
             if self.grid[0] != ("persistent", "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
                     self.grid[1:] != (("const", 1), ("const", 1)):
-                self._fail(f"grid {a['grid']}: a persistent kernel needs "
+                self._fail(f"grid {shown}: a persistent kernel needs "
                            f"['persistent(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
         for axis, rule in enumerate(self.grid if not self.persistent else ()):
             if rule[0] == "cdiv":
                 self.origin_axis[rule[1]] = (axis, rule[2])
-            elif rule[1] != 1:
-                self._fail(f"grid rule {a['grid'][axis]!r}: constant grid dims other than 1 have no tile meaning")
+            elif rule != ("const", 1):
+                self._fail(f"grid rule {shown[axis]!r}: grid dims other than cdiv rules and 1 have no tile meaning")
         extents = {} if self.persistent else {"M": self.BM, "N": self.BN}
         for dim, extent in extents.items():
             if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
-                self._fail(f"grid {a['grid']} must tile {dim} by {extent} (the kernel tile) on one axis")
+                self._fail(f"grid {shown} must tile {dim} by {extent} (the kernel tile) on one axis")
 
         # Roles: whole warpgroups here (a one-thread role elects its lane in the first warp); together
         # they must cover every warpgroup exactly once.
@@ -347,11 +336,11 @@ class _GemmLowering:
         # wgmma descriptors hold the shared-window address as (addr & 0x3FFFF) >> 4
         self.base_enc = b.shru(b.and_(base_i64, c(0x3FFFF, b.i64)), c(4, b.i64))
         # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
+        trip = ("cdiv", "K", self.BK)
         for loop in (o for r in self.p.roles for o in r.walk() if isinstance(o, Loop)):
-            rule = parse_rule(loop.trip, "k_loop trip")
-            if rule != ("cdiv", "K", self.BK):
-                self._fail(f"k_loop trip {loop.trip!r}: expected 'cdiv(K, {self.BK})' (the kernel's K tiles)")
-        self.trips = b.divu(b.add(self.K, c(self.BK - 1)), c(self.BK))
+            if tuple(loop.trip) != trip:
+                self._fail(f"k_loop trip {list(loop.trip)}: expected {list(trip)} (the kernel's K tiles)")
+        self.trips = rules.evaluate(trip, {"K": self.K}, b)
 
         # Thread 0 initialises every planned barrier with its arrival count; the fence makes the
         # init visible to the async proxy (TMA), the CTA barrier to the other threads.
@@ -415,8 +404,7 @@ class _GemmLowering:
             self._ops(ops, ctx)
             return
         b, c = self.b, self.b.const
-        n_tiles = b.divu(b.add(self.N, c(self.BN - 1)), c(self.BN))
-        m_tiles = b.divu(b.add(self.M, c(self.BM - 1)), c(self.BM))
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
         first = b.sreg("ctaid", "x", "cta")
         step = b.sreg("nctaid", "x", "ncta")
         tile_name = b.fresh("tile")
@@ -425,8 +413,7 @@ class _GemmLowering:
             # every role of the CTA walks the same tiles in the same order, so ring iterations
             # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
             self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
-            self.origin = {"M": b.mul(b.divu(tile, n_tiles), c(self.BM)),
-                           "N": b.mul(b.remu(tile, n_tiles), c(self.BN))}
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
             self._ops(ops, ctx)
         self.it_base, self.origin = None, {}
 

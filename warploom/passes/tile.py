@@ -4,14 +4,15 @@
 becomes
     %c = "wl.kernel"(%a, %b) ({
       "wl.k_loop"() ({
-        "wl.load_tile"() {operand = "a", tile = [128, 64]}
-        "wl.load_tile"() {operand = "b", tile = [64, 256]}
+        "wl.load_tile"() {dims = ["M", "K"], operand = "a", tile = [128, 64]}
+        "wl.load_tile"() {dims = ["K", "N"], operand = "b", tile = [64, 256]}
         "wl.mma"() {a = "a", b = "b", acc = "acc", shape = [128, 256, 64]}
-      }) {trip = "cdiv(K, 64)"}
+      }) {trip = ["cdiv", "K", 64]}
       "wl.store_tile"() {operand = "c", acc = "acc", tile = [128, 256]}
-    }) {kind = "gemm", tile = [128, 256, 64], grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"], ...}
+    }) {kind = "gemm", tile = [128, 256, 64], grid = [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]], ...}
 
-M, N and K stay runtime values: the grid and the trip count are rules over them.
+M, N and K stay runtime values: the grid and the trip count are rules over them (warploom/runtime/rules.py:
+the runtime, the lowering and the simulator all evaluate these same tuples).
 
 schedule = "grid" launches one CTA per output tile (grid cdiv(N, bn) x cdiv(M, bm)).
 schedule = "persistent" launches min(tiles, SMS) CTAs (SMS: the GPU's SM count, a
@@ -24,22 +25,30 @@ from __future__ import annotations
 
 from mlir import ir
 
+from warploom import targets
 from warploom.dialect import op_attrs, tensor_type
 from warploom.dialect.kernel_ir import before_terminator, kernel_ops, make_op
+from warploom.layout import SWIZZLE_128B
 
 from .registry import PassError, register
 
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
-SWIZZLE_BYTES = 128                  # a K tile row must fill one 128-byte swizzle span
+SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the GEMM's operand layout)
+CONSUMER_WARPGROUPS = 2              # the GEMM schedule: two consumer warpgroups share the M tile
 
 
 def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
-    if block_m != 128:
-        raise PassError(f"block-m = {block_m}: the sm_90a GEMM splits 128 rows over two consumer warpgroups "
-                        "(m64 each); use block-m=128", op)
-    if not (64 <= block_n <= 256 and block_n % 64 == 0):
-        raise PassError(f"block-n = {block_n}: must be 64, 128, 192 or 256 (wgmma n <= 256, whole 64-column "
-                        "TMA boxes)", op)
+    target = targets.get("sm_90a")
+    mma_m = target.mma_shapes[0].m[0]
+    if block_m != CONSUMER_WARPGROUPS * mma_m:
+        raise PassError(f"block-m = {block_m}: the sm_90a GEMM splits {CONSUMER_WARPGROUPS * mma_m} rows over "
+                        f"{CONSUMER_WARPGROUPS} consumer warpgroups (m{mma_m} each); use "
+                        f"block-m={CONSUMER_WARPGROUPS * mma_m}", op)
+    box = SWIZZLE_BYTES // elem_bytes            # one TMA box of the contiguous dim
+    n_max = target.mma_shapes[0].n_max
+    if not (box <= block_n <= n_max and block_n % box == 0):
+        raise PassError(f"block-n = {block_n}: must be a multiple of {box} up to {n_max} (wgmma n <= {n_max}, "
+                        f"whole {box}-column TMA boxes)", op)
     if block_k * elem_bytes != SWIZZLE_BYTES:
         raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
@@ -66,15 +75,15 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
     b_layout = "nk" if attrs["transpose_b"] else "kn"
     b_tile = [block_n, block_k] if b_layout == "nk" else [block_k, block_n]
     b_dims = ["N", "K"] if b_layout == "nk" else ["K", "N"]
-    grid = ([f"persistent(M, {block_m}, N, {block_n}, SMS)", "1", "1"] if schedule == "persistent"
-            else [f"cdiv(N, {block_n})", f"cdiv(M, {block_m})", "1"])
+    grid = ([["persistent", "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]]
+            if schedule == "persistent" else [["cdiv", "N", block_n], ["cdiv", "M", block_m], ["const", 1]])
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "b_layout": b_layout, "acc_elem": "f32"},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     with before_terminator(kernel), matmul.operation.location:
-        loop = make_op("k_loop", {"trip": f"cdiv(K, {block_k})"}, region=True)
+        loop = make_op("k_loop", {"trip": ["cdiv", "K", block_k]}, region=True)
         with before_terminator(loop):
             make_op("load_tile", {"operand": "a", "tile": [block_m, block_k], "dims": ["M", "K"]})
             make_op("load_tile", {"operand": "b", "tile": b_tile, "dims": b_dims})

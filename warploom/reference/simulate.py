@@ -27,6 +27,7 @@ import numpy as np
 
 from warploom import targets
 from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Wait
+from warploom.runtime import rules
 
 from .ops import round_to
 
@@ -106,7 +107,8 @@ class CTA:
         self.p, self.inputs, self.c, self.sizes, self.tiles, self.rng = program, inputs, c, sizes, tiles, rng
         self.target = targets.get(program.target)
         self.BM, self.BN, self.BK = program.attrs["tile"]
-        self.trips = -(-sizes["K"] // self.BK)
+        # every loop of the GEMM schedule walks the K tiles; ring iterations count on across tiles by this much
+        self.trips = rules.evaluate(next(op.trip for _, op in program.ops() if isinstance(op, Loop)), sizes)
         self.stages = {n: [Stage() for _ in range(r.stages)] for n, r in program.regions.items() if r.space == "smem"}
         self.bars = {n: [Barrier(b.arrivals, b.phase0) for _ in range(b.count)] for n, b in program.barriers.items()}
         self.copies: list[Transfer] = []
@@ -160,7 +162,7 @@ class CTA:
 
     def run_op(self, role, op, name, wg, accs, inflight, m0, n0, it_base, it=None):
         if isinstance(op, Loop):
-            for kt in range(self.trips):
+            for kt in range(rules.evaluate(op.trip, self.sizes)):
                 for inner in op.body:
                     yield from self.run_op(role, inner, name, wg, accs, inflight, m0, n0, it_base,
                                            it=(it_base + kt, kt))
@@ -273,13 +275,16 @@ class CTA:
 
 
 def cta_tiles(program: Program, sizes: dict, num_ctas: int | None) -> list[list[tuple[int, int]]]:
-    """The (m0, n0) tiles of each CTA, by the kernel's schedule (the lowering's _tile_loop walks the same order)."""
+    """The (m0, n0) tiles of each CTA, by the kernel's schedule: the persistent tile order is the one
+    warploom.runtime.rules.tile_origin defines (the lowering emits the same function)."""
     bm, bn, _ = program.attrs["tile"]
-    m_tiles, n_tiles = -(-sizes["M"] // bm), -(-sizes["N"] // bn)
-    order = [(t // n_tiles * bm, t % n_tiles * bn) for t in range(m_tiles * n_tiles)]
+    order_rule = ("persistent", "M", bm, "N", bn, "SMS")
+    sizes = {**sizes, "SMS": num_ctas or sizes.get("SMS", 132)}
+    n_tiles, m_tiles = rules.tile_counts(order_rule, sizes)
+    order = [tuple(rules.tile_origin(order_rule, t, n_tiles)[d] for d in ("M", "N")) for t in range(m_tiles * n_tiles)]
     if program.attrs.get("schedule", "grid") != "persistent":
         return [[t] for t in order]
-    ctas = min(len(order), num_ctas or sizes.get("SMS", 132))
+    ctas = rules.evaluate(order_rule, sizes)
     return [order[i::ctas] for i in range(ctas)]
 
 

@@ -12,6 +12,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import rules
+
 FORMAT_VERSION = 1
 CUBIN_FILE, PTX_FILE, META_FILE = "kernel.cubin", "kernel.ptx", "meta.json"
 
@@ -72,61 +74,10 @@ class TensorMapSpec:
                 "oob_fill": self.oob_fill}
 
 
-# ---- grid rules -------------------------------------------------------------------------
-# A rule is a JSON-able tuple: ("const", c) | ("cdiv", S, d) -> ceil(S/d) | ("mul_cdiv", A, S, d)
-# -> A * ceil(S/d) | ("persistent", M, bm, N, bn, P) -> min(ceil(M/bm) * ceil(N/bn), P), one CTA per
-# tile up to P (the SM count) CTAs that then stride over the tiles. Names are entries of `sizes`.
-_RULE_ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5}
-
-
-def _check_rule(rule) -> tuple:
-    rule = tuple(rule)
-    if not rule or rule[0] not in _RULE_ARITY:
-        raise ValueError(f"grid rule {rule!r}: the first entry must be one of {', '.join(_RULE_ARITY)}")
-    op, args = rule[0], rule[1:]
-    if len(args) != _RULE_ARITY[op]:
-        raise ValueError(f"grid rule {rule!r}: {op!r} takes {_RULE_ARITY[op]} argument(s), got {len(args)}")
-    if op == "const" and not (isinstance(args[0], int) and args[0] >= 1):
-        raise ValueError(f"grid rule {rule!r}: the constant must be an integer >= 1")
-    if op == "persistent":
-        names, steps = args[0::2], args[1::2]
-        if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
-            raise ValueError(f"grid rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
-                             "and positive tile sizes")
-    if op in ("cdiv", "mul_cdiv"):
-        *names, d = args
-        if not all(isinstance(n, str) for n in names):
-            raise ValueError(f"grid rule {rule!r}: size names must be strings")
-        if not (isinstance(d, int) and d >= 1):
-            raise ValueError(f"grid rule {rule!r}: the divisor must be an integer >= 1")
-    return rule
-
-
-def _size(sizes: dict, name: str, rule: tuple) -> int:
-    if name not in sizes:
-        known = ", ".join(sorted(sizes)) or "none"
-        raise ValueError(f"grid rule {rule!r} needs size {name!r}, which was not given (sizes given: {known})")
-    v = sizes[name]
-    if not isinstance(v, int) or isinstance(v, bool):
-        raise ValueError(f"size {name}={v!r} must be an int")
-    if v < 0:
-        raise ValueError(f"size {name}={v} is negative")
-    return v
-
-
+# ---- grid rules: see rules.py ------------------------------------------------------------
 def eval_rule(rule, sizes: dict) -> int:
-    rule = _check_rule(rule)
-    op = rule[0]
-    if op == "const":
-        return rule[1]
-    # Integer ceil-division: float math.ceil would round wrongly above 2**53.
-    if op == "persistent":
-        m, bm, n, bn, p = rule[1:]
-        tiles = -(-_size(sizes, m, rule) // bm) * -(-_size(sizes, n, rule) // bn)
-        return min(tiles, _size(sizes, p, rule))
-    if op == "cdiv":
-        return -(-_size(sizes, rule[1], rule) // rule[2])
-    return _size(sizes, rule[1], rule) * -(-_size(sizes, rule[2], rule) // rule[3])
+    """A grid rule's value on the problem sizes (Python ints)."""
+    return rules.evaluate(rule, sizes)
 
 
 def _triple(value, what: str) -> tuple[int, int, int]:
@@ -155,7 +106,7 @@ class KernelArtifact:
         # Normalise what JSON turns into lists, then check the whole contract once.
         self.block = _triple(self.block, f"kernel {self.name!r}: block")
         self.cluster = _triple(self.cluster, f"kernel {self.name!r}: cluster")
-        self.grid = tuple(_check_rule(r) for r in self.grid)
+        self.grid = tuple(rules.check(r) for r in self.grid)
         self.params = [p if isinstance(p, ParamSpec) else ParamSpec(**p) for p in self.params]
         self.tensor_maps = {k: v if isinstance(v, TensorMapSpec) else TensorMapSpec(**v)
                             for k, v in self.tensor_maps.items()}

@@ -5,7 +5,7 @@
 // smem offsets).
 
 // CHECK: module attributes {gpu.container_module}
-// CHECK: "wl.launch"(%arg0, %arg1) {block = [384, 1, 1], cluster = [1, 1, 1], grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"], kernel = "wl_gemm_bf16_kn_128x256x64_s4", smem_bytes = 197696 : i64} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+// CHECK: "wl.launch"(%arg0, %arg1) {block = [384, 1, 1], cluster = [1, 1, 1], grid = [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]], kernel = "wl_gemm_bf16_kn_128x256x64_s4", smem_bytes = 197696 : i64} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
 // CHECK-NOT: wl.kernel
 // CHECK: gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
 // CHECK: llvm.mlir.global external @[[SMEM:wl_gemm_bf16_kn_128x256x64_s4_smem]]() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>

@@ -2,7 +2,7 @@
 
 // A persistent kernel: every role walks the tiles ctaid.x, ctaid.x + nctaid.x, ... (n fastest), and the ring
 // iteration (stage, phase) counts on across tiles: it = (tiles done by this CTA) * K tiles + kt.
-// CHECK: "wl.launch"{{.*}}grid = ["persistent(M, 128, N, 256, SMS)", "1", "1"], kernel = "wl_gemm_bf16_kn_128x256x64_s4_persistent"
+// CHECK: "wl.launch"{{.*}}grid = [["persistent", "M", 128, "N", 256, "SMS"], ["const", 1], ["const", 1]], kernel = "wl_gemm_bf16_kn_128x256x64_s4_persistent"
 // CHECK: llvm.func @wl_gemm_bf16_kn_128x256x64_s4_persistent
 // CHECK: nvvm.setmaxregister decrease 40
 // CHECK: %[[FIRST:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32

@@ -21,7 +21,7 @@ func.func @load_tile(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
         "wl.async_load"() {barrier = "full", buffer = "a", operand = "a", tile = [128, 64]} : () -> ()
         "wl.async_load"() {barrier = "full", buffer = "b", operand = "b", tile = [128, 64]} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       gpu.yield
     }) {issue = "one_thread", name = "producer", regs = 40 : i64, warpgroups = [0]} : () -> ()
     "wl.role"() ({
@@ -32,12 +32,12 @@ func.func @load_tile(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
         "wl.mma_wait"() {pending = 0 : i64} : () -> ()
         "wl.arrive"() {barrier = "empty", issue = "one_thread_per_warpgroup"} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 128]} : () -> ()
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -59,7 +59,7 @@ func.func @cluster(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?
         "wl.async_load"() {barrier = "full", buffer = "a", operand = "a", tile = [128, 64]} : () -> ()
         "wl.async_load"() {barrier = "full", buffer = "b", operand = "b", tile = [128, 64]} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       gpu.yield
     }) {issue = "one_thread", name = "producer", regs = 40 : i64, warpgroups = [0]} : () -> ()
     "wl.role"() ({
@@ -69,12 +69,12 @@ func.func @cluster(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?
         "wl.mma_wait"() {pending = 0 : i64} : () -> ()
         "wl.arrive"() {barrier = "empty", issue = "one_thread_per_warpgroup"} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 128]} : () -> ()
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [2, 1, 1], grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", b_layout = "nk", cluster = [2, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -96,7 +96,7 @@ func.func @tx_bytes(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<
         "wl.async_load"() {barrier = "full", buffer = "a", operand = "a", tile = [128, 64]} : () -> ()
         "wl.async_load"() {barrier = "full", buffer = "b", operand = "b", tile = [128, 64]} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       gpu.yield
     }) {issue = "one_thread", name = "producer", regs = 40 : i64, warpgroups = [0]} : () -> ()
     "wl.role"() ({
@@ -106,12 +106,12 @@ func.func @tx_bytes(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<
         "wl.mma_wait"() {pending = 0 : i64} : () -> ()
         "wl.arrive"() {barrier = "empty", issue = "one_thread_per_warpgroup"} : () -> ()
         gpu.yield
-      }) {trip = "cdiv(K, 64)"} : () -> ()
+      }) {trip = ["cdiv", "K", 64]} : () -> ()
       "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 128]} : () -> ()
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -128,9 +128,9 @@ func.func @unplanned(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
       "wl.async_load"() {buffer = "b", operand = "b", tile = [128, 64]} : () -> ()
       "wl.mma"() {a = "a", acc = "acc", b = "b", shape = [128, 128, 64]} : () -> ()
       gpu.yield
-    }) {trip = "cdiv(K, 64)"} : () -> ()
+    }) {trip = ["cdiv", "K", 64]} : () -> ()
     "wl.store_tile"() {acc = "acc", operand = "c", tile = [128, 128]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"], input_names = ["a", "b"], kind = "gemm", stages = 4 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", stages = 4 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }

@@ -23,4 +23,4 @@ func.func @transpose_a(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?
   return %c : tensor<?x?xbf16>
 }
 
-// BN96: block-n = 96: must be 64, 128, 192 or 256
+// BN96: block-n = 96: must be a multiple of 64 up to 256 (wgmma n <= 256, whole 64-column TMA boxes)

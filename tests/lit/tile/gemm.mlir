@@ -10,17 +10,17 @@
 // CHECK-NEXT: "wl.load_tile"() {dims = ["M", "K"], operand = "a", tile = [128, 64]}
 // CHECK-NEXT: "wl.load_tile"() {dims = ["K", "N"], operand = "b", tile = [64, 256]}
 // CHECK-NEXT: "wl.mma"() {a = "a", acc = "acc", b = "b", shape = [128, 256, 64]}
-// CHECK: }) {trip = "cdiv(K, 64)"}
+// CHECK: }) {trip = ["cdiv", "K", 64]}
 // CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", tile = [128, 256]}
 // CHECK: b_layout = "kn"
-// CHECK-SAME: grid = ["cdiv(N, 256)", "cdiv(M, 128)", "1"]
+// CHECK-SAME: grid = [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]]
 // CHECK-SAME: kind = "gemm"
 // CHECK-SAME: tile = [128, 256, 64]
 // CHECK-NOT: wl.matmul
 // CHECK: return %[[C]]
-// BN128: grid = ["cdiv(N, 128)", "cdiv(M, 128)", "1"]
+// BN128: grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]]
 // A persistent kernel: at most one CTA per SM (SMS, a launch size), each walking tiles.
-// PERSIST: grid = ["persistent(M, 128, N, 256, SMS)", "1", "1"]
+// PERSIST: grid = [["persistent", "M", 128, "N", 256, "SMS"], ["const", 1], ["const", 1]]
 // PERSIST-SAME: schedule = "persistent"
 // BADSCHED: error: schedule = 'zigzag': use one of persistent, grid
 func.func @gemm_kn(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {

@@ -1,0 +1,123 @@
+"""Rules: the sizes a kernel derives from its runtime arguments (grid, trip counts, tile order), written once.
+
+A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
+
+    ("const", c)                       c
+    ("cdiv", S, d)                     ceil(S / d)
+    ("mul_cdiv", A, S, d)              A * ceil(S / d)
+    ("persistent", M, bm, N, bn, P)    min(ceil(M / bm) * ceil(N / bn), P): one CTA per tile, at most P
+                                       (the SM count), each striding over the tiles (see `tile_origin`)
+
+wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, `trip = ["cdiv", "K", 64]`);
+the runtime evaluates the grid on Python ints; the lowering evaluates the same rule on IR values and the
+simulator on ints, both through `evaluate(rule, sizes, ops)`, where `ops` is an arithmetic namespace
+(`INT` here, the IR builder in the lowering). So one formula, in one place, decides each size.
+Imports nothing but the standard library: the runtime (which never imports MLIR) uses it.
+"""
+from __future__ import annotations
+
+ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5}
+
+
+class IntOps:
+    """The arithmetic namespace of Python ints (unsigned division, as the kernels do it)."""
+
+    @staticmethod
+    def const(v: int) -> int:
+        return v
+
+    add = staticmethod(lambda a, b: a + b)
+    sub = staticmethod(lambda a, b: a - b)
+    mul = staticmethod(lambda a, b: a * b)
+    divu = staticmethod(lambda a, b: a // b)
+    remu = staticmethod(lambda a, b: a % b)
+    and_ = staticmethod(lambda a, b: a & b)
+    minu = staticmethod(min)
+
+
+INT = IntOps()
+
+
+def check(rule) -> tuple:
+    """The rule as a tuple, or ValueError saying what is malformed."""
+    rule = tuple(rule)
+    if not rule or rule[0] not in ARITY:
+        raise ValueError(f"rule {rule!r}: the first entry must be one of {', '.join(ARITY)}")
+    op, args = rule[0], rule[1:]
+    if len(args) != ARITY[op]:
+        raise ValueError(f"rule {rule!r}: {op!r} takes {ARITY[op]} argument(s), got {len(args)}")
+    if op == "const" and not (isinstance(args[0], int) and args[0] >= 1):
+        raise ValueError(f"rule {rule!r}: the constant must be an integer >= 1")
+    if op == "persistent":
+        names, steps = args[0::2], args[1::2]
+        if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
+            raise ValueError(f"rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
+                             "and positive tile sizes")
+    if op in ("cdiv", "mul_cdiv"):
+        *names, d = args
+        if not all(isinstance(n, str) for n in names):
+            raise ValueError(f"rule {rule!r}: size names must be strings")
+        if not (isinstance(d, int) and d >= 1):
+            raise ValueError(f"rule {rule!r}: the divisor must be an integer >= 1")
+    return rule
+
+
+def text(rule) -> str:
+    """('cdiv', 'N', 256) -> 'cdiv(N, 256)'; ('const', 1) -> '1'."""
+    rule = check(rule)
+    return str(rule[1]) if rule[0] == "const" else f"{rule[0]}({', '.join(map(str, rule[1:]))})"
+
+
+def _size(sizes: dict, name: str, rule: tuple, ops):
+    if name not in sizes:
+        known = ", ".join(sorted(sizes)) or "none"
+        raise ValueError(f"rule {text(rule)} needs size {name!r}, which was not given (sizes given: {known})")
+    v = sizes[name]
+    if ops is INT:
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise ValueError(f"size {name}={v!r} must be an int")
+        if v < 0:
+            raise ValueError(f"size {name}={v} is negative")
+    return v
+
+
+def cdiv(a, d: int, ops=INT):
+    """ceil(a / d) for a >= 0: (a + d - 1) / d, the form the kernels compute."""
+    return ops.divu(ops.add(a, ops.const(d - 1)), ops.const(d))
+
+
+def evaluate(rule, sizes: dict, ops=INT):
+    """The rule's value over `sizes` (ints, or values of `ops`)."""
+    rule = check(rule)
+    op = rule[0]
+    if op == "const":
+        return ops.const(rule[1])
+    if op == "cdiv":
+        return cdiv(_size(sizes, rule[1], rule, ops), rule[2], ops)
+    if op == "mul_cdiv":
+        return ops.mul(_size(sizes, rule[1], rule, ops), cdiv(_size(sizes, rule[2], rule, ops), rule[3], ops))
+    m, bm, n, bn, p = rule[1:]
+    tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
+    return ops.minu(tiles, _size(sizes, p, rule, ops))
+
+
+def tile_counts(rule, sizes: dict, ops=INT) -> tuple:
+    """(n_tiles, m_tiles): the output tiles of a persistent rule along N and M (N first: the tile order's
+    fast dim); a CTA strides over n_tiles * m_tiles tiles."""
+    rule = check(rule)
+    if rule[0] != "persistent":
+        raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
+    m, bm, n, bn, _ = rule[1:]
+    return cdiv(_size(sizes, n, rule, ops), bn, ops), cdiv(_size(sizes, m, rule, ops), bm, ops)
+
+
+def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
+    """{"M": m0, "N": n0}: the first row and column of output tile `tile` of a persistent rule.
+
+    Tiles are numbered row-major with N fastest: tile t covers rows (t / n_tiles) * bm and columns
+    (t % n_tiles) * bn. CTA c of P takes tiles c, c + P, c + 2P, ..."""
+    rule = check(rule)
+    if rule[0] != "persistent":
+        raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
+    m, bm, n, bn, _ = rule[1:]
+    return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}
