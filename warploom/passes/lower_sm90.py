@@ -2,7 +2,7 @@
 
     %0 = "wl.kernel"(%a, %b) ({ ...roles, buffers, barriers... }) {...}
 becomes
-    %0 = "wl.launch"(%a, %b) {kernel = "wl_gemm_bf16_kn_128x256x64_s4", grid = ["cdiv(N, 256)", ...],
+    %0 = "wl.launch"(%a, %b) {kernel = "wl_gemm_bf16_kn_128x256x64_s4", grid = [["cdiv", "N", 256], ...],
                               block = [384, 1, 1], cluster = [1, 1, 1], smem_bytes = 197696}
     gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<chip = "sm_90a", ...>] { llvm.func ... }
 and the top module gets `gpu.container_module`. The code comes from
