@@ -7,7 +7,7 @@
 // start at m0 + 64 * (its index in the consumer role).
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_nk_128x64x64_s4(
-// CHECK-SAME: %arg0: !llvm.ptr {{.*}}, %arg1: !llvm.ptr {{.*}}, [[C:%[a-z0-9_]+]]: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[C:%[a-z0-9_]+]]: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C2:%[a-z0-9_]+]] = arith.constant 2 : i32

@@ -10,6 +10,7 @@
 // static bits, advanced per k16 step.
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_{{kn|nk}}_128x{{256|128}}x64_s4(
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, %{{[a-z0-9_]+}}: !llvm.ptr<1>
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C4:%[a-z0-9_]+]] = arith.constant 4 : i32
 // CHECK-DAG: [[C64:%[a-z0-9_]+]] = arith.constant 64 : i32
@@ -64,34 +65,34 @@
 // CHECK-NEXT: [[K0:%[a-z0-9_]+]] = arith.muli [[KT]], [[C64]] : i32
 // CHECK-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[AOFF]]{{\]}}
 // CHECK-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg0, [[FULL]], box{{\[}}[[K0]], [[M0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMA]], [[FULL]], box{{\[}}[[K0]], [[M0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // NK loads one B box [K origin, n0] of 128 N rows x 64 K.
 // NK-NEXT: [[BST:%[a-z0-9_]+]] = arith.muli [[STAGE]], [[C16384]] : i32
 // NK-NEXT: [[BOFF:%[a-z0-9_]+]] = arith.addi [[C65536]], [[BST]] : i32
 // NK-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[BOFF]]{{\]}}
 // NK-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// NK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg1, [[FULL]], box{{\[}}[[K0]], [[N0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// NK-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMB]], [[FULL]], box{{\[}}[[K0]], [[N0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // KN loads four B boxes of 64 N (128 B) x 64 K rows: box j at [n0 + 64 j, K origin], stored 64 x 128 B = 8192 B apart.
 // KN-NEXT: [[BST:%[a-z0-9_]+]] = arith.muli [[STAGE]], [[C32768]] : i32
 // KN-NEXT: [[BOFF:%[a-z0-9_]+]] = arith.addi [[C65536]], [[BST]] : i32
 // KN-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[BOFF]]{{\]}}
 // KN-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg1, [[FULL]], box{{\[}}[[N0]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMB]], [[FULL]], box{{\[}}[[N0]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // KN-NEXT: [[NJ:%[a-z0-9_]+]] = arith.addi [[N0]], [[C64]] : i32
 // KN-NEXT: [[OFF:%[a-z0-9_]+]] = arith.addi [[BOFF]], [[C8192]] : i32
 // KN-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[OFF]]{{\]}}
 // KN-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg1, [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMB]], [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // KN-NEXT: [[NJ:%[a-z0-9_]+]] = arith.addi [[N0]], [[C128]] : i32
 // KN-NEXT: [[OFF:%[a-z0-9_]+]] = arith.addi [[BOFF]], [[C16384]] : i32
 // KN-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[OFF]]{{\]}}
 // KN-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg1, [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMB]], [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // KN-NEXT: [[NJ:%[a-z0-9_]+]] = arith.addi [[N0]], [[C192]] : i32
 // KN-NEXT: [[OFF:%[a-z0-9_]+]] = arith.addi [[BOFF]], [[C24576]] : i32
 // KN-NEXT: [[P:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[OFF]]{{\]}}
 // KN-NEXT: [[D:%[a-z0-9_]+]] = llvm.addrspacecast [[P]] : !llvm.ptr<3> to !llvm.ptr<7>
-// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], %arg1, [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
+// KN-NEXT: nvvm.cp.async.bulk.tensor.shared.cluster.global [[D]], [[TMB]], [[FULL]], box{{\[}}[[NJ]], [[K0]]{{\]}} : !llvm.ptr<7>, !llvm.ptr
 // CHECK-NEXT: }
 
 // Consumers: warpgroup i (0 or 1 inside the role) reads A from its own 64 rows: 64 x 128 B = 8192 B in.

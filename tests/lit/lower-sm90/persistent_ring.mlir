@@ -7,7 +7,7 @@
 // kt * 64 (the K tile of this tile), and the tile origins come from t.
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_kn_128x256x64_s4_persistent(
-// CHECK-SAME: %arg0: !llvm.ptr {{.*}}, %arg1: !llvm.ptr {{.*}}, %arg2: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, %{{[a-z0-9_]+}}: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C3:%[a-z0-9_]+]] = arith.constant 3 : i32
@@ -47,8 +47,8 @@
 // CHECK-NEXT: [[FLIPPED:%[a-z0-9_]+]] = arith.xori [[PHASE]], [[C1]] : i32
 // CHECK: nvvm.mbarrier.try_wait.parity %{{[a-z0-9_]+}}, [[FLIPPED]],
 // CHECK: [[K0:%[a-z0-9_]+]] = arith.muli [[KT]], [[C64]] : i32
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, %arg0, %{{[a-z0-9_]+}}, box{{\[}}[[K0]], [[M0]]{{\]}}
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, %arg1, %{{[a-z0-9_]+}}, box{{\[}}[[N0]], [[K0]]{{\]}}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, [[TMA]], %{{[a-z0-9_]+}}, box{{\[}}[[K0]], [[M0]]{{\]}}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, [[TMB]], %{{[a-z0-9_]+}}, box{{\[}}[[N0]], [[K0]]{{\]}}
 
 // Consumers: the same tiles, the same ring iteration; the lagged free uses it too.
 // CHECK: nvvm.setmaxregister increase 232

@@ -11,7 +11,7 @@
 // would match the same constant twice (the lag 1 is also the phase mask 1) live under one prefix only.
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_nk_128x128x64_s{{[34]}}(
-// CHECK-SAME: %arg0: !llvm.ptr {{.*}}, %arg1: !llvm.ptr {{.*}}, %arg2: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, %{{[a-z0-9_]+}}: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C2:%[a-z0-9_]+]] = arith.constant 2 : i32
@@ -90,8 +90,8 @@
 // CHECK-NEXT: [[ADDR:%[a-z0-9_]+]] = arith.addi [[FULL0]], [[OFF]] : i32
 // CHECK-NEXT: [[FULL:%[a-z0-9_]+]] = llvm.getelementptr [[BASE]]{{\[}}[[ADDR]]{{\]}}
 // CHECK-NEXT: nvvm.mbarrier.arrive.expect_tx [[FULL]], [[TX]] : !llvm.ptr<3>, i32 -> i64
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, %arg0, [[FULL]], box
-// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, %arg1, [[FULL]], box
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, [[TMA]], [[FULL]], box
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{[a-z0-9_]+}}, [[TMB]], [[FULL]], box
 // CHECK-NEXT: }
 
 // Consumers (warpgroups 1 and 2): the same stage and phase; they wait for full[stage] on the phase
