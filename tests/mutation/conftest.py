@@ -3,4 +3,4 @@
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "mutation: applies deliberate bugs to a copy of warploom and runs CPU tests "
-                                       "against it (about 1.5 min on 2 idle cores)")
+                                       "against it (~100 s on 2 idle cores)")
