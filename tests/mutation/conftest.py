@@ -1,0 +1,6 @@
+"""Registers the `mutation` marker of the mutation tests (see test_mutations.py)."""
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "mutation: applies deliberate bugs to a copy of warploom and runs CPU tests "
+                                       "against it (~100 s on 2 idle cores)")

@@ -1,0 +1,109 @@
+"""The deliberate bugs the CPU tests must catch: each one a short exact-text replacement in one file of `warploom`.
+
+Anchors (`old`) are kept short so they are easy to re-anchor when the code they
+point at is rewritten; the description says which behaviour the bug breaks, so a
+re-anchored mutation keeps its meaning. The harness refuses an anchor that does
+not occur exactly once.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Mutation(NamedTuple):
+    id: str
+    description: str
+    path: str        # relative to the repository root
+    old: str         # must occur exactly once in `path`
+    new: str
+
+
+SM90 = "warploom/lowering/sm90.py"
+
+MUTATIONS: list[Mutation] = [
+    # ---- the seven bugs that once passed every CPU test ----
+    Mutation("producer-phase-flip",
+             "the producer waits on empty[stage] with the ring phase itself instead of phase ^ 1, so its "
+             "first lap blocks on fresh barriers (deadlock)",
+             SM90, "ph = E.xor(loop.phase, c(1))", "ph = loop.phase"),
+    Mutation("desc-lbo-sbo-swap",
+             "the K-major wgmma descriptor gets LBO = 1024 B and SBO = 16 B (swapped): the MMA reads the "
+             "wrong rows of A (and of B when B is N x K)",
+             SM90, "desc_hi_bits(16, 8 * SWIZZLE_BYTES)", "desc_hi_bits(8 * SWIZZLE_BYTES, 16)"),
+    Mutation("k-step-doubled",
+             "the start address of A moves by 32 elements instead of 16 between the k16 wgmmas of a K tile: "
+             "half the K tile is read twice, half never",
+             SM90, 'c(kk * a_step, "i64")', 'c(2 * kk * a_step, "i64")'),
+    Mutation("wg-row-offset-zero",
+             "every consumer warpgroup's A descriptor starts at row 0 of the tile instead of at its own 64 rows: "
+             "warpgroup 1 computes warpgroup 0's rows",
+             SM90, "c(MMA_M * SWIZZLE_BYTES)", "c(0)"),
+    Mutation("persistent-it-base",
+             "a persistent kernel restarts the ring iteration at 0 on each tile instead of counting on "
+             "(it = (tile - first) / step * trips + kt): stage and phase disagree with the barriers' state",
+             SM90, "it = kt if self.it_base is None else E.add(self.it_base, kt)", "it = kt"),
+    Mutation("epilogue-row-offset",
+             "the epilogue puts warp w's fragment rows at m0 + wg*64 + w*8 + lane/4 instead of + w*16: "
+             "rows written twice and rows never written",
+             SM90, "E.mul(warp_in_wg, c(16))", "E.mul(warp_in_wg, c(8))"),
+    Mutation("lag-ignored",
+             "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
+             "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",
+             SM90, "if lag == 0:", "if True:"),
+    # ---- more of the same kinds ----
+    Mutation("lag-guard-dropped",
+             "the lagged arrive is issued from iteration 0 on (no it >= lag guard): empty[S - lag] gets an "
+             "arrival for an iteration that never used it, releasing the producer a lap early",
+             SM90, "ctx.wg_leader if lag == 0 else", "ctx.wg_leader if True else"),
+    Mutation("lag-stage-wrong",
+             "the lagged stage is (it + S + lag) % S instead of (it + S - lag) % S",
+             SM90, "c(self.stages - lag)", "c(self.stages + lag)"),
+    Mutation("desc-mn-major-lbo-sbo-swap",
+             "the MN-major B descriptor (B given K x N) swaps LBO (the distance between 64-wide N chunks) "
+             "and SBO (8 K rows x 128 B)",
+             SM90, "desc_hi_bits(rows * SWIZZLE_BYTES, 8 * SWIZZLE_BYTES)",
+             "desc_hi_bits(8 * SWIZZLE_BYTES, rows * SWIZZLE_BYTES)"),
+    Mutation("k-step-mn-major-doubled",
+             "the MN-major B descriptor moves 32 K rows instead of 16 between the k16 wgmmas",
+             SM90, "(MMA_K * SWIZZLE_BYTES) >> 4", "(2 * MMA_K * SWIZZLE_BYTES) >> 4"),
+    Mutation("tx-bytes-halved",
+             "arrive.expect_tx announces half the bytes of the stage: full[s] completes before all of its "
+             "TMA data landed",
+             SM90, "{self.E.const(op.attrs['bytes'])}", "{self.E.const(op.attrs['bytes'] // 2)}"),
+    Mutation("arrival-count-one",
+             "every mbarrier is initialised with 1 arrival instead of its planned count (empty needs one per "
+             "consumer warpgroup): the first consumer to arrive frees a stage the other still reads",
+             SM90, "{c(ring['arrivals'])}", "{c(1)}"),
+    Mutation("barrier-stage-off-by-one",
+             "the waits and expect_tx use the barrier of stage + 1 (and run past the ring at stage S - 1)",
+             SM90, "E.mul(loop.stage, c(MBARRIER_BYTES))", "E.mul(E.add(loop.stage, c(1)), c(MBARRIER_BYTES))"),
+    Mutation("tma-coords-swapped",
+             "every TMA box gets its two coordinates in the wrong order (tensor maps list the contiguous dim "
+             "first)",
+             SM90, "box[{coord[0]}, {coord[1]}]", "box[{coord[1]}, {coord[0]}]"),
+    Mutation("tma-extra-box-dst",
+             "the extra TMA boxes of a wide B tile land 128 B apart instead of one box (rows x 128 B) apart, "
+             "overwriting each other",
+             SM90, "c(j * rows * SWIZZLE_BYTES)", "c(j * SWIZZLE_BYTES)"),
+    Mutation("k-origin-from-ring-iteration",
+             "the TMA K origin is taken from the ring iteration (counts on across the tiles of a persistent "
+             "kernel) instead of the K tile index",
+             SM90, "self.E.mul(loop.kt, self.E.const(self.BK))", "self.E.mul(loop.it, self.E.const(self.BK))"),
+    Mutation("wait-group-depth",
+             "wgmma.wait_group waits for one group fewer than the plan says (pending + 1 in flight)",
+             SM90, "aligned {pending}", "aligned {pending + 1}"),
+    Mutation("fence-mbarrier-init-missing",
+             "no fence.mbarrier_init after the barrier inits: the async proxy (TMA) may see uninitialised "
+             "barriers",
+             SM90, 'E.line("nvvm.fence.mbarrier.init")', "pass"),
+    Mutation("epilogue-register-order",
+             "the guarded epilogue stores register 4j+h+2e instead of 4j+2h+e: the second row half and the "
+             "odd column swap",
+             SM90, "vals[4 * j + 2 * h + e]", "vals[4 * j + h + 2 * e]"),
+    Mutation("epilogue-column",
+             "the epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
+             SM90, "E.mul(E.remu(lane, c(4)), c(2))", "E.remu(lane, c(4))"),
+    Mutation("plan-producer-parity",
+             "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
+             "warploom/passes/plan_barriers.py", '"parity": "producer"', '"parity": "consumer"'),
+]

@@ -1,0 +1,164 @@
+"""Apply one mutation to a temporary copy of the repository and run a CPU test selection against it.
+
+The copy holds `warploom/`, `tests/` and `pyproject.toml`, so everything the tests
+run resolves to it: pytest imports `warploom` through PYTHONPATH (which comes before
+the editable install of /work/main in the venv), and lit's config derives the
+PYTHONPATH of `warploom-opt` from its own location, which is inside the copy.
+`check_isolation` verifies both, and the console script, before any result counts.
+
+An anchor (the mutation's old text) must occur exactly once in its file; anything
+else is a StaleAnchor error, never a silent pass.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from .mutations import Mutation
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Tests that read the lowered code or the plan it comes from; pytest -x stops at the first failure,
+# so the lit files go first (they check the protocol lines), the unit tests after them.
+SELECTION = (
+    "tests/lit/lower-sm90",
+    "tests/lit/plan-barriers",
+    "tests/unit/test_lowering_sm90.py",
+    "tests/unit/test_simulate.py",
+)
+
+# Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.
+IGNORE = shutil.ignore_patterns("__pycache__", "Output", ".lit_test_times.txt", "mutation", "gpu", "*.pyc")
+
+
+class StaleAnchor(RuntimeError):
+    """A mutation's old text does not occur exactly once: the mutation no longer means what it says."""
+
+
+class HarnessError(RuntimeError):
+    """The test run proves nothing: the copy was not used, or pytest did not run the selection."""
+
+
+@dataclass
+class Outcome:
+    id: str
+    passed: bool                 # the selection passed on this copy
+    first_failure: str | None    # the first failing (or erroring) test, pytest node id
+    seconds: float
+    output: str
+
+    @property
+    def caught(self) -> bool:
+        return not self.passed
+
+
+def make_copy(dest: Path) -> Path:
+    shutil.copytree(REPO / "warploom", dest / "warploom", ignore=IGNORE)
+    shutil.copytree(REPO / "tests", dest / "tests", ignore=IGNORE)
+    shutil.copy2(REPO / "pyproject.toml", dest / "pyproject.toml")
+    return dest
+
+
+def anchored(text: str, m: Mutation) -> str:
+    """`text` with the mutation applied; StaleAnchor unless its old text occurs exactly once."""
+    n = text.count(m.old)
+    if n != 1:
+        raise StaleAnchor(f"mutation {m.id}: the anchor occurs {n} times in {m.path} (must be exactly once): {m.old!r}")
+    return text.replace(m.old, m.new)
+
+
+def apply(root: Path, m: Mutation) -> None:
+    path = root / m.path
+    if not path.is_file():
+        raise StaleAnchor(f"mutation {m.id}: no file {m.path}")
+    path.write_text(anchored(path.read_text(), m))
+
+
+def env_for(root: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    env["PYTHONPATH"] = str(root)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"      # no stale bytecode shared between copies
+    return env
+
+
+def loaded_warploom_files(cmd: list[str], root: Path) -> list[str]:
+    """Source files of warploom that `python -v <cmd>` loads (the verbose import log names each one)."""
+    proc = subprocess.run([sys.executable, "-v", *cmd], cwd=root, env=env_for(root), capture_output=True, text=True)
+    files = re.findall(r"# code object from '?([^'\s]+)", proc.stderr)
+    return [f for f in files if "/warploom/" in f and "site-packages" not in f]
+
+
+def check_isolation(root: Path) -> None:
+    """`import warploom`, `python -m warploom.tools.opt` (what lit runs) and the `warploom-opt` console script
+    must all load the copy's modules."""
+    script = Path(sys.executable).parent / "warploom-opt"
+    probes = {"import warploom": ["-c", "import warploom.lowering.sm90"],
+              "python -m warploom.tools.opt": ["-m", "warploom.tools.opt", "--list-passes"]}
+    if script.exists():
+        probes["warploom-opt script"] = [str(script), "--list-passes"]
+    for what, cmd in probes.items():
+        files = loaded_warploom_files(cmd, root)
+        if not files or any(not f.startswith(str(root)) for f in files):
+            raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
+    cfg = (root / "tests/lit/lit.cfg.py").read_text()
+    if "os.path.dirname(os.path.dirname(config.test_source_root))" not in cfg:
+        raise HarnessError("tests/lit/lit.cfg.py no longer derives the repository from its own location; "
+                           "lit may run a warploom other than the copy")
+
+
+def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome:
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *selection]
+    start = time.monotonic()
+    proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    output = proc.stdout + proc.stderr
+    # 0: passed, 1: tests failed, 2: interrupted (-x after a collection error); 3-5 mean the run itself broke
+    if proc.returncode not in (0, 1, 2):
+        raise HarnessError(f"{label}: pytest exited {proc.returncode}:\n{output[-3000:]}")
+    failed = re.search(r"^(?:FAILED|ERROR) (\S+)", output, re.M)
+    if proc.returncode and not failed:
+        raise HarnessError(f"{label}: pytest exited {proc.returncode} without naming a failing test:\n{output[-3000:]}")
+    return Outcome(label, proc.returncode == 0, failed.group(1) if failed else None, seconds, output)
+
+
+def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
+    """The selection against a fresh copy with `m` applied (None: the unmutated control)."""
+    with tempfile.TemporaryDirectory(prefix="wl-mutant-") as tmp:
+        root = make_copy(Path(tmp))
+        check_isolation(root)
+        if m is not None:
+            apply(root, m)
+        return run_selection(root, selection, m.id if m else "control")
+
+
+def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
+            jobs: int = 2) -> tuple[Outcome, list[Outcome]]:
+    """The control and every mutation, `jobs` at a time; raises StaleAnchor / HarnessError."""
+    for m in mutations:            # every anchor is checked before anything runs
+        apply_to = REPO / m.path
+        if not apply_to.is_file():
+            raise StaleAnchor(f"mutation {m.id}: no file {m.path}")
+        anchored(apply_to.read_text(), m)
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        control = pool.submit(run_one, None, selection)
+        outcomes = list(pool.map(lambda m: run_one(m, selection), mutations))
+        return control.result(), outcomes
+
+
+def report(control: Outcome, outcomes: list[Outcome]) -> str:
+    rows = [("mutation", "caught", "first failing test", "s")]
+    rows.append(("control (unmutated)", "-" if control.passed else "FAILS",
+                 control.first_failure or "(all pass)", f"{control.seconds:.1f}"))
+    rows += [(o.id, "yes" if o.caught else "NO", o.first_failure or "-", f"{o.seconds:.1f}") for o in outcomes]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
