@@ -19,91 +19,105 @@ class Mutation(NamedTuple):
 
 
 SM90 = "warploom/lowering/sm90.py"
+TILING = "warploom/layout/tiling.py"
+SYNC = "warploom/lowering/emit/sync.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
     Mutation("producer-phase-flip",
              "the producer waits on empty[stage] with the ring phase itself instead of phase ^ 1, so its "
              "first lap blocks on fresh barriers (deadlock)",
-             SM90, "ph = E.xor(loop.phase, c(1))", "ph = loop.phase"),
+             SM90, "ph = b.xor(loop.phase, c(1))", "ph = loop.phase"),
     Mutation("desc-lbo-sbo-swap",
-             "the K-major wgmma descriptor gets LBO = 1024 B and SBO = 16 B (swapped): the MMA reads the "
-             "wrong rows of A (and of B when B is N x K)",
-             SM90, "desc_hi_bits(16, 8 * SWIZZLE_BYTES)", "desc_hi_bits(8 * SWIZZLE_BYTES, 16)"),
+             "the K-major smem layout gives the descriptor LBO = 1024 B and SBO = 16 B (swapped): the MMA reads "
+             "the wrong rows of A (and of B when B is N x K)",
+             TILING, 'MmaOperandLayout("K", lbo=lbo, sbo=atom,', 'MmaOperandLayout("K", lbo=atom, sbo=lbo,'),
     Mutation("k-step-doubled",
              "the start address of A moves by 32 elements instead of 16 between the k16 wgmmas of a K tile: "
              "half the K tile is read twice, half never",
-             SM90, 'c(kk * a_step, "i64")', 'c(2 * kk * a_step, "i64")'),
+             SM90, "a_tile.k_block_offset(kk, self.mma_k) >> 4", "a_tile.k_block_offset(kk, self.mma_k) >> 3"),
     Mutation("wg-row-offset-zero",
              "every consumer warpgroup's A descriptor starts at row 0 of the tile instead of at its own 64 rows: "
              "warpgroup 1 computes warpgroup 0's rows",
-             SM90, "c(MMA_M * SWIZZLE_BYTES)", "c(0)"),
+             SM90, 'c(a_tile.sub_tile_offset("M", 1, m))', "c(0)"),
     Mutation("persistent-it-base",
              "a persistent kernel restarts the ring iteration at 0 on each tile instead of counting on "
              "(it = (tile - first) / step * trips + kt): stage and phase disagree with the barriers' state",
-             SM90, "it = kt if self.it_base is None else E.add(self.it_base, kt)", "it = kt"),
+             SM90, "it = kt if self.it_base is None else b.add(self.it_base, kt)", "it = kt"),
     Mutation("epilogue-row-offset",
              "the epilogue puts warp w's fragment rows at m0 + wg*64 + w*8 + lane/4 instead of + w*16: "
              "rows written twice and rows never written",
-             SM90, "E.mul(warp_in_wg, c(16))", "E.mul(warp_in_wg, c(8))"),
+             SM90, "b.mul(warp_in_wg, c(16))", "b.mul(warp_in_wg, c(8))"),
     Mutation("lag-ignored",
              "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
              "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",
-             SM90, "if lag == 0:", "if True:"),
+             SM90, "if op.lag == 0:", "if True:"),
     # ---- more of the same kinds ----
     Mutation("lag-guard-dropped",
              "the lagged arrive is issued from iteration 0 on (no it >= lag guard): empty[S - lag] gets an "
              "arrival for an iteration that never used it, releasing the producer a lap early",
-             SM90, "ctx.wg_leader if lag == 0 else", "ctx.wg_leader if True else"),
+             SM90, "ctx.wg_leader if op.lag == 0 else", "ctx.wg_leader if True else"),
     Mutation("lag-stage-wrong",
              "the lagged stage is (it + S + lag) % S instead of (it + S - lag) % S",
-             SM90, "c(self.stages - lag)", "c(self.stages + lag)"),
+             SM90, "c(self.stages - op.lag)", "c(self.stages + op.lag)"),
     Mutation("desc-mn-major-lbo-sbo-swap",
-             "the MN-major B descriptor (B given K x N) swaps LBO (the distance between 64-wide N chunks) "
+             "the MN-major B layout (B given K x N) swaps LBO (the distance between 64-wide N chunks) "
              "and SBO (8 K rows x 128 B)",
-             SM90, "desc_hi_bits(rows * SWIZZLE_BYTES, 8 * SWIZZLE_BYTES)",
-             "desc_hi_bits(8 * SWIZZLE_BYTES, rows * SWIZZLE_BYTES)"),
+             TILING, 'MmaOperandLayout("MN", lbo=self.box_bytes, sbo=atom,',
+             'MmaOperandLayout("MN", lbo=atom, sbo=self.box_bytes,'),
     Mutation("k-step-mn-major-doubled",
-             "the MN-major B descriptor moves 32 K rows instead of 16 between the k16 wgmmas",
-             SM90, "(MMA_K * SWIZZLE_BYTES) >> 4", "(2 * MMA_K * SWIZZLE_BYTES) >> 4"),
+             "the MN-major layout moves 32 K rows instead of 16 between the k16 wgmmas",
+             TILING, "return kk * k * self.span", "return 2 * kk * k * self.span"),
     Mutation("tx-bytes-halved",
              "arrive.expect_tx announces half the bytes of the stage: full[s] completes before all of its "
              "TMA data landed",
-             SM90, "{self.E.const(op.attrs['bytes'])}", "{self.E.const(op.attrs['bytes'] // 2)}"),
+             SM90, ".arrive_expect_tx(op.tx_bytes)", ".arrive_expect_tx(op.tx_bytes // 2)"),
     Mutation("arrival-count-one",
              "every mbarrier is initialised with 1 arrival instead of its planned count (empty needs one per "
              "consumer warpgroup): the first consumer to arrive frees a stage the other still reads",
-             SM90, "{c(ring['arrivals'])}", "{c(1)}"),
+             SM90, ".init(ring.arrivals)", ".init(1)"),
     Mutation("barrier-stage-off-by-one",
-             "the waits and expect_tx use the barrier of stage + 1 (and run past the ring at stage S - 1)",
-             SM90, "E.mul(loop.stage, c(MBARRIER_BYTES))", "E.mul(E.add(loop.stage, c(1)), c(MBARRIER_BYTES))"),
+             "the mbarrier ring helper addresses the barrier of stage + 1 (and runs past the ring at stage S - 1)",
+             SYNC, "b.mul(stage, b.const(self.stride))", "b.mul(b.add(stage, b.const(1)), b.const(self.stride))"),
     Mutation("tma-coords-swapped",
              "every TMA box gets its two coordinates in the wrong order (tensor maps list the contiguous dim "
              "first)",
-             SM90, "box[{coord[0]}, {coord[1]}]", "box[{coord[1]}, {coord[0]}]"),
+             SM90, "self.tmap_args[op.source], bar.addr, coord)", "self.tmap_args[op.source], bar.addr, coord[::-1])"),
     Mutation("tma-extra-box-dst",
-             "the extra TMA boxes of a wide B tile land 128 B apart instead of one box (rows x 128 B) apart, "
-             "overwriting each other",
-             SM90, "c(j * rows * SWIZZLE_BYTES)", "c(j * SWIZZLE_BYTES)"),
+             "the layout puts the extra TMA boxes of a wide tile 128 B apart instead of one box (rows x 128 B) "
+             "apart, overwriting each other",
+             TILING, "return j * self.box_bytes", "return j * self.span"),
     Mutation("k-origin-from-ring-iteration",
              "the TMA K origin is taken from the ring iteration (counts on across the tiles of a persistent "
              "kernel) instead of the K tile index",
-             SM90, "self.E.mul(loop.kt, self.E.const(self.BK))", "self.E.mul(loop.it, self.E.const(self.BK))"),
+             SM90, "self.b.mul(loop.kt, self.b.const(self.BK))", "self.b.mul(loop.it, self.b.const(self.BK))"),
     Mutation("wait-group-depth",
-             "wgmma.wait_group waits for one group fewer than the plan says (pending + 1 in flight)",
-             SM90, "aligned {pending}", "aligned {pending + 1}"),
+             "the wgmma helper's wait_group waits for one group fewer than asked (pending + 1 in flight)",
+             "warploom/lowering/emit/wgmma.py", "nvvm.WgmmaWaitGroupSyncOp(pending)",
+             "nvvm.WgmmaWaitGroupSyncOp(pending + 1)"),
     Mutation("fence-mbarrier-init-missing",
              "no fence.mbarrier_init after the barrier inits: the async proxy (TMA) may see uninitialised "
              "barriers",
-             SM90, 'E.line("nvvm.fence.mbarrier.init")', "pass"),
+             SM90, "            sync.fence_mbarrier_init()", "            pass"),
     Mutation("epilogue-register-order",
              "the guarded epilogue stores register 4j+h+2e instead of 4j+2h+e: the second row half and the "
              "odd column swap",
              SM90, "vals[4 * j + 2 * h + e]", "vals[4 * j + h + 2 * e]"),
     Mutation("epilogue-column",
              "the epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
-             SM90, "E.mul(E.remu(lane, c(4)), c(2))", "E.remu(lane, c(4))"),
+             SM90, "b.mul(b.remu(lane, c(4)), c(2))", "b.remu(lane, c(4))"),
     Mutation("plan-producer-parity",
              "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
              "warploom/passes/plan_barriers.py", '"parity": "producer"', '"parity": "consumer"'),
+    Mutation("swizzle-code",
+             "the 128B swizzle gets the Hopper descriptor code of 64B (2 instead of 1): the wgmma reads smem with "
+             "the wrong XOR pattern",
+             "warploom/layout/swizzle.py", 'Swizzle("128B", 128, 3, 4, 3, hopper_code=1,',
+             'Swizzle("128B", 128, 3, 4, 3, hopper_code=2,'),
+    Mutation("persistent-tile-order",
+             "the persistent tile order walks M fastest in the rule both the lowering and the simulator use "
+             "(tile t at row t % n_tiles): tiles past the first row are computed at the wrong place",
+             "warploom/runtime/rules.py", "{m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), "
+             "n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}",
+             "{m: ops.mul(ops.remu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.divu(tile, n_tiles), ops.const(bn))}"),
 ]
