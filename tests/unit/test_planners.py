@@ -5,7 +5,7 @@ import warploom as wl
 from warploom.dialect.kernel_ir import kernel_ops, read_kernel
 from warploom.passes import PassError
 from warploom.passes.plan_barriers import barrier_rings
-from warploom.passes.plan_smem import plan_smem
+from warploom.passes.plan_smem import plan_smem, swizzle_for, tile_align
 from warploom.layout import SmemTile
 from warploom.targets import SM90
 
@@ -54,6 +54,12 @@ def test_smem_limit_option_overrides_the_targets_and_tiles_align_as_their_layout
         assert r.align == SmemTile(buf["dims"], buf["shape"], buf["elem"], r.swizzle).align == 1024
     with pytest.raises(PassError, match="the limit is 100000 B: use 3 stages"):
         plan_smem(program, limit=100000)
+
+
+def test_a_tile_its_layout_refuses_is_a_pass_error_naming_the_region():
+    buf = {"name": "b", "dims": ["K", "N"], "shape": [4, 256], "elem": "bf16", "stages": 2}
+    with pytest.raises(PassError, match="smem region 'b': .*4 rows is not a positive multiple of 8"):
+        tile_align(buf, swizzle_for(buf))
 
 
 def test_register_budget_errors_name_the_target_limits():
