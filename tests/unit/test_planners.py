@@ -5,7 +5,9 @@ import warploom as wl
 from warploom.dialect.kernel_ir import kernel_ops, read_kernel
 from warploom.passes import PassError
 from warploom.passes.plan_barriers import barrier_rings
-from warploom.passes.plan_smem import BASE_ALIGN_SLACK, SMEM_LIMIT, plan_smem
+from warploom.passes.plan_smem import plan_smem, swizzle_for, tile_align
+from warploom.layout import SmemTile
+from warploom.targets import SM90
 
 
 def specialized(block_n=256, stages=4, elem="bf16", transpose_b=False):
@@ -20,7 +22,7 @@ def specialized(block_n=256, stages=4, elem="bf16", transpose_b=False):
 
 @pytest.mark.parametrize("block_n, stages", [(256, 4), (128, 4), (128, 6), (256, 3), (64, 8)])
 def test_smem_plan_is_aligned_and_disjoint(block_n, stages):
-    plan = plan_smem(specialized(block_n, stages), SMEM_LIMIT["sm_90a"])
+    plan = plan_smem(specialized(block_n, stages))
     regions = {r.name: r for r in plan.regions}
     assert regions["a"].bytes == stages * 128 * 64 * 2
     assert regions["b"].bytes == stages * block_n * 64 * 2
@@ -29,18 +31,42 @@ def test_smem_plan_is_aligned_and_disjoint(block_n, stages):
     spans = sorted((r.offset, r.offset + r.bytes) for r in plan.regions)
     assert all(end <= start for (_, end), (start, _) in zip(spans, spans[1:]))
     assert regions["mbarriers"].bytes == 2 * stages * 8
-    assert plan.requested == plan.used + BASE_ALIGN_SLACK <= SMEM_LIMIT["sm_90a"]
+    assert plan.requested == plan.used + SM90.smem_base_align <= SM90.smem_limit
     assert "a" in plan.table() and "% of the limit" in plan.table()
 
 
 def test_smem_overflow_names_regions_bytes_limit_and_way_out():
     with pytest.raises(PassError) as e:
-        plan_smem(specialized(256, 5), SMEM_LIMIT["sm_90a"])
+        plan_smem(specialized(256, 5))
     msg = str(e.value)
     assert "smem plan needs 246864 B" in msg
     assert "a 81920 B, b 163840 B, mbarriers 80 B" in msg
     assert "the limit is 232448 B" in msg
     assert "use 4 stages" in msg
+
+
+def test_smem_limit_option_overrides_the_targets_and_tiles_align_as_their_layout_says():
+    program = specialized(128, 4, transpose_b=True)
+    plan = plan_smem(program, limit=150000)
+    assert plan.limit == 150000 and "150000" in plan.table()
+    for r in plan.regions[:-1]:
+        buf = program.buffers[r.name]
+        assert r.align == SmemTile(buf["dims"], buf["shape"], buf["elem"], r.swizzle).align == 1024
+    with pytest.raises(PassError, match="the limit is 100000 B: use 3 stages"):
+        plan_smem(program, limit=100000)
+
+
+def test_a_tile_its_layout_refuses_is_a_pass_error_naming_the_region():
+    buf = {"name": "b", "dims": ["K", "N"], "shape": [4, 256], "elem": "bf16", "stages": 2}
+    with pytest.raises(PassError, match="smem region 'b': .*4 rows is not a positive multiple of 8"):
+        tile_align(buf, swizzle_for(buf))
+
+
+def test_register_budget_errors_name_the_target_limits():
+    g = wl.Graph("gemm")
+    g.output(g.matmul(g.input("a", ("M", "K"), "bf16"), g.input("b", ("K", "N"), "bf16")))
+    with pytest.raises(Exception, match="consumer-regs: setmaxnreg 236: takes 24..256 in steps of 8"):
+        g.run_pipeline(["wl-tile", "wl-pipeline", "wl-specialize{consumer-regs=236}"])
 
 
 def test_barrier_rings_follow_the_config():

@@ -105,3 +105,25 @@ def test_tma_box_limits():
         SM90.tma.check_box((8,) * 6, 16, 0)
     with pytest.raises(ValueError, match="not a multiple of 16 B"):
         SM90.tma.check_global_stride(100)
+
+
+def test_a_kernel_names_its_target_or_gets_sm90():
+    assert targets.of_kernel({}) is SM90
+    assert targets.of_kernel({"target": "sm_100a", "tile": [128, 256, 64]}) is SM100
+    with pytest.raises(ValueError, match="unknown target 'sm_80'"):
+        targets.of_kernel({"target": "sm_80"})
+
+
+def test_mma_rows_per_warpgroup_only_where_warpgroups_hold_the_accumulators():
+    assert SM90.mma_rows_per_warpgroup == 64
+    with pytest.raises(ValueError, match="accumulators in tmem, not in a warpgroup's registers"):
+        SM100.mma_rows_per_warpgroup
+
+
+def test_one_element_size_table():
+    """The runtime sizes elements from the targets' table; it keeps no table of its own."""
+    from warploom.runtime import dtypes, tensors
+    assert not hasattr(dtypes, "BITS")
+    for name in dtypes.ELEMENT_TYPES:
+        if targets.ELEMENT_BITS[name] % 8 == 0:
+            assert tensors.elem_bytes(name) == targets.ELEMENT_BITS[name] // 8

@@ -9,7 +9,8 @@ K tile i uses stage s = i % stages and phase (i / stages) & 1; the consumer wait
 for that phase of full[s], the producer for the opposite phase of empty[s], so its
 first lap over fresh barriers does not block. When consumers keep `pending` MMA
 groups in flight (wl.mma_wait {pending}), the stage they may free at iteration i
-is the one of iteration i - pending: the arrive carries that `lag`.
+is the one of iteration i - pending: the arrive carries that `lag`. The size of one mbarrier
+comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BITS`.
 """
 from __future__ import annotations
 
@@ -17,13 +18,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from warploom import targets
 from warploom.dialect import op_attrs
 from warploom.dialect.kernel_ir import children, kernel_ops, make_op, read_kernel, set_attrs
-from warploom.runtime.dtypes import BITS
 
 from .registry import PassError, register
-
-MBARRIER_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -36,10 +35,11 @@ class BarrierRing:
 
 
 def buffer_stage_bytes(buf: dict) -> int:
+    """Bytes of one stage of a `wl.buffer`: what one TMA fill of it brings in."""
     elems = 1
     for d in buf["shape"]:
         elems *= d
-    return elems * BITS[buf["elem"]] // 8
+    return elems * targets.ELEMENT_BITS[buf["elem"]] // 8
 
 
 def barrier_names(ring: str, rings: int) -> tuple[str, str]:
@@ -71,6 +71,7 @@ def plan_barriers(kernel) -> None:
     if region is None or "offset" not in region:
         raise PassError("wl-plan-barriers needs the smem plan (run wl-plan-smem first)", kernel)
     rings = barrier_rings(program)
+    mbarrier_bytes = targets.of_kernel(program.attrs).mbarrier_bytes
     offset = region["offset"]
     roles = {op_attrs(r)["name"]: r for r in children(kernel, "role")}
     if len(rings) != 2:
@@ -83,7 +84,7 @@ def plan_barriers(kernel) -> None:
         for ring in rings:
             make_op("mbarrier", {"name": ring.name, "count": ring.count, "arrivals": ring.arrivals,
                                  "tx_bytes": ring.tx_bytes, "offset": offset, "ring": ring_name})
-            offset += ring.count * MBARRIER_BYTES
+            offset += ring.count * mbarrier_bytes
     set_attrs(ring_op, full=full.name, empty=empty.name)
 
     (ploop,) = children(roles["producer"], "k_loop")

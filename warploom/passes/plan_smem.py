@@ -2,10 +2,12 @@
 
 The plan is data (`SmemPlan`): the pass writes each row's offset, size and
 alignment onto the `wl.buffer` ops, the lowering reads them from there, and
-`warploom explain` prints the same table. 128-byte-swizzled tiles are aligned to
-1024 bytes (the swizzle repeats every 8 rows of 128 B), so MMA descriptors can
-use base offset 0. The kernel rounds its dynamic smem base up to 1024 B at run
-time, so it asks for the plan's total plus that slack.
+`warploom explain` prints the same table. A tile region is aligned as its
+`SmemTile` says: 128-byte-swizzled tiles to the swizzle repeat (1024 B: 8 rows of
+128 B), so MMA descriptors can use base offset 0. The kernel rounds its dynamic
+smem base up to the target's `smem_base_align` at run time, so it asks for the
+plan's total plus that slack. The limit, the slack and the mbarrier size come
+from the kernel's target.
 """
 from __future__ import annotations
 
@@ -13,14 +15,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from warploom import targets
 from warploom.dialect.kernel_ir import children, kernel_ops, make_op, read_kernel, set_attrs
-from warploom.runtime.dtypes import BITS
+from warploom.layout import SWIZZLE_128B, SWIZZLE_NONE, SmemTile, Swizzle
 
-from .plan_barriers import MBARRIER_BYTES, barrier_rings, buffer_stage_bytes
+from .plan_barriers import barrier_rings, buffer_stage_bytes
 from .registry import PassError, register
-
-SMEM_LIMIT = {"sm_90a": 232448, "sm_100a": 232448}   # bytes of dynamic smem one CTA may opt into
-BASE_ALIGN_SLACK = 1024                                # runtime round-up of the dynamic smem base
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,7 @@ class Region:
 class SmemPlan:
     regions: list[Region]
     limit: int
+    base_align_slack: int              # the target's smem_base_align: the run-time round-up of the smem base
 
     @property
     def used(self) -> int:
@@ -44,14 +45,14 @@ class SmemPlan:
 
     @property
     def requested(self) -> int:        # dynamic smem the launch asks for
-        return self.used + BASE_ALIGN_SLACK
+        return self.used + self.base_align_slack
 
     def table(self) -> str:
         lines = [f"smem (limit {self.limit} B)      offset     bytes   align  notes"]
         for r in self.regions:
             lines.append(f"  {r.name:<22} {r.offset:>9} {r.bytes:>9} {r.align:>7}  {r.notes}")
         lines.append(f"  {'total':<22} {'':>9} {self.requested:>9}          "
-                     f"{100 * self.requested / self.limit:.0f}% of the limit (incl. {BASE_ALIGN_SLACK} B base alignment slack)")
+                     f"{100 * self.requested / self.limit:.0f}% of the limit (incl. {self.base_align_slack} B base alignment slack)")
         return "\n".join(lines)
 
 
@@ -59,44 +60,61 @@ def align_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def swizzle_for(buf: dict) -> int:
-    row_bytes = buf["shape"][-1] * BITS[buf["elem"]] // 8
-    return 128 if row_bytes % 128 == 0 else 0
+def swizzle_for(buf: dict) -> Swizzle:
+    """The planner's choice: the 128B swizzle where a row of the contiguous dim fills whole 128-byte spans
+    (the MMAs read such tiles without bank conflicts), none otherwise."""
+    row_bytes = buf["shape"][-1] * targets.ELEMENT_BITS[buf["elem"]] // 8
+    return SWIZZLE_128B if row_bytes % SWIZZLE_128B.span_bytes == 0 else SWIZZLE_NONE
 
 
-def plan_smem(program, limit: int) -> SmemPlan:
+def tile_align(buf: dict, swizzle: Swizzle) -> int:
+    """The alignment one stage of a tile region needs, from its layout (`SmemTile.align`)."""
+    try:
+        return SmemTile(buf["dims"], buf["shape"], buf["elem"], swizzle).align
+    except ValueError as e:
+        raise PassError(f"smem region {buf['name']!r}: {e}") from None
+
+
+def plan_smem(program, limit: int | None = None) -> SmemPlan:
+    """Place every region of a specialized kernel; `limit` defaults to the target's smem limit."""
+    target = targets.of_kernel(program.attrs)
+    limit = target.smem_limit if limit is None else limit
+    slack, mbarrier_bytes = target.smem_base_align, target.mbarrier_bytes
     regions, offset = [], 0
     for buf in program.buffers.values():
         if buf["name"] == "mbarriers":     # planned below, from the barrier rings
             continue
         swizzle = swizzle_for(buf)
-        align = 1024 if swizzle == 128 else 128
+        align = tile_align(buf, swizzle)
         size = buffer_stage_bytes(buf) * buf["stages"]
         offset = align_up(offset, align)
         shape = "x".join(map(str, buf["shape"]))
-        regions.append(Region(buf["name"], offset, size, align, swizzle,
-                              f"{buf['stages']} x {shape} {buf['elem']}" + (", 128B swizzle" if swizzle else "")))
+        regions.append(Region(buf["name"], offset, size, align, swizzle.bytes,
+                              f"{buf['stages']} x {shape} {buf['elem']}"
+                              + (f", {swizzle} swizzle" if swizzle.swizzled else "")))
         offset += size
     rings = barrier_rings(program)
     count = sum(r.count for r in rings)
-    offset = align_up(offset, MBARRIER_BYTES)
+    offset = align_up(offset, mbarrier_bytes)
     names = " ".join(f"{r.name}[{r.count}]" for r in rings)
-    regions.append(Region("mbarriers", offset, count * MBARRIER_BYTES, MBARRIER_BYTES, 0, f"{count} x 8: {names}"))
-    plan = SmemPlan(regions, limit)
+    regions.append(Region("mbarriers", offset, count * mbarrier_bytes, mbarrier_bytes, 0,
+                          f"{count} x {mbarrier_bytes}: {names}"))
+    plan = SmemPlan(regions, limit, slack)
     if plan.requested > limit:
         stages = program.attrs["stages"]
         per_stage = sum(buffer_stage_bytes(b) for b in program.buffers.values() if b["name"] != "mbarriers")
-        fit = (limit - BASE_ALIGN_SLACK - count * MBARRIER_BYTES) // per_stage
+        fit = (limit - slack - count * mbarrier_bytes) // per_stage
         listing = ", ".join(f"{r.name} {r.bytes} B" for r in regions)
-        raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {BASE_ALIGN_SLACK} B alignment slack) "
+        raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
                         f"for {stages} stages; the limit is {limit} B: use {fit} stages (wl-pipeline{{stages={fit}}}) "
                         f"or a smaller block-n")
     return plan
 
 
-@register("wl-plan-smem", "Offsets, sizes and alignment of every shared-memory region (1024 B for swizzled tiles)",
-          options={"limit": int}, after=("wl-tile", "wl-pipeline", "wl-specialize"))
-def run(module, limit: int = SMEM_LIMIT["sm_90a"]):
+@register("wl-plan-smem", "Offsets, sizes and alignment of every shared-memory region (the swizzle repeat for "
+          "swizzled tiles); limit defaults to the target's", options={"limit": int},
+          after=("wl-tile", "wl-pipeline", "wl-specialize"))
+def run(module, limit: int | None = None):
     for kernel in kernel_ops(module):
         try:
             plan = plan_smem(read_kernel(kernel), limit)
@@ -105,9 +123,9 @@ def run(module, limit: int = SMEM_LIMIT["sm_90a"]):
         buffers = {op.operation.attributes["name"].value: op for op in children(kernel, "buffer")}
         last = list(buffers.values())[-1]
         for r in plan.regions:
-            if r.name not in buffers:       # the barrier storage gets its own buffer op
+            if r.name not in buffers:       # the barrier storage gets its own buffer op, one i64 per mbarrier
                 with ir.InsertionPoint.after(last), kernel.operation.location:
-                    buffers[r.name] = make_op("buffer", {"name": r.name, "shape": [r.bytes // MBARRIER_BYTES],
+                    buffers[r.name] = make_op("buffer", {"name": r.name, "shape": [r.bytes // r.align],
                                                          "elem": "i64", "stages": 1})
             set_attrs(buffers[r.name], offset=r.offset, bytes=r.bytes, align=r.align, swizzle=r.swizzle)
         set_attrs(kernel, smem_bytes=plan.requested)

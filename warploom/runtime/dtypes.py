@@ -42,9 +42,6 @@ ALIASES: dict[str, str] = {
     "e2m1": "f4E2M1FN", "fp4": "f4E2M1FN", "float4_e2m1fn": "f4E2M1FN",
 }
 
-# Storage bits of one element (fp4 packs two per byte in memory).
-BITS: dict[str, int] = {"f32": 32, "f16": 16, "bf16": 16, "f8E4M3FN": 8, "f8E5M2": 8, "f4E2M1FN": 4}
-
 
 def canonical(name: str) -> str:
     """Return the MLIR spelling of an element type name, or raise ValueError naming the choices."""

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from warploom.targets import ELEMENT_BITS
+
 from . import dtypes
 
 # Integer element types (for indices, masks, test outputs); MLIR spelling -> numpy dtype.
@@ -33,7 +35,7 @@ def numpy_dtype(name: str) -> np.dtype:
 def elem_bytes(name: str) -> int:
     if name in INT_DTYPES:
         return INT_DTYPES[name].itemsize
-    bits = dtypes.BITS[dtypes.canonical(name)]
+    bits = ELEMENT_BITS[dtypes.canonical(name)]
     if bits % 8:
         raise ValueError(f"{name} packs {8 // bits} elements per byte; address it as bytes (ui8) instead")
     return bits // 8

@@ -156,6 +156,17 @@ class Target:
             raise ValueError(f"{self.name} {self.mma_instruction} reads {dtype} only K-major from smem; "
                              f"MN-major works for {sorted(self.mma_mn_major)}: store the operand K-contiguous")
 
+    @property
+    def mma_rows_per_warpgroup(self) -> int:
+        """Accumulator rows one warpgroup's MMA covers (wgmma m64), on targets where a warpgroup issues the
+        MMA and holds its accumulators in registers."""
+        if "regs" not in self.mma_sources["acc"]:
+            raise ValueError(f"{self.name} {self.mma_instruction} keeps its accumulators in "
+                             f"{', '.join(self.mma_sources['acc'])}, not in a warpgroup's registers: "
+                             "split the tile over warpgroups only on sm_90a")
+        (form,) = (s for s in self.mma_shapes if s.cta_group == 1)
+        return form.m[0]
+
     # ---- registers, clusters ----
     def check_setmaxnreg(self, regs: int) -> None:
         lo, hi, step = self.setmaxnreg
@@ -178,6 +189,12 @@ def get(name: str) -> Target:
     if name not in TARGETS:
         raise ValueError(f"unknown target {name!r}; known targets: {', '.join(sorted(TARGETS))}")
     return TARGETS[name]
+
+
+def of_kernel(attrs: Mapping) -> Target:
+    """The target a `wl.kernel` is planned for, from its attributes: its `target`, else sm_90a. The planning
+    passes have no target option yet, and sm_90a is the one back end that runs today."""
+    return get(attrs.get("target", "sm_90a"))
 
 
 from warploom.targets.sm90 import SM90  # noqa: E402  (the modules import the classes above)
