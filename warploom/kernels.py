@@ -22,7 +22,8 @@ from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 
 PACKAGE = Path(__file__).parent
-COMPILER_SOURCES = ("dialect", "passes", "lowering", "compile.py", "kernels.py")
+COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowering", "runtime/rules.py", "compile.py",
+                    "kernels.py")
 
 
 def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid") -> str:

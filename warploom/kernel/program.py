@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
+from warploom import targets
 from warploom.dialect.shapes import TensorType
 
 ISSUE_MODES = ("thread", "warp", "warpgroup")     # one elected thread, every thread of a warp, of a warpgroup
@@ -69,6 +70,14 @@ class Region:
     size: int | None = None          # smem: bytes of all stages; tmem: columns of all stages
     align: int = 1
     aliases: tuple[str, ...] = ()
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes of one stage of the tile (a whole number for the byte-sized and packed 4-bit types)."""
+        elems = 1
+        for d in self.shape:
+            elems *= d
+        return elems * targets.ELEMENT_BITS[self.elem] // 8
 
     def major_of(self, k_dim: str) -> str:
         """'K' when the contiguous dim is the contraction dim `k_dim`, else 'MN'."""

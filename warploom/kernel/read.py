@@ -7,6 +7,7 @@ so the verifier can run after every planning pass.
 """
 from __future__ import annotations
 
+from warploom import targets
 from warploom.dialect import tensor_type
 from warploom.dialect.kernel_ir import KOp, read_kernel
 
@@ -19,11 +20,11 @@ PARITY = {"consumer": "phase", "producer": "phase^1"}
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
-    """The typed program of a wl.kernel op; `target` defaults to the kernel's `target` attribute, then sm_90a."""
+    """The typed program of a wl.kernel op; `target` defaults to the kernel's (warploom.targets.of_kernel)."""
     k = read_kernel(kernel_op)
     a = k.attrs
     program = Program(
-        kind=a.get("kind", "?"), target=target or a.get("target", "sm_90a"),
+        kind=a.get("kind", "?"), target=target or targets.of_kernel(a).name,
         inputs=dict(zip(k.input_names, k.inputs)),
         outputs={a.get("output_name", "c"): tensor_type(kernel_op.operation.results[0].type)},
         threads=a.get("threads"), smem_bytes=a.get("smem_bytes"),

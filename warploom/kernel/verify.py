@@ -88,13 +88,6 @@ def _with_loops(body, depth: int = 0):
             yield from _with_loops(op.body, depth + 1)
 
 
-def _stage_bytes(region: Region) -> int:
-    elems = 1
-    for d in region.shape:
-        elems *= d
-    return elems * targets.ELEMENT_BITS[region.elem] // 8
-
-
 # ---- checks ----------------------------------------------------------------------------------
 
 def check_roles(p: Program):
@@ -252,9 +245,9 @@ def check_tx_bytes(p: Program):
                 continue
             expected_by[op.barrier] = True
             copies = [c for c in body if isinstance(c, Copy) and c.barrier == op.barrier and c.region in p.regions]
-            landed = sum(_stage_bytes(p.regions[c.region]) for c in copies)
+            landed = sum(p.regions[c.region].stage_bytes for c in copies)
             if landed != op.tx_bytes:
-                listing = " + ".join(f"{c.region} {_stage_bytes(p.regions[c.region])} B" for c in copies) or "none"
+                listing = " + ".join(f"{c.region} {p.regions[c.region].stage_bytes} B" for c in copies) or "none"
                 yield Problem("tx-bytes", _at(role, op), f"expects {op.tx_bytes} B but the copies completing on "
                               f"{op.barrier!r} here land {landed} B ({listing}): the phase would "
                               f"{'never complete' if op.tx_bytes > landed else 'complete before the data lands'}")
@@ -420,7 +413,7 @@ def check_alignment(p: Program):
                           f"alignment {r.align}")
         if r.swizzle:
             repeat = 8 * r.swizzle
-            stage = _stage_bytes(r)
+            stage = r.stage_bytes
             if r.offset % repeat or stage % repeat:
                 yield Problem("alignment", f"region {r.name!r}",
                               f"{r.swizzle}B-swizzled tile at offset {r.offset} with {stage} B stages: both must be "

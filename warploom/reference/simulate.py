@@ -125,8 +125,7 @@ class CTA:
         return tile
 
     def stage_bytes(self, name: str) -> int:
-        region = self.p.regions[name]
-        return int(np.prod(region.shape)) * targets.ELEMENT_BITS[region.elem] // 8
+        return self.p.regions[name].stage_bytes
 
     # ---- coroutines ----
     def role_coroutines(self):
