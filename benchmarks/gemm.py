@@ -29,6 +29,9 @@ GRID = [(8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 2048), (16384, 8192
 
 
 def commit() -> str:
+    """WARPLOOM_COMMIT when set (the device machine's copy may carry stale git metadata), else git's HEAD."""
+    if os.environ.get("WARPLOOM_COMMIT"):
+        return os.environ["WARPLOOM_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=os.path.dirname(__file__)).stdout.strip() or os.environ.get("WARPLOOM_COMMIT", "?")
