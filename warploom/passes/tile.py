@@ -80,7 +80,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
-            "schedule": schedule, "input_names": ["a", "b"], "b_layout": b_layout, "acc_elem": "f32"},
+            "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32"},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     with before_terminator(kernel), matmul.operation.location:
         loop = make_op("k_loop", {"trip": ["cdiv", "K", block_k]}, region=True)

@@ -37,7 +37,7 @@ func.func @load_tile(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -74,7 +74,7 @@ func.func @cluster(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [2, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", cluster = [2, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -111,7 +111,7 @@ func.func @tx_bytes(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<
       gpu.yield
     }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", smem_bytes = 132160 : i64, stages = 4 : i64, threads = 384 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
 
@@ -131,6 +131,6 @@ func.func @unplanned(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor
     }) {trip = ["cdiv", "K", 64]} : () -> ()
     "wl.store_tile"() {acc = "acc", operand = "c", tile = [128, 128]} : () -> ()
     gpu.yield
-  }) {acc_elem = "f32", b_layout = "nk", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", stages = 4 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  }) {acc_elem = "f32", cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], input_names = ["a", "b"], kind = "gemm", stages = 4 : i64, tile = [128, 128, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %0 : tensor<?x?xbf16>
 }
