@@ -1,0 +1,89 @@
+"""Record GPU outputs of chosen sm_90a GEMM kernels, for calibrating the CPU emulator against the H200.
+
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz
+
+Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
+persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two input sets per case:
+"exact" (small integers: every product and partial sum is exact in fp32, so any summation order gives
+the same fp32 value and the output must match the emulator bit for bit) and "random" (normal values in
+the input dtype: hardware and emulator may sum in different orders; the difference is measured).
+The kernel is launched through the runtime directly (not warploom.ops), so the kernel and the grid are
+exactly the case's. C is poisoned with NaN before each launch. Writes one .npz holding every input and
+output, and a manifest (JSON string) with the kernels' names and cache keys.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import ml_dtypes
+import numpy as np
+import torch
+
+sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
+from warploom.kernels import GemmSpec, get_kernel  # noqa: E402
+from warploom.runtime.launch import default_launcher  # noqa: E402
+from warploom.runtime.tensormap import encode_tiled  # noqa: E402
+from warploom.runtime.tensors import as_device_tensor  # noqa: E402
+
+# (dtype, b_layout, block_n, schedule, M, N, K, SMS): M, N, K not multiples of the tiles; K % 8 == 0 and,
+# for a [K, N] b, N % 8 == 0 (TMA's 16-byte rows: the kernel's own path, no padding)
+CASES = [
+    ("bf16", "kn", 128, "grid", 200, 264, 136, None),
+    ("bf16", "nk", 256, "grid", 130, 300, 200, None),
+    ("bf16", "kn", 256, "persistent", 260, 520, 136, 3),
+    ("f16", "nk", 128, "persistent", 300, 200, 72, 2),
+    ("f16", "kn", 128, "grid", 129, 136, 64, None),
+]
+TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
+NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np.random.Generator):
+    if kind == "exact":
+        a = rng.integers(-3, 4, size=(m, k)).astype(np.float32)
+        b = rng.integers(-3, 4, size=(n, k) if b_layout == "nk" else (k, n)).astype(np.float32)
+    else:
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = rng.standard_normal((n, k) if b_layout == "nk" else (k, n)).astype(np.float32)
+    low = NUMPY_DTYPE[dtype]      # the values the kernel reads: rounded to the input dtype here, once
+    return a.astype(low).astype(np.float32), b.astype(low).astype(np.float32)
+
+
+def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np):
+    spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule)
+    art = get_kernel(spec)
+    a = torch.from_numpy(a_np).to("cuda", TORCH[dtype])
+    b = torch.from_numpy(b_np).to("cuda", TORCH[dtype])            # row-major [N, K] or [K, N]: what TMA reads
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[dtype])
+    args = {"a": encode_tiled(art.tensor_maps["a"], as_device_tensor(a), [1, 0]),
+            "b": encode_tiled(art.tensor_maps["b"], as_device_tensor(b), [1, 0]),
+            "c": as_device_tensor(c).ptr, "M": m, "N": n, "K": k}
+    sizes = {"M": m, "N": n, "K": k, "SMS": sms or 132}
+    default_launcher().prepare(art, sizes, args, device=0).launch(torch.cuda.current_stream().cuda_stream)
+    torch.cuda.synchronize()
+    return c.float().cpu().numpy(), art
+
+
+def main(path: str) -> None:
+    rng = np.random.default_rng(2026)
+    arrays, manifest = {}, []
+    for i, (dtype, b_layout, block_n, schedule, m, n, k, sms) in enumerate(CASES):
+        for kind in ("exact", "random"):
+            a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
+            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b)
+            ref = a.astype(np.float64) @ (b.T if b_layout == "nk" else b).astype(np.float64)
+            assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
+            rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
+            key = f"case{i}_{kind}"
+            arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
+            manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n,
+                             "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
+                             "artifact_key": art.key, "rel_err_vs_f64": rel})
+            print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")
+    np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
