@@ -95,7 +95,7 @@ def barrier_table(program) -> str:
 def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     if spec.target != "sm_90a":
         raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
-    from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+    from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
@@ -105,11 +105,10 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     module, records = gemm_graph(spec).run_pipeline(planning_passes(spec))
     with module.context:
         (kernel,) = kernel_ops(module)
-        program = read_kernel(kernel)        # what the smem planner's table reads
-        typed = read_program(kernel)         # what the lowering and the explain tables read
-    name = kernel_name(typed)
+        program = read_program(kernel)       # what the lowering, the plans and the explain tables read
+    name = kernel_name(program)
     t0 = time.perf_counter()
-    lowered = lower_kernel(typed, name)
+    lowered = lower_kernel(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
     asm = assemble(ptx, spec.target, "ptxas")
@@ -119,7 +118,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
         "spec": spec.lookup_id, "description": spec.describe(),
         "tile": program.attrs["tile"], "stages": program.attrs["stages"],
         "smem_plan": plan_smem(program).table(),     # the limit of the kernel's target
-        "barrier_plan": barrier_table(typed), "roles": role_table(typed),
+        "barrier_plan": barrier_table(program), "roles": role_table(program),
         "passes": [{"name": r.name, "ms": round(r.seconds * 1e3, 3)} for r in records[1:]]
                   + [{"name": "lower-sm90 + ptx", "ms": round((t1 - t0) * 1e3, 3)},
                      {"name": "ptxas", "ms": round((t2 - t1) * 1e3, 3)}],

@@ -108,7 +108,7 @@ MUTATIONS: list[Mutation] = [
              SM90, "b.mul(b.remu(lane, c(4)), c(2))", "b.remu(lane, c(4))"),
     Mutation("plan-producer-parity",
              "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
-             "warploom/passes/plan_barriers.py", '"parity": "producer"', '"parity": "consumer"'),
+             "warploom/passes/plan_barriers.py", 'out.append(Wait(empty, "phase^1"))', 'out.append(Wait(empty, "phase"))'),
     Mutation("swizzle-code",
              "the 128B swizzle gets the Hopper descriptor code of 64B (2 instead of 1): the wgmma reads smem with "
              "the wrong XOR pattern",

@@ -297,3 +297,41 @@ def test_verify_raises_with_every_problem():
     with pytest.raises(KernelError) as e:
         verify(p, "fa3")
     assert "fa3 fails 2 check(s)" in str(e.value) and len(e.value.problems) == 2
+
+
+# ---- the program's printed form: read -> write gives the IR back -------------------------------------
+
+@pytest.mark.parametrize("passes", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("spec_index", [0, 9])
+def test_write_program_is_the_inverse_of_read(spec_index, passes):
+    """After each kernel pass, writing the program it reads reproduces the kernel IR exactly."""
+    from warploom.compile import gemm_graph, planning_passes
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel.write import write_program
+    from warploom.kernels import STANDARD_KERNELS
+    spec = STANDARD_KERNELS["sm_90a"][spec_index]
+    pipeline = planning_passes(spec)                    # wl-verify, wl-fuse, wl-verify, then the 5 kernel passes
+    module, _ = gemm_graph(spec).run_pipeline(pipeline[:3 + passes])
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        before = str(kernel)
+        write_program(kernel, read_program(kernel))
+        assert str(kernel) == before
+
+
+def test_write_program_refuses_what_the_ir_cannot_hold_yet():
+    """The FA3-shaped program has a one-warp producer: the wl IR has whole-warpgroup roles only so far."""
+    from warploom.dialect import make_context
+    from warploom.kernel.write import write_program
+    from mlir import ir
+    p = fa3_program()
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse('func.func @f(%q: tensor<?x128xbf16>) -> tensor<?x128xbf16> {\n'
+                                 '  %o = "wl.kernel"(%q, %q) ({\n    gpu.yield\n  }) {kind = "attention", tile = [128, 128, 128], '
+                                 'cluster = [1, 1, 1], grid = [["const", 1]]} : (tensor<?x128xbf16>, tensor<?x128xbf16>) -> tensor<?x128xbf16>\n'
+                                 '  return %o : tensor<?x128xbf16>\n}\n')
+        from warploom.dialect.kernel_ir import kernel_ops
+        (kernel,) = kernel_ops(module)
+        with pytest.raises(ValueError, match="role 'producer' spans warps 0..0: the wl IR holds roles of whole "
+                                             "warpgroups only so far"):
+            write_program(kernel, p)

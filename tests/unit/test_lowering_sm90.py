@@ -6,7 +6,7 @@ import pytest
 from mlir import ir
 
 from warploom.dialect import make_context, op_attrs
-from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+from warploom.dialect.kernel_ir import kernel_ops
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
 from warploom import compile as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec

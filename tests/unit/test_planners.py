@@ -2,7 +2,8 @@
 import pytest
 
 import warploom as wl
-from warploom.dialect.kernel_ir import kernel_ops, read_kernel
+from warploom.dialect.kernel_ir import kernel_ops
+from warploom.kernel import Region, read_program
 from warploom.passes import PassError
 from warploom.passes.plan_barriers import barrier_rings
 from warploom.passes.plan_smem import plan_smem, swizzle_for, tile_align
@@ -17,7 +18,7 @@ def specialized(block_n=256, stages=4, elem="bf16", transpose_b=False):
     g.output(g.matmul(a, b, transpose_b=transpose_b))
     module, _ = g.run_pipeline([f"wl-tile{{block-n={block_n}}}", f"wl-pipeline{{stages={stages}}}", "wl-specialize"])
     with module.context:
-        return read_kernel(kernel_ops(module)[0])
+        return read_program(kernel_ops(module)[0])
 
 
 @pytest.mark.parametrize("block_n, stages", [(256, 4), (128, 4), (128, 6), (256, 3), (64, 8)])
@@ -50,16 +51,16 @@ def test_smem_limit_option_overrides_the_targets_and_tiles_align_as_their_layout
     plan = plan_smem(program, limit=150000)
     assert plan.limit == 150000 and "150000" in plan.table()
     for r in plan.regions[:-1]:
-        buf = program.buffers[r.name]
-        assert r.align == SmemTile(buf["dims"], buf["shape"], buf["elem"], r.swizzle).align == 1024
+        region = program.regions[r.name]
+        assert r.align == SmemTile(region.dims, region.shape, region.elem, r.swizzle).align == 1024
     with pytest.raises(PassError, match="the limit is 100000 B: use 3 stages"):
         plan_smem(program, limit=100000)
 
 
 def test_a_tile_its_layout_refuses_is_a_pass_error_naming_the_region():
-    buf = {"name": "b", "dims": ["K", "N"], "shape": [4, 256], "elem": "bf16", "stages": 2}
+    region = Region("b", "smem", "bf16", (4, 256), ("K", "N"), 2)
     with pytest.raises(PassError, match="smem region 'b': .*4 rows is not a positive multiple of 8"):
-        tile_align(buf, swizzle_for(buf))
+        tile_align(region, swizzle_for(region))
 
 
 def test_register_budget_errors_name_the_target_limits():
@@ -82,8 +83,8 @@ def test_planned_ir_carries_the_table():
     g.output(g.matmul(g.input("a", ("M", "K"), "f16"), g.input("b", ("K", "N"), "f16")))
     module, records = g.run_pipeline("sm_90a")
     with module.context:
-        program = read_kernel(kernel_ops(module, "kernel")[0]) if kernel_ops(module, "kernel") else None
+        program = read_program(kernel_ops(module, "kernel")[0]) if kernel_ops(module, "kernel") else None
     text = next(r.ir for r in records if r.name == "wl-plan-barriers")
     assert '"wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full"' in text
     assert "smem_bytes = 197696" in text
-    assert program is None or program.attrs["smem_bytes"] == 197696
+    assert program is None or program.smem_bytes == 197696

@@ -1,8 +1,10 @@
-"""Kernel-level wl IR as plain Python data: read a `wl.kernel` into a `KernelProgram`, make kernel ops.
+"""Kernel-level wl IR as plain Python data, and the few MLIR helpers that make and find kernel ops.
 
-Passes build kernel IR with `make_op`; the lowering, `warploom explain` and the
-schedule simulator read it back with `read_kernel`, which turns the op tree
-into dataclasses so that none of them walks MLIR objects.
+`read_kernel` turns a `wl.kernel` op tree into plain dataclasses (`KernelProgram`,
+`KOp`: op kinds and attribute dicts), which `warploom.kernel.read` types into the
+kernel program; `make_op` and the insertion helpers are what
+`warploom.kernel.write` and wl-tile use to print a program back as wl ops.
+Nothing else walks MLIR objects of a kernel.
 """
 from __future__ import annotations
 
@@ -111,8 +113,3 @@ def kernel_ops(module, kind: str = "kernel") -> list:
 
     module.operation.walk(visit)
     return found
-
-
-def children(op, kind: str | None = None) -> list:
-    """wl ops directly inside `op`'s region (optionally of one kind)."""
-    return [c for c in body_block(op).operations if op_kind(c) is not None and (kind is None or op_kind(c) == kind)]

@@ -3,11 +3,11 @@
     from warploom.kernel import read_program, verify
     verify(read_program(kernel_op))          # raises KernelError naming each broken invariant
 """
-from .program import (Arrive, Compute, Copy, Loop, MBarrier, Mma, MmaWait, NamedBarrier, Opaque, Operand, Program, Region,
+from .program import (Arrive, Compute, Copy, Load, Loop, MBarrier, Mma, MmaWait, NamedBarrier, Opaque, Operand, Program, Region,
                       Ring, Role, Store, Sync, Wait)
 from .read import read_program
 from .verify import KernelError, Problem, problems, verify
 
-__all__ = ["Arrive", "Compute", "Copy", "KernelError", "Loop", "MBarrier", "Mma", "MmaWait", "NamedBarrier",
+__all__ = ["Arrive", "Compute", "Copy", "KernelError", "Load", "Loop", "MBarrier", "Mma", "MmaWait", "NamedBarrier",
            "Opaque", "Operand", "Problem", "Program", "Region", "Ring", "Role", "Store", "Sync", "Wait", "problems",
            "read_program", "verify"]

@@ -23,6 +23,7 @@ from typing import Iterator, Union
 from warploom import targets
 from warploom.dialect.shapes import TensorType
 
+BARRIER_STORAGE = "mbarriers"        # the smem region that holds every mbarrier (planned by wl-plan-smem)
 ISSUE_MODES = ("thread", "warp", "warpgroup")     # one elected thread, every thread of a warp, of a warpgroup
 SPACES = ("smem", "tmem")
 SOURCES = ("smem", "regs", "tmem")                # where an MMA operand is read from
@@ -135,6 +136,15 @@ class Loop:
 
 
 @dataclass(frozen=True)
+class Load:
+    """Load one `tile` of kernel input `source` (logical `dims`, the last contiguous): the kernel level, before
+    wl-pipeline gives the load a region and makes it an async `Copy`."""
+    source: str
+    tile: tuple[int, ...]
+    dims: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Wait:
     """Wait until this iteration's stage of `barrier` completes the phase `parity` asks for."""
     barrier: str
@@ -214,7 +224,7 @@ class Opaque:
     attrs: tuple = ()
 
 
-Op = Union[Loop, Wait, Arrive, Copy, Mma, MmaWait, Store, Compute, Sync, Opaque]
+Op = Union[Loop, Load, Wait, Arrive, Copy, Mma, MmaWait, Store, Compute, Sync, Opaque]
 
 
 def walk(ops) -> Iterator[Op]:
@@ -242,6 +252,7 @@ class Program:
     registers: dict[str, tuple[int, ...]] = field(default_factory=dict)   # named register tiles, per issuing unit
     smem_bytes: int | None = None                    # dynamic smem the launch asks for (planner's total)
     attrs: dict = field(default_factory=dict)        # tile, grid, schedule, cluster: the launch rules
+    body: tuple = ()                                 # the kernel-level schedule, before wl-specialize gives it roles
 
     def role(self, name: str) -> Role:
         for r in self.roles:

@@ -11,12 +11,12 @@ from warploom import targets
 from warploom.dialect import tensor_type
 from warploom.dialect.kernel_ir import KOp, read_kernel
 
-from .program import (Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Opaque, Operand, Program, Region, Ring, Role,
-                      Store, Wait)
+from .program import (Arrive, Copy, Load, Loop, MBarrier, Mma, MmaWait, Opaque, Operand, Program, Region, Ring,
+                      Role, Store, Wait)
 
-BARRIER_STORAGE = "mbarriers"          # the smem planner's row holding every mbarrier (not a data region)
 ISSUE = {"one_thread": "thread", "warp": "warp", "warpgroup": "warpgroup"}
 PARITY = {"consumer": "phase", "producer": "phase^1"}
+RESOURCE_OPS = ("buffer", "ring", "mbarrier", "role")        # kernel-body ops that are not schedule ops
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -32,7 +32,7 @@ def read_program(kernel_op, target: str | None = None) -> Program:
     warpgroup_warps = 4
     for op in k.body:
         b = op.attrs
-        if op.kind == "buffer" and b["name"] != BARRIER_STORAGE:
+        if op.kind == "buffer":
             program.regions[b["name"]] = Region(
                 name=b["name"], space=b.get("space", "smem"), elem=b["elem"], shape=tuple(b["shape"]),
                 dims=tuple(b.get("dims", ())), stages=b["stages"], swizzle=b.get("swizzle", 0),
@@ -54,6 +54,7 @@ def read_program(kernel_op, target: str | None = None) -> Program:
             program.roles.append(Role(name=b["name"], first_warp=first, warps=count,
                                       issue=ISSUE.get(b.get("issue", "warpgroup"), b.get("issue")),
                                       regs=b.get("regs"), body=tuple(_ops(op.body, program))))
+    program.body = tuple(_ops([op for op in k.body if op.kind not in RESOURCE_OPS], program))
     return program
 
 
@@ -71,6 +72,8 @@ def _ops(body: list[KOp], program: Program) -> list:
         if op.kind == "k_loop":
             out.append(Loop(trip=tuple(a["trip"]), body=tuple(_ops(op.body, program)), name="k_loop",
                             carries=tuple(sorted({o.attrs["acc"] for o in op.body if o.kind == "mma"}))))
+        elif op.kind == "load_tile":
+            out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ()))))
         elif op.kind == "wait":
             out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"])))
         elif op.kind == "arrive_expect_tx":
@@ -83,8 +86,9 @@ def _ops(body: list[KOp], program: Program) -> list:
         elif op.kind == "mma":
             m, n, k = a["shape"]
             program.registers.setdefault(a["acc"], (m, n))
-            out.append(Mma(_operand(program, a["a"], "K"), _operand(program, a["b"], "K"),
-                           Operand("regs", a["acc"]), (m, n, k)))
+            k_dim = a.get("k_dim", "K")
+            out.append(Mma(_operand(program, a["a"], k_dim), _operand(program, a["b"], k_dim),
+                           Operand("regs", a["acc"]), (m, n, k), k_dim=k_dim))
         elif op.kind == "mma_wait":
             out.append(MmaWait(a["pending"]))
         elif op.kind == "store_tile":

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 
 from warploom import targets
 
-from .program import (ISSUE_MODES, MAJORS, PARITIES, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
+from .program import (BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
                       Region, Role, Store, Sync, Wait)
 
 
@@ -358,7 +358,8 @@ def _smem_intervals(p: Program):
             yield r.name, r.offset, r.offset + r.size, set(r.aliases)
     for b in p.barriers.values():
         if b.offset is not None:
-            yield f"mbarrier {b.name}", b.offset, b.offset + b.count * t.mbarrier_bytes, set()
+            # barriers live inside the barrier storage region the smem planner placed
+            yield f"mbarrier {b.name}", b.offset, b.offset + b.count * t.mbarrier_bytes, {BARRIER_STORAGE}
 
 
 def check_overlap(p: Program):

@@ -35,7 +35,9 @@ from mlir import ir
 
 from warploom import targets
 from warploom.dialect import make_context
-from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program, Role, Store, Wait
+from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Wait
+from warploom.kernel.program import BARRIER_STORAGE
+from warploom.kernel.write import wl_name
 from warploom.layout import SmemTile, WgmmaSmemDescriptor
 from warploom.lowering import emit
 from warploom.lowering.emit import sync, tma, wgmma
@@ -223,7 +225,7 @@ class _GemmLowering:
         if self.smem_bytes < end + T.smem_base_align - 1:
             self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
                        f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
-        self.tiles = {name: self._tile(region) for name, region in p.regions.items()}
+        self.tiles = {name: self._tile(region) for name, region in p.regions.items() if name != BARRIER_STORAGE}
 
     def _regs(self, role: Role) -> int:
         return self.launch_regs if role.regs is None else role.regs
@@ -429,8 +431,7 @@ class _GemmLowering:
         for op in ops:
             kind = OPS.get(type(op))
             if kind is None:
-                name = f"wl.{op.kind}" if isinstance(op, Opaque) else type(op).__name__
-                self._fail(f"cannot lower {name} in role {ctx.name!r}; the sm_90a lowering handles "
+                self._fail(f"cannot lower {wl_name(op)} in role {ctx.name!r}; the sm_90a lowering handles "
                            f"{', '.join(WL_NAMES)}")
             getattr(self, f"_op_{kind}")(op, ctx)
 

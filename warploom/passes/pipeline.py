@@ -8,12 +8,32 @@ stage index and, once wl-plan-barriers runs, one full and one empty barrier).
 """
 from __future__ import annotations
 
-from mlir import ir
+from dataclasses import replace
 
-from warploom.dialect import op_attrs, tensor_type
-from warploom.dialect.kernel_ir import body_block, kernel_ops, make_op, set_attrs
+from warploom.dialect.kernel_ir import kernel_ops
+from warploom.kernel import Copy, Load, Loop, Program, Region, Ring
 
-from .registry import PassError, register
+from .registry import PassError, edit_program, register
+
+
+def pipeline(program: Program, stages: int) -> None:
+    """Each Load of a loop gets a region of `stages` tiles and becomes a Copy; a loop's loads form one ring."""
+    loops = [op for op in program.body if isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body)]
+    if not loops:
+        raise PassError("wl-pipeline found no wl.load_tile in the kernel: run wl-tile first")
+    body = []
+    for op in program.body:
+        if any(op is loop for loop in loops):
+            loads = [c for c in op.body if isinstance(c, Load)]
+            for load in loads:
+                program.regions[load.source] = Region(load.source, "smem", program.inputs[load.source].elem,
+                                                      tuple(load.tile), tuple(load.dims), stages)
+            names = tuple(load.source for load in loads)
+            program.rings["".join(names)] = Ring("".join(names), stages, names)
+            op = replace(op, body=tuple(Copy(c.source, c.source) if isinstance(c, Load) else c for c in op.body))
+        body.append(op)
+    program.body = tuple(body)
+    program.attrs["stages"] = stages
 
 
 @register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers",
@@ -22,25 +42,4 @@ def run(module, stages: int = 4):
     if not 2 <= stages <= 8:
         raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
     for kernel in kernel_ops(module):
-        attrs = op_attrs(kernel)
-        names = attrs["input_names"]
-        elems = {n: tensor_type(v.type).elem for n, v in zip(names, kernel.operation.operands)}
-        if "stages" in attrs:
-            raise PassError("wl-pipeline already ran on this kernel (it has stages); run it once", kernel)
-        loads = kernel_ops(kernel, "load_tile")
-        if not loads:
-            raise PassError("wl-pipeline found no wl.load_tile in the kernel: run wl-tile first", kernel)
-        regions = [op_attrs(load)["operand"] for load in loads]
-        first = list(body_block(kernel).operations)[0]
-        for load in loads:
-            la = op_attrs(load)
-            elem = elems[la["operand"]]
-            with ir.InsertionPoint(first), load.operation.location:
-                make_op("buffer", {"name": la["operand"], "shape": la["tile"], "elem": elem, "stages": stages,
-                                   "dims": la["dims"]})
-            with ir.InsertionPoint(load), load.operation.location:
-                make_op("async_load", {"operand": la["operand"], "buffer": la["operand"], "tile": la["tile"]})
-            load.operation.erase()
-        with ir.InsertionPoint(first), kernel.operation.location:
-            make_op("ring", {"name": "".join(regions), "stages": stages, "regions": regions})
-        set_attrs(kernel, stages=stages)
+        edit_program(kernel, lambda p: pipeline(p, stages))

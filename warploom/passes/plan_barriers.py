@@ -14,15 +14,14 @@ comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BIT
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from mlir import ir
+from dataclasses import dataclass, replace
 
 from warploom import targets
-from warploom.dialect import op_attrs
-from warploom.dialect.kernel_ir import children, kernel_ops, make_op, read_kernel, set_attrs
+from warploom.dialect.kernel_ir import kernel_ops
+from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Wait
+from warploom.kernel.program import BARRIER_STORAGE
 
-from .registry import PassError, register
+from .registry import PassError, edit_program, register
 
 
 @dataclass(frozen=True)
@@ -32,14 +31,8 @@ class BarrierRing:
     arrivals: int       # arrivals that complete a phase
     tx_bytes: int       # async-copy bytes that must land too (0: none)
     notes: str
-
-
-def buffer_stage_bytes(buf: dict) -> int:
-    """Bytes of one stage of a `wl.buffer`: what one TMA fill of it brings in."""
-    elems = 1
-    for d in buf["shape"]:
-        elems *= d
-    return elems * targets.ELEMENT_BITS[buf["elem"]] // 8
+    ring: str           # the wl.ring it paces
+    side: str           # "full" (data landed) or "empty" (slot free)
 
 
 def barrier_names(ring: str, rings: int) -> tuple[str, str]:
@@ -47,66 +40,72 @@ def barrier_names(ring: str, rings: int) -> tuple[str, str]:
     return ("full", "empty") if rings == 1 else (f"{ring}_full", f"{ring}_empty")
 
 
-def barrier_rings(program) -> list[BarrierRing]:
-    """The full/empty mbarrier rings of every `wl.ring` of a specialized program; the smem planner sizes their
-    storage from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's
-    regions; empty: one arrival per consumer warpgroup."""
-    rings = program.top("ring")
-    roles = {r.attrs["name"]: r for r in program.roles}
+def barrier_rings(program: Program) -> list[BarrierRing]:
+    """The mbarriers of every ring of a specialized program, in storage order; the smem planner sizes their storage
+    from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's regions;
+    empty (rings whose slots are reused): one arrival per consumer warpgroup."""
+    target = targets.get(program.target)
+    warps_per_wg = target.warpgroup_threads // target.warp_size
     out = []
-    for op in rings:
-        ring = op.attrs
-        buffers = [program.buffers[name] for name in ring["regions"]]
-        consumers = sum(len(roles[c].attrs["warpgroups"]) for c in ring["consumers"])
-        tx = sum(buffer_stage_bytes(b) for b in buffers)
-        full, empty = barrier_names(ring["name"], len(rings))
-        out += [BarrierRing(full, ring["stages"], 1, tx, f"TMA of {' + '.join(ring['regions'])} landed"),
-                BarrierRing(empty, ring["stages"], consumers, 0, "consumers' MMAs on the stage retired")]
+    for ring in program.rings.values():
+        consumers = sum(program.role(c).warps // warps_per_wg for c in ring.consumers)
+        tx = sum(program.regions[r].stage_bytes for r in ring.regions)
+        full, empty = barrier_names(ring.name, len(program.rings))
+        out.append(BarrierRing(full, ring.stages, 1, tx, f"TMA of {' + '.join(ring.regions)} landed", ring.name,
+                               "full"))
+        if ring.stages > 1:
+            out.append(BarrierRing(empty, ring.stages, consumers, 0, "consumers' MMAs on the stage retired",
+                                   ring.name, "empty"))
     return out
 
 
-def plan_barriers(kernel) -> None:
-    program = read_kernel(kernel)
-    region = program.buffers.get("mbarriers")
-    if region is None or "offset" not in region:
-        raise PassError("wl-plan-barriers needs the smem plan (run wl-plan-smem first)", kernel)
-    rings = barrier_rings(program)
-    mbarrier_bytes = targets.of_kernel(program.attrs).mbarrier_bytes
-    offset = region["offset"]
-    roles = {op_attrs(r)["name"]: r for r in children(kernel, "role")}
-    if len(rings) != 2:
-        raise PassError(f"wl-plan-barriers: the GEMM schedule moves one ring of operand tiles; this kernel "
-                        f"declares {len(rings) // 2}", kernel)
-    full, empty = rings
-    (ring_op,) = children(kernel, "ring")       # the GEMM schedule below has one ring
-    ring_name = op_attrs(ring_op)["name"]
-    with ir.InsertionPoint(roles["producer"]), kernel.operation.location:
-        for ring in rings:
-            make_op("mbarrier", {"name": ring.name, "count": ring.count, "arrivals": ring.arrivals,
-                                 "tx_bytes": ring.tx_bytes, "offset": offset, "ring": ring_name})
-            offset += ring.count * mbarrier_bytes
-    set_attrs(ring_op, full=full.name, empty=empty.name)
+def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int) -> tuple:
+    """`body` with the ring's protocol added to each loop: the producer waits for a free slot and announces the
+    bytes before its first copy into the ring (copies complete on full); a consumer waits for full before its
+    first MMA on the ring's data and frees the slot after the wait that retires that MMA (lag = the groups it
+    leaves in flight: the stage freed at iteration i is the one of iteration i - lag)."""
+    out, announced, waited, freed = [], False, False, False
+    for op in body:
+        if isinstance(op, Loop):
+            out.append(replace(op, body=_hand_offs(op.body, ring, full, empty, tx_bytes)))
+            continue
+        if isinstance(op, Copy) and op.region in ring.regions:
+            if not announced:
+                if empty is not None:
+                    out.append(Wait(empty, "phase^1"))
+                out.append(Arrive(full, tx_bytes=tx_bytes))
+                announced = True
+            op = replace(op, barrier=full)
+        if isinstance(op, Mma) and not waited and {op.a.name, op.b.name} & set(ring.regions):
+            out.append(Wait(full, "phase"))
+            waited = True
+        out.append(op)
+        if isinstance(op, MmaWait) and waited and not freed and empty is not None:
+            out.append(Arrive(empty, lag=op.pending, per="warpgroup"))
+            freed = True
+    return tuple(out)
 
-    (ploop,) = children(roles["producer"], "k_loop")
-    loads = children(ploop, "async_load")
-    with ir.InsertionPoint(loads[0]), kernel.operation.location:
-        make_op("wait", {"barrier": empty.name, "parity": "producer"})
-        make_op("arrive_expect_tx", {"barrier": full.name, "bytes": full.tx_bytes})
-    for load in loads:
-        set_attrs(load, barrier=full.name)
 
-    (cloop,) = children(roles["consumer"], "k_loop")
-    (mma,) = children(cloop, "mma")
-    (mma_wait,) = children(cloop, "mma_wait")
-    with ir.InsertionPoint(mma), kernel.operation.location:
-        make_op("wait", {"barrier": full.name, "parity": "consumer"})
-    lag = op_attrs(mma_wait)["pending"]
-    with ir.InsertionPoint.after(mma_wait), kernel.operation.location:
-        make_op("arrive", {"barrier": empty.name, "issue": "one_thread_per_warpgroup", "lag": lag})
+def plan_barriers(program: Program) -> None:
+    storage = program.regions.get(BARRIER_STORAGE)
+    if storage is None or storage.offset is None:
+        raise PassError("wl-plan-barriers needs the smem plan (run wl-plan-smem first)")
+    mbarrier_bytes = targets.get(program.target).mbarrier_bytes
+    offset = storage.offset
+    planned = barrier_rings(program)
+    for bar in planned:
+        program.barriers[bar.name] = MBarrier(bar.name, bar.count, bar.arrivals, bar.tx_bytes, offset=offset)
+        offset += bar.count * mbarrier_bytes
+    for name, ring in list(program.rings.items()):
+        sides = {b.side: b for b in planned if b.ring == name}
+        full, empty = sides["full"], sides.get("empty")
+        ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None)
+        program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes))
+                         if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
 
 
 @register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role",
           after=("wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem"))
 def run(module):
     for kernel in kernel_ops(module):
-        plan_barriers(kernel)
+        edit_program(kernel, plan_barriers)

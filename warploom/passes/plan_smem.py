@@ -11,20 +11,21 @@ from the kernel's target.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from mlir import ir
+from dataclasses import dataclass, replace
 
 from warploom import targets
-from warploom.dialect.kernel_ir import children, kernel_ops, make_op, read_kernel, set_attrs
+from warploom.dialect.kernel_ir import kernel_ops
+from warploom.kernel import Program, Region
+from warploom.kernel.program import BARRIER_STORAGE
 from warploom.layout import SWIZZLE_128B, SWIZZLE_NONE, SmemTile, Swizzle
 
-from .plan_barriers import barrier_rings, buffer_stage_bytes
-from .registry import PassError, register
+from .plan_barriers import barrier_rings
+from .registry import PassError, edit_program, register
 
 
 @dataclass(frozen=True)
-class Region:
+class PlanRow:
+    """One row of the smem plan: a region (or the barrier storage) and where it lands."""
     name: str
     offset: int
     bytes: int
@@ -35,7 +36,7 @@ class Region:
 
 @dataclass(frozen=True)
 class SmemPlan:
-    regions: list[Region]
+    regions: list[PlanRow]
     limit: int
     base_align_slack: int              # the target's smem_base_align: the run-time round-up of the smem base
 
@@ -60,55 +61,64 @@ def align_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a
 
 
-def swizzle_for(buf: dict) -> Swizzle:
+def swizzle_for(region: Region) -> Swizzle:
     """The planner's choice: the 128B swizzle where a row of the contiguous dim fills whole 128-byte spans
     (the MMAs read such tiles without bank conflicts), none otherwise."""
-    row_bytes = buf["shape"][-1] * targets.ELEMENT_BITS[buf["elem"]] // 8
+    row_bytes = region.shape[-1] * targets.ELEMENT_BITS[region.elem] // 8
     return SWIZZLE_128B if row_bytes % SWIZZLE_128B.span_bytes == 0 else SWIZZLE_NONE
 
 
-def tile_align(buf: dict, swizzle: Swizzle) -> int:
+def tile_align(region: Region, swizzle: Swizzle) -> int:
     """The alignment one stage of a tile region needs, from its layout (`SmemTile.align`)."""
     try:
-        return SmemTile(buf["dims"], buf["shape"], buf["elem"], swizzle).align
+        return SmemTile(region.dims, region.shape, region.elem, swizzle).align
     except ValueError as e:
-        raise PassError(f"smem region {buf['name']!r}: {e}") from None
+        raise PassError(f"smem region {region.name!r}: {e}") from None
 
 
-def plan_smem(program, limit: int | None = None) -> SmemPlan:
-    """Place every region of a specialized kernel; `limit` defaults to the target's smem limit."""
-    target = targets.of_kernel(program.attrs)
+def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
+    """Place every region of a specialized kernel, then the barrier storage; `limit` defaults to the target's."""
+    target = targets.get(program.target)
     limit = target.smem_limit if limit is None else limit
     slack, mbarrier_bytes = target.smem_base_align, target.mbarrier_bytes
-    regions, offset = [], 0
-    for buf in program.buffers.values():
-        if buf["name"] == "mbarriers":     # planned below, from the barrier rings
-            continue
-        swizzle = swizzle_for(buf)
-        align = tile_align(buf, swizzle)
-        size = buffer_stage_bytes(buf) * buf["stages"]
+    rows, offset = [], 0
+    data = [r for r in program.regions.values() if r.name != BARRIER_STORAGE and r.space == "smem"]
+    for region in data:
+        swizzle = swizzle_for(region)
+        align = tile_align(region, swizzle)
+        size = region.stage_bytes * region.stages
         offset = align_up(offset, align)
-        shape = "x".join(map(str, buf["shape"]))
-        regions.append(Region(buf["name"], offset, size, align, swizzle.bytes,
-                              f"{buf['stages']} x {shape} {buf['elem']}"
-                              + (f", {swizzle} swizzle" if swizzle.swizzled else "")))
+        shape = "x".join(map(str, region.shape))
+        rows.append(PlanRow(region.name, offset, size, align, swizzle.bytes,
+                            f"{region.stages} x {shape} {region.elem}"
+                            + (f", {swizzle} swizzle" if swizzle.swizzled else "")))
         offset += size
     rings = barrier_rings(program)
     count = sum(r.count for r in rings)
     offset = align_up(offset, mbarrier_bytes)
     names = " ".join(f"{r.name}[{r.count}]" for r in rings)
-    regions.append(Region("mbarriers", offset, count * mbarrier_bytes, mbarrier_bytes, 0,
-                          f"{count} x {mbarrier_bytes}: {names}"))
-    plan = SmemPlan(regions, limit, slack)
+    rows.append(PlanRow(BARRIER_STORAGE, offset, count * mbarrier_bytes, mbarrier_bytes, 0,
+                        f"{count} x {mbarrier_bytes}: {names}"))
+    plan = SmemPlan(rows, limit, slack)
     if plan.requested > limit:
         stages = program.attrs["stages"]
-        per_stage = sum(buffer_stage_bytes(b) for b in program.buffers.values() if b["name"] != "mbarriers")
+        per_stage = sum(r.stage_bytes for r in data)
         fit = (limit - slack - count * mbarrier_bytes) // per_stage
-        listing = ", ".join(f"{r.name} {r.bytes} B" for r in regions)
+        listing = ", ".join(f"{r.name} {r.bytes} B" for r in rows)
         raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
                         f"for {stages} stages; the limit is {limit} B: use {fit} stages (wl-pipeline{{stages={fit}}}) "
                         f"or a smaller block-n")
     return plan
+
+
+def apply_plan(program: Program, plan: SmemPlan) -> None:
+    """Write the plan into the program: each region's offset, bytes, alignment and swizzle; the barrier storage as
+    a region of one i64 per mbarrier; the launch's dynamic smem."""
+    for row in plan.regions:
+        region = program.regions.get(row.name) or Region(row.name, "smem", "i64", (row.bytes // row.align,))
+        program.regions[row.name] = replace(region, offset=row.offset, size=row.bytes, align=row.align,
+                                            swizzle=row.swizzle)
+    program.smem_bytes = plan.requested
 
 
 @register("wl-plan-smem", "Offsets, sizes and alignment of every shared-memory region (the swizzle repeat for "
@@ -116,16 +126,4 @@ def plan_smem(program, limit: int | None = None) -> SmemPlan:
           after=("wl-tile", "wl-pipeline", "wl-specialize"))
 def run(module, limit: int | None = None):
     for kernel in kernel_ops(module):
-        try:
-            plan = plan_smem(read_kernel(kernel), limit)
-        except PassError as e:
-            raise PassError(str(e), kernel) from None
-        buffers = {op.operation.attributes["name"].value: op for op in children(kernel, "buffer")}
-        last = list(buffers.values())[-1]
-        for r in plan.regions:
-            if r.name not in buffers:       # the barrier storage gets its own buffer op, one i64 per mbarrier
-                with ir.InsertionPoint.after(last), kernel.operation.location:
-                    buffers[r.name] = make_op("buffer", {"name": r.name, "shape": [r.bytes // r.align],
-                                                         "elem": "i64", "stages": 1})
-            set_attrs(buffers[r.name], offset=r.offset, bytes=r.bytes, align=r.align, swizzle=r.swizzle)
-        set_attrs(kernel, smem_bytes=plan.requested)
+        edit_program(kernel, lambda p: apply_plan(p, plan_smem(p, limit)))

@@ -19,6 +19,21 @@ class PassError(Exception):
         self.op = op
 
 
+def edit_program(kernel, plan) -> None:
+    """The typed kernel program of `kernel`, changed in place by `plan(program)` and written back: how the
+    kernel passes work. A ValueError from planning or writing becomes a PassError at the kernel."""
+    from warploom.kernel import read_program
+    from warploom.kernel.write import write_program
+    try:
+        program = read_program(kernel)
+        plan(program)
+        write_program(kernel, program)
+    except PassError as e:
+        raise PassError(str(e), e.op if e.op is not None else kernel) from None
+    except ValueError as e:
+        raise PassError(str(e), kernel) from None
+
+
 class PassFailed(Exception):
     """A pass failed and has already emitted its diagnostics."""
 

@@ -27,10 +27,11 @@ from mlir import ir
 
 from warploom import targets
 from warploom.dialect import op_attrs, tensor_type
-from warploom.dialect.kernel_ir import before_terminator, kernel_ops, make_op
+from warploom.dialect.kernel_ir import kernel_ops, make_op
+from warploom.kernel import Load, Loop, Mma, Operand, Store
 from warploom.layout import SWIZZLE_128B
 
-from .registry import PassError, register
+from .registry import PassError, edit_program, register
 
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
 SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the GEMM's operand layout)
@@ -82,13 +83,11 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32"},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
-    with before_terminator(kernel), matmul.operation.location:
-        loop = make_op("k_loop", {"trip": ["cdiv", "K", block_k]}, region=True)
-        with before_terminator(loop):
-            make_op("load_tile", {"operand": "a", "tile": [block_m, block_k], "dims": ["M", "K"]})
-            make_op("load_tile", {"operand": "b", "tile": b_tile, "dims": b_dims})
-            make_op("mma", {"a": "a", "b": "b", "acc": "acc", "shape": [block_m, block_n, block_k]})
-        make_op("store_tile", {"operand": "c", "acc": "acc", "tile": [block_m, block_n]})
+    # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
+    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", body=(
+        Load("a", (block_m, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
+        Mma(Operand("smem", "a"), Operand("smem", "b"), Operand("regs", "acc"), (block_m, block_n, block_k))))
+    edit_program(kernel, lambda p: setattr(p, "body", (k_loop, Store("acc", "c", (block_m, block_n)))))
     matmul.operation.results[0].replace_all_uses_with(kernel.results[0])
     matmul.operation.erase()
 

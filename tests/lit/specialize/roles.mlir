@@ -13,10 +13,10 @@
 // CHECK: }) {issue = "one_thread", name = "producer", regs = 40 : i64, warpgroups = [0]}
 // CHECK-NEXT: "wl.role"() ({
 // CHECK-NEXT: "wl.k_loop"() ({
-// CHECK-NEXT: "wl.mma"() {a = "a", a_rows = "per_warpgroup", acc = "acc", b = "b", shape = [64, 256, 64]}
+// CHECK-NEXT: "wl.mma"() {a = "a", acc = "acc", b = "b", shape = [64, 256, 64]}
 // CHECK-NEXT: "wl.mma_wait"() {pending = 1 : i64}
 // CHECK: "wl.mma_wait"() {pending = 0 : i64}
-// CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", rows = "per_warpgroup", tile = [64, 256]}
+// CHECK-NEXT: "wl.store_tile"() {acc = "acc", operand = "c", tile = [64, 256]}
 // CHECK: }) {issue = "warpgroup", name = "consumer", regs = 232 : i64, warpgroups = [1, 2]}
 // CHECK: threads = 384 : i64
 // BUDGET: error: register budget 40 + 2 x 256 per thread needs 70656 registers; the register file holds 65536: lower consumer-regs to 232

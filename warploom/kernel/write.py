@@ -1,0 +1,120 @@
+"""Write a typed `Program` back into a `wl.kernel` op: the planning passes read the program, change it, write it.
+
+The kernel op's body becomes the program's printed form, in a fixed order:
+regions (`wl.buffer`), rings (`wl.ring`), mbarriers (`wl.mbarrier`), roles
+(`wl.role`, each holding its schedule), then the kernel-level schedule that no
+role owns yet. `read_program(write_program(k, p))` gives `p` back (tested).
+The kernel attributes the planners own (`stages`, `threads`, `smem_bytes`) are
+set from the program; the launch rules wl-tile wrote stay as they are.
+"""
+from __future__ import annotations
+
+
+from warploom.dialect.kernel_ir import before_terminator, body_block, make_op, set_attrs
+
+from .program import (Arrive, Compute, Copy, Load, Loop, Mma, MmaWait, Opaque, Program, Role, Store, Sync,
+                      Wait)
+
+ISSUE = {"thread": "one_thread", "warpgroup": "warpgroup", "warp": "warp"}
+PARITY = {"phase": "consumer", "phase^1": "producer"}
+WARPGROUP_WARPS = 4
+
+
+def wl_name(op) -> str:
+    """The wl op an op of the kernel program prints as ("wl.k_loop", "wl.async_load", ...)."""
+    if isinstance(op, Opaque):
+        return f"wl.{op.kind}"
+    if isinstance(op, Arrive):
+        return "wl.arrive_expect_tx" if op.tx_bytes else "wl.arrive"
+    return "wl." + {Loop: "k_loop", Load: "load_tile", Copy: "async_load", Wait: "wait", Mma: "mma",
+                    MmaWait: "mma_wait", Store: "store_tile"}.get(type(op), type(op).__name__)
+
+
+def write_program(kernel_op, program: Program) -> None:
+    """Replace the body of `kernel_op` by `program` (ValueError for what the wl IR cannot hold yet)."""
+    block = body_block(kernel_op)
+    for op in list(block.operations)[:-1]:          # everything but the gpu.yield terminator
+        op.operation.erase()
+    with before_terminator(kernel_op), kernel_op.operation.location:
+        for r in program.regions.values():
+            attrs = {"name": r.name, "shape": list(r.shape), "elem": r.elem, "stages": r.stages}
+            if r.dims:
+                attrs["dims"] = list(r.dims)
+            if r.space != "smem":
+                attrs["space"] = r.space
+            if r.aliases:
+                attrs["aliases"] = list(r.aliases)
+            if r.offset is not None:
+                attrs.update(offset=r.offset, bytes=r.size, align=r.align, swizzle=r.swizzle)
+            make_op("buffer", attrs)
+        for ring in program.rings.values():
+            attrs = {"name": ring.name, "stages": ring.stages, "regions": list(ring.regions)}
+            if ring.producer is not None:
+                attrs.update(producer=ring.producer, consumers=list(ring.consumers))
+            if ring.full is not None:
+                attrs["full"] = ring.full
+            if ring.empty is not None:
+                attrs["empty"] = ring.empty
+            make_op("ring", attrs)
+        for bar in program.barriers.values():
+            ring = program.ring_of_barrier(bar.name)
+            attrs = {"name": bar.name, "count": bar.count, "arrivals": bar.arrivals, "tx_bytes": bar.tx_bytes,
+                     "offset": bar.offset}
+            if ring is not None:
+                attrs["ring"] = ring.name
+            make_op("mbarrier", attrs)
+        for role in program.roles:
+            _role(role, program)
+        for op in program.body:
+            _op(op, program)
+    planned = {"stages": program.attrs.get("stages"), "threads": program.threads, "smem_bytes": program.smem_bytes}
+    set_attrs(kernel_op, **{k: v for k, v in planned.items() if v is not None})
+
+
+def _role(role: Role, program: Program) -> None:
+    if role.first_warp % WARPGROUP_WARPS or role.warps % WARPGROUP_WARPS:
+        raise ValueError(f"role {role.name!r} spans warps {role.first_warp}..{role.warp_range.stop - 1}: the wl IR "
+                         "holds roles of whole warpgroups only so far")
+    first = role.first_warp // WARPGROUP_WARPS
+    op = make_op("role", {"name": role.name, "warpgroups": list(range(first, first + role.warps // WARPGROUP_WARPS)),
+                          "regs": role.regs, "issue": ISSUE[role.issue]}, region=True)
+    with before_terminator(op):
+        for child in role.body:
+            _op(child, program)
+
+
+def _op(op, program: Program) -> None:
+    if isinstance(op, Loop):
+        loop = make_op("k_loop", {"trip": list(op.trip)}, region=True)
+        with before_terminator(loop):
+            for child in op.body:
+                _op(child, program)
+    elif isinstance(op, Load):
+        make_op("load_tile", {"operand": op.source, "tile": list(op.tile), "dims": list(op.dims)})
+    elif isinstance(op, Copy):
+        attrs = {"operand": op.source, "buffer": op.region, "tile": list(program.regions[op.region].shape)}
+        if op.barrier is not None:
+            attrs["barrier"] = op.barrier
+        make_op("async_load", attrs)
+    elif isinstance(op, Wait):
+        make_op("wait", {"barrier": op.barrier, "parity": PARITY[op.parity]})
+    elif isinstance(op, Arrive) and op.tx_bytes:
+        make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes})
+    elif isinstance(op, Arrive):
+        make_op("arrive", {"barrier": op.barrier, "lag": op.lag,
+                           "issue": "one_thread_per_warpgroup" if op.per == "warpgroup" else "one_thread"})
+    elif isinstance(op, Mma):
+        if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "regs":
+            raise ValueError(f"{op}: the wl IR holds MMAs on smem operands into registers only so far")
+        attrs = {"a": op.a.name, "b": op.b.name, "acc": op.acc.name, "shape": list(op.shape)}
+        if op.k_dim != "K":
+            attrs["k_dim"] = op.k_dim
+        make_op("mma", attrs)
+    elif isinstance(op, MmaWait):
+        make_op("mma_wait", {"pending": op.pending})
+    elif isinstance(op, Store):
+        make_op("store_tile", {"operand": op.output, "acc": op.value, "tile": list(op.tile)})
+    elif isinstance(op, (Compute, Sync, Opaque)):
+        raise ValueError(f"{type(op).__name__} has no wl IR form yet")
+    else:
+        raise TypeError(f"not a kernel-program op: {op!r}")
