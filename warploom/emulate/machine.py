@@ -4,7 +4,7 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
 
 - Shared memory is one uint8 array of the launch's dynamic smem size at window address `smem_base`
   (by default 16-aligned but not 1024-aligned, so the kernel's run-time round-up is exercised),
-  filled with 0xFF first (NaN as bf16/f16), so reading bytes nobody wrote shows up in the result.
+  filled with 0xFF first (NaN as bf16/f16); a wgmma reading bytes no TMA copy wrote is an error.
 - mbarriers are kept by smem address (PTX ISA 9.7.13.15 "mbarrier": phase, pending arrivals, tx-count).
 - A TMA load (PTX ISA 9.7.9.25 cp.async.bulk.tensor, tile mode) reads its box from the global numpy
   array at issue, and lands after a scheduler-chosen delay: the bytes are written at the swizzled
@@ -200,6 +200,7 @@ class CTA:
         self.size = launch.smem_bytes
         self.smem = np.full(self.size, 0xFF, np.uint8)
         self.tma_pending = np.zeros(self.size, np.int16)     # in-flight TMA copies writing each byte
+        self.written = np.zeros(self.size, bool)              # bytes some TMA copy has landed in
         self.mma_reading = np.zeros(self.size, np.int16)     # issued, unretired wgmma operands reading each byte
         self.mbarriers: dict[int, Mbarrier] = {}
         self.events: list[AsyncOp] = []
@@ -293,6 +294,7 @@ class CTA:
 
         def land():
             self.smem[phys] = data
+            self.written[phys] = True
             self.tma_pending[off:off + nbytes] -= 1
             self.copies.remove(record)
             self.complete_tx(mbar, nbytes)
@@ -370,14 +372,24 @@ class CTA:
         eb = np.dtype(NUMPY_ELEMS[a["type_a"]]).itemsize
         slot.a_addr = self._operand_addresses(desc_a, a["m"], a["k"], eb, a["major_a"], "A")
         slot.b_addr = self._operand_addresses(desc_b, a["n"], a["k"], eb, a["major_b"], "B")
-        reads = np.concatenate([slot.a_addr.reshape(-1), slot.b_addr.reshape(-1)]) - self.base
-        reads = np.unique(np.concatenate([reads, reads + (eb - 1)]))
+        key = ("reads", desc_a, desc_b, a["m"], a["n"], a["k"], eb, a["major_a"], a["major_b"], self.base)
+        cache = self.launch.address_cache
+        if key not in cache:
+            reads = np.concatenate([slot.a_addr.reshape(-1), slot.b_addr.reshape(-1)]) - self.base
+            cache[key] = np.unique(np.concatenate([reads, reads + (eb - 1)]))
+        reads = cache[key]
         pending = np.flatnonzero(self.tma_pending[reads])
         if pending.size:
             off = int(reads[pending[0]])
             raise SmemRaceError(f"wgmma #{i} of warpgroup {wg.index} reads smem 0x{self.base + off:x}, which an "
                                 f"in-flight TMA copy has not written yet ({self._writer_of(off)}): wait on the "
                                 "stage's full barrier (try_wait.parity) before issuing the MMA")
+        unwritten = np.flatnonzero(~self.written[reads])
+        if unwritten.size:
+            off = int(reads[unwritten[0]])
+            raise SmemRaceError(f"wgmma #{i} of warpgroup {wg.index} reads smem 0x{self.base + off:x} (offset {off}), "
+                                "which no TMA copy has written yet: the MMA ran before its stage's copy was issued; "
+                                "wait on the stage's full barrier before issuing it")
         self.mma_reading[reads] += 1
         slot.reads = reads
         self.stats["wgmma"] += 1
@@ -428,7 +440,6 @@ class CTA:
                         eligible=None if prev is None else (lambda: prev.done))
 
     def _complete_group(self, wg: Warpgroup, group: WgmmaGroup) -> None:
-        rows, cols = None, None
         for i in range(*group.slots):
             slot = wg.slots[i]
             a = slot.attrs
@@ -439,8 +450,7 @@ class CTA:
             # Products of 16-bit floats are exact in float64, and a k16 block's sum nearly always is; it is rounded
             # to f32 once, added to the accumulator (the calibration question: the tensor core's order and rounding).
             d = av @ bv.T
-            if rows is None or rows.shape[1] != a["n"] // 2:
-                rows, cols = wgmma_accumulator(a["n"])
+            rows, cols = _fragment(a["n"])
             for w, (_, _, acc_in, result) in slot.parts.items():
                 r, c = rows[WARP * w:WARP * (w + 1)], cols[WARP * w:WARP * (w + 1)]
                 if a["scale_d"]:
@@ -558,6 +568,16 @@ class CTA:
         stuck = [f"{e.what} (waits for an earlier group)" for e in self.events]
         detail = "; ".join(lines + stuck)
         return DeadlockError(f"deadlock: every live warp is blocked and nothing is in flight. {detail}").locate(self.id)
+
+
+_FRAGMENTS: dict = {}
+
+
+def _fragment(n: int):
+    """layout.fragments.wgmma_accumulator(n), computed once per n."""
+    if n not in _FRAGMENTS:
+        _FRAGMENTS[n] = wgmma_accumulator(n)
+    return _FRAGMENTS[n]
 
 
 def describe_lanes(values: np.ndarray, mask: np.ndarray) -> str:
