@@ -745,7 +745,7 @@ def _mbar_wait(c, op, info):
         bars = [(cta.mbarrier(addr), parity) for addr, parity in waits]
         w.last_op = info
         if not all(b.passed(par) for b, par in bars):
-            what = ", ".join(f"mbarrier 0x{b.addr:x} (offset {b.addr - cta.base}) parity {par}: phase {b.phase}, "
+            what = ", ".join(f"mbarrier 0x{b.addr:x} (byte {b.addr - cta.base} of dynamic smem) parity {par}: phase {b.phase}, "
                              f"{b.pending} arrivals and {b.tx} tx bytes pending" for b, par in bars)
             yield Wait(lambda: all(b.passed(par) for b, par in bars), what)
     return True, gen

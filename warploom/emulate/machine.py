@@ -224,7 +224,7 @@ class CTA:
     def mbarrier(self, addr: int) -> Mbarrier:
         bar = self.mbarriers.get(addr)
         if bar is None:
-            raise MbarrierError(f"mbarrier at smem 0x{addr:x} (offset {addr - self.base}) is used before "
+            raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) is used before "
                                 "mbarrier.init: initialise it (one thread, then fence.mbarrier_init and a barrier)")
         return bar
 
@@ -246,7 +246,7 @@ class CTA:
         bar.tx += tx
         bar.pending -= count
         if bar.pending < 0:
-            raise MbarrierError(f"mbarrier at 0x{addr:x} (offset {addr - self.base}) got more arrivals than its count "
+            raise MbarrierError(f"mbarrier at 0x{addr:x} (byte {addr - self.base} of dynamic smem) got more arrivals than its count "
                                 f"{bar.count} in phase {bar.phase}: the init count or the number of arriving "
                                 "threads is wrong")
         bar.maybe_complete()
@@ -387,7 +387,7 @@ class CTA:
         unwritten = np.flatnonzero(~self.written[reads])
         if unwritten.size:
             off = int(reads[unwritten[0]])
-            raise SmemRaceError(f"wgmma #{i} of warpgroup {wg.index} reads smem 0x{self.base + off:x} (offset {off}), "
+            raise SmemRaceError(f"wgmma #{i} of warpgroup {wg.index} reads smem 0x{self.base + off:x} (byte {off} of dynamic smem), "
                                 "which no TMA copy has written yet: the MMA ran before its stage's copy was issued; "
                                 "wait on the stage's full barrier before issuing it")
         self.mma_reading[reads] += 1
