@@ -613,7 +613,7 @@ def _sreg(c, op, info):
 
 @handles("nvvm.elect.sync")
 def _elect(c, op, info):
-    # PTX ISA 9.7.13.11 elect.sync: one active leader lane of the membermask (the lowest), all of whose lanes
+    # PTX ISA 9.7.13 "elect.sync": one active leader lane of the membermask (the lowest), all of whose lanes
     # must execute it
     if op.operands:
         raise UnknownOpError("nvvm.elect.sync with a membermask operand: only the full warp is modelled")
@@ -630,7 +630,7 @@ def _elect(c, op, info):
 
 @handles("nvvm.barrier")
 def _barrier(c, op, info):
-    # PTX ISA 9.7.13.1 bar.sync / barrier: wait until the barrier's expected threads (default: the whole CTA) arrive
+    # PTX ISA 9.7.13 "bar, barrier" (bar.sync): wait until the barrier's expected threads (default: the whole CTA) arrive
     v = op.opview
     if v.reductionPredicate is not None:
         raise UnknownOpError("nvvm.barrier with a reduction: not modelled")
@@ -650,7 +650,7 @@ def _barrier(c, op, info):
 
 @handles("nvvm.setmaxregister")
 def _setmaxnreg(c, op, info):
-    # PTX ISA 9.7.17.1 setmaxnreg: a warpgroup's register budget, 24..256 in steps of 8; no effect on values
+    # PTX ISA "setmaxnreg" (miscellaneous instructions): a warpgroup's register budget, 24..256 in steps of 8; no effect on values
     n = _int_attr(op, "regCount")
     if not 24 <= n <= 256 or n % 8:
         raise EmulationError(f"setmaxnreg {n}: must be a multiple of 8 in 24..256")
@@ -663,7 +663,7 @@ def _setmaxnreg(c, op, info):
 
 @handles("nvvm.fence.mbarrier.init", "nvvm.wgmma.fence.aligned")
 def _ordering_fence(c, op, info):
-    # fence.mbarrier_init (PTX ISA 9.7.13.4) and wgmma.fence (9.7.15.6.1) order memory and register accesses;
+    # fence.mbarrier_init (PTX ISA 9.7.13 "membar/fence") and wgmma.fence (9.7.15.6.1) order memory and register accesses;
     # the emulator executes ops of one warp in order and makes async results visible only at their waits
     def fn(w):
         pass
@@ -672,7 +672,7 @@ def _ordering_fence(c, op, info):
 
 @handles("nvvm.prefetch")
 def _prefetch(c, op, info):
-    # PTX ISA 9.7.9.15 prefetch.tensormap: a cache hint; the operand must be a tensor map
+    # PTX ISA 9.7.9 "prefetch, prefetchu" (prefetch.tensormap): a cache hint; the operand must be a tensor map
     v = op.opview
     if "tensormap" not in op.attributes:
         raise UnknownOpError("nvvm.prefetch of anything but a tensor map is not modelled")

@@ -67,10 +67,10 @@ class Wait:
 class Pending:
     """One warp's accumulator registers written by a wgmma: valid once the group completed (`value`) and
     readable once the warp's own wgmma.wait_group retired it (`retired`), PTX ISA 9.7.15.6."""
-    __slots__ = ("value", "retired", "group")
+    __slots__ = ("value", "retired")
 
     def __init__(self):
-        self.value, self.retired, self.group = None, False, None
+        self.value, self.retired = None, False
 
 
 @dataclass
@@ -458,7 +458,6 @@ class CTA:
                     result.value = (acc.astype(np.float64) + d[r, c]).astype(np.float32)
                 else:
                     result.value = d[r, c].astype(np.float32)
-                result.group = group
         group.done = True
 
     def wgmma_wait(self, warp: Warp, pending: int) -> Wait | None:
@@ -498,7 +497,7 @@ class CTA:
                                  f"uncommitted and groups {unwaited} not waited for: end with commit_group and "
                                  "wait_group 0")
 
-    # ---- bar.sync: PTX ISA 9.7.13.1 bar/barrier ----------------------------------------------------
+    # ---- bar.sync: PTX ISA 9.7.13 "bar, barrier" ----------------------------------------------------
     def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
         state = self.bars.setdefault(barrier, [0, 0, threads])
         if state[2] != threads:
@@ -581,7 +580,7 @@ def _fragment(n: int):
 
 
 def describe_lanes(values: np.ndarray, mask: np.ndarray) -> str:
-    """'lane 3 = 7, lane 4 = 9, ...' for the first few active lanes whose values differ from lane 0's."""
+    """'lane 0 = 7, lane 1 = 9, ...': the values of the first few active lanes."""
     lanes = np.flatnonzero(mask)
     shown = ", ".join(f"lane {i} = {values[i]}" for i in lanes[:4])
     return shown + (", ..." if lanes.size > 4 else "")
