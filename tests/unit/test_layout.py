@@ -3,7 +3,8 @@ fragments and TMEM columns, each checked against a definition written out indepe
 import numpy as np
 import pytest
 
-from warploom.layout import SWIZZLES, SmemTile, swizzle
+from warploom.layout import SWIZZLES, SmemTile, WgmmaSmemDescriptor, swizzle
+from warploom.layout.descriptors import canonical_element_address
 from warploom.layout.fragments import (check_tmem_lane_access, tcgen05_ldst_registers, tmem_lanes_of_warp,
                                        wgmma_a_k16, wgmma_accumulator)
 from warploom.layout.tmem import TmemColumns, alloc_columns, decode_tmem_address, tmem_address
@@ -171,22 +172,10 @@ def test_operand_view_errors():
 
 
 def canonical_byte(tile, op, start, mn, k):
-    """Byte the MMA reads for operand element (mn, k) of a k-block whose descriptor starts at `start`,
-    from the canonical layouts of PTX ISA 9.7.15.5.1.2 (T = 16 bytes of elements, c = span / 16)."""
-    eb = tile.elem_bits // 8
-    t = 16 // eb
-    c = tile.swizzle.span_bytes // 16
-    if op.major == "K":
-        if tile.swizzle.name == "none":   # ((8,m),(T,2k)):((1T,SBO),(1,LBO))
-            linear = start + (mn % 8) * 16 + (mn // 8) * op.sbo + (k % t) * eb + (k // t) * op.lbo
-        else:                             # ((8,m),(T,2k)):((cT,SBO),(1,T))
-            linear = start + (mn % 8) * c * 16 + (mn // 8) * op.sbo + k * eb
-    elif tile.swizzle.name == "none":     # ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
-        linear = start + (mn % t) * eb + (mn // t) * op.sbo + (k % 8) * 16 + (k // 8) * op.lbo
-    else:                                 # ((T,c,m),(8,k)):((1,T,LBO),(cT,SBO))
-        linear = (start + (mn % t) * eb + ((mn // t) % c) * 16 + (mn // (t * c)) * op.lbo
-                  + (k % 8) * c * 16 + (k // 8) * op.sbo)
-    return tile.swizzle.apply(linear)
+    """Byte the MMA reads for operand element (mn, k) of a k-block whose descriptor starts at `start`: the
+    library's walk of the canonical layouts (PTX ISA 9.7.15.5.1.2), fed the descriptor the tile derives."""
+    desc = WgmmaSmemDescriptor(start_address=start, lbo=op.lbo, sbo=op.sbo, swizzle=op.swizzle)
+    return canonical_element_address(desc, mn, k, tile.elem_bits // 8, op.major)
 
 
 @pytest.mark.parametrize("mode", MMA_MODES)

@@ -7,6 +7,10 @@
 - `Sm100InstrDescriptor`: tcgen05.mma instruction descriptor for kinds f16, tf32, f8f6f4 and i8, 32 bits
   (PTX ISA 9.7.16.4.2 "Instruction descriptor", Table "kind::tf32, kind::f16, kind::f8f6f4 and kind::i8").
 
+`canonical_element_address(desc, mn, k, elem_bytes, major)` walks a decoded wgmma descriptor through the
+ISA's canonical layouts to the smem byte an MMA reads for operand element (mn, k): the one definition the
+layout tests check against `SmemTile.byte_address` and the emulator reads operands with.
+
 Encoders refuse what a field cannot hold (naming field, value and range) instead of masking it;
 decoders refuse reserved bits and a wrong version. Addresses, LBO and SBO are given in bytes:
 the descriptors hold them >> 4, so they must be multiples of 16 below 2^18.
@@ -15,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from warploom.layout.swizzle import Swizzle, from_hopper_code, from_sm100_code, swizzle as as_swizzle
+from warploom.layout.swizzle import CHUNK_BYTES, Swizzle, from_hopper_code, from_sm100_code, swizzle as as_swizzle
 from warploom.layout.tiling import SmemTile
 
 _FIELD14_LIMIT = 1 << 18          # 14 bits of (bytes >> 4)
@@ -94,6 +98,40 @@ class WgmmaSmemDescriptor:
         """The descriptor of `tile` read as a wgmma operand contracting over `k_dim`."""
         op = tile.operand(k_dim)
         return cls(start_address=start_address, lbo=op.lbo, sbo=op.sbo, swizzle=op.swizzle)
+
+
+def canonical_element_address(desc: WgmmaSmemDescriptor, mn, k, elem_bytes: int, major: str):
+    """Shared-memory byte address (the descriptor's 18-bit window) of operand element (mn, k) read through
+    `desc`: mn counts along M (operand A) or N (operand B), k along K; ints or numpy arrays.
+
+    PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout", canonical layouts in units of T = 16 bytes of
+    elements, c = span / 16 (span = the swizzle width, 16 B without swizzle):
+      K-major  none      ((8,m),(T,2k)):((1T,SBO),(1,LBO))
+      K-major  swizzled  ((8,m),(T,2k)):((cT,SBO),(1,T))
+      MN-major none      ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))
+      MN-major swizzled  ((T,c,m),(8,k)):((1,T,LBO),(cT,SBO))
+    The swizzle then permutes the *absolute* address bits (bits [4,7) ^= bits [7,10) for 128B), so a k-block
+    that starts mid-pattern (start + 32 B) still reads what TMA wrote; base offset 0 says the pattern is
+    aligned to the address, which is the only case modelled here."""
+    if desc.base_offset:
+        raise ValueError(f"wgmma descriptor base offset {desc.base_offset}: only base offset 0 (tiles aligned to "
+                         f"the {desc.swizzle.repeat_bytes}-byte swizzle repeat) is modelled; align the tile")
+    if major not in ("K", "MN"):
+        raise ValueError(f"operand major {major!r}: 'K' or 'MN'")
+    per_chunk = CHUNK_BYTES // elem_bytes          # T: elements in 16 bytes
+    span = desc.swizzle.span_bytes
+    if major == "K" and not desc.swizzle.swizzled:
+        linear = (mn % 8) * CHUNK_BYTES + (mn // 8) * desc.sbo + (k % per_chunk) * elem_bytes \
+            + (k // per_chunk) * desc.lbo
+    elif major == "K":
+        linear = (mn % 8) * span + (mn // 8) * desc.sbo + k * elem_bytes
+    elif not desc.swizzle.swizzled:
+        linear = (mn % per_chunk) * elem_bytes + (mn // per_chunk) * desc.sbo + (k % 8) * CHUNK_BYTES \
+            + (k // 8) * desc.lbo
+    else:
+        per_span = span // elem_bytes
+        linear = (mn % per_span) * elem_bytes + (mn // per_span) * desc.lbo + (k % 8) * span + (k // 8) * desc.sbo
+    return desc.swizzle.apply(desc.start_address + linear)
 
 
 # ---- Blackwell tcgen05 shared memory descriptor ------------------------------------------------

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 CHUNK_BYTES = 16      # the unit of every descriptor address, LBO and SBO: one core-matrix row
 
 
@@ -51,9 +53,11 @@ class Swizzle:
         """Rows of one repeat: 8, or 4 for 128B_base32B."""
         return self.repeat_bytes // self.span_bytes
 
-    def apply(self, offset: int) -> int:
-        """Physical byte offset of logical byte `offset`, counted from a repeat-aligned base."""
-        if offset < 0:
+    def apply(self, offset):
+        """Physical byte offset of logical byte `offset`, counted from a repeat-aligned base (an int, or a
+        numpy array of them). The hardware applies this to absolute shared-memory addresses, which is why
+        swizzled tiles start on a `repeat_bytes` boundary: then offset and address agree."""
+        if np.any(np.asarray(offset) < 0):
             raise ValueError(f"swizzle of a negative byte offset {offset}")
         mask = ((1 << self.xor_bits) - 1) << (self.granule_log2 + self.row_shift)
         return offset ^ ((offset & mask) >> self.row_shift)

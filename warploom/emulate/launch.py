@@ -1,0 +1,216 @@
+"""Run a lowered kernel on the CPU: bind a launch's arguments, run every CTA of the grid, report.
+
+    kernel = EmulatedKernel.of(lower_kernel(program, name))          # or .of(artifact, gpu_module)
+    report = emulate_launch(kernel, {"a": a, "b": b, "c": c}, sizes={"M": 130, "N": 136, "K": 72, "SMS": 2},
+                            seed=0, delay=4)
+    c = emulate_gemm(GemmSpec("bf16", "kn", 128), a, b, seed=0)        # compiles like warploom.ops would
+
+The launch contract is the runtime's (warploom.runtime.artifact): parameters in order (tensor
+maps, pointers, i32 scalars), tensor-map specs (dims and box innermost first: a row-major numpy
+array's axes reversed, as warploom.ops encodes them with dims_order [1, 0]), grid rules evaluated
+with warploom.runtime.rules, block, cluster and dynamic smem bytes. CTAs run one after another:
+without clusters a CTA only synchronises with itself (a persistent kernel's CTAs share nothing but
+the output they write to disjoint tiles).
+"""
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from warploom.runtime import rules
+
+from .compiler import Compiled, compile_kernel
+from .errors import OutOfBoundsError, UnknownOpError
+from .machine import CTA, NUMPY_ELEMS, SMEM_BASE, WARP, GlobalMemory, Warp
+
+TMAP_BASE = 0x1000          # made-up param-space addresses of the tensor-map parameters, 128 B apart
+TMAP_BYTES = 128
+
+
+@dataclass
+class EmulatedKernel:
+    """A compiled kernel and its launch contract (the fields of LoweredKernel / KernelArtifact)."""
+    name: str
+    compiled: Compiled
+    params: list
+    tensor_maps: dict
+    grid: tuple
+    block: tuple
+    cluster: tuple
+    smem_bytes: int
+
+    @classmethod
+    def of(cls, kernel, gpu_module=None) -> EmulatedKernel:
+        """From a LoweredKernel (which holds its gpu.module) or a KernelArtifact plus the gpu.module (the op, or a
+        module holding it) it was built from."""
+        if isinstance(kernel, EmulatedKernel):
+            return kernel
+        module = gpu_module if gpu_module is not None else getattr(kernel, "gpu_module", None)
+        if module is None:
+            raise ValueError(f"kernel {kernel.name!r} carries no gpu.module: pass gpu_module= (the MLIR it was "
+                             "lowered to) to emulate it")
+        compiled = compile_kernel(find_gpu_module(module, kernel.name), kernel.name)
+        return cls(kernel.name, compiled, list(kernel.params), dict(kernel.tensor_maps), tuple(kernel.grid),
+                   tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes)
+
+
+def find_gpu_module(module, kernel_name: str):
+    """The gpu.module op holding `kernel_name`: the op itself, or found inside a builtin module."""
+    op = module.operation if hasattr(module, "operation") else module
+    if op.name == "gpu.module":
+        return op
+    for child in op.regions[0].blocks[0].operations:
+        child = child.operation
+        if child.name == "gpu.module":
+            for f in child.regions[0].blocks[0].operations:
+                if f.operation.name == "llvm.func" and str(f.operation.attributes["sym_name"]).strip('"') == kernel_name:
+                    return child
+    raise ValueError(f"no gpu.module holding kernel {kernel_name!r} in the given module")
+
+
+@dataclass
+class TensorMapBinding:
+    spec: object
+    array: np.ndarray
+
+
+@dataclass
+class EmulationReport:
+    kernel: str
+    grid: tuple
+    ctas: int
+    seconds: float
+    stats: dict = field(default_factory=dict)   # scheduler steps, TMA loads, wgmma issued
+
+    def __str__(self) -> str:
+        s = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
+        return f"{self.kernel}: grid {self.grid}, {self.ctas} CTAs in {self.seconds:.2f} s ({s})"
+
+
+class Launch:
+    """What every CTA of one launch shares: global memory, tensor maps, grid, smem size and base."""
+
+    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int):
+        self.kernel, self.grid, self.smem_base = kernel, grid, smem_base
+        self.smem_bytes = kernel.smem_bytes
+        self.memory = GlobalMemory()
+        self.tmaps: dict[int, TensorMapBinding] = {}
+        self.stats = Counter()
+        self.address_cache: dict = {}
+
+    def tensor_map_at(self, addr: int) -> TensorMapBinding:
+        if addr not in self.tmaps:
+            known = ", ".join(f"{b.spec.name!r} at 0x{a:x}" for a, b in self.tmaps.items())
+            raise OutOfBoundsError(f"0x{addr:x} is not a tensor-map parameter (the launch has {known}): TMA ops "
+                                   "take the kernel's tensor-map argument itself")
+        return self.tmaps[addr]
+
+    def sreg(self, name: str, axis: int, cta: CTA) -> int:
+        if name == "ctaid":
+            return cta.id[axis]
+        if name == "nctaid":
+            return self.grid[axis]
+        return self.kernel.block[axis]          # ntid
+
+
+def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
+                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None) -> EmulationReport:
+    """Run every CTA of the launch (or the CTA ids in `ctas`); outputs are written into the `args` arrays.
+
+    args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
+    sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
+    async operation may take; order "random" or "round_robin"."""
+    k = EmulatedKernel.of(kernel, gpu_module)
+    if tuple(k.cluster) != (1, 1, 1):
+        raise UnknownOpError(f"kernel {k.name!r} has cluster {k.cluster}: thread-block clusters are not modelled")
+    if order not in ("random", "round_robin"):
+        raise ValueError(f"order {order!r}: 'random' or 'round_robin'")
+    grid = tuple(rules.evaluate(r, sizes) for r in k.grid)
+    launch = Launch(k, grid, smem_base)
+    values = []
+    for i, p in enumerate(k.params):
+        if p.kind == "tensormap":
+            spec = k.tensor_maps[p.name]
+            array = _input(args, p.name, spec.dtype, len(spec.box))
+            addr = TMAP_BASE + TMAP_BYTES * i
+            launch.tmaps[addr] = TensorMapBinding(spec, array)
+            values.append(addr)
+        elif p.kind == "ptr":
+            if p.name not in args or not isinstance(args[p.name], np.ndarray):
+                raise ValueError(f"kernel {k.name!r} parameter {p.name!r} (pointer) needs a numpy array in args")
+            values.append(launch.memory.add(p.name, args[p.name]))
+        elif p.kind in ("i32", "i64"):
+            v = args.get(p.name, sizes.get(p.name))
+            if v is None:
+                raise ValueError(f"kernel {k.name!r} parameter {p.name!r} ({p.kind}) has no value in args or sizes")
+            values.append(int(v) & ((1 << int(p.kind[1:])) - 1))
+        else:
+            raise UnknownOpError(f"parameter {p.name!r} of kind {p.kind!r} is not modelled")
+    threads = k.block[0] * k.block[1] * k.block[2]
+    if k.block[1:] != (1, 1):
+        raise UnknownOpError(f"block {k.block}: only 1-D blocks are modelled")
+    rng = random.Random(seed)
+    ids = list(ctas) if ctas is not None else list(itertools.product(*(range(g) for g in grid)))
+    t0 = time.perf_counter()
+    with np.errstate(over="ignore"):
+        for x, y, z in ((i[0], i[1], i[2]) for i in ids):
+            cta = CTA(launch, (x, y, z), rng, delay, order)
+            warps = [Warp(cta, w, k.compiled.nslots, threads) for w in range(-(-threads // WARP))]
+            for w in warps:
+                k.compiled.start(w, values)
+            cta.run(warps)
+    return EmulationReport(k.name, grid, len(ids), time.perf_counter() - t0, dict(launch.stats))
+
+
+def _input(args: dict, name: str, dtype: str, rank: int) -> np.ndarray:
+    if name not in args:
+        raise ValueError(f"tensor-map parameter {name!r} needs its numpy array in args")
+    a = args[name]
+    want = NUMPY_ELEMS.get(dtype)
+    if not isinstance(a, np.ndarray) or a.dtype != want or a.ndim != rank:
+        got = f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
+        raise TypeError(f"tensor-map parameter {name!r} needs a {rank}-d {dtype} numpy array, got {got}: "
+                        f"convert it with .astype(warploom.emulate.machine.NUMPY_ELEMS[{dtype!r}])")
+    return np.ascontiguousarray(a)
+
+
+# ---- GEMM convenience -------------------------------------------------------------------------------
+
+_KERNELS: dict = {}
+
+
+def gemm_kernel(spec) -> EmulatedKernel:
+    """The kernel warploom.compile would build for `spec` (its planned program, lowered), compiled for the
+    emulator once per spec."""
+    if spec not in _KERNELS:
+        from warploom.compile import planned_program
+        from warploom.lowering.sm90 import kernel_name, lower_kernel
+        if spec.target != "sm_90a":
+            raise ValueError(f"emulate_gemm: target {spec.target} has no lowering yet (sm_90a only)")
+        program = planned_program(spec)
+        _KERNELS[spec] = EmulatedKernel.of(lower_kernel(program, kernel_name(program)))
+    return _KERNELS[spec]
+
+
+def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None) -> np.ndarray:
+    """C = A @ B (B [K, N] for "kn", [N, K] for "nk") by the emulated kernel of `spec`, as spec.elem.
+
+    a and b are cast to spec.elem (round to nearest even) unless they already are; C starts as NaN, so an
+    element the kernel never writes stays NaN. `sms` is the SM count a persistent kernel's grid takes."""
+    elem = NUMPY_ELEMS[spec.elem]
+    a, b = np.ascontiguousarray(np.asarray(a).astype(elem)), np.ascontiguousarray(np.asarray(b).astype(elem))
+    m, k = a.shape
+    n = b.shape[1] if spec.b_layout == "kn" else b.shape[0]
+    if (b.shape[0] if spec.b_layout == "kn" else b.shape[1]) != k:
+        raise ValueError(f"emulate_gemm: a is [{m}, {k}] but b {b.shape} ({spec.b_layout}) has another K")
+    c = np.full((m, n), np.nan, elem)
+    r = emulate_launch(gemm_kernel(spec), {"a": a, "b": b, "c": c}, {"M": m, "N": n, "K": k, "SMS": sms},
+                       seed=seed, delay=delay)
+    if report is not None:
+        report.append(r)
+    return c
