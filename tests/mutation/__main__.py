@@ -6,7 +6,7 @@ import sys
 import time
 
 from .mutations import MUTATIONS
-from .runner import SELECTION, report, run_all
+from .runner import SELECTION, accepted, control_ok, report, run_all
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     control, results = run_all(mutations, tuple(args.tests) or SELECTION, jobs=args.jobs)
     print(report(control, results))
     print(f"\n{len(results)} mutations, {time.monotonic() - start:.0f} s with {args.jobs} jobs")
-    ok = control.passed and all(r.caught for r in results)
+    ok = control_ok(control) and all(accepted(r) for r in results)
     return 0 if ok else 1
 
 

@@ -11,6 +11,7 @@ else is a StaleAnchor error, never a silent pass.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -54,10 +55,19 @@ class Outcome:
     first_failure: str | None    # the first failing (or erroring) test, pytest node id
     seconds: float
     output: str
+    emulator: dict | None = None  # the emulator probe's verdict (tests/emulate/probe.py): ok, check, where, message
+    benign: str = ""              # the mutation's reason why the kernel stays correct (Mutation.benign)
 
     @property
     def caught(self) -> bool:
         return not self.passed
+
+    @property
+    def emulator_caught(self) -> bool:
+        """The emulator itself failed the mutant: one of its checks fired or its output mismatched the reference
+        (an exception outside the emulator, e.g. the lowering crashing, does not count)."""
+        return self.emulator is not None and not self.emulator["ok"] and not self.emulator["check"].startswith(
+            "exception")
 
 
 def make_copy(dest: Path) -> Path:
@@ -129,14 +139,37 @@ def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome
     return Outcome(label, proc.returncode == 0, failed.group(1) if failed else None, seconds, output)
 
 
+PROBE_TIMEOUT_S = 300
+
+
+def run_probe(root: Path, label: str) -> dict:
+    """tests/emulate/probe.py in the copy: the emulator's verdict on a few standard kernels."""
+    cmd = [sys.executable, "-m", "tests.emulate.probe", "--json"]
+    try:
+        proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
+                              timeout=PROBE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "check": "exception Timeout", "where": "",
+                "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode not in (0, 1) or not lines:
+        raise HarnessError(f"{label}: the emulator probe exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    return json.loads(lines[-1])
+
+
 def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
-    """The selection against a fresh copy with `m` applied (None: the unmutated control)."""
+    """The emulator probe and the selection against a fresh copy with `m` applied (None: the unmutated control)."""
     with tempfile.TemporaryDirectory(prefix="wl-mutant-") as tmp:
         root = make_copy(Path(tmp))
         check_isolation(root)
         if m is not None:
             apply(root, m)
-        return run_selection(root, selection, m.id if m else "control")
+        label = m.id if m else "control"
+        emulator = run_probe(root, label)
+        outcome = run_selection(root, selection, label)
+        outcome.emulator = emulator
+        outcome.benign = m.benign if m else ""
+        return outcome
 
 
 def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
@@ -153,12 +186,32 @@ def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
         return control.result(), outcomes
 
 
+def emulator_cell(o: Outcome) -> str:
+    e = o.emulator
+    if e is None:
+        return "?"
+    if o.benign:
+        return "n/a: benign, all match" if e["ok"] else f"{e['check']} (benign?!)"
+    return "(all match)" if e["ok"] else e["check"]
+
+
+def accepted(o: Outcome) -> bool:
+    """A bug is caught by the emulator; a benign change (correct, only slower) by the lit or unit tests."""
+    return o.caught if o.benign else o.emulator_caught
+
+
 def report(control: Outcome, outcomes: list[Outcome]) -> str:
-    rows = [("mutation", "caught", "first failing test", "s")]
-    rows.append(("control (unmutated)", "-" if control.passed else "FAILS",
-                 control.first_failure or "(all pass)", f"{control.seconds:.1f}"))
-    rows += [(o.id, "yes" if o.caught else "NO", o.first_failure or "-", f"{o.seconds:.1f}") for o in outcomes]
+    rows = [("mutation", "emulator catches it by", "first failing test (lit, unit)", "s")]
+    rows.append(("control (unmutated)", emulator_cell(control), control.first_failure or "(all pass)",
+                 f"{control.seconds:.1f}"))
+    rows += [(o.id, emulator_cell(o) if accepted(o) else f"NO: {emulator_cell(o)}", o.first_failure or "-",
+              f"{o.seconds + (o.emulator or {}).get('seconds', 0):.1f}") for o in outcomes]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def control_ok(control: Outcome) -> bool:
+    """The unmutated copy passes the selection and the emulator probe."""
+    return control.passed and control.emulator is not None and control.emulator["ok"]

@@ -1,4 +1,7 @@
-"""Every mutation in mutations.py must make the CPU test selection fail, and the unmutated copy must pass it.
+"""Every mutation in mutations.py must be caught by the emulator (tests/emulate/probe.py: a check fires or the
+output differs from the reference), and the unmutated copy must pass both the probe and the CPU test selection.
+A mutation marked benign (the kernel stays correct, only slower) must pass the emulator and fail a lit or unit test.
+The report (python -m tests.mutation) also names the first lit or unit test that fails on each mutant.
 
 The mutations run once per session, two at a time, in a module fixture (each on its
 own temporary copy of the repository); each test then reads its outcome. One run
@@ -11,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from .mutations import MUTATIONS
-from .runner import SELECTION, run_all
+from .runner import SELECTION, control_ok, run_all
 
 pytestmark = pytest.mark.mutation
 BY_ID = {m.id: m for m in MUTATIONS}
@@ -33,12 +36,18 @@ def outcomes(request):
 def test_control_passes(outcomes):
     control, _ = outcomes
     assert control.passed, f"the unmutated copy fails {control.first_failure}:\n{control.output[-3000:]}"
+    assert control.emulator["ok"], f"the emulator fails the unmutated copy: {control.emulator}"
 
 
 @pytest.mark.parametrize("mutation_id", list(BY_ID))
 def test_mutation_is_caught(outcomes, mutation_id):
     control, results = outcomes
-    assert control.passed, "the control fails, so no mutation result means anything"
+    assert control_ok(control), "the control fails, so no mutation result means anything"
     outcome = results[mutation_id]
-    assert outcome.caught, (f"mutation {mutation_id} ({BY_ID[mutation_id].description}) passed "
-                            f"{' '.join(SELECTION)}")
+    m = BY_ID[mutation_id]
+    if m.benign:   # the kernel stays correct: the emulator must see nothing wrong, a lit or unit test must catch it
+        assert outcome.caught, f"benign mutation {mutation_id} ({m.benign}) passed {' '.join(SELECTION)}"
+        assert outcome.emulator["ok"], f"the emulator fails benign mutation {mutation_id}: {outcome.emulator}"
+        return
+    assert outcome.emulator_caught, (f"the emulator misses mutation {mutation_id} ({BY_ID[mutation_id].description}): "
+                                     f"{outcome.emulator}")

@@ -43,6 +43,9 @@ class EmulatedKernel:
     block: tuple
     cluster: tuple
     smem_bytes: int
+    # what owns the MLIR the closures point back to (for error messages): the LoweredKernel (its holder module) or
+    # the module given; without it the ops are freed with their module and printing one crashes
+    source: object = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, kernel, gpu_module=None) -> EmulatedKernel:
@@ -56,7 +59,7 @@ class EmulatedKernel:
                              "lowered to) to emulate it")
         compiled = compile_kernel(find_gpu_module(module, kernel.name), kernel.name)
         return cls(kernel.name, compiled, list(kernel.params), dict(kernel.tensor_maps), tuple(kernel.grid),
-                   tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes)
+                   tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes, source=(kernel, module))
 
 
 def find_gpu_module(module, kernel_name: str):

@@ -202,6 +202,9 @@ class CTA:
         self.tma_pending = np.zeros(self.size, np.int16)     # in-flight TMA copies writing each byte
         self.written = np.zeros(self.size, bool)              # bytes some TMA copy has landed in
         self.mma_reading = np.zeros(self.size, np.int16)     # issued, unretired wgmma operands reading each byte
+        self.unread = np.zeros(self.size, bool)               # bytes a TMA copy wrote (or will) that no MMA read yet
+        self.writer = np.full(self.size, -1, np.int32)        # which copy (index into copy_names) wrote each byte
+        self.copy_names: list[str] = []
         self.mbarriers: dict[int, Mbarrier] = {}
         self.events: list[AsyncOp] = []
         self.copies: list[tuple[int, int, str]] = []          # in-flight TMA loads: smem offsets [lo, hi), what
@@ -286,9 +289,19 @@ class CTA:
                                 "reusing a stage, and arrive on it only after wgmma.wait_group retired the reads")
         data = self._read_box(array, spec, coords).reshape(-1).view(np.uint8)
         phys = sw.apply(np.arange(dst, dst + nbytes, dtype=np.int64)) - self.base
+        unread = np.flatnonzero(self.unread[phys])
+        if unread.size:
+            byte = int(phys[unread[0]])
+            raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} overwrites smem 0x{self.base + byte:x}, which "
+                                f"{self.copy_names[self.writer[byte]]} wrote and no MMA has read yet: the stage was "
+                                "handed back to the producer before its consumer used it (check which stage the "
+                                "consumer frees, and when)")
         self.tma_pending[off:off + nbytes] += 1
         self.stats["tma_loads"] += 1
         what = f"TMA load of {spec.name!r} box {coords} -> smem 0x{dst:x} (mbarrier 0x{mbar:x})"
+        self.unread[phys] = True
+        self.writer[phys] = len(self.copy_names)
+        self.copy_names.append(what)
         record = (off, off + nbytes, what)
         self.copies.append(record)
 
@@ -391,6 +404,7 @@ class CTA:
                                 "which no TMA copy has written yet: the MMA ran before its stage's copy was issued; "
                                 "wait on the stage's full barrier before issuing it")
         self.mma_reading[reads] += 1
+        self.unread[reads] = False
         slot.reads = reads
         self.stats["wgmma"] += 1
 

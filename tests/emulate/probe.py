@@ -1,0 +1,92 @@
+"""The emulator as a bug detector: emulate a few standard sm_90a GEMMs and say whether (and how) they fail.
+
+    python -m tests.emulate.probe [--json]
+
+The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
+deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
+cover both schedules, both B layouts, both block widths and both dtypes, at ragged sizes whose K
+spans more k-tiles than the ring has stages (phases wrap) and, for persistent kernels, more tiles
+than CTAs (ring iterations count on across tiles) in a grid of tiles that is not square. Inputs are small integers, so any correct
+kernel gives the float64 result exactly; two interleavings per kernel.
+
+The verdict is the first failure: an emulator check (its error class and message), a mismatch with
+the reference (how many elements, the first one), or an exception outside the emulator (the
+lowering itself broke). Exit status 0 when every kernel matched, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+
+import numpy as np
+
+# (dtype, b_layout, block_n, schedule, M, N, K, SMS)
+CASES = [
+    ("bf16", "kn", 128, "grid", 130, 136, 328, None),
+    ("bf16", "nk", 256, "grid", 130, 264, 200, None),
+    ("bf16", "kn", 256, "persistent", 130, 520, 200, 2),      # 2 x 3 tiles: a tile order that is not a
+    ("f16", "nk", 128, "persistent", 330, 136, 328, 2),       # permutation shows (3 x 2 tiles)
+]
+SEEDS = (0, 1)
+DELAY = 8
+
+
+def probe() -> dict:
+    """Run the cases in order; the first failure ends the probe.
+
+    The kernel program verifier is switched off (WARPLOOM_NO_KERNEL_VERIFY): a plan it would refuse at compile
+    time is lowered anyway, so that the emulator has to catch the bug on its own."""
+    os.environ["WARPLOOM_NO_KERNEL_VERIFY"] = "1"
+    from warploom.emulate import EmulationError, emulate_gemm
+    from warploom.kernels import GemmSpec
+    from warploom.reference.ops import matmul, round_to
+
+    start = time.monotonic()
+    for dtype, b_layout, block_n, schedule, m, n, k, sms in CASES:
+        spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule)
+        rng = np.random.default_rng(11)
+        a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
+        b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)
+        ref = round_to(matmul(a, b, transpose_b=b_layout == "nk"), dtype)
+        where = f"{spec.kernel_name} M={m} N={n} K={k}" + (f" SMS={sms}" if sms else "")
+        for seed in SEEDS:
+            label = f"{where} seed {seed}"
+            try:
+                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY).astype(np.float64)
+            except EmulationError as e:
+                return verdict(False, type(e).__name__, label, str(e), start)
+            except Exception as e:     # the lowering or the harness broke before or outside the emulation
+                tb = traceback.format_exc(limit=-3)
+                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
+            bad = np.argwhere(~(c == ref))
+            if bad.size:
+                i, j = bad[0]
+                return verdict(False, "mismatch", label,
+                               f"{len(bad)} of {c.size} elements differ from the float64 reference; first "
+                               f"C[{i}, {j}] = {c[i, j]}, expected {ref[i, j]}", start)
+    return verdict(True, "", "", f"{len(CASES)} kernels x {len(SEEDS)} interleavings match", start)
+
+
+def verdict(ok: bool, check: str, where: str, message: str, start: float) -> dict:
+    return {"ok": ok, "check": check, "where": where, "message": message,
+            "seconds": round(time.monotonic() - start, 2)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.emulate.probe", description=__doc__.split("\n")[0])
+    ap.add_argument("--json", action="store_true", help="print the verdict as one JSON line")
+    args = ap.parse_args(argv)
+    v = probe()
+    if args.json:
+        print(json.dumps(v))
+    else:
+        print(("ok" if v["ok"] else f"CAUGHT by {v['check']} ({v['where']})") + f": {v['message']}")
+    return 0 if v["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""The emulator against the H200: every recorded calibration run (tests/gpu/calibration/run*.npz, written on the
+GPU by tests/gpu/calibrate.py) must replay bit for bit on exact inputs and within the stated bound on random ones.
+The full table (three interleavings per case) is `python -m tests.emulate.calibration`; its last output is
+recorded in tests/gpu/calibration/README.md."""
+import pytest
+
+from .calibration import CALIBRATION, compare
+
+RUNS = sorted(CALIBRATION.glob("run*.npz"))
+
+
+def test_there_is_a_recorded_run():
+    assert RUNS, f"no calibration recordings in {CALIBRATION}"
+
+
+@pytest.mark.parametrize("npz", RUNS, ids=[p.stem for p in RUNS])
+def test_emulator_replays_the_h200(npz):
+    rows = compare(npz, seeds=1)
+    exact = [r for r in rows if r.exact]
+    assert len({r.kernel for r in exact}) >= 4
+    for r in exact:
+        assert r.differ == 0, f"{r.key} ({r.kernel}, {r.shape}): {r.differ} elements differ from the H200's bits"
+    for r in rows:
+        assert r.within_bound, f"{r.key} ({r.kernel}, {r.shape}): a difference is {r.worst_ratio:.2f}x the bound"
