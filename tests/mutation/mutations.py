@@ -121,7 +121,7 @@ MUTATIONS: list[Mutation] = [
              "warploom/layout/swizzle.py", 'Swizzle("128B", 128, 3, 4, 3, hopper_code=1,',
              'Swizzle("128B", 128, 3, 4, 3, hopper_code=2,'),
     Mutation("persistent-tile-order",
-             "the persistent tile order walks M fastest in the rule both the lowering and the simulator use "
+             "the persistent tile order walks M fastest in the rule the runtime and the lowering share "
              "(tile t at row t % n_tiles): tiles past the first row are computed at the wrong place",
              "warploom/runtime/rules.py", "{m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), "
              "n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}",

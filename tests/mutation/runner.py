@@ -33,7 +33,6 @@ SELECTION = (
     "tests/lit/lower-sm90",
     "tests/lit/plan-barriers",
     "tests/unit/test_lowering_sm90.py",
-    "tests/unit/test_simulate.py",
 )
 
 # Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.

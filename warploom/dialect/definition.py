@@ -6,7 +6,7 @@ Three levels share the dialect:
 - kernel ops (`KERNEL_OPS`): a `wl.kernel` holding tiles, loops and MMAs (made by wl-tile);
 - resource ops, also in `KERNEL_OPS`: buffers, mbarriers, warp roles, waits and
   arrives, each naming its smem region, stage ring and barrier (made by the
-  planning passes; read by the lowering and the schedule simulator).
+  planning passes; read by the lowering and the emulator).
 IRDL checks structure only (operand counts, required attributes, regions);
 planning passes add further attributes (`offset`, `bytes`, ...), which IRDL allows.
 Shape rules of graph ops live in `shapes.py`.

@@ -12,7 +12,7 @@ becomes
     }) {kind = "gemm", tile = [128, 256, 64], grid = [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]], ...}
 
 M, N and K stay runtime values: the grid and the trip count are rules over them (warploom/runtime/rules.py:
-the runtime, the lowering and the simulator all evaluate these same tuples).
+the runtime, the lowering and the emulator all evaluate these same tuples).
 
 schedule = "grid" launches one CTA per output tile (grid cdiv(N, bn) x cdiv(M, bm)).
 schedule = "persistent" launches min(tiles, SMS) CTAs (SMS: the GPU's SM count, a

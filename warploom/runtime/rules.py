@@ -9,8 +9,8 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
                                        (the SM count), each striding over the tiles (see `tile_origin`)
 
 wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, `trip = ["cdiv", "K", 64]`);
-the runtime evaluates the grid on Python ints; the lowering evaluates the same rule on IR values and the
-simulator on ints, both through `evaluate(rule, sizes, ops)`, where `ops` is an arithmetic namespace
+the runtime (and the emulator, for its launches) evaluates the grid on Python ints; the lowering evaluates
+the same rule on IR values, both through `evaluate(rule, sizes, ops)`, where `ops` is an arithmetic namespace
 (`INT` here, the IR builder in the lowering). So one formula, in one place, decides each size.
 Imports nothing but the standard library: the runtime (which never imports MLIR) uses it.
 """
