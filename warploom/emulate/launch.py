@@ -43,6 +43,7 @@ class EmulatedKernel:
     block: tuple
     cluster: tuple
     smem_bytes: int
+    source: object = field(default=None, repr=False, compare=False)   # keeps the MLIR module `compiled` came from alive
 
     @classmethod
     def of(cls, kernel, gpu_module=None) -> EmulatedKernel:
@@ -55,8 +56,9 @@ class EmulatedKernel:
             raise ValueError(f"kernel {kernel.name!r} carries no gpu.module: pass gpu_module= (the MLIR it was "
                              "lowered to) to emulate it")
         compiled = compile_kernel(find_gpu_module(module, kernel.name), kernel.name)
+        # the ops' OpInfo (error messages) read the MLIR ops: their module (a LoweredKernel's holder) must outlive them
         return cls(kernel.name, compiled, list(kernel.params), dict(kernel.tensor_maps), tuple(kernel.grid),
-                   tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes)
+                   tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes, source=(kernel, module))
 
 
 def find_gpu_module(module, kernel_name: str):
