@@ -378,8 +378,9 @@ class CTA:
         if len(slot.parts) == WARPGROUP_WARPS:
             self._issue_slot(wg, i, slot)
         if self.trace is not None:
-            self.note(warp.index, "mma", f"wgmma #{i} m{attrs['m']}n{attrs['n']}k{attrs['k']} A desc 0x{desc_a:x} "
-                                         f"B desc 0x{desc_b:x}" + (" (warpgroup complete: issued)" if slot.reads is not None else ""))
+            self.note(warp.index, "mma", f"wgmma #{i} m{attrs['m']}n{attrs['n']}k{attrs['k']} A {_operand_text(desc_a)} "
+                                         f"B {_operand_text(desc_b)}" + ("  -> issued (the warpgroup's last warp)"
+                                                                         if slot.reads is not None else ""))
         return result
 
     def _issue_slot(self, wg: Warpgroup, i: int, slot: WgmmaSlot) -> None:
@@ -593,6 +594,14 @@ class CTA:
         stuck = [f"{e.what} (waits for an earlier group)" for e in self.events]
         detail = "; ".join(lines + stuck)
         return DeadlockError(f"deadlock: every live warp is blocked and nothing is in flight. {detail}").locate(self.id)
+
+
+def _operand_text(bits: int) -> str:
+    """A wgmma operand for a trace record: the smem address its descriptor starts at."""
+    try:
+        return f"smem 0x{WgmmaSmemDescriptor.decode(bits).start_address:x}"
+    except ValueError:
+        return f"descriptor 0x{bits:x}"
 
 
 _FRAGMENTS: dict = {}
