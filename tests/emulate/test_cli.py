@@ -141,3 +141,12 @@ def test_the_kernel_is_the_one_ops_matmul_picks(monkeypatch, capsys):
     rc, out, err = run(capsys, "--shape", "128x256x64")
     assert rc == 0, err
     assert "picks wl_gemm_bf16_kn_128x256x64_s4" in out
+
+
+def test_schedule_option_picks_under_that_schedule_and_restores_it(capsys):
+    from warploom import ops
+    before = ops.SCHEDULE
+    rc, out, err = run(capsys, "--schedule", "persistent", "--exact", "--shape", "130x264x200")
+    assert rc == 0, err
+    assert "wl_gemm_bf16_kn_128x128x64_s4_persistent" in out and "(2, 1, 1)" in out
+    assert ops.SCHEDULE == before

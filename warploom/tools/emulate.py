@@ -156,12 +156,14 @@ def run(args, out=None, err=None) -> int:
         return refuse(f"--cta {args.cta}: the grid is {grid}; trace a CTA inside it")
     a, b, ref = operands(spec, m, n, k, args.input_seed, args.exact)
     print(f"matmul {m}x{n}x{k} {spec.elem}, B {'[K,N]' if spec.b_layout == 'kn' else '[N,K]'}: warploom.ops.matmul "
-          f"picks {spec.kernel_name} ({spec.schedule} schedule, {spec.target}; on an H200)", file=out)
+          f"picks {spec.kernel_name} ({spec.schedule} schedule, {spec.target}; on an H200"
+          + (f", under SCHEDULE = {args.schedule!r})" if args.schedule else ")"), file=out)
     inputs = "{-1, 0, 1}" if args.exact else "standard normal"
     check = "C == reference rounded to " + spec.elem if args.exact else (
         f"|C - ref| <= {ATOL:g} + 2^-7 |ref| and >= {SAME_ROUNDING:.0%} rounded like the reference")
     print(f"inputs {inputs} in {spec.elem} (numpy seed {args.input_seed}); check {check}; delay {args.delay}", file=out)
-    print(f"{'seed':>4}  {'kernel':<36} {'grid':<11} {'CTAs':>4} {'seconds':>8}  {'max error':>9}  result", file=out)
+    kw = max(36, len(kernel.name))
+    print(f"{'seed':>4}  {'kernel':<{kw}} {'grid':<11} {'CTAs':>4} {'seconds':>8}  {'max error':>9}  result", file=out)
     traces, failed = [], None
     for seed in range(args.seeds):
         trace = {cta: []} if args.timeline else None
@@ -170,7 +172,7 @@ def run(args, out=None, err=None) -> int:
         try:
             c = emulate_gemm(spec, a, b, seed, sms=args.sms, delay=args.delay, report=reports, trace=trace)
         except EmulationError as e:
-            print(f"{seed:>4}  {kernel.name:<36} {str(grid):<11} {ctas:>4} {'-':>8}  {'-':>9}  "
+            print(f"{seed:>4}  {kernel.name:<{kw}} {str(grid):<11} {ctas:>4} {'-':>8}  {'-':>9}  "
                   f"{type(e).__name__}", file=out)
             if args.timeline:
                 print_timeline(trace[cta], spec, cta, seed, args.timeline_limit, out)
@@ -178,7 +180,7 @@ def run(args, out=None, err=None) -> int:
             return 2
         r = reports[0]
         max_err, ok = compare(c, ref, spec.elem, args.exact)
-        print(f"{seed:>4}  {r.kernel:<36} {str(r.grid):<11} {r.ctas:>4} {r.seconds:8.2f}  {max_err:9.2e}  "
+        print(f"{seed:>4}  {r.kernel:<{kw}} {str(r.grid):<11} {r.ctas:>4} {r.seconds:8.2f}  {max_err:9.2e}  "
               f"{'OK' if ok else 'MISMATCH'}", file=out, flush=True)
         if not ok and failed is None:
             failed = seed
