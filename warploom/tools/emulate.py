@@ -18,8 +18,9 @@ from dataclasses import replace
 import numpy as np
 
 TARGETS = ("sm_90a", "sm_100a")
-MAX_CTAS = 64              # emulation runs about 30 ms per CTA k-tile (benchmarks/emulator_speed.py)
-SECONDS_PER_KTILE = 0.03
+MAX_CTAS = 64
+# a CTA takes about 0.1 s plus 4 ms per k-tile on one core (benchmarks/NOTES.md, emulator speed)
+SECONDS_PER_CTA, SECONDS_PER_KTILE = 0.1, 0.004
 TMA_ALIGN_ELEMS = 8        # a TMA row stride is a multiple of 16 B: 8 elements of bf16/f16
 H200_SMS = 132
 # as tests/emulate/test_gemm.py: f32 accumulation then one rounding to the 16-bit type
@@ -146,7 +147,7 @@ def run(args, out=None, err=None) -> int:
     ctas = grid[0] * grid[1] * grid[2]
     tiles = -(-m // spec.block_m) * -(-n // spec.block_n)
     k_tiles = -(-k // spec.block_k)
-    estimate = tiles * k_tiles * SECONDS_PER_KTILE * args.seeds
+    estimate = tiles * (SECONDS_PER_CTA + k_tiles * SECONDS_PER_KTILE) * args.seeds
     if tiles > args.max_ctas:
         return refuse(f"--shape {args.shape} takes {tiles} output tiles of {spec.block_m}x{spec.block_n} "
                       f"({ctas} CTAs, grid {grid}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is "
