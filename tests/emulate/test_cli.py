@@ -150,3 +150,12 @@ def test_schedule_option_picks_under_that_schedule_and_restores_it(capsys):
     assert rc == 0, err
     assert "wl_gemm_bf16_kn_128x128x64_s4_persistent" in out and "(2, 1, 1)" in out
     assert ops.SCHEDULE == before
+
+
+def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
+    from warploom import ops
+    assert ops.pick_spec("bf16", "kn", 130, 136).block_n == 128              # fewer 256-wide tiles than SMs
+    assert ops.pick_spec("f16", "nk", 8192, 8192).tile == (128, 256, 64)
+    monkeypatch.setattr(ops, "SCHEDULE", "auto")                           # persistent from 2 waves of tiles on
+    assert ops.pick_spec("bf16", "kn", 8192, 8192, 132).schedule == "persistent"
+    assert ops.pick_spec("bf16", "kn", 8192, 8192, lambda: 1100).schedule == "grid"   # 2048 tiles < 2 x 1100
