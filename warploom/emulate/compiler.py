@@ -735,11 +735,12 @@ def _mbar_arrive(c, op, info):
             e[r] = token
         w.last_op = info
         if w.cta.trace is not None:
-            arrivals = [addr for _, addr in per_lane(e[a], w.mask)]
-            for addr in sorted(set(arrivals)):
+            arrivals = [(addr, int(lanes(e[tx])[lane]) if expect else 0) for lane, addr in per_lane(e[a], w.mask)]
+            for addr in sorted({addr for addr, _ in arrivals}):
                 bar = w.cta.mbarriers[addr]
-                tx_text = f" expect_tx {int(lanes(e[tx])[0])} B" if expect else ""
-                w.cta.note(w.index, "arrive", f"mbarrier 0x{addr:x} x{arrivals.count(addr)}{tx_text} (now phase "
+                tx_bytes = sum(n for x, n in arrivals if x == addr)
+                tx_text = f" expect_tx {tx_bytes} B" if expect else ""
+                w.cta.note(w.index, "arrive", f"mbarrier 0x{addr:x} x{sum(x == addr for x, _ in arrivals)}{tx_text} (now phase "
                                               f"{bar.phase}, {bar.pending} arrivals and {bar.tx} tx B pending)")
         yield None                       # let the arrival be seen before this warp goes on
     return True, gen
