@@ -15,7 +15,6 @@ import datetime
 import json
 import math
 import os
-import subprocess
 import sys
 
 import torch
@@ -24,19 +23,11 @@ import triton.testing as tt
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from warploom import ops  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import commit  # noqa: E402
+
 GRID = [(8192, 8192, 8192), (4096, 4096, 4096), (8192, 8192, 2048), (16384, 8192, 1024), (2048, 2048, 2048),
         (512, 8192, 8192)]
-
-
-def commit() -> str:
-    """WARPLOOM_COMMIT when set (the device machine's copy may carry stale git metadata), else git's HEAD."""
-    if os.environ.get("WARPLOOM_COMMIT"):
-        return os.environ["WARPLOOM_COMMIT"]
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=os.path.dirname(__file__)).stdout.strip() or os.environ.get("WARPLOOM_COMMIT", "?")
-    except OSError:
-        return os.environ.get("WARPLOOM_COMMIT", "?")
 
 
 def bench(fn) -> float:

@@ -135,7 +135,8 @@ def _sm_count(device: int) -> int:
     return _SM_COUNTS[device]
 
 
-def _pick_schedule(m: int, n: int, block_n: int, device: int) -> str:
+def _pick_schedule(m: int, n: int, block_n: int, sms) -> str:
+    """sms: the device's multiprocessor count, or a function returning it (asked only under "auto")."""
     if SCHEDULE not in SCHEDULES:
         raise ValueError(f"warploom.ops.SCHEDULE = {SCHEDULE!r}; use one of {', '.join(SCHEDULES)}")
     if SCHEDULE != "auto":
@@ -144,13 +145,21 @@ def _pick_schedule(m: int, n: int, block_n: int, device: int) -> str:
     # Below two waves a persistent CTA that takes two tiles in a row sets the time (a tail the
     # grid schedule spreads better); from two waves on, overlapping one tile's epilogue with the
     # next tile's loads wins (benchmarks/NOTES.md, run 2).
-    return "persistent" if tiles >= 2 * _sm_count(device) else "grid"
+    return "persistent" if tiles >= 2 * (sms() if callable(sms) else sms) else "grid"
 
 
 def _pick_block_n(m: int, n: int) -> int:
     """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
     tiles_256 = -(-m // 128) * -(-n // 256)
     return 256 if tiles_256 >= NUM_SMS_HINT else 128
+
+
+def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT) -> GemmSpec:
+    """The GEMM kernel `matmul` runs for C[m, n] of `elem` with B as "kn" or "nk": block-n by problem size,
+    schedule by SCHEDULE. sms: the multiprocessor count (an int, or a function returning it); an H200's by
+    default, which is what `warploom emulate` assumes."""
+    block_n = _pick_block_n(m, n)
+    return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms))
 
 
 def matmul(a, b, *, out=None):
@@ -169,8 +178,7 @@ def matmul(a, b, *, out=None):
         _fill_zero(tc)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
-    block_n = _pick_block_n(m, n)
-    spec = GemmSpec(ta.dtype, layout, block_n, schedule=_pick_schedule(m, n, block_n, ta.device))
+    spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device))
     artifact = get_kernel(spec)
     maps = artifact.tensor_maps
     stream = current_stream(ta)

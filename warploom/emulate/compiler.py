@@ -642,9 +642,14 @@ def _barrier(c, op, info):
         b = 0 if bid is None else uniform(e[bid], w.mask, "barrier id")
         n = None if cnt is None else uniform(e[cnt], w.mask, "barrier thread count")
         w.last_op = info
-        wait = w.cta.bar_sync(w, b, n)
+        cta = w.cta
+        if cta.trace is not None:
+            t = cta.note(w.index, "bar", f"bar.sync {b}" + (f" ({n} threads)" if n is not None else ""))
+        wait = cta.bar_sync(w, b, n)
         if wait is not None:
             yield wait
+        if cta.trace is not None:
+            cta.note_passed(t)
     return True, gen
 
 
@@ -702,6 +707,8 @@ def _mbar_init(c, op, info):
         e = w.env
         for lane, addr in per_lane(e[a], w.mask):
             w.cta.mbarrier_init(addr, int(lanes(e[n])[lane]))
+            if w.cta.trace is not None:
+                w.cta.note(w.index, "init", f"mbarrier.init 0x{addr:x} count {int(lanes(e[n])[lane])}")
     return False, fn
 
 
@@ -727,6 +734,14 @@ def _mbar_arrive(c, op, info):
         if r is not None:
             e[r] = token
         w.last_op = info
+        if w.cta.trace is not None:
+            arrivals = [(addr, int(lanes(e[tx])[lane]) if expect else 0) for lane, addr in per_lane(e[a], w.mask)]
+            for addr in sorted({addr for addr, _ in arrivals}):
+                bar = w.cta.mbarriers[addr]
+                tx_bytes = sum(n for x, n in arrivals if x == addr)
+                tx_text = f" expect_tx {tx_bytes} B" if expect else ""
+                w.cta.note(w.index, "arrive", f"mbarrier 0x{addr:x} x{sum(x == addr for x, _ in arrivals)}{tx_text} (now phase "
+                                              f"{bar.phase}, {bar.pending} arrivals and {bar.tx} tx B pending)")
         yield None                       # let the arrival be seen before this warp goes on
     return True, gen
 
@@ -744,10 +759,14 @@ def _mbar_wait(c, op, info):
         cta = w.cta
         bars = [(cta.mbarrier(addr), parity) for addr, parity in waits]
         w.last_op = info
+        if cta.trace is not None:
+            t = cta.note(w.index, "wait", ", ".join(f"mbarrier 0x{b.addr:x} parity {par}" for b, par in bars))
         if not all(b.passed(par) for b, par in bars):
             what = ", ".join(f"mbarrier 0x{b.addr:x} (byte {b.addr - cta.base} of dynamic smem) parity {par}: phase {b.phase}, "
                              f"{b.pending} arrivals and {b.tx} tx bytes pending" for b, par in bars)
             yield Wait(lambda: all(b.passed(par) for b, par in bars), what)
+        if cta.trace is not None:
+            cta.note_passed(t)
     return True, gen
 
 
@@ -767,7 +786,7 @@ def _tma_load(c, op, info):
         e = w.env
         for lane, d in per_lane(e[dst], w.mask):
             box = [signed(int(lanes(e[s])[lane]), width) for s, width in coords]
-            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box)
+            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box, w.index)
         w.last_op = info
         yield None
     return True, gen
@@ -841,9 +860,14 @@ def _wgmma_wait(c, op, info):
         if not w.mask.all():
             raise DivergenceError("wgmma.wait_group is .sync.aligned: every lane of the warp must execute it")
         w.last_op = info
+        cta = w.cta
+        if cta.trace is not None:
+            t = cta.note(w.index, "wait", f"wgmma.wait_group {n}")
         while True:
-            wait = w.cta.wgmma_wait(w, n)
+            wait = cta.wgmma_wait(w, n)
             if wait is None:
-                return
+                break
             yield wait
+        if cta.trace is not None:
+            cta.note_passed(t)
     return True, gen

@@ -58,6 +58,7 @@ class EmulatedKernel:
             raise ValueError(f"kernel {kernel.name!r} carries no gpu.module: pass gpu_module= (the MLIR it was "
                              "lowered to) to emulate it")
         compiled = compile_kernel(find_gpu_module(module, kernel.name), kernel.name)
+        # the ops' OpInfo (error messages) read the MLIR ops: their module (a LoweredKernel's holder) must outlive them
         return cls(kernel.name, compiled, list(kernel.params), dict(kernel.tensor_maps), tuple(kernel.grid),
                    tuple(kernel.block), tuple(kernel.cluster), kernel.smem_bytes, source=(kernel, module))
 
@@ -122,12 +123,13 @@ class Launch:
 
 
 def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
-                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None) -> EmulationReport:
+                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None, trace: dict | None = None) -> EmulationReport:
     """Run every CTA of the launch (or the CTA ids in `ctas`); outputs are written into the `args` arrays.
 
     args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
     sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
-    async operation may take; order "random" or "round_robin"."""
+    async operation may take; order "random" or "round_robin". trace: {CTA id (x, y, z): list}, the CTAs
+    whose (step, warp, kind, text) records of waits, arrivals, TMA copies and wgmmas to append to the list."""
     k = EmulatedKernel.of(kernel, gpu_module)
     if tuple(k.cluster) != (1, 1, 1):
         raise UnknownOpError(f"kernel {k.name!r} has cluster {k.cluster}: thread-block clusters are not modelled")
@@ -163,6 +165,8 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
     with np.errstate(over="ignore"):
         for x, y, z in ((i[0], i[1], i[2]) for i in ids):
             cta = CTA(launch, (x, y, z), rng, delay, order)
+            if trace is not None and (x, y, z) in trace:
+                cta.trace = trace[(x, y, z)]
             warps = [Warp(cta, w, k.compiled.nslots, threads) for w in range(-(-threads // WARP))]
             for w in warps:
                 k.compiled.start(w, values)
@@ -200,11 +204,13 @@ def gemm_kernel(spec) -> EmulatedKernel:
     return _KERNELS[spec]
 
 
-def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None) -> np.ndarray:
+def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None,
+                 trace: dict | None = None) -> np.ndarray:
     """C = A @ B (B [K, N] for "kn", [N, K] for "nk") by the emulated kernel of `spec`, as spec.elem.
 
     a and b are cast to spec.elem (round to nearest even) unless they already are; C starts as NaN, so an
-    element the kernel never writes stays NaN. `sms` is the SM count a persistent kernel's grid takes."""
+    element the kernel never writes stays NaN. `sms` is the SM count a persistent kernel's grid takes; trace as
+    emulate_launch's."""
     elem = NUMPY_ELEMS[spec.elem]
     a, b = np.ascontiguousarray(np.asarray(a).astype(elem)), np.ascontiguousarray(np.asarray(b).astype(elem))
     m, k = a.shape
@@ -213,7 +219,7 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
         raise ValueError(f"emulate_gemm: a is [{m}, {k}] but b {b.shape} ({spec.b_layout}) has another K")
     c = np.full((m, n), np.nan, elem)
     r = emulate_launch(gemm_kernel(spec), {"a": a, "b": b, "c": c}, {"M": m, "N": n, "K": k, "SMS": sms},
-                       seed=seed, delay=delay)
+                       seed=seed, delay=delay, trace=trace)
     if report is not None:
         report.append(r)
     return c

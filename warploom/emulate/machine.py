@@ -213,6 +213,17 @@ class CTA:
         self.step = 0
         self.warps: list[Warp] = []
         self.stats = launch.stats
+        self.trace: list | None = None        # when a list: (step, warp, kind, text) records (warploom emulate --timeline)
+
+    def note(self, warp: int, kind: str, text: str) -> int:
+        """Append a trace record (callers check `trace is not None` first); returns its index for `note_passed`."""
+        self.trace.append((self.step, warp, kind, text))
+        return len(self.trace) - 1
+
+    def note_passed(self, i: int) -> None:
+        """A traced wait (record i) has passed: say at which scheduler step."""
+        step, warp, kind, text = self.trace[i]
+        self.trace[i] = (step, warp, kind, f"{text}  passed " + ("at once" if step == self.step else f"at step {self.step}"))
 
     # ---- shared memory -----------------------------------------------------------------------
     def smem_offset(self, addr: int, nbytes: int, what: str) -> int:
@@ -262,7 +273,7 @@ class CTA:
         bar.maybe_complete()
 
     # ---- TMA: PTX ISA 9.7.9.25 cp.async.bulk.tensor (tile mode, global -> shared::cluster) -------------
-    def tma_load(self, info: OpInfo, dst: int, tmap_addr: int, mbar: int, coords: list[int]) -> None:
+    def tma_load(self, info: OpInfo, dst: int, tmap_addr: int, mbar: int, coords: list[int], warp: int | None = None) -> None:
         tmap = self.launch.tensor_map_at(tmap_addr)
         spec, array = tmap.spec, tmap.array
         self.mbarrier(mbar)
@@ -304,6 +315,8 @@ class CTA:
         self.copy_names.append(what)
         record = (off, off + nbytes, what)
         self.copies.append(record)
+        if self.trace is not None:
+            self.note(warp, "copy", f"{what}, {nbytes} B")
 
         def land():
             self.smem[phys] = data
@@ -311,6 +324,10 @@ class CTA:
             self.tma_pending[off:off + nbytes] -= 1
             self.copies.remove(record)
             self.complete_tx(mbar, nbytes)
+            if self.trace is not None:
+                bar = self.mbarriers[mbar]
+                self.note(warp, "landed", f"TMA load of {spec.name!r} box {coords} landed: complete_tx {nbytes} B on "
+                                          f"mbarrier 0x{mbar:x} (now phase {bar.phase}, {bar.tx} tx B pending)")
 
         self._async(info, what, land)
 
@@ -373,6 +390,10 @@ class CTA:
         slot.parts[w] = (desc_a, desc_b, acc_in, result)
         if len(slot.parts) == WARPGROUP_WARPS:
             self._issue_slot(wg, i, slot)
+        if self.trace is not None:
+            self.note(warp.index, "mma", f"wgmma #{i} m{attrs['m']}n{attrs['n']}k{attrs['k']} A {_operand_text(desc_a)} "
+                                         f"B {_operand_text(desc_b)}" + ("  -> issued (the warpgroup's last warp)"
+                                                                         if slot.reads is not None else ""))
         return result
 
     def _issue_slot(self, wg: Warpgroup, i: int, slot: WgmmaSlot) -> None:
@@ -445,6 +466,8 @@ class CTA:
                                   f"warpgroup {wg.index}; another warp committed #{group.slots[0]}.."
                                   f"{group.slots[1] - 1}: every warp must issue and commit the same wgmmas")
         group.committed.add(w)
+        if self.trace is not None:
+            self.note(warp.index, "commit", f"wgmma.commit_group: group {j} = wgmmas #{span[0]}..{span[1] - 1}")
         if len(group.committed) == WARPGROUP_WARPS:
             prev = wg.groups[j - 1] if j else None
             slot = wg.slots[span[0]] if span[1] > span[0] else None
@@ -473,6 +496,10 @@ class CTA:
                 else:
                     result.value = d[r, c].astype(np.float32)
         group.done = True
+        if self.trace is not None:
+            for w in range(WARPGROUP_WARPS):
+                self.note(wg.index * WARPGROUP_WARPS + w, "done", f"wgmma group {group.index} complete "
+                          f"(wgmmas #{group.slots[0]}..{group.slots[1] - 1}); its smem operands stay owned until wait_group")
 
     def wgmma_wait(self, warp: Warp, pending: int) -> Wait | None:
         """9.7.15.6.3 wgmma.wait_group N: until at most N of this warp's committed groups are pending; then their
@@ -581,6 +608,14 @@ class CTA:
         stuck = [f"{e.what} (waits for an earlier group)" for e in self.events]
         detail = "; ".join(lines + stuck)
         return DeadlockError(f"deadlock: every live warp is blocked and nothing is in flight. {detail}").locate(self.id)
+
+
+def _operand_text(bits: int) -> str:
+    """A wgmma operand for a trace record: the smem address its descriptor starts at."""
+    try:
+        return f"smem 0x{WgmmaSmemDescriptor.decode(bits).start_address:x}"
+    except ValueError:
+        return f"descriptor 0x{bits:x}"
 
 
 _FRAGMENTS: dict = {}

@@ -5,6 +5,7 @@
     warploom passes
     warploom precompile --target sm_90a --cache DIR
     warploom explain --dtype bf16 --b-layout kn --block-n 256
+    warploom emulate --op matmul --target sm_90a --shape 130x136x328 --seeds 3 [--timeline]
 """
 from __future__ import annotations
 
@@ -101,6 +102,11 @@ def cmd_explain(args) -> int:
     return 0
 
 
+def cmd_emulate(args) -> int:
+    from .emulate import run
+    return run(args)
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
     return run_demo(args)
@@ -128,6 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stages", type=int, default=4)
     sp.add_argument("--target", default="sm_90a")
     sp.set_defaults(fn=cmd_explain)
+    sp = sub.add_parser("emulate", help="run the GEMM kernel warploom.ops.matmul would pick on the CPU emulator "
+                        "and check it against the float64 reference (exit 0 match, 1 mismatch, 2 emulation error "
+                        "or bad input)")
+    from .emulate import add_arguments
+    add_arguments(sp)
+    sp.set_defaults(fn=cmd_emulate)
     sp = sub.add_parser("demo", help="build graphs, run the pipelines, check numerics on this machine")
     sp.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each pass to DIR")
     sp.set_defaults(fn=cmd_demo)

@@ -1,0 +1,161 @@
+"""`warploom emulate`: exit codes (match, mismatch, emulation error, refused input) and the --timeline text,
+run through warploom.tools.cli.main on small shapes."""
+import re
+
+import pytest
+
+from warploom.emulate import machine
+from warploom.tools.cli import main
+
+SMALL = ["emulate", "--op", "matmul", "--target", "sm_90a", "--shape", "130x136x200"]   # 2 x 2 CTAs, 4 k-tiles
+
+
+def run(capsys, *extra):
+    rc = main(SMALL + list(extra))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_match_exits_0_and_prints_a_line_per_seed(capsys):
+    rc, out, err = run(capsys, "--seeds", "2")
+    assert rc == 0, err
+    assert "picks wl_gemm_bf16_kn_128x128x64_s4" in out
+    rows = [line for line in out.splitlines() if re.match(r"\s+\d+\s+wl_gemm_", line)]
+    assert len(rows) == 2
+    for seed, row in enumerate(rows):
+        assert re.match(rf"\s+{seed}\s+wl_gemm_bf16_kn_128x128x64_s4\s+\(2, 2, 1\)\s+4\s+[\d.]+\s+[\d.e+-]+\s+OK$", row), row
+
+
+def test_exact_inputs_nk_f16(capsys):
+    rc, out, err = run(capsys, "--exact", "--dtype", "f16", "--b-layout", "nk")
+    assert rc == 0, err
+    assert "wl_gemm_f16_nk_128x128x64_s4" in out and "0.00e+00  OK" in out
+
+
+def test_a_wrong_reference_exits_1(capsys, monkeypatch):
+    from warploom.reference import ops
+    real = ops.matmul
+    monkeypatch.setattr(ops, "matmul", lambda *a, **k: real(*a, **k) + 1.0)
+    rc, out, err = run(capsys)
+    assert rc == 1
+    assert "MISMATCH" in out and "does not match the float64 reference" in err
+
+
+def test_an_emulation_error_exits_2_with_its_message_and_timeline(capsys, monkeypatch):
+    # the consumers' arrivals on the ring's empty barriers are lost: the producer waits for a free stage forever
+    real = machine.CTA.mbarrier_arrive
+
+    def lossy(self, addr, count=1, tx=0):
+        if tx == 0:
+            return self.mbarrier(addr).phase
+        return real(self, addr, count, tx)
+    monkeypatch.setattr(machine.CTA, "mbarrier_arrive", lossy)
+    rc, out, err = run(capsys, "--timeline", "--shape", "130x136x328")     # 6 k-tiles: stages are reused
+    assert rc == 2
+    assert "DeadlockError" in out
+    assert "seed 0: DeadlockError: CTA (" in err and "deadlock" in err and "Traceback" not in err
+    assert "waits for mbarrier" in err and "nvvm.mbarrier.try_wait.parity" in err     # the op, printed from its MLIR
+    assert re.search(r"wait +mbarrier 0x[0-9a-f]+\(empty\[0\]\) parity 0  still waiting", out)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--shape", "130x0x64"], "give M, N and K as positive integers"),
+    (["--shape", "128x128"], "MxNxK"),
+    (["--shape", "130x136x100"], "K = 100 is not a multiple of 8"),
+    (["--target", "sm_100a"], "no sm_100a lowering exists yet"),
+    (["--op", "attention"], "no attention kernels yet"),
+    (["--shape", "1100x1024x64"], "72 output tiles of 128x128 (72 CTAs, grid (8, 9, 1))"),
+    (["--shape", "1100x1024x64"], "more than --max-ctas 64: pass --max-ctas 72"),
+    (["--timeline", "--cta", "2,0"], "the grid is (2, 2, 1)"),
+])
+def test_refused_input_exits_2_with_the_way_out(capsys, extra, message):
+    rc = main(SMALL + extra)
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert message in err, err
+    assert "Traceback" not in err
+
+
+def test_argparse_refuses_an_unknown_dtype():
+    with pytest.raises(SystemExit) as e:
+        main(SMALL + ["--dtype", "f32"])
+    assert e.value.code == 2
+
+
+def test_timeline_shows_waits_arrivals_copies_and_wgmmas_of_producer_and_consumers(capsys):
+    rc, out, err = run(capsys, "--timeline", "--cta", "1,1", "--timeline-limit", "100")
+    assert rc == 0, err
+    assert "timeline of CTA (1, 1, 0), seed 0" in out
+    warp = {}
+    for line in out.splitlines():
+        m = re.match(r"\s+warp (\d+)\s+step\s+(\d+)\s+(\w+)\s+(.*)", line)
+        if m:
+            warp.setdefault(int(m.group(1)), []).append((int(m.group(2)), m.group(3), m.group(4)))
+    producer, consumer = warp[0], warp[4]
+    kinds = {k for _, k, _ in producer}
+    assert {"init", "wait", "arrive", "copy", "landed"} <= kinds
+    assert any(k == "copy" and "TMA load of 'b' box [128, 0]" in t and "(b[0])" in t for _, k, t in producer)
+    assert any(k == "arrive" and "(full[0]) x1 expect_tx 32768 B" in t for _, k, t in producer)
+    assert any(k == "wait" and "(empty[0]) parity 1  passed" in t for _, k, t in producer)
+    kinds = {k for _, k, _ in consumer}
+    assert {"wait", "mma", "commit", "done", "arrive"} <= kinds
+    assert any(k == "wait" and re.search(r"\(full\[0\]\) parity 0  passed (at once|at step \d+)", t)
+               for _, k, t in consumer)
+    assert any(k == "wait" and t.startswith("wgmma.wait_group") for _, k, t in consumer)
+    assert any(k == "mma" and "A smem 0x" in t and "(a[0])" in t for _, k, t in consumer)
+    assert any(k == "arrive" and "(empty[0])" in t for _, k, t in consumer)
+    for events in warp.values():              # each warp's records are in scheduler order
+        steps = [s for s, _, _ in events]
+        assert steps == sorted(steps)
+
+
+def test_timeline_limit_cuts_each_warp(capsys):
+    rc, out, err = run(capsys, "--timeline", "--timeline-limit", "3")
+    assert rc == 0, err
+    assert all(len(re.findall(rf"^  warp {w} ", out, re.M)) <= 3 for w in range(12))
+    assert "more (--timeline-limit)" in out
+
+
+def test_no_trace_is_kept_by_default():
+    import numpy as np
+    from warploom.emulate import emulate_launch, gemm_kernel
+    from warploom.kernels import GemmSpec
+    seen = []
+    real = machine.CTA.run
+
+    def spy(self, warps):
+        seen.append(self.trace)
+        return real(self, warps)
+    k = gemm_kernel(GemmSpec("bf16", "kn", 128))
+    e = machine.NUMPY_ELEMS["bf16"]
+    a, b, c = np.ones((64, 64), e), np.ones((64, 128), e), np.zeros((64, 128), e)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(machine.CTA, "run", spy)
+        emulate_launch(k, {"a": a, "b": b, "c": c}, {"M": 64, "N": 128, "K": 64})
+    assert seen == [None]
+
+
+def test_the_kernel_is_the_one_ops_matmul_picks(monkeypatch, capsys):
+    from warploom import ops
+    monkeypatch.setattr(ops, "pick_spec", lambda *a, **k: ops.GemmSpec("bf16", "kn", 256))
+    rc, out, err = run(capsys, "--shape", "128x256x64")
+    assert rc == 0, err
+    assert "picks wl_gemm_bf16_kn_128x256x64_s4" in out
+
+
+def test_schedule_option_picks_under_that_schedule_and_restores_it(capsys):
+    from warploom import ops
+    before = ops.SCHEDULE
+    rc, out, err = run(capsys, "--schedule", "persistent", "--exact", "--shape", "130x264x200")
+    assert rc == 0, err
+    assert "wl_gemm_bf16_kn_128x128x64_s4_persistent" in out and "(2, 1, 1)" in out
+    assert ops.SCHEDULE == before
+
+
+def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
+    from warploom import ops
+    assert ops.pick_spec("bf16", "kn", 130, 136).block_n == 128              # fewer 256-wide tiles than SMs
+    assert ops.pick_spec("f16", "nk", 8192, 8192).tile == (128, 256, 64)
+    monkeypatch.setattr(ops, "SCHEDULE", "auto")                           # persistent from 2 waves of tiles on
+    assert ops.pick_spec("bf16", "kn", 8192, 8192, 132).schedule == "persistent"
+    assert ops.pick_spec("bf16", "kn", 8192, 8192, lambda: 1100).schedule == "grid"   # 2048 tiles < 2 x 1100

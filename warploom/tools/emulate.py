@@ -1,0 +1,256 @@
+"""`warploom emulate`: run the GEMM kernel warploom.ops.matmul would pick on the CPU emulator, check it.
+
+    warploom emulate --op matmul --target sm_90a --shape 130x136x328 [--dtype bf16|f16] [--b-layout kn|nk]
+                     [--seeds 3] [--exact] [--timeline [--cta 0,0] [--timeline-limit 40]] [--sms 2] [--max-ctas 64]
+
+The kernel is the one `warploom.ops.pick_spec` chooses for the problem on an H200 (132 SMs), lowered like
+warploom.compile lowers it; each seed is one interleaving of warps, TMA landings and wgmma completions, all
+on the same inputs, compared with the float64 reference (warploom.reference.ops) as tests/emulate/test_gemm.py
+does. Exit status: 0 every seed matches, 1 a seed mismatches, 2 an EmulationError (race, deadlock, ...) or
+input the emulator cannot take (with the value, the limit and the way out).
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+
+import numpy as np
+
+TARGETS = ("sm_90a", "sm_100a")
+MAX_CTAS = 64
+# a CTA takes about 0.1 s plus 4 ms per k-tile on one core (benchmarks/NOTES.md, emulator speed)
+SECONDS_PER_CTA, SECONDS_PER_KTILE = 0.1, 0.004
+TMA_ALIGN_ELEMS = 8        # a TMA row stride is a multiple of 16 B: 8 elements of bf16/f16
+H200_SMS = 132
+# as tests/emulate/test_gemm.py: f32 accumulation then one rounding to the 16-bit type
+RTOL, ATOL, SAME_ROUNDING = 2 ** -7, 1e-3, 0.99
+
+
+class Refused(Exception):
+    """Input the emulator cannot take: the message names the value, the limit and the way out."""
+
+
+def add_arguments(sp) -> None:
+    sp.add_argument("--op", default="matmul", choices=["matmul", "attention"])
+    sp.add_argument("--target", default="sm_90a", choices=TARGETS)
+    sp.add_argument("--shape", required=True, metavar="MxNxK", help="C[M,N] = A[M,K] @ B, e.g. 130x136x328")
+    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] (kn) or as a [N,K] weight (nk)")
+    sp.add_argument("--schedule", choices=["auto", "grid", "persistent"],
+                    help="warploom.ops.SCHEDULE to pick under (default: the one matmul uses today)")
+    sp.add_argument("--seeds", type=int, default=1, metavar="N", help="interleavings to run (seeds 0..N-1)")
+    sp.add_argument("--input-seed", type=int, default=0, metavar="S", help="numpy seed of the inputs")
+    sp.add_argument("--exact", action="store_true", help="inputs in {-1, 0, 1}: C must equal the rounded reference")
+    sp.add_argument("--delay", type=int, default=8, help="most scheduler steps a TMA copy or wgmma group takes")
+    sp.add_argument("--sms", type=int, default=2, help="the SM count a persistent kernel's grid takes")
+    sp.add_argument("--max-ctas", type=int, default=MAX_CTAS, metavar="N",
+                    help=f"refuse problems of more output tiles (CTAs) than this (default {MAX_CTAS})")
+    sp.add_argument("--timeline", action="store_true",
+                    help="print each warp's waits, arrivals, TMA copies and wgmmas in one CTA")
+    sp.add_argument("--cta", default="0,0", metavar="X,Y", help="the CTA --timeline traces (default 0,0)")
+    sp.add_argument("--timeline-limit", type=int, default=40, metavar="N", help="events shown per warp (default 40)")
+
+
+def parse_shape(text: str) -> tuple[int, int, int]:
+    m = re.fullmatch(r"\s*(\d+)\s*[xX]\s*(\d+)\s*[xX]\s*(\d+)\s*", text)
+    if not m or min(int(g) for g in m.groups()) < 1:
+        raise Refused(f"--shape {text!r}: give M, N and K as positive integers MxNxK, e.g. --shape 130x136x328")
+    return tuple(int(g) for g in m.groups())
+
+
+def parse_cta(text: str) -> tuple[int, int, int]:
+    parts = text.split(",")
+    if not 1 <= len(parts) <= 3 or not all(p.strip().isdigit() for p in parts):
+        raise Refused(f"--cta {text!r}: give the CTA as X,Y (non-negative integers), e.g. --cta 1,0")
+    ids = [int(p) for p in parts] + [0] * (3 - len(parts))
+    return ids[0], ids[1], ids[2]
+
+
+def select(args, m: int, n: int, k: int):
+    """The GemmSpec warploom.ops.matmul would run for this problem on an H200 (its own selection function)."""
+    from warploom import ops
+    from warploom.kernels import STANDARD_KERNELS
+    if args.op == "attention":
+        raise Refused("--op attention: there are no attention kernels yet (wl.attention is not lowered to a kernel "
+                      "on any target), so there is nothing to emulate: use --op matmul")
+    if args.target not in STANDARD_KERNELS:
+        raise Refused(f"--target {args.target}: no {args.target} lowering exists yet (wl-lower-sm90 is the only "
+                      f"kernel lowering; kernels exist for {', '.join(STANDARD_KERNELS)}): emulate --target sm_90a")
+    strides = [("K", k, "the rows of A")] + ([("N", n, "the rows of B [K,N]")] if args.b_layout == "kn"
+                                             else [("K", k, "the rows of B [N,K]")])
+    for dim, v, what in strides:
+        if v % TMA_ALIGN_ELEMS:
+            up = -(-v // TMA_ALIGN_ELEMS) * TMA_ALIGN_ELEMS
+            raise Refused(f"--shape {m}x{n}x{k}: {dim} = {v} is not a multiple of {TMA_ALIGN_ELEMS}, so {what} are not "
+                          f"16-byte strides that TMA can read; warploom.ops.matmul copies such operands into "
+                          f"zero-padded buffers first: emulate {dim} = {up} instead")
+    saved = ops.SCHEDULE
+    try:
+        if args.schedule:
+            ops.SCHEDULE = args.schedule
+        spec = ops.pick_spec(args.dtype, args.b_layout, m, n, H200_SMS)
+    finally:
+        ops.SCHEDULE = saved
+    return replace(spec, target=args.target)
+
+
+def operands(spec, m: int, n: int, k: int, seed: int, exact: bool):
+    from warploom.reference.ops import matmul, round_to
+    rng = np.random.default_rng(seed)
+    draw = (lambda shape: rng.integers(-1, 2, shape).astype(np.float64)) if exact else rng.standard_normal
+    a = round_to(draw((m, k)), spec.elem)
+    b = round_to(draw((k, n) if spec.b_layout == "kn" else (n, k)), spec.elem)
+    return a, b, matmul(a, b, transpose_b=spec.b_layout == "nk")
+
+
+def compare(c: np.ndarray, ref: np.ndarray, elem: str, exact: bool) -> tuple[float, bool]:
+    """(max |C - reference|, whether C passes): exact inputs must give the reference rounded to elem; random
+    ones must lie within RTOL/ATOL and round like it almost everywhere."""
+    from warploom.reference.ops import round_to
+    c = c.astype(np.float64)
+    if np.isnan(c).any():
+        return float("nan"), False
+    err = float(np.max(np.abs(c - ref))) if c.size else 0.0
+    rounded = round_to(ref, elem)
+    if exact:
+        return err, bool(np.array_equal(c, rounded))
+    ok = bool(np.allclose(c, ref, rtol=RTOL, atol=ATOL)) and float(np.mean(c == rounded)) > SAME_ROUNDING
+    return err, ok
+
+
+def run(args, out=None, err=None) -> int:
+    from warploom.emulate import EmulationError, emulate_gemm, gemm_kernel
+    from warploom.runtime import rules
+    out, err = out or sys.stdout, err or sys.stderr
+
+    def refuse(msg: str) -> int:
+        print(f"warploom emulate: {msg}", file=err)
+        return 2
+
+    try:
+        m, n, k = parse_shape(args.shape)
+        cta = parse_cta(args.cta)
+        for name in ("seeds", "sms", "max_ctas", "timeline_limit"):
+            if getattr(args, name) < 1:
+                raise Refused(f"--{name.replace('_', '-')} {getattr(args, name)}: must be at least 1")
+        if args.delay < 0:
+            raise Refused(f"--delay {args.delay}: must be at least 0")
+        spec = select(args, m, n, k)
+        kernel = gemm_kernel(spec)
+    except Refused as e:
+        return refuse(str(e))
+    except (ValueError, TypeError) as e:
+        return refuse(f"cannot build the kernel: {e}")
+    sizes = {"M": m, "N": n, "K": k, "SMS": args.sms}
+    grid = tuple(rules.evaluate(r, sizes) for r in kernel.grid)
+    ctas = grid[0] * grid[1] * grid[2]
+    tiles = -(-m // spec.block_m) * -(-n // spec.block_n)
+    k_tiles = -(-k // spec.block_k)
+    estimate = tiles * (SECONDS_PER_CTA + k_tiles * SECONDS_PER_KTILE) * args.seeds
+    if tiles > args.max_ctas:
+        return refuse(f"--shape {args.shape} takes {tiles} output tiles of {spec.block_m}x{spec.block_n} "
+                      f"({ctas} CTAs, grid {grid}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is "
+                      f"more than --max-ctas {args.max_ctas}: pass --max-ctas {tiles} to run it anyway, or emulate "
+                      "a smaller shape (ragged ones exercise the same code)")
+    if args.timeline and not all(c < g for c, g in zip(cta, grid)):
+        return refuse(f"--cta {args.cta}: the grid is {grid}; trace a CTA inside it")
+    a, b, ref = operands(spec, m, n, k, args.input_seed, args.exact)
+    print(f"matmul {m}x{n}x{k} {spec.elem}, B {'[K,N]' if spec.b_layout == 'kn' else '[N,K]'}: warploom.ops.matmul "
+          f"picks {spec.kernel_name} ({spec.schedule} schedule, {spec.target}; on an H200"
+          + (f", under SCHEDULE = {args.schedule!r})" if args.schedule else ")"), file=out)
+    inputs = "{-1, 0, 1}" if args.exact else "standard normal"
+    check = "C == reference rounded to " + spec.elem if args.exact else (
+        f"|C - ref| <= {ATOL:g} + 2^-7 |ref| and >= {SAME_ROUNDING:.0%} rounded like the reference")
+    print(f"inputs {inputs} in {spec.elem} (numpy seed {args.input_seed}); check {check}; delay {args.delay}", file=out)
+    kw = max(36, len(kernel.name))
+    print(f"{'seed':>4}  {'kernel':<{kw}} {'grid':<11} {'CTAs':>4} {'seconds':>8}  {'max error':>9}  result", file=out)
+    traces, failed = [], None
+    for seed in range(args.seeds):
+        trace = {cta: []} if args.timeline else None
+        traces.append(trace)
+        reports = []
+        try:
+            c = emulate_gemm(spec, a, b, seed, sms=args.sms, delay=args.delay, report=reports, trace=trace)
+        except EmulationError as e:
+            print(f"{seed:>4}  {kernel.name:<{kw}} {str(grid):<11} {ctas:>4} {'-':>8}  {'-':>9}  "
+                  f"{type(e).__name__}", file=out)
+            if args.timeline:
+                print_timeline(trace[cta], spec, cta, seed, args.timeline_limit, out)
+            print(f"warploom emulate: seed {seed}: {type(e).__name__}: {e}", file=err)
+            return 2
+        r = reports[0]
+        max_err, ok = compare(c, ref, spec.elem, args.exact)
+        print(f"{seed:>4}  {r.kernel:<{kw}} {str(r.grid):<11} {r.ctas:>4} {r.seconds:8.2f}  {max_err:9.2e}  "
+              f"{'OK' if ok else 'MISMATCH'}", file=out, flush=True)
+        if not ok and failed is None:
+            failed = seed
+    if args.timeline:
+        shown = failed if failed is not None else 0
+        print_timeline(traces[shown][cta], spec, cta, shown, args.timeline_limit, out)
+    if failed is not None:
+        print(f"warploom emulate: seed {failed} does not match the float64 reference (see its max error above)",
+              file=err)
+        return 1
+    print(f"all {args.seeds} seed(s) match the float64 reference", file=out)
+    return 0
+
+
+# ---- timeline ----------------------------------------------------------------------------------------
+
+def smem_names(spec) -> tuple[list, dict[int, str]]:
+    """([(absolute smem address, bytes, 'full[1]' or 'a[2]')], {warp: role}): each mbarrier and ring stage of the
+    kernel's plan, at the base the kernel rounds the emulator's dynamic smem window up to; each warp's role."""
+    from warploom import targets
+    from warploom.compile import planned_program
+    from warploom.emulate.machine import MBARRIER_BYTES, SMEM_BASE
+    program = planned_program(spec)
+    align = targets.get(spec.target).smem_base_align
+    base = -(-SMEM_BASE // align) * align
+    names = []                  # (start, bytes, name)
+    for r in program.regions.values():
+        if r.space == "smem" and r.offset is not None and r.name != "mbarriers":
+            stage = r.size // r.stages
+            names += [(base + r.offset + s * stage, stage, f"{r.name}[{s}]") for s in range(r.stages)]
+    for bar in program.barriers.values():
+        if bar.offset is not None:
+            names += [(base + bar.offset + MBARRIER_BYTES * i, MBARRIER_BYTES, f"{bar.name}[{i}]")
+                      for i in range(bar.count)]
+    roles = {}
+    for role in program.roles:
+        for w in role.warp_range:
+            roles[w] = role.name
+    return names, roles
+
+
+def print_timeline(records: list, spec, cta: tuple, seed: int, limit: int, out) -> None:
+    """Each warp's trace records (at most `limit`), its smem addresses named after the kernel's plan."""
+    names, roles = smem_names(spec)
+
+    def name(mo) -> str:
+        addr = int(mo.group(1), 16)
+        for start, size, what in names:
+            if start <= addr < start + size:
+                return f"{mo.group(0)}({what}{f'+{addr - start}' if addr > start else ''})"
+        return mo.group(0)
+
+    def named(text: str) -> str:
+        return re.sub(r"0x([0-9a-f]+)", name, text)
+
+    print(f"\ntimeline of CTA {cta}, seed {seed} (scheduler steps; the first {limit} events of each warp):", file=out)
+    by_warp: dict[int, list] = {}
+    for rec in records:
+        by_warp.setdefault(rec[1], []).append(rec)
+    for w in sorted(by_warp):
+        recs = by_warp[w]
+        print(f"warp {w} ({roles.get(w, '?')}): {len(recs)} event{'s' if len(recs) != 1 else ''}", file=out)
+        # past the limit, still show the wait a warp is stuck in (the run stopped on an error)
+        stuck = [r for r in recs[limit:] if r[2] in ("wait", "bar") and "  passed" not in r[3]]
+        for i, (step, _, kind, text) in enumerate(recs[:limit] + stuck):
+            if i == limit:
+                print(f"  ... {len(recs) - limit - len(stuck)} more (--timeline-limit), then", file=out)
+            if kind in ("wait", "bar") and "  passed" not in text:
+                text += "  still waiting when the run stopped"
+            print(f"  warp {w:<2} step {step:>5}  {kind:<7} {named(text)}", file=out)
+        if len(recs) > limit and not stuck:
+            print(f"  ... {len(recs) - limit} more (--timeline-limit)", file=out)
