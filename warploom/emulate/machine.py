@@ -13,6 +13,8 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   MMA, issued when the last warp reaches it (its smem operand bytes are then owned until a
   wait_group retires the group); a group completes after a scheduler-chosen delay, computing every
   MMA of the group, and a warp's accumulator registers become readable at its wait_group.
+- Tensor Memory and the tcgen05 ops (sm_100a) live in tcgen05.py: `CTA.tmem` is made by the CTA's
+  first tcgen05 op; a tcgen05.mma holds its smem operand bytes in `mma_reading` like a wgmma does.
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
   scheduler picks among runnable warps and landable async operations with a seeded RNG.
 """
