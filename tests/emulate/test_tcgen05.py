@@ -20,16 +20,16 @@ from warploom.layout import Sm100InstrDescriptor
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
 
 M, N, K = 128, 64, 64
-SMEM = {"a": 0, "b": 16384, "full": 24576, "done": 24584, "slot": 24592}
-SMEM_BYTES = 24600 + 1024           # + the run-time round-up of the base to 1024
+SMEM = {"a": 0, "b": 16384, "full": 24576, "done": 24584, "slot": 24592, "done2": 24600}
+SMEM_BYTES = 24608 + 1024           # + the run-time round-up of the base to 1024
 
 
 def kernel_text(b_major="K", *, alloc=True, relinquish_first=False, dealloc=True, dealloc_cols=None,
                 dealloc_early=False, wait_done=True, lane_per_warp=True, extra_lane=0, col_offset=0,
                 ld_wait=True, accumulate_first=False, reload_a=False, via_st=False, mma_by_warp=False,
-                alloc_twice=0) -> str:
+                alloc_twice=0, a_tmem=False, st_wait=True) -> str:
     """The MLIR of the GEMM kernel; every keyword but b_major breaks (or varies) one thing."""
-    ncols = 128 if via_st else 64
+    ncols = 256 if a_tmem else 128 if via_st else 64
     dealloc_cols = dealloc_cols or ncols
     idesc = Sm100InstrDescriptor("bf16", "bf16", "f32", M, N, b_major=b_major).encode()
     b_step = 32 if b_major == "K" else 2048          # bytes per K = 16 step: 16 elements, or 16 rows of 128 B
@@ -54,10 +54,43 @@ def kernel_text(b_major="K", *, alloc=True, relinquish_first=False, dealloc=True
     %tw2 = arith.addi %tw, %col64 : i32
     %tp2 = llvm.inttoptr %tw2 : i32 to !llvm.ptr<6>
     nvvm.tcgen05.st %tp2, %v0 {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
-    nvvm.tcgen05.wait <store>
+    """ + ("nvvm.tcgen05.wait <store>" if st_wait else "") + """
     %v = nvvm.tcgen05.ld %tp2 {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
     nvvm.tcgen05.wait <load>""" if via_st else ""
-    out = "%v" if via_st else "%v0"
+    second = """
+    %p = nvvm.tcgen05.ld %tp {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<8xi32>
+    nvvm.tcgen05.wait <load>
+    %ta = arith.addi %tw, %c64 : i32
+    %tap = llvm.inttoptr %ta : i32 to !llvm.ptr<6>
+    nvvm.tcgen05.st %tap, %p {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<8xi32>
+    nvvm.tcgen05.wait <store>
+    nvvm.tcgen05.fence <before>
+    nvvm.barrier
+    scf.if %is0 {
+      nvvm.tcgen05.fence <after>
+      %a2 = arith.addi %taddr, %c64 : i32
+      %a2p = llvm.inttoptr %a2 : i32 to !llvm.ptr<6>
+      %d2 = arith.addi %taddr, %c128 : i32
+      %d2p = llvm.inttoptr %d2 : i32 to !llvm.ptr<6>
+      %bb = llvm.ptrtoint %sB : !llvm.ptr<3> to i32
+      %bbe = arith.shrui %bb, %c4 : i32
+      %one = arith.constant 1 : i32
+      %s64 = arith.constant 64 : i32
+      %b0 = arith.constant 0 : i8
+      %no = arith.constant false
+      %sw = arith.constant 2 : i8
+      %db0 = nvvm.tcgen05.mma_smem_desc(%bbe, %one, %s64, %b0, %no, %sw) : (i32, i32, i32, i8, i1, i8) -> i64
+      %id2 = arith.constant IDESC : i32
+      nvvm.tcgen05.mma %d2p, %a2p, %db0, %id2, %no {kind = #nvvm.tcgen05_mma_kind<f16>, ctaGroup = #nvvm.cta_group<cta_1>} : (!llvm.ptr<6>, !llvm.ptr<6>, i64, i32, i1)
+      nvvm.tcgen05.commit %done2 : !llvm.ptr<3>
+    }
+    nvvm.mbarrier.try_wait.parity %done2, %c0, %c0 : !llvm.ptr<3>, i32, i32
+    nvvm.tcgen05.fence <after>
+    %tw2 = arith.addi %tw, %c128 : i32
+    %tp2 = llvm.inttoptr %tw2 : i32 to !llvm.ptr<6>
+    %v = nvvm.tcgen05.ld %tp2 {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<64xi32>
+    nvvm.tcgen05.wait <load>""".replace("IDESC", str(idesc)) if a_tmem else ""
+    out = "%v" if via_st or a_tmem else "%v0"
     return f"""
 gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
   llvm.mlir.global external @smem() {{addr_space = 3 : i32, alignment = 1024 : i64}} : !llvm.array<0 x i8>
@@ -68,6 +101,7 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
     %c32 = arith.constant 32 : i32
     %c64 = arith.constant 64 : i32
     %c128 = arith.constant 128 : i32
+    %c256 = arith.constant 256 : i32
     %c1023 = arith.constant 1023 : i32
     %cm1024 = arith.constant -1024 : i32
     %c2097152 = arith.constant 2097152 : i32
@@ -83,12 +117,14 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
     %sB = llvm.getelementptr %sA[{SMEM['b']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %full = llvm.getelementptr %sA[{SMEM['full']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %done = llvm.getelementptr %sA[{SMEM['done']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+    %done2 = llvm.getelementptr %sA[{SMEM['done2']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %slot = llvm.getelementptr %sA[{SMEM['slot']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %is0 = arith.cmpi eq, %tid, %c0 : i32
     %w0 = arith.cmpi eq, %warp, %c0 : i32
     scf.if %is0 {{
       nvvm.mbarrier.init %full, %c1 : !llvm.ptr<3>, i32
       nvvm.mbarrier.init %done, %c1 : !llvm.ptr<3>, i32
+      nvvm.mbarrier.init %done2, %c1 : !llvm.ptr<3>, i32
       nvvm.fence.mbarrier.init
     }}
     {f"scf.if %w0 {{ {alloc_ops[0]} {chr(10)} {alloc_ops[1]} }}" if alloc else ""}
@@ -140,7 +176,7 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
     %tw = arith.addi %tw0, %extra : i32
     %tp = llvm.inttoptr %tw : i32 to !llvm.ptr<6>
     %v0 = nvvm.tcgen05.ld %tp {{shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>}} : vector<64xi32>
-    {"nvvm.tcgen05.wait <load>" if ld_wait else ""}{roundtrip}
+    {"nvvm.tcgen05.wait <load>" if ld_wait else ""}{roundtrip}{second}
     %row = arith.extui %tid : i32 to i64
     %off = arith.muli %row, %c64_i64 : i64
     %cp = llvm.getelementptr %c[%off] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
@@ -198,6 +234,22 @@ def test_tcgen05_st_then_ld_round_trip(seed):
     # each warp stores its accumulator rows to columns 64..127 (tcgen05.st, wait::st) and loads them back
     c, want = run(build(via_st=True), seed=seed)
     np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_tcgen05_mma_with_a_from_tmem(seed):
+    # columns 0..7 of D are stored (tcgen05.st) to columns 64..71 and read back by a second MMA as A in TMEM
+    # ([128 x 16] 16-bit elements, two per 32-bit cell): D2 = A2 @ B[0:16] into columns 128..191. Modelled
+    # packing (an assumption, see tcgen05.py): element 2j of a row is the low half of column j, 2j+1 the high.
+    c, d0 = run(build(a_tmem=True), seed=seed)
+    rng = np.random.default_rng(seed)
+    rng.integers(-3, 4, (M, K))
+    b_kn = rng.integers(-3, 4, (K, N)).astype(np.float64)
+    cells = d0[:, :8].astype(np.float32).view(np.uint32)
+    a2 = np.stack([cells & 0xFFFF, cells >> 16], axis=-1).reshape(M, 16).astype(np.uint16)
+    want = a2.view(NUMPY_ELEMS["bf16"]).astype(np.float64) @ b_kn[:16]
+    np.testing.assert_array_equal(c, want)
+    assert np.abs(want).max() > 0
 
 
 # ---- hand-broken kernels, one per check -------------------------------------------------------------------
@@ -301,3 +353,12 @@ def test_alloc_blocks_until_columns_are_free():
     with pytest.raises(DeadlockError, match=r"warp 0: nvvm.tcgen05.alloc .*waits for 512 free TMEM columns for "
                                             r"tcgen05.alloc \(0 of 512 free; allocated: columns 0..511"):
         run(build(alloc_twice=512))
+
+
+def test_tcgen05_ld_of_a_store_not_yet_waited_for():
+    # the round trip loads the columns it stored without tcgen05.wait::st in between
+    with pytest.raises(TmemRaceError, match=r"warp \d, nvvm.tcgen05.ld .*tcgen05.ld.32x32b.x64 of TMEM address "
+                                            r"0x00[0-6]00040 \(lanes \d+..\d+, columns 64..127\) touches lane \d+ column "
+                                            r"64, which a tcgen05.st not yet retired by tcgen05.wait::st writes: "
+                                            r"nvvm.tcgen05.st .* of warp \d"):
+        run(build(via_st=True, st_wait=False))
