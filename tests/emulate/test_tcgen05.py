@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from warploom.emulate import (AccumulatorReadError, DeadlockError, EmulatedKernel, SmemRaceError, TmemError,
-                              TmemRaceError, compile_kernel, emulate_launch)
+from warploom.emulate import (AccumulatorReadError, DeadlockError, EmulatedKernel, EmulationError, SmemRaceError,
+                              TmemError, TmemRaceError, compile_kernel, emulate_launch)
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.layout import Sm100InstrDescriptor
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
@@ -27,11 +27,11 @@ SMEM_BYTES = 24608 + 1024           # + the run-time round-up of the base to 102
 def kernel_text(b_major="K", *, alloc=True, relinquish_first=False, dealloc=True, dealloc_cols=None,
                 dealloc_early=False, wait_done=True, lane_per_warp=True, extra_lane=0, col_offset=0,
                 ld_wait=True, accumulate_first=False, reload_a=False, via_st=False, mma_by_warp=False,
-                alloc_twice=0, a_tmem=False, st_wait=True) -> str:
+                alloc_twice=0, a_tmem=False, st_wait=True, elem="bf16", d_dtype="f32", negate=False) -> str:
     """The MLIR of the GEMM kernel; every keyword but b_major breaks (or varies) one thing."""
     ncols = 256 if a_tmem else 128 if via_st else 64
     dealloc_cols = dealloc_cols or ncols
-    idesc = Sm100InstrDescriptor("bf16", "bf16", "f32", M, N, b_major=b_major).encode()
+    idesc = Sm100InstrDescriptor(elem, elem, d_dtype, M, N, b_major=b_major, negate_a=negate).encode()
     b_step = 32 if b_major == "K" else 2048          # bytes per K = 16 step: 16 elements, or 16 rows of 128 B
     alloc_ops = [f"nvvm.tcgen05.alloc %slot, %c{ncols} : !llvm.ptr<3>, i32",
                  "nvvm.tcgen05.relinquish_alloc_permit"]
@@ -193,31 +193,31 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
 MODULES = []          # the parsed modules stay alive: the compiled kernel refers to their ops for messages
 
 
-def build(b_major="K", **variant) -> EmulatedKernel:
+def build(b_major="K", elem="bf16", **variant) -> EmulatedKernel:
     with ir.Context(), ir.Location.unknown():
-        module = ir.Module.parse(kernel_text(b_major, **variant))
+        module = ir.Module.parse(kernel_text(b_major, elem=elem, **variant))
         MODULES.append(module)
         gpu_module = module.body.operations[0]
         compiled = compile_kernel(gpu_module, "tc_gemm")
     b_box, b_dims = ((K, N), ("K", "N")) if b_major == "K" else ((N, K), ("N", "K"))
-    tmaps = {"a": TensorMapSpec("a", "a", "bf16", (K, M), 128, ("K", "M")),
-             "b": TensorMapSpec("b", "b", "bf16", b_box, 128, b_dims)}
+    tmaps = {"a": TensorMapSpec("a", "a", elem, (K, M), 128, ("K", "M")),
+             "b": TensorMapSpec("b", "b", elem, b_box, 128, b_dims)}
     params = [ParamSpec("a", "tensormap"), ParamSpec("b", "tensormap"), ParamSpec("c", "ptr")]
     return EmulatedKernel("tc_gemm", compiled, params, tmaps, (("const", 1),) * 3, (128, 1, 1), (1, 1, 1),
                           SMEM_BYTES)
 
 
-def run(kernel: EmulatedKernel, b_major="K", seed=0, delay=4):
-    """C (float64) and the exact A @ B, for small-integer A and B."""
+def run(kernel: EmulatedKernel, b_major="K", seed=0, delay=4, raw=False):
+    """C (float64; the raw f32 array with raw=True) and the exact A @ B, for small-integer A and B."""
     rng = np.random.default_rng(seed)
-    bf16 = NUMPY_ELEMS["bf16"]
-    a = rng.integers(-3, 4, (M, K)).astype(bf16)
+    elem = NUMPY_ELEMS[kernel.tensor_maps["a"].dtype]
+    a = rng.integers(-3, 4, (M, K)).astype(elem)
     b_kn = rng.integers(-3, 4, (K, N))
-    b = (b_kn.T if b_major == "K" else b_kn).astype(bf16)            # K-major: B stored [N, K]; MN-major: [K, N]
+    b = (b_kn.T if b_major == "K" else b_kn).astype(elem)            # K-major: B stored [N, K]; MN-major: [K, N]
     c = np.full((M, N), np.nan, np.float32)
     emulate_launch(kernel, {"a": np.ascontiguousarray(a), "b": np.ascontiguousarray(b), "c": c}, {}, seed=seed,
                    delay=delay)
-    return c.astype(np.float64), a.astype(np.float64) @ b_kn.astype(np.float64)
+    return c if raw else c.astype(np.float64), a.astype(np.float64) @ b_kn.astype(np.float64)
 
 
 # ---- the working kernel ---------------------------------------------------------------------------------
@@ -227,6 +227,19 @@ def run(kernel: EmulatedKernel, b_major="K", seed=0, delay=4):
 def test_tcgen05_gemm_is_exact(b_major, seed):
     c, want = run(build(b_major), b_major, seed=seed, delay=8)
     np.testing.assert_array_equal(c, want)
+
+
+def test_tcgen05_negate_a_and_f16_inputs():
+    c, want = run(build(elem="f16", negate=True))
+    np.testing.assert_array_equal(c, -want)
+
+
+def test_tcgen05_f16_accumulator_sits_in_the_low_half_of_each_cell():
+    # D f16 (f16 inputs): each 32-bit cell holds one f16 in its low half, zero above (9.7.16.10.4.1)
+    c, want = run(build(elem="f16", d_dtype="f16"), raw=True)
+    cells = c.view(np.uint32)
+    assert (cells >> 16 == 0).all()
+    np.testing.assert_array_equal((cells & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float64), want)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -362,3 +375,9 @@ def test_tcgen05_ld_of_a_store_not_yet_waited_for():
                                             r"64, which a tcgen05.st not yet retired by tcgen05.wait::st writes: "
                                             r"nvvm.tcgen05.st .* of warp \d"):
         run(build(via_st=True, st_wait=False))
+
+
+def test_bf16_inputs_with_an_f16_accumulator_are_refused():
+    with pytest.raises(EmulationError, match=r"warp 0, nvvm.tcgen05.mma .*instruction descriptor 0x[0-9a-f]{8}: bf16 "
+                                             r"inputs accumulate into f32 only"):
+        run(build(d_dtype="f16"))

@@ -32,6 +32,15 @@ across releases, docs.nvidia.com/cuda/parallel-thread-execution/#<anchor>), summ
 How the emulator models it (`TensorMemory`, one per CTA, made by the CTA's first tcgen05 op):
 - cells: uint32 [128, 512], NaN (0xFFFFFFFF) where nothing wrote; `written` says which cells an mma or a
   tcgen05.st wrote since their allocation. Reading unwritten cells (ld, mma A, accumulate) is an error.
+- tcgen05.alloc takes the lowest free run of columns aligned to its size (the hardware's placement is
+  unspecified; kernels must use the address it writes to smem); when none is free the warp blocks (a
+  `Wait`), which ends in a DeadlockError naming the allocation if nothing frees columns.
+- A in TMEM (kind::f16): rows in lanes 0..M-1, the K = 16 16-bit elements of a row packed two per cell
+  over 8 columns, element 2j in the low half of column j. This packing is an assumption (the ISA shows
+  it only in figures): it matches the little-endian order of a stored bf16 pair (tcgen05.st of
+  cvt.rn.bf16x2 results, as FA4 stores P) but is not verified on hardware.
+- Every active lane executing tcgen05.mma issues a whole MMA; several lanes issuing into one accumulator
+  at once is reported (TmemRaceError) rather than computed.
 - An mma computes when the scheduler completes it (after its pipeline predecessor); from issue until a
   tcgen05.commit tracking it has *arrived*, its D cells are "being written" and its smem operand bytes
   are held (CTA.mma_reading), so a tcgen05.ld of the accumulator, or a TMA write into the stage, before
@@ -50,7 +59,7 @@ Not modelled (UnknownOpError, never skipped): cta_group::2 and multicast commits
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
@@ -84,6 +93,7 @@ def _where(addr: int, nlanes: int, ncols: int) -> str:
 
 @dataclass
 class Allocation:
+    """One tcgen05.alloc: columns [start, start + ncols) of all lanes, by `warp`; `freed_by` its dealloc."""
     start: int
     ncols: int
     warp: int
