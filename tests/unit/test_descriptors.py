@@ -4,9 +4,11 @@ nvvm.tcgen05.mma_smem_desc (lowered and run on the host by MLIR's ExecutionEngin
 import ctypes
 import random
 
+import numpy as np
 import pytest
 
-from warploom.layout import SWIZZLES, Sm100InstrDescriptor, Sm100SmemDescriptor, SmemTile, WgmmaSmemDescriptor
+from warploom.layout import (SWIZZLES, Sm100InstrDescriptor, Sm100SmemDescriptor, SmemTile, WgmmaSmemDescriptor,
+                             canonical_element_address)
 from warploom.layout.swizzle import from_sm100_code
 
 HOPPER_SWIZZLES = ["none", "32B", "64B", "128B"]
@@ -179,6 +181,26 @@ def test_sm100_smem_refuses_what_it_cannot_encode(kw, match):
 def test_sm100_smem_decode_refuses(bits, match):
     with pytest.raises(ValueError, match=match):
         Sm100SmemDescriptor.decode(bits)
+
+
+@pytest.mark.parametrize("mode", HOPPER_SWIZZLES)
+@pytest.mark.parametrize("major", ["K", "MN"])
+def test_sm100_descriptor_walks_the_canonical_layouts_like_wgmma(mode, major):
+    """PTX ISA 9.7.16.3.3 lists the same canonical layouts as 9.7.15.5.1.2: a tcgen05 descriptor decoded from
+    its bits reads the bytes the wgmma descriptor with the same fields reads (what the emulator relies on)."""
+    i, j = np.meshgrid(np.arange(128), np.arange(16), indexing="ij")
+    fields = dict(start_address=0x2400, lbo=2048, sbo=1024, swizzle=mode)
+    tc = Sm100SmemDescriptor.decode(Sm100SmemDescriptor(**fields).encode())
+    want = canonical_element_address(WgmmaSmemDescriptor(**fields), i, j, 2, major)
+    assert (canonical_element_address(tc, i, j, 2, major) == want).all()
+
+
+@pytest.mark.parametrize("kw, match", [(dict(lbo_mode=1), "LBO mode 1"),
+                                       (dict(swizzle="128B_base32B"), "32-byte atoms")])
+def test_canonical_walk_refuses_sm100_forms_it_does_not_model(kw, match):
+    d = Sm100SmemDescriptor(**{**dict(start_address=0x400, lbo=16, sbo=1024, swizzle="128B"), **kw})
+    with pytest.raises(ValueError, match=match):
+        canonical_element_address(d, 0, 0, 2, "K")
 
 
 def test_sm100_swizzle_code_5_is_invalid():

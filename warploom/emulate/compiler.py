@@ -24,7 +24,8 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
-from .errors import AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
+from .errors import (AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, SmemRaceError,
+                     UnknownOpError)
 from .machine import OpInfo, Pending, Wait, WARP, describe_lanes
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -377,6 +378,101 @@ def _ptrtoint(c, op, info):
     def fn(w):
         e = w.env
         e[r] = e[a] & m
+    return False, fn
+
+
+@handles("llvm.inttoptr")
+def _inttoptr(c, op, info):
+    # an address computed as an integer (a TMEM address read from smem, !llvm.ptr<6>): pointers are integers here
+    (a,) = _operands(c, op)
+    r, _ = _result(c, op)
+
+    def fn(w):
+        e = w.env
+        e[r] = e[a] & M64
+    return False, fn
+
+
+_BITS = {"i16": np.uint16, "i32": np.uint32, "f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+@handles("llvm.bitcast")
+def _bitcast(c, op, info):
+    # same bits, another type: i32 <-> f32 (i16 <-> 16-bit floats), as scalars or as vectors of equal length
+    (a,) = _operands(c, op)
+    r, t = _result(c, op)
+    s = TypeInfo(op.operands[0].type)
+
+    def elem(ti: TypeInfo):
+        return f"i{ti.width}" if ti.kind == "int" else ti.elem
+
+    src, dst = elem(s), elem(t)
+    scalars = s.kind in ("int", "float") and t.kind in ("int", "float")
+    vectors = s.kind == t.kind == "vector" and s.count == t.count
+    if not (scalars or vectors) or src not in _BITS or dst not in _BITS \
+            or np.dtype(_BITS[src]).itemsize != np.dtype(_BITS[dst]).itemsize:
+        raise UnknownOpError(f"llvm.bitcast {op.operands[0].type} -> {op.results[0].type}: only 16/32-bit int/float "
+                             "scalars and vectors of equal length are modelled")
+    sdt, ddt = np.dtype(_BITS[src]), np.dtype(_BITS[dst])
+    widen = t.kind == "int"            # scalar ints are canonical uint64 lanes; vector elements keep their width
+
+    def fn(w):
+        e = w.env
+        x = np.asarray(lanes(e[a]))
+        bits = x.astype(sdt) if src[0] == "i" else x
+        out = np.ascontiguousarray(bits).view(ddt)
+        e[r] = out.astype(np.uint64) if widen else out
+    return False, fn
+
+
+@handles("llvm.load")
+def _load(c, op, info):
+    # ld.shared of a scalar (e.g. the TMEM address tcgen05.alloc wrote): reads the CTA's smem bytes; a byte an
+    # in-flight TMA copy writes, or that nothing wrote (TMA copies and tcgen05.alloc are the modelled smem
+    # writers), is an error
+    (addr,) = _operands(c, op)
+    space = TypeInfo(op.operands[0].type).space
+    if space != 3:
+        raise UnknownOpError(f"llvm.load from address space {space}: only shared-memory loads (3) are modelled")
+    if "ordering" in op.attributes and _int_attr(op, "ordering"):        # LLVM::AtomicOrdering, 0 = not_atomic
+        raise UnknownOpError(f"atomic llvm.load (ordering {_int_attr(op, 'ordering')}): not modelled")
+    r, t = _result(c, op)
+    if t.kind == "int" and t.width in (8, 16, 32, 64):
+        dtype = np.dtype(f"<u{t.width // 8}")
+    elif t.kind == "float":
+        dtype = np.dtype(FLOATS[t.elem])
+    else:
+        raise UnknownOpError(f"llvm.load of {op.results[0].type}: only integer and float scalars are modelled")
+    nbytes = dtype.itemsize
+    align = _int_attr(op, "alignment") if "alignment" in op.attributes else nbytes
+    span = np.arange(nbytes)
+
+    def fn(w):
+        cta = w.cta
+        act = np.flatnonzero(w.mask)
+        a = lanes(w.env[addr], np.uint64)[act].astype(np.int64)
+        bad = np.flatnonzero(a % align)
+        if bad.size:
+            raise OutOfBoundsError(f"llvm.load of {nbytes} B at smem 0x{int(a[bad[0]]):x} (lane {act[bad[0]]}) is not "
+                                   f"{align}-byte aligned")
+        lo, hi = int(a.min()), int(a.max())
+        cta.smem_offset(lo, nbytes, "llvm.load")
+        cta.smem_offset(hi, nbytes, "llvm.load")
+        offs = (a - cta.base)[:, None] + span
+        busy = np.flatnonzero(cta.tma_pending[offs].any(axis=1))
+        if busy.size:
+            o = int(offs[busy[0], 0])
+            raise SmemRaceError(f"llvm.load reads smem 0x{cta.base + o:x} while an in-flight TMA copy writes it "
+                                f"({cta._writer_of(o)}): wait on the copy's mbarrier first")
+        cold = np.flatnonzero(~cta.written[offs].all(axis=1))
+        if cold.size:
+            o = int(offs[cold[0], 0])
+            raise SmemRaceError(f"llvm.load reads smem 0x{cta.base + o:x} (byte {o} of dynamic smem, lane "
+                                f"{act[cold[0]]}), which nothing has written yet: the writer (a TMA copy, "
+                                "tcgen05.alloc) must complete, and the reader synchronise with it, first")
+        out = np.zeros(WARP, dtype)
+        out[act] = cta.smem[offs].reshape(-1).view(dtype)
+        w.env[r] = out.astype(np.uint64) if t.kind == "int" else out
     return False, fn
 
 

@@ -52,7 +52,8 @@ class SmemRaceError(EmulationError):
 
 
 class AccumulatorReadError(EmulationError):
-    """wgmma accumulator registers read before the wgmma.wait_group that retires their group."""
+    """Registers an async op writes read too early: wgmma accumulators before the wgmma.wait_group that
+    retires their group, or tcgen05.ld destinations before the warp's tcgen05.wait::ld."""
 
 
 class OutOfBoundsError(EmulationError):
@@ -68,4 +69,17 @@ class DivergenceError(EmulationError):
 
 
 class AsyncLeakError(EmulationError):
-    """A warp exited with asynchronous work (wgmma groups) it never waited for."""
+    """A warp exited with asynchronous work (wgmma groups, tcgen05.mma no tcgen05.commit tracks) it never
+    waited for."""
+
+
+class TmemError(EmulationError):
+    """Tensor Memory (sm_100a) misused: touched before tcgen05.alloc or after tcgen05.dealloc, outside the
+    allocated columns or lanes 0..127, outside the lane quadrant a warp may reach, a bad alloc/dealloc
+    (size, relinquished permit, another warp), or columns still allocated when the allocating warp exits."""
+
+
+class TmemRaceError(EmulationError):
+    """A Tensor Memory access races an in-flight async tcgen05 operation: tcgen05.ld of cells a
+    tcgen05.mma still writes (no tcgen05.commit arrival observed), or cells whose tcgen05.ld / tcgen05.st
+    was not yet retired by tcgen05.wait."""

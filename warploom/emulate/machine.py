@@ -13,6 +13,8 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   MMA, issued when the last warp reaches it (its smem operand bytes are then owned until a
   wait_group retires the group); a group completes after a scheduler-chosen delay, computing every
   MMA of the group, and a warp's accumulator registers become readable at its wait_group.
+- Tensor Memory and the tcgen05 ops (sm_100a) live in tcgen05.py: `CTA.tmem` is made by the CTA's
+  first tcgen05 op; a tcgen05.mma holds its smem operand bytes in `mma_reading` like a wgmma does.
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
   scheduler picks among runnable warps and landable async operations with a seeded RNG.
 """
@@ -201,10 +203,11 @@ class CTA:
         self.smem = np.full(self.size, 0xFF, np.uint8)
         self.tma_pending = np.zeros(self.size, np.int16)     # in-flight TMA copies writing each byte
         self.written = np.zeros(self.size, bool)              # bytes some TMA copy has landed in
-        self.mma_reading = np.zeros(self.size, np.int16)     # issued, unretired wgmma operands reading each byte
+        self.mma_reading = np.zeros(self.size, np.int16)     # unretired wgmma / unreleased tcgen05.mma operand bytes
         self.unread = np.zeros(self.size, bool)               # bytes a TMA copy wrote (or will) that no MMA read yet
         self.writer = np.full(self.size, -1, np.int32)        # which copy (index into copy_names) wrote each byte
         self.copy_names: list[str] = []
+        self.tmem = None                                      # tcgen05.TensorMemory, made by the CTA's first tcgen05 op
         self.mbarriers: dict[int, Mbarrier] = {}
         self.events: list[AsyncOp] = []
         self.copies: list[tuple[int, int, str]] = []          # in-flight TMA loads: smem offsets [lo, hi), what
@@ -294,6 +297,12 @@ class CTA:
         off = self.smem_offset(dst, nbytes, f"TMA load of tensor map {spec.name!r}")
         busy = np.flatnonzero(self.mma_reading[off:off + nbytes])
         if busy.size:
+            reader = self.tmem.smem_reader(off + int(busy[0])) if self.tmem is not None else None
+            if reader is not None:     # a tcgen05.mma (tcgen05.py) holds the bytes until a commit arrival releases them
+                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} writes smem 0x{dst:x}..0x{dst + nbytes - 1:x} "
+                                    f"while {reader} still reads byte 0x{dst + int(busy[0]):x}: wait on the ring's "
+                                    "empty barrier before reusing a stage, and arrive on it with tcgen05.commit "
+                                    "(which arrives once the MMAs reading the stage completed)")
             raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} writes smem 0x{dst:x}..0x{dst + nbytes - 1:x} "
                                 f"while an unretired wgmma group still reads byte 0x{dst + int(busy[0]):x} "
                                 f"({self._reader_of(off + int(busy[0]))}): wait on the ring's empty barrier before "
@@ -527,6 +536,8 @@ class CTA:
         return any(g.released for g in wg.groups if g.slots[0] <= i < g.slots[1])
 
     def check_warp_exit(self, warp: Warp) -> None:
+        if self.tmem is not None:
+            self.tmem.check_warp_exit(warp)
         wg = self.warpgroups.get(warp.index // WARPGROUP_WARPS)
         if wg is None:
             return

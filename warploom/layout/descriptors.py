@@ -100,9 +100,14 @@ class WgmmaSmemDescriptor:
         return cls(start_address=start_address, lbo=op.lbo, sbo=op.sbo, swizzle=op.swizzle)
 
 
-def canonical_element_address(desc: WgmmaSmemDescriptor, mn, k, elem_bytes: int, major: str):
+def canonical_element_address(desc: WgmmaSmemDescriptor | Sm100SmemDescriptor, mn, k, elem_bytes: int, major: str):
     """Shared-memory byte address (the descriptor's 18-bit window) of operand element (mn, k) read through
     `desc`: mn counts along M (operand A) or N (operand B), k along K; ints or numpy arrays.
+
+    Hopper wgmma and sm_100 tcgen05 descriptors share the canonical layouts (PTX ISA 9.7.16.3.3 "Canonical
+    Layouts" lists the same eight as 9.7.15.5.1.2), so either descriptor is walked the same way; of the
+    sm_100 extras, the absolute LBO mode (bit 52, sm_103a) and the 128B swizzle with 32-byte atoms are
+    refused.
 
     PTX ISA 9.7.15.5.1.2 "Shared Memory Matrix Layout", canonical layouts in units of T = 16 bytes of
     elements, c = span / 16 (span = the swizzle width, 16 B without swizzle):
@@ -113,6 +118,11 @@ def canonical_element_address(desc: WgmmaSmemDescriptor, mn, k, elem_bytes: int,
     The swizzle then permutes the *absolute* address bits (bits [4,7) ^= bits [7,10) for 128B), so a k-block
     that starts mid-pattern (start + 32 B) still reads what TMA wrote; base offset 0 says the pattern is
     aligned to the address, which is the only case modelled here."""
+    if getattr(desc, "lbo_mode", 0):
+        raise ValueError("descriptor LBO mode 1 (absolute leading-dimension address, sm_103a): only the relative "
+                         "byte offset is modelled")
+    if desc.swizzle.name == "128B_base32B":
+        raise ValueError("the 128B swizzle with 32-byte atoms: its canonical layout is not modelled")
     if desc.base_offset:
         raise ValueError(f"wgmma descriptor base offset {desc.base_offset}: only base offset 0 (tiles aligned to "
                          f"the {desc.swizzle.repeat_bytes}-byte swizzle repeat) is modelled; align the tile")

@@ -1,0 +1,884 @@
+"""Tensor Memory and the tcgen05 family (sm_100a, .cta_group::1): the CTA's TMEM state and the op handlers.
+
+Sources are PTX ISA 9.0 sections (numbers as in that release; the anchor names in quotes are stable
+across releases, docs.nvidia.com/cuda/parallel-thread-execution/#<anchor>), summarised in
+/work/shared/notes/gpu-facts.md section 4:
+
+- TMEM is 128 lanes x 512 columns of 32-bit cells per CTA; an address is lane << 16 | column
+  (9.7.16.1 "tensor-memory", 9.7.16.1.1 "tensor-memory-addressing"). The numbers live in
+  `warploom.targets` (sm_100a `tmem`), read here as GEOMETRY.
+- Allocation (9.7.16.1.2 "tensor-memory-allocation", 9.7.16.7.1 "tcgen05-memory-alloc-manage-instructions"):
+  one warp of the CTA allocates and frees, warp-collectively (.sync.aligned); power-of-two column counts
+  in 32..512; the count may not grow from one allocation to the next; alloc blocks until enough columns
+  are free and writes the base address to shared memory; dealloc names an allocation's base; no alloc
+  after relinquish_alloc_permit; everything allocated must be freed before the kernel exits.
+- Issue granularity (9.7.16.5 "tcgen05-issue-granularity"): mma and commit are single-thread (every
+  active lane issues its own); alloc/dealloc/relinquish are warp ops; ld/st reach one lane quadrant:
+  warp (warp index % 4) = q may access lanes 32q..32q+31 only (9.7.16.8.1
+  "tcgen05-tensor-memory-ld-st-access-restrictions").
+- Ordering (9.7.16.6 "tcgen05-memory-consistency-model"): mma, ld and st are asynchronous. mma ->
+  mma on the same accumulator and shape from one thread execute in issue order ("pipelined"); the
+  completion of a thread's mmas is observable only through tcgen05.commit, which arrives (count 1) on an
+  mbarrier once all of that thread's prior mmas completed (9.7.16.12.1 "tcgen05-commit"); ld and st
+  complete at the thread's tcgen05.wait::ld / ::st (9.7.16.8.5 "tcgen05-wait").
+- tcgen05.mma kind::f16 (9.7.16.10.9.1 "tcgen05-mma"): D = A x B (+ D when enable-input-d), A [M, K]
+  from an smem descriptor or from TMEM, B [N, K] from an smem descriptor, D [M, N] in TMEM; K = 16;
+  M = 128 uses all 128 lanes, row i in lane i, column j in column base + j (9.7.16.10.5.4 "Layout D");
+  a 16-bit D element sits in the low half of its cell (9.7.16.10.4.1 "tcgen05-packing-formats-mat-d").
+  The instruction descriptor (9.7.16.4.2 "tcgen05-instruction-descriptor") and the shared memory
+  descriptor (9.7.16.4.1 "tcgen05-shared-memory-descriptor", canonical layouts 9.7.16.3.3) are decoded by
+  `warploom.layout.descriptors`; the shapes are Table 39 (9.7.16.2.1 "tcgen05-matrix-shapes").
+
+How the emulator models it (`TensorMemory`, one per CTA, made by the CTA's first tcgen05 op):
+- cells: uint32 [128, 512], NaN (0xFFFFFFFF) where nothing wrote; `written` says which cells an mma or a
+  tcgen05.st wrote since their allocation. Reading unwritten cells (ld, mma A, accumulate) is an error.
+- tcgen05.alloc takes the lowest free run of columns aligned to its size (the hardware's placement is
+  unspecified; kernels must use the address it writes to smem); when none is free the warp blocks (a
+  `Wait`), which ends in a DeadlockError naming the allocation if nothing frees columns.
+- A in TMEM (kind::f16): rows in lanes 0..M-1, the K = 16 16-bit elements of a row packed two per cell
+  over 8 columns, element 2j in the low half of column j. This packing is an assumption (the ISA shows
+  it only in figures): it matches the little-endian order of a stored bf16 pair (tcgen05.st of
+  cvt.rn.bf16x2 results, as FA4 stores P) but is not verified on hardware.
+- Every active lane executing tcgen05.mma issues a whole MMA; several lanes issuing into one accumulator
+  at once is reported (TmemRaceError) rather than computed.
+- An mma computes when the scheduler completes it (after its pipeline predecessor); from issue until a
+  tcgen05.commit tracking it has *arrived*, its D cells are "being written" and its smem operand bytes
+  are held (CTA.mma_reading), so a tcgen05.ld of the accumulator, or a TMA write into the stage, before
+  the commit's mbarrier completed is a race error. (The check is of the mbarrier arrival, not of
+  happens-before: a warp that reads after the arrival without waiting on the barrier is not caught.)
+- tcgen05.ld reads the cells at issue; the registers become readable at the warp's tcgen05.wait::ld
+  (reading them earlier is AccumulatorReadError); the cells count as "being read" until then, so an mma
+  or st overwriting them is a race. tcgen05.st writes at issue; the cells count as "being written" until
+  the warp's tcgen05.wait::st, so an mma or ld of them before is a race.
+- tcgen05.fence::before_thread_sync / ::after_thread_sync are ordering points only: the emulator executes
+  each warp's ops in order and publishes async results at the points above, so both are no-ops here
+  (a missing fence is not detected).
+Not modelled (UnknownOpError, never skipped): cta_group::2 and multicast commits to other CTAs, tcgen05.cp,
+.shift, .ws, sparse and block-scaled mma, kinds other than f16, M = 64 (Layout F), ld/st shapes other than
+32x32b, .pack::16b / .unpack::16b, the collector buffer, disable-output-lane, scale-input-d.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from warploom.layout import canonical_element_address
+from warploom.layout.descriptors import Sm100InstrDescriptor, Sm100SmemDescriptor
+from warploom.layout.fragments import tcgen05_ldst_registers, tmem_lanes_of_warp
+from warploom.targets import get as get_target
+
+from .compiler import TypeInfo, handles, lanes, per_lane, uniform
+from .errors import (AccumulatorReadError, AsyncLeakError, DivergenceError, EmulationError, OutOfBoundsError,
+                     SmemRaceError, TmemError, TmemRaceError, UnknownOpError)
+from .machine import CTA, OpInfo, Wait, WARP, Warp
+
+TARGET = get_target("sm_100a")
+GEOMETRY = TARGET.tmem
+QUADRANTS = GEOMETRY.lanes // GEOMETRY.lanes_per_warp       # 4: warp (index % 4) reaches one quarter of the lanes
+EMPTY_CELL = np.uint32(0xFFFFFFFF)                           # a NaN as f32: what unwritten cells hold
+MMA_K = {"f16": TARGET.mma_k["bf16"]}                        # kind::f16 takes K = 16
+ELEMS = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+def _span(lo: int, n: int) -> str:
+    return f"{lo}..{lo + n - 1}" if n > 1 else f"{lo}"
+
+
+def _where(addr: int, nlanes: int, ncols: int) -> str:
+    lane, col = addr >> 16, addr & 0xFFFF
+    return f"TMEM address 0x{addr:08x} (lanes {_span(lane, nlanes)}, columns {_span(col, ncols)})"
+
+
+@dataclass
+class Allocation:
+    """One tcgen05.alloc: columns [start, start + ncols) of all lanes, by `warp`; `freed_by` its dealloc."""
+    start: int
+    ncols: int
+    warp: int
+    info: OpInfo
+    freed_by: OpInfo | None = None
+
+
+@dataclass
+class TmemMma:
+    """One tcgen05.mma issued by one thread: what it reads and writes, and where it is in its life."""
+    seq: int
+    info: OpInfo
+    warp: int
+    lane: int
+    desc: Sm100InstrDescriptor
+    d_addr: int
+    accumulate: bool
+    a_tmem: int | None                    # TMEM address of A, or None when A comes from smem
+    a_smem: np.ndarray | None             # absolute smem addresses [M, K] of A's elements
+    b_smem: np.ndarray = None             # [N, K]
+    reads: np.ndarray = None              # smem offsets of every operand byte (held until released)
+    done: bool = False                    # computed (the scheduler completed it)
+    committed: bool = False               # some tcgen05.commit tracks it
+    released: bool = False                # a commit tracking it arrived: D readable, smem and TMEM operands free
+
+    def __str__(self) -> str:
+        return f"tcgen05.mma #{self.seq} (issued by warp {self.warp} lane {self.lane}, {self.info.text})"
+
+
+@dataclass
+class TmemAccess:
+    """An unretired tcgen05.ld or tcgen05.st of one warp: the cells it holds until tcgen05.wait."""
+    info: OpInfo
+    lanes: slice
+    cols: slice
+    registers: LoadedRegisters | None = None
+
+
+class LoadedRegisters:
+    """The destination registers of a tcgen05.ld: (32, N) uint32 (or (32,) uint64 for one register),
+    readable once the warp executed tcgen05.wait::ld (9.7.16.8.5). Any use before (numpy conversion,
+    arithmetic) raises AccumulatorReadError; the wait replaces the SSA value by the array itself."""
+    __slots__ = ("value", "ready", "where", "info")
+
+    def __init__(self, value: np.ndarray, where: str, info: OpInfo):
+        self.value, self.ready, self.where, self.info = value, False, where, info
+
+    def get(self) -> np.ndarray:
+        if not self.ready:
+            raise AccumulatorReadError(f"registers loaded by {self.info.text} from {self.where} read before "
+                                       "tcgen05.wait::ld: tcgen05.ld is asynchronous, wait for it (tcgen05.wait::ld) "
+                                       "before using its destination registers")
+        return self.value
+
+    def __array__(self, dtype=None, copy=None):
+        v = self.get()
+        return v if dtype is None else v.astype(dtype)
+
+
+def _forward(name: str):
+    def op(self, *args):
+        return getattr(self.get(), name)(*args)
+    return op
+
+
+for _name in ("add", "sub", "mul", "and", "or", "xor", "floordiv", "mod", "rshift", "lshift", "lt", "le", "eq",
+              "ne", "gt", "ge", "radd", "rsub", "rmul", "rand", "ror", "rxor", "getitem", "int", "bool", "index"):
+    setattr(LoadedRegisters, f"__{_name}__", _forward(f"__{_name}__"))
+LoadedRegisters.__hash__ = None
+
+
+class TensorMemory:
+    """One CTA's Tensor Memory and its tcgen05 bookkeeping (see the module docstring)."""
+
+    def __init__(self, cta: CTA):
+        self.cta = cta
+        shape = (GEOMETRY.lanes, GEOMETRY.columns)
+        self.cells = np.full(shape, EMPTY_CELL, np.uint32)
+        self.written = np.zeros(shape, bool)
+        self.mma_writing = np.zeros(shape, np.int16)   # D cells of mmas no arrived commit has released yet
+        self.mma_reading = np.zeros(shape, np.int16)   # A cells (A in TMEM) of such mmas
+        self.ld_pending = np.zeros(shape, np.int16)    # cells of tcgen05.ld not yet retired by tcgen05.wait::ld
+        self.st_pending = np.zeros(shape, np.int16)    # cells of tcgen05.st not yet retired by tcgen05.wait::st
+        self.owner = np.full(GEOMETRY.columns, -1, np.int32)   # index into self.allocations, -1 = free
+        self.allocations: list[Allocation] = []
+        self.alloc_warp: int | None = None
+        self.last_ncols: int | None = None
+        self.relinquished: tuple[int, OpInfo] | None = None
+        self.mmas: list[TmemMma] = []
+        self.thread_mmas: dict[tuple[int, int], list[TmemMma]] = {}    # (warp, lane) -> mmas not yet released
+        self.pipelines: dict[tuple, TmemMma] = {}                      # (warp, lane, D, M, N) -> last mma
+        self.loads: dict[int, list[TmemAccess]] = {}
+        self.stores: dict[int, list[TmemAccess]] = {}
+
+    # ---- addresses, allocation, lane quadrants ----------------------------------------------------------
+    def region(self, addr: int, nlanes: int, ncols: int, what: str) -> tuple[slice, slice]:
+        """The cells [lanes, columns] an access of nlanes x ncols at `addr` touches, after checking they exist
+        (lanes 0..127, columns 0..511) and are allocated (9.7.16.1, 9.7.16.1.2)."""
+        lane, col = addr >> 16, addr & 0xFFFF
+        where = _where(addr, nlanes, ncols)
+        if lane + nlanes > GEOMETRY.lanes or col + ncols > GEOMETRY.columns:
+            raise TmemError(f"{what} touches {where}, outside Tensor Memory (lanes 0..{GEOMETRY.lanes - 1}, columns "
+                            f"0..{GEOMETRY.columns - 1}): check the lane (bits 31..16) and column (bits 15..0) of "
+                            "the address")
+        owners = self.owner[col:col + ncols]
+        if (owners < 0).any():
+            bad = col + int(np.flatnonzero(owners < 0)[0])
+            if not self.allocations:
+                raise TmemError(f"{what} uses {where} before any tcgen05.alloc: allocate the columns first (one warp), "
+                                "then a barrier, then read the address tcgen05.alloc wrote to shared memory")
+            freed = [a for a in self.allocations if a.freed_by is not None and a.start <= bad < a.start + a.ncols]
+            live = self._live()
+            if freed:
+                f = freed[-1]
+                raise TmemError(f"{what} uses {where} after tcgen05.dealloc: column {bad} belonged to columns "
+                                f"{_span(f.start, f.ncols)}, freed by warp {f.warp} at {f.freed_by.text}; "
+                                f"allocated now: {live}. Free TMEM only after its last use (and its tcgen05.wait "
+                                "or commit)")
+            raise TmemError(f"{what} uses {where}, but column {bad} is outside the allocated columns ({live}): "
+                            "allocate enough columns, or check the column offset added to the base address")
+        return slice(lane, lane + nlanes), slice(col, col + ncols)
+
+    def _live(self) -> str:
+        live = [a for a in self.allocations if a.freed_by is None]
+        return ", ".join(f"columns {_span(a.start, a.ncols)}" for a in live) or "none"
+
+    @staticmethod
+    def quadrant(warp: Warp, addr: int, nlanes: int, what: str) -> None:
+        """9.7.16.8.1: warp (index % 4) = q reaches lanes 32q..32q+31 only (layout.fragments.tmem_lanes_of_warp)."""
+        allowed = tmem_lanes_of_warp(warp.index)
+        lane = addr >> 16
+        if lane < allowed.start or lane + nlanes > allowed.stop:
+            q = warp.index % QUADRANTS
+            raise TmemError(f"{what} of TMEM lanes {_span(lane, nlanes)} (address 0x{addr:08x}) by warp {warp.index}: "
+                            f"warp {warp.index} is warp {q} of its warpgroup and may access TMEM lanes "
+                            f"{allowed.start}..{allowed.stop - 1} only; set the address lane to "
+                            f"32 * (warp index % 4) = {allowed.start}")
+
+    # ---- tcgen05.alloc / dealloc / relinquish_alloc_permit: 9.7.16.7.1 -----------------------------------
+    def alloc(self, warp: Warp, info: OpInfo, dst: int, ncols: int) -> Wait | None:
+        """Allocate ncols columns and write the base address to smem `dst`; a Wait while no room is free."""
+        if self.relinquished is not None:
+            w, at = self.relinquished
+            raise TmemError(f"tcgen05.alloc of {ncols} columns after warp {w} relinquished the CTA's allocation permit "
+                            f"({at.text}): relinquish only after the CTA's last tcgen05.alloc")
+        if ncols < GEOMETRY.alloc_min_columns or ncols > GEOMETRY.alloc_max_columns or ncols & (ncols - 1):
+            raise TmemError(f"tcgen05.alloc of {ncols} columns: the count must be a power of two in "
+                            f"{GEOMETRY.alloc_min_columns}..{GEOMETRY.alloc_max_columns}")
+        if self.alloc_warp is not None and self.alloc_warp != warp.index:
+            raise TmemError(f"tcgen05.alloc by warp {warp.index}, but warp {self.alloc_warp} allocated before: one "
+                            "warp of the CTA performs every allocation and deallocation (.cta_group::1)")
+        if self.last_ncols is not None and ncols > self.last_ncols:
+            raise TmemError(f"tcgen05.alloc of {ncols} columns after an allocation of {self.last_ncols}: the column "
+                            "count may not increase from one allocation to the next within a CTA")
+        if dst % 4:
+            raise OutOfBoundsError(f"tcgen05.alloc writes the TMEM address to smem 0x{dst:x}, which is not 4-byte "
+                                   "aligned")
+        off = self.cta.smem_offset(dst, 4, "tcgen05.alloc (the TMEM address it writes)")
+        # lowest free run, aligned to its size (the hardware's placement is not specified: kernels must use
+        # the address written to smem, never assume a column)
+        start = next((s for s in range(0, GEOMETRY.columns, ncols) if (self.owner[s:s + ncols] < 0).all()), None)
+        if start is None:
+            free = int((self.owner < 0).sum())
+            return Wait(lambda: any((self.owner[s:s + ncols] < 0).all() for s in range(0, GEOMETRY.columns, ncols)),
+                        f"{ncols} free TMEM columns for tcgen05.alloc ({free} of {GEOMETRY.columns} free; allocated: "
+                        f"{self._live()}; tcgen05.alloc blocks until another allocation is freed)")
+        self.alloc_warp = warp.index
+        self.last_ncols = ncols
+        self.owner[start:start + ncols] = len(self.allocations)
+        self.allocations.append(Allocation(start, ncols, warp.index, info))
+        self.cells[:, start:start + ncols] = EMPTY_CELL
+        self.written[:, start:start + ncols] = False
+        self.cta.smem[off:off + 4] = np.frombuffer(np.uint32(start).tobytes(), np.uint8)   # lane 0, column start
+        self.cta.written[off:off + 4] = True
+        self.cta.stats["tmem_allocs"] += 1
+        return None
+
+    def dealloc(self, warp: Warp, info: OpInfo, taddr: int, ncols: int) -> None:
+        lane, col = taddr >> 16, taddr & 0xFFFF
+        match = [a for a in self.allocations if a.start == col and lane == 0]
+        live = [a for a in match if a.freed_by is None]
+        if not live:
+            if match:
+                a = match[-1]
+                raise TmemError(f"tcgen05.dealloc of {_where(taddr, GEOMETRY.lanes, ncols)}: columns "
+                                f"{_span(a.start, a.ncols)} were already freed by warp {a.warp} at {a.freed_by.text}")
+            raise TmemError(f"tcgen05.dealloc of {_where(taddr, GEOMETRY.lanes, ncols)}: that is not the base address "
+                            f"of an allocation (allocated: {self._live()}): pass the address tcgen05.alloc wrote")
+        a = live[0]
+        if ncols != a.ncols:
+            raise TmemError(f"tcgen05.dealloc of {ncols} columns at {_where(taddr, GEOMETRY.lanes, ncols)}, but "
+                            f"tcgen05.alloc ({a.info.text}) allocated {a.ncols}: free the whole allocation")
+        if warp.index != a.warp:
+            raise TmemError(f"tcgen05.dealloc by warp {warp.index} of columns {_span(a.start, a.ncols)} allocated by "
+                            f"warp {a.warp}: one warp of the CTA performs every allocation and deallocation")
+        cols = slice(a.start, a.start + a.ncols)
+        for name, busy, why in (("an unreleased tcgen05.mma writes", self.mma_writing, "its tcgen05.commit's mbarrier"),
+                                ("an unreleased tcgen05.mma reads", self.mma_reading, "its tcgen05.commit's mbarrier"),
+                                ("a tcgen05.ld not yet waited for reads", self.ld_pending, "tcgen05.wait::ld"),
+                                ("a tcgen05.st not yet waited for writes", self.st_pending, "tcgen05.wait::st")):
+            if busy[:, cols].any():
+                raise TmemRaceError(f"tcgen05.dealloc of columns {_span(a.start, a.ncols)} while {name} them: wait for "
+                                    f"it ({why}) before freeing the columns")
+        a.freed_by = info
+        self.owner[cols] = -1
+        self.cells[:, cols] = EMPTY_CELL
+        self.written[:, cols] = False
+
+    def relinquish(self, warp: Warp, info: OpInfo) -> None:
+        if self.relinquished is None:
+            self.relinquished = (warp.index, info)
+
+    # ---- tcgen05.ld / st / wait: 9.7.16.8.3-5 -----------------------------------------------------------
+    def ld(self, warp: Warp, info: OpInfo, taddr: int, n: int, scalar: bool) -> LoadedRegisters:
+        what = f"tcgen05.ld.32x32b.x{n}"
+        if taddr >> 16 < GEOMETRY.lanes:
+            self.quadrant(warp, taddr, WARP, what)
+        ls, cs = self.region(taddr, WARP, n, what)
+        where = _where(taddr, WARP, n)
+        self._race(ls, cs, what, where, mma_writing=True, st_pending=True)
+        unwritten = ~self.written[ls, cs]
+        if unwritten.any():
+            i, j = (int(x[0]) for x in np.nonzero(unwritten))
+            raise TmemError(f"{what} reads {where}, but nothing wrote lane {ls.start + i} column {cs.start + j} since "
+                            "its allocation (no tcgen05.mma or tcgen05.st): load only what an MMA or a store produced")
+        value = self.cells[ls, cs].copy()
+        value = value[:, 0].astype(np.uint64) if scalar else value
+        regs = LoadedRegisters(value, where, info)
+        self.ld_pending[ls, cs] += 1
+        self.loads.setdefault(warp.index, []).append(TmemAccess(info, ls, cs, regs))
+        self.cta.stats["tcgen05_ld"] += 1
+        return regs
+
+    def st(self, warp: Warp, info: OpInfo, taddr: int, values: np.ndarray) -> None:
+        n = values.shape[1]
+        what = f"tcgen05.st.32x32b.x{n}"
+        if taddr >> 16 < GEOMETRY.lanes:
+            self.quadrant(warp, taddr, WARP, what)
+        ls, cs = self.region(taddr, WARP, n, what)
+        self._race(ls, cs, what, _where(taddr, WARP, n), mma_writing=True, mma_reading=True, ld_pending=True)
+        self.cells[ls, cs] = values
+        self.written[ls, cs] = True
+        self.st_pending[ls, cs] += 1
+        self.stores.setdefault(warp.index, []).append(TmemAccess(info, ls, cs))
+        self.cta.stats["tcgen05_st"] += 1
+
+    def wait(self, warp: Warp, kind: str) -> None:
+        """tcgen05.wait::ld / ::st: the warp's loads (stores) so far are complete."""
+        pending, book = (self.ld_pending, self.loads) if kind == "ld" else (self.st_pending, self.stores)
+        for acc in book.pop(warp.index, []):
+            pending[acc.lanes, acc.cols] -= 1
+            if acc.registers is not None:
+                acc.registers.ready = True
+                env = warp.env
+                for i, v in enumerate(env):
+                    if v is acc.registers:
+                        env[i] = acc.registers.value
+
+    def _race(self, ls: slice, cs: slice, what: str, where: str, *, mma_writing=False, mma_reading=False,
+              ld_pending=False, st_pending=False) -> None:
+        checks = [(mma_writing, self.mma_writing, "a tcgen05.mma still writes", self._mma_hint),
+                  (mma_reading, self.mma_reading, "a tcgen05.mma still reads", self._mma_hint),
+                  (ld_pending, self.ld_pending, "a tcgen05.ld not yet retired by tcgen05.wait::ld reads",
+                   lambda i, j: f"{self._access_at(self.loads, i, j)}: execute tcgen05.wait::ld after the load (and "
+                                "synchronise) before overwriting its cells"),
+                  (st_pending, self.st_pending, "a tcgen05.st not yet retired by tcgen05.wait::st writes",
+                   lambda i, j: f"{self._access_at(self.stores, i, j)}: execute tcgen05.wait::st after the store (and "
+                                "synchronise) before reading its cells")]
+        for on, busy, why, hint in checks:
+            if on:
+                hit = busy[ls, cs]
+                if hit.any():
+                    i, j = (int(x[0]) for x in np.nonzero(hit))
+                    lane, col = ls.start + i, cs.start + j
+                    raise TmemRaceError(f"{what} of {where} touches lane {lane} column {col}, which {why}: "
+                                        f"{hint(lane, col)}")
+
+    def _mma_hint(self, lane: int, col: int) -> str:
+        def holds(cells: tuple[slice, slice]) -> bool:
+            return cells[0].start <= lane < cells[0].stop and cells[1].start <= col < cells[1].stop
+
+        for m in self.mmas:
+            if not m.released and (holds(self._d_cells(m)) or m.a_tmem is not None and holds(self._a_cells(m))):
+                state = "not yet tracked by any tcgen05.commit" if not m.committed else (
+                    "its tcgen05.commit has not arrived yet" if m.done else "not complete")
+                return (f"{m}, {state}; wait on the mbarrier its tcgen05.commit arrives on (then "
+                        "tcgen05.fence::after_thread_sync) before touching its TMEM")
+        return "an in-flight tcgen05.mma"
+
+    @staticmethod
+    def _access_at(book: dict, lane: int, col: int) -> str:
+        for w, accs in book.items():
+            for a in accs:
+                if a.lanes.start <= lane < a.lanes.stop and a.cols.start <= col < a.cols.stop:
+                    return f"{a.info.text} of warp {w}"
+        return "an unretired access"
+
+    # ---- tcgen05.mma kind::f16, cta_group::1: 9.7.16.10.9.1 ----------------------------------------------
+    @staticmethod
+    def _d_cells(m: TmemMma) -> tuple[slice, slice]:
+        col = m.d_addr & 0xFFFF
+        return slice(0, m.desc.m), slice(col, col + m.desc.n)
+
+    @staticmethod
+    def _a_cells(m: TmemMma) -> tuple[slice, slice]:
+        col = m.a_tmem & 0xFFFF
+        return slice(0, m.desc.m), slice(col, col + MMA_K["f16"] // 2)
+
+    def mma(self, warp: Warp, lane: int, info: OpInfo, desc: Sm100InstrDescriptor, d_addr: int, a_operand,
+            a_is_tmem: bool, b_bits: int, accumulate: bool) -> None:
+        k = MMA_K["f16"]
+        what = "tcgen05.mma"
+        if d_addr >> 16:
+            raise TmemError(f"{what} with D at {_where(d_addr, desc.m, desc.n)}: with M = {desc.m} (Layout D) the "
+                            "accumulator spans all 128 lanes, so the D address must have lane 0")
+        dl, dc = self.region(d_addr, desc.m, desc.n, f"{what} (D, {desc.m} x {desc.n})")
+        dwhere = _where(d_addr, desc.m, desc.n)
+        self._race(dl, dc, f"{what} (D)", dwhere, ld_pending=True, st_pending=True)
+        if accumulate:
+            cold = ~self.written[dl, dc] & (self.mma_writing[dl, dc] == 0)
+            if cold.any():
+                i, j = (int(x[0]) for x in np.nonzero(cold))
+                raise TmemError(f"{what} accumulates (enable-input-d true) into {dwhere}, but nothing wrote lane {i} "
+                                f"column {dc.start + j} yet: the first MMA into an accumulator must overwrite it "
+                                "(enable-input-d false)")
+        m = TmemMma(len(self.mmas), info, warp.index, lane, desc, d_addr, accumulate, None, None)
+        cta = self.cta
+        reads = []
+        if a_is_tmem:
+            if desc.a_major != "K":
+                raise EmulationError(f"{what} with A in TMEM and the transpose-A bit set: A in Tensor Memory is "
+                                     "row-major (9.7.16.10.2), clear bit 15 of the instruction descriptor")
+            if a_operand >> 16:
+                raise TmemError(f"{what} with A at {_where(a_operand, desc.m, k // 2)}: A spans all {desc.m} lanes, "
+                                "so its address must have lane 0")
+            m.a_tmem = a_operand
+            al, ac = self._a_cells(m)
+            self.region(a_operand, desc.m, k // 2, f"{what} (A in TMEM, {desc.m} x {k} 16-bit elements)")
+            self._race(al, ac, f"{what} (A)", _where(a_operand, desc.m, k // 2), st_pending=True)
+            if not self.written[al, ac].all():
+                raise TmemError(f"{what} reads A from {_where(a_operand, desc.m, k // 2)}, which nothing wrote: "
+                                "store A (tcgen05.st, then tcgen05.wait::st) before the MMA")
+        else:
+            m.a_smem = smem_operand(cta, a_operand, desc.m, k, 2, desc.a_major, "A")
+            reads.append(m.a_smem)
+        m.b_smem = smem_operand(cta, b_bits, desc.n, k, 2, desc.b_major, "B")
+        reads.append(m.b_smem)
+        m.reads = _operand_bytes(cta, reads, 2)
+        pending = np.flatnonzero(cta.tma_pending[m.reads])
+        if pending.size:
+            off = int(m.reads[pending[0]])
+            raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x}, which an in-flight TMA copy has not written "
+                                f"yet ({cta._writer_of(off)}): wait on the stage's full barrier before issuing the MMA")
+        unwritten = np.flatnonzero(~cta.written[m.reads])
+        if unwritten.size:
+            off = int(m.reads[unwritten[0]])
+            raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x} (byte {off} of dynamic smem), which no TMA "
+                                "copy has written yet: wait on the stage's full barrier before issuing the MMA")
+        # the operands are now held: D cells "being written", smem and TMEM A "being read", until a commit arrives
+        cta.mma_reading[m.reads] += 1
+        cta.unread[m.reads] = False
+        self.mma_writing[dl, dc] += 1
+        if m.a_tmem is not None:
+            self.mma_reading[self._a_cells(m)] += 1
+        self.mmas.append(m)
+        self.thread_mmas.setdefault((warp.index, lane), []).append(m)
+        key = (warp.index, lane, d_addr, desc.m, desc.n)
+        prev = self.pipelines.get(key)          # 9.7.16.6.2: mma -> mma, same accumulator and shape, in order
+        self.pipelines[key] = m
+        cta.stats["tcgen05_mma"] += 1
+        cta._async(info, f"tcgen05.mma #{m.seq} of warp {warp.index} lane {lane} into {dwhere}",
+                   lambda: self._compute(m), eligible=None if prev is None else (lambda: prev.done))
+
+    def _compute(self, m: TmemMma) -> None:
+        cta, desc = self.cta, m.desc
+        smem16 = cta.smem.view(np.uint16)
+        if m.a_tmem is not None:
+            al, ac = self._a_cells(m)
+            cells = self.cells[al, ac]
+            halves = np.stack([cells & 0xFFFF, cells >> 16], axis=-1).reshape(desc.m, -1)   # low half = lower k
+            a = halves.astype(np.uint16).view(ELEMS[desc.a_dtype])
+        else:
+            a = smem16[(m.a_smem - cta.base) // 2].view(ELEMS[desc.a_dtype])
+        b = smem16[(m.b_smem - cta.base) // 2].view(ELEMS[desc.b_dtype])
+        sign = (-1.0 if desc.negate_a else 1.0) * (-1.0 if desc.negate_b else 1.0)
+        # Products of 16-bit floats are exact in float64 and a K = 16 sum nearly always is; it is rounded once to
+        # the accumulator type (the tensor core's internal order and rounding are not modelled).
+        d = (a.astype(np.float64) @ b.astype(np.float64).T) * sign
+        dl, dc = self._d_cells(m)
+        if m.accumulate:
+            old = self.cells[dl, dc]
+            d = d + (old.view(np.float32) if desc.d_dtype == "f32" else
+                     (old & 0xFFFF).astype(np.uint16).view(np.float16)).astype(np.float64)
+        if desc.d_dtype == "f32":
+            self.cells[dl, dc] = d.astype(np.float32).view(np.uint32)
+        else:                                   # 16-bit D: low half of the cell, upper half zero (9.7.16.10.4.1)
+            self.cells[dl, dc] = d.astype(np.float16).view(np.uint16).astype(np.uint32)
+        self.written[dl, dc] = True
+        m.done = True
+
+    # ---- tcgen05.commit: 9.7.16.12.1 -----------------------------------------------------------------------
+    def commit(self, warp: Warp, lane: int, info: OpInfo, bar: int) -> None:
+        cta = self.cta
+        cta.mbarrier(bar)
+        tracked = [m for m in self.thread_mmas.get((warp.index, lane), []) if not m.released]
+        self.thread_mmas[(warp.index, lane)] = tracked
+        for m in tracked:
+            m.committed = True
+
+        def arrive():
+            for m in tracked:
+                self._release(m)
+            cta.mbarrier_arrive(bar, 1)
+
+        what = (f"tcgen05.commit of warp {warp.index} lane {lane} (tracks "
+                f"{', '.join(f'#{m.seq}' for m in tracked) or 'no'} tcgen05.mma) -> mbarrier 0x{bar:x}")
+        cta._async(info, what, arrive, eligible=(lambda: all(m.done for m in tracked)) if tracked else None)
+
+    def _release(self, m: TmemMma) -> None:
+        if m.released:
+            return
+        m.released = True
+        self.cta.mma_reading[m.reads] -= 1
+        self.mma_writing[self._d_cells(m)] -= 1
+        if m.a_tmem is not None:
+            self.mma_reading[self._a_cells(m)] -= 1
+
+    def smem_reader(self, offset: int) -> str | None:
+        """Which unreleased tcgen05.mma holds smem byte `offset` (for the TMA race message), or None."""
+        for m in self.mmas:
+            if not m.released and m.reads is not None and np.isin(offset, m.reads):
+                state = ("no tcgen05.commit tracks it yet" if not m.committed else
+                         "its tcgen05.commit has not arrived yet")
+                return f"{m} ({state})"
+        return None
+
+    # ---- exit ------------------------------------------------------------------------------------------
+    def check_warp_exit(self, warp: Warp) -> None:
+        cta = self.cta
+        live = [a for a in self.allocations if a.freed_by is None and a.warp == warp.index]
+        if live:
+            a = live[0]
+            raise TmemError(f"warp {warp.index} exits with TMEM columns {_span(a.start, a.ncols)} still allocated (by "
+                            f"{a.info.text}): all Tensor Memory must be freed with tcgen05.dealloc by the allocating "
+                            "warp before the kernel exits").locate(cta.id, warp.index, a.info.text)
+        leaked = [m for key, ms in self.thread_mmas.items() if key[0] == warp.index for m in ms if not m.committed]
+        if leaked:
+            raise AsyncLeakError(f"warp {warp.index} exits with {', '.join(str(m) for m in leaked)} that no "
+                                 "tcgen05.commit tracks: commit them to an mbarrier and wait on it").locate(
+                cta.id, warp.index, leaked[0].info.text)
+        stores = self.stores.get(warp.index)
+        if stores:
+            raise AsyncLeakError(f"warp {warp.index} exits with {stores[0].info.text} not retired by tcgen05.wait::st"
+                                 ).locate(cta.id, warp.index, stores[0].info.text)
+
+
+def tmem_of(cta: CTA) -> TensorMemory:
+    if cta.tmem is None:
+        cta.tmem = TensorMemory(cta)
+    return cta.tmem
+
+
+def smem_operand(cta: CTA, bits: int, mn: int, k: int, eb: int, major: str, which: str) -> np.ndarray:
+    """Absolute smem addresses [mn, k] of a tcgen05.mma operand read through the sm_100 shared memory
+    descriptor `bits` (9.7.16.4.1; canonical layouts 9.7.16.3.3), cached per launch."""
+    key = ("tcgen05", bits, mn, k, eb, major, cta.base)
+    cache = cta.launch.address_cache
+    if key not in cache:
+        try:
+            desc = Sm100SmemDescriptor.decode(bits)
+        except ValueError as e:
+            raise EmulationError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x}: {e}") from None
+        if desc.lbo_mode:
+            raise EmulationError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x} sets bit 52 (absolute LBO "
+                                 "address mode), which sm_100a does not have (sm_103a only)")
+        try:
+            i, j = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+            addr = canonical_element_address(desc, i, j, eb, major)
+        except ValueError as e:
+            raise UnknownOpError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x}: {e}") from None
+        lo, hi = int(addr.min()), int(addr.max()) + eb
+        if lo < cta.base or hi > cta.base + cta.size:
+            raise OutOfBoundsError(f"tcgen05.mma operand {which} (smem descriptor 0x{bits:x}, start "
+                                   f"0x{desc.start_address:x}) reads smem 0x{lo:x}..0x{hi - 1:x}; dynamic smem is "
+                                   f"0x{cta.base:x}..0x{cta.base + cta.size - 1:x}: check the descriptor's address, "
+                                   "LBO and SBO")
+        cache[key] = addr
+    return cache[key]
+
+
+def _operand_bytes(cta: CTA, addrs: list, eb: int) -> np.ndarray:
+    key = ("tcgen05 bytes",) + tuple(id(a) for a in addrs)
+    cache = cta.launch.address_cache
+    if key not in cache:
+        offs = np.concatenate([a.reshape(-1) for a in addrs]) - cta.base
+        cache[key] = (np.unique(np.concatenate([offs + i for i in range(eb)])), addrs)   # keep addrs alive
+    return cache[key][0]
+
+
+# ---- op handlers ------------------------------------------------------------------------------------------
+
+def _enum(attr) -> str:
+    """'#nvvm.cta_group<cta_1>' -> 'cta_1'."""
+    s = str(attr)
+    return s[s.index("<") + 1:s.rindex(">")] if "<" in s else s
+
+
+def _cta_group_1(op) -> None:
+    # 9.7.16.7.1 / 9.7.16.10.9.1: every tcgen05 op of a kernel names the same .cta_group; only ::1 is modelled
+    for name in ("group", "ctaGroup"):
+        if name in op.attributes and _enum(op.attributes[name]) != "cta_1":
+            raise UnknownOpError(f"{op.name} with .cta_group::2: CTA pairs (clusters) are not modelled")
+
+
+def _whole_warp(w: Warp, what: str) -> None:
+    if not w.mask.all():
+        raise DivergenceError(f"{what} is .sync.aligned: every lane of the warp must execute it (lanes "
+                              f"{np.flatnonzero(~w.mask).tolist()} are inactive)")
+
+
+def _shared_pointer(op, value, what: str) -> None:
+    space = TypeInfo(value.type).space
+    if space not in (3, 7):
+        raise UnknownOpError(f"{what} through address space {space}: only shared pointers (3, or 7 for the CTA's own "
+                             "shared::cluster window) are modelled, not generic addressing")
+
+
+@handles("nvvm.tcgen05.alloc")
+def _alloc(c, op, info):
+    # 9.7.16.7.1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], nCols
+    _cta_group_1(op)
+    v = op.opview
+    _shared_pointer(op, v.addr, "tcgen05.alloc")
+    dst, n = c.slot(v.addr), c.slot(v.nCols)
+
+    def gen(w):
+        _whole_warp(w, "tcgen05.alloc")
+        e = w.env
+        addr = uniform(e[dst], w.mask, "tcgen05.alloc destination")
+        ncols = uniform(e[n], w.mask, "tcgen05.alloc column count")
+        tm = tmem_of(w.cta)
+        w.last_op = info
+        while (wait := tm.alloc(w, info, addr, ncols)) is not None:
+            yield wait
+        yield None
+    return True, gen
+
+
+@handles("nvvm.tcgen05.dealloc")
+def _dealloc(c, op, info):
+    # 9.7.16.7.1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, nCols
+    _cta_group_1(op)
+    v = op.opview
+    t, n = c.slot(v.taddr), c.slot(v.nCols)
+
+    def fn(w):
+        _whole_warp(w, "tcgen05.dealloc")
+        e = w.env
+        tmem_of(w.cta).dealloc(w, info, uniform(e[t], w.mask, "tcgen05.dealloc address"),
+                               uniform(e[n], w.mask, "tcgen05.dealloc column count"))
+    return False, fn
+
+
+@handles("nvvm.tcgen05.relinquish_alloc_permit")
+def _relinquish(c, op, info):
+    # 9.7.16.7.1 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned
+    _cta_group_1(op)
+
+    def fn(w):
+        _whole_warp(w, "tcgen05.relinquish_alloc_permit")
+        tmem_of(w.cta).relinquish(w, info)
+    return False, fn
+
+
+@handles("nvvm.tcgen05.fence")
+def _fence(c, op, info):
+    # 9.7.16.11.1 tcgen05.fence::before_thread_sync / ::after_thread_sync: order async tcgen05 ops against the
+    # thread-synchronising ops around them. The emulator runs each warp's ops in order and publishes async
+    # results only at commit arrivals and tcgen05.wait, so a fence has nothing left to order: a no-op here.
+    kind = _enum(op.attributes["kind"])
+    if kind not in ("before", "after"):
+        raise UnknownOpError(f"tcgen05.fence <{kind}>: only before_thread_sync / after_thread_sync exist")
+
+    def fn(w):
+        pass
+    return False, fn
+
+
+@handles("nvvm.tcgen05.wait")
+def _wait(c, op, info):
+    # 9.7.16.8.5 tcgen05.wait::ld / ::st .sync.aligned: the warp's prior loads (stores) are complete
+    kind = {"load": "ld", "store": "st"}.get(_enum(op.attributes["kind"]))
+    if kind is None:
+        raise UnknownOpError(f"tcgen05.wait {op.attributes['kind']}: only <load> and <store> exist")
+
+    def fn(w):
+        _whole_warp(w, f"tcgen05.wait::{kind}")
+        if w.cta.tmem is not None:
+            w.cta.tmem.wait(w, kind)
+    return False, fn
+
+
+def _ldst_shape(op, count: int) -> int:
+    shape = _enum(op.attributes["shape"])
+    if shape != "shape_32x32b":
+        raise UnknownOpError(f"{op.name} shape {shape}: only 32x32b is modelled (16x64b, 16x128b, 16x256b, "
+                             "16x32bx2 fragments are not)")
+    for flag in ("pack", "unpack"):
+        if flag in op.attributes:
+            raise UnknownOpError(f"{op.name} with .{flag}::16b: not modelled")
+    try:
+        tcgen05_ldst_registers("32x32b", count)         # .x<count>: one register per repeat
+    except ValueError as e:
+        raise EmulationError(f"{op.name} with {count} registers: {e}") from None
+    return count
+
+
+@handles("nvvm.tcgen05.ld")
+def _ld(c, op, info):
+    # 9.7.16.8.3 tcgen05.ld.sync.aligned.32x32b.xN.b32: thread t of the warp gets lane (taddr.lane + t),
+    # columns taddr.col .. +N-1, one 32-bit register each
+    v = op.opview
+    t = TypeInfo(op.results[0].type)
+    if t.kind == "vector" and t.elem == "i32":
+        count, scalar = t.count, False
+    elif t.kind == "int" and t.width == 32:
+        count, scalar = 1, True
+    else:
+        raise UnknownOpError(f"tcgen05.ld into {op.results[0].type}: only i32 and vector<N x i32> are modelled")
+    n = _ldst_shape(op, count)
+    a = c.slot(v.tmemAddr)
+    r = c.slot(op.results[0])
+
+    def fn(w):
+        _whole_warp(w, "tcgen05.ld")
+        taddr = uniform(w.env[a], w.mask, "tcgen05.ld address")
+        w.env[r] = tmem_of(w.cta).ld(w, info, taddr, n, scalar)
+    return False, fn
+
+
+@handles("nvvm.tcgen05.st")
+def _st(c, op, info):
+    # 9.7.16.8.4 tcgen05.st.sync.aligned.32x32b.xN.b32: the mirror of tcgen05.ld
+    v = op.opview
+    t = TypeInfo(v.val.type)
+    if t.kind == "vector" and t.elem == "i32":
+        count = t.count
+    elif t.kind == "int" and t.width == 32:
+        count = 1
+    else:
+        raise UnknownOpError(f"tcgen05.st of {v.val.type}: only i32 and vector<N x i32> are modelled")
+    n = _ldst_shape(op, count)
+    a, val = c.slot(v.tmemAddr), c.slot(v.val)
+
+    def fn(w):
+        _whole_warp(w, "tcgen05.st")
+        e = w.env
+        taddr = uniform(e[a], w.mask, "tcgen05.st address")
+        values = np.asarray(lanes(e[val])).astype(np.uint32).reshape(WARP, n)
+        tmem_of(w.cta).st(w, info, taddr, values)
+    return False, fn
+
+
+_IDESCS: dict = {}
+
+
+def _instr_descriptor(bits: int) -> Sm100InstrDescriptor:
+    """The kind::f16 instruction descriptor `bits` (9.7.16.4.2), checked against Table 39, cached."""
+    if bits not in _IDESCS:
+        try:
+            d = Sm100InstrDescriptor.decode(bits, "f16")
+        except ValueError as e:
+            _IDESCS[bits] = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: {e}")
+        else:
+            if d.sparse:
+                err = UnknownOpError(f"tcgen05.mma instruction descriptor 0x{bits:08x} sets the sparsity bit: sparse "
+                                     "MMA (tcgen05.mma.sp) is not modelled")
+            elif d.max_shift:
+                err = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x} sets a maximum shift (bits "
+                                     "30..31), which only tcgen05.mma.ws uses")
+            elif d.d_dtype == "f16" and "bf16" in (d.a_dtype, d.b_dtype):
+                err = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: bf16 inputs accumulate into "
+                                     "f32 only (an f16 D takes f16 inputs)")
+            elif d.m != 128:
+                err = UnknownOpError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: M = {d.m}; only M = 128 "
+                                     "(Layout D, all 128 lanes) is modelled for cta_group::1")
+            else:
+                err = None
+                try:
+                    TARGET.check_mma_shape(d.m, d.n, d.a_dtype, 1)
+                except ValueError as e:
+                    err = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: {e}")
+            _IDESCS[bits] = err or d
+    d = _IDESCS[bits]
+    if isinstance(d, EmulationError):
+        raise type(d)(d.detail)
+    return d
+
+
+@handles("nvvm.tcgen05.mma")
+def _mma(c, op, info):
+    # 9.7.16.10.9.1 tcgen05.mma.cta_group::1.kind::f16 [d-tmem], a-desc|[a-tmem], b-desc, idesc, enable-input-d
+    v = op.opview
+    _cta_group_1(op)
+    kind = _enum(op.attributes["kind"])
+    if kind != "f16":
+        raise UnknownOpError(f"tcgen05.mma kind::{kind}: only kind::f16 (f16/bf16 inputs) is modelled")
+    if "collectorOp" in op.attributes and _enum(op.attributes["collectorOp"]) != "discard":
+        raise UnknownOpError(f"tcgen05.mma collector usage {op.attributes['collectorOp']}: only the default "
+                             "(collector::a::discard) is modelled")
+    if v.aShift or v.scaleInputD is not None or v.disableOutputLane is not None:
+        raise UnknownOpError("tcgen05.mma with .ashift, scale-input-d or disable-output-lane: not modelled")
+    a_type = TypeInfo(v.matrixA.type)
+    a_is_tmem = a_type.kind == "ptr"
+    if a_is_tmem and a_type.space != 6:
+        raise UnknownOpError(f"tcgen05.mma with A through address space {a_type.space}: A is an smem descriptor "
+                             "(i64) or a Tensor Memory address (!llvm.ptr<6>)")
+    d, a, b, idesc, en = (c.slot(x) for x in (v.matrixD, v.matrixA, v.matrixB, v.idesc, v.enableInputD))
+
+    def fn(w):
+        e = w.env
+        tm = tmem_of(w.cta)
+        issued = per_lane(e[d], w.mask)
+        if len(issued) > 1 and len({daddr for _, daddr in issued}) < len(issued):
+            lane, daddr = issued[0]
+            desc = _instr_descriptor(int(lanes(e[idesc])[lane]))
+            raise TmemRaceError(f"{len(issued)} lanes of warp {w.index} issue tcgen05.mma into "
+                                f"{_where(daddr, desc.m, desc.n)} at once: "
+                                "tcgen05.mma has single-thread semantics, so every active lane starts a whole MMA and "
+                                "their accumulations race; issue it from one elected lane (nvvm.elect.sync)")
+        for lane, daddr in issued:                      # single-thread semantics: every active lane issues one
+            desc = _instr_descriptor(int(lanes(e[idesc])[lane]))
+            tm.mma(w, lane, info, desc, daddr, int(lanes(e[a])[lane]), a_is_tmem, int(lanes(e[b])[lane]),
+                   bool(lanes(e[en])[lane]))
+    return False, fn
+
+
+@handles("nvvm.tcgen05.commit")
+def _commit(c, op, info):
+    # 9.7.16.12.1 tcgen05.commit.cta_group::1.mbarrier::arrive::one[.shared::cluster][.multicast::cluster].b64
+    v = op.opview
+    _cta_group_1(op)
+    _shared_pointer(op, v.addr, "tcgen05.commit")
+    bar = c.slot(v.addr)
+    mask = c.slot(v.multicastMask) if v.multicastMask is not None else None
+
+    def gen(w):
+        e = w.env
+        tm = tmem_of(w.cta)
+        for lane, addr in per_lane(e[bar], w.mask):     # single-thread semantics: every active lane commits
+            if mask is not None and int(lanes(e[mask])[lane]) != 1:
+                raise UnknownOpError(f"tcgen05.commit multicast to CTA mask 0x{int(lanes(e[mask])[lane]):x}: clusters "
+                                     "are not modelled (only the mask 0x1, this CTA alone in its cluster)")
+            tm.commit(w, lane, info, addr)
+        w.last_op = info
+        yield None
+    return True, gen
+
+
+@handles("nvvm.tcgen05.mma_smem_desc")
+def _smem_desc(c, op, info):
+    # the NVVM op builds the 9.7.16.4.1 descriptor from fields already >> 4 (address, LBO, SBO), the base offset,
+    # the LBO mode and the 3-bit swizzle code (gpu-facts.md section 4; checked against upstream MLIR in
+    # tests/unit/test_descriptors.py)
+    v = op.opview
+    slots = [c.slot(x) for x in (v.startAddr, v.leadingDimOffset, v.strideDimOffset, v.baseOffset,
+                                 v.leadingDimMode, v.swizzleMode)]
+    r = c.slot(op.results[0])
+    from warploom.layout.swizzle import from_sm100_code
+
+    def fn(w):
+        e = w.env
+        out = np.zeros(WARP, np.uint64)
+        values = [lanes(e[s]) for s in slots]
+        for lane in np.flatnonzero(w.mask):
+            addr, lbo, sbo, base, mode, swz = (int(x[lane]) for x in values)
+            for name, val in (("start address", addr), ("LBO", lbo), ("SBO", sbo)):
+                if val >= 1 << 14:
+                    raise EmulationError(f"tcgen05.mma_smem_desc {name} field {val:#x} does not fit its 14 bits (the "
+                                         "op takes the byte value >> 4)")
+            try:
+                out[lane] = Sm100SmemDescriptor(addr << 4, lbo << 4, sbo << 4, from_sm100_code(swz), base,
+                                                mode).encode()
+            except ValueError as err:
+                raise EmulationError(f"tcgen05.mma_smem_desc: {err}") from None
+        e[r] = out
+    return False, fn
+
