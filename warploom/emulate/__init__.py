@@ -4,6 +4,6 @@ TMA copies and wgmma groups under seeded interleavings, with checks that name th
     from warploom.emulate import emulate_gemm, emulate_launch, EmulatedKernel
 """
 from .compiler import compile_kernel  # noqa: F401
-from .errors import (AccumulatorReadError, AsyncLeakError, DeadlockError, DivergenceError,  # noqa: F401
+from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
                      EmulationError, MbarrierError, OutOfBoundsError, SmemRaceError, UnknownOpError)
 from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401
