@@ -647,7 +647,7 @@ class CTA:
                     self.mma_reading[wg.slots[i].reads] -= 1
 
     def _slot_released(self, wg: Warpgroup, slot: WgmmaSlot) -> bool:
-        i = wg.slots.index(slot)
+        i = next(j for j, s in enumerate(wg.slots) if s is slot)    # (list.index compares the numpy fields)
         return any(g.released for g in wg.groups if g.slots[0] <= i < g.slots[1])
 
     def check_warp_exit(self, warp: Warp) -> None:
@@ -907,7 +907,7 @@ class Cluster:
         lanes = warp.mask
         again = lanes & (pend >= 0)
         if again.any():
-            raise BarrierError(f"barrier.cluster.arrive by lanes {np.flatnonzero(again).tolist()}, which arrived in "
+            raise BarrierError(f"barrier.cluster.arrive by lanes {lane_list(again)}, which arrived in "
                                f"phase {int(pend[again].max())} and have not waited (barrier.cluster.wait) since: "
                                "each thread arrives once per phase")
         pend[lanes] = self.barrier_phase
@@ -920,7 +920,7 @@ class Cluster:
         lanes = warp.mask
         missing = lanes if pend is None else lanes & (pend < 0)
         if missing.any():
-            raise BarrierError(f"barrier.cluster.wait by lanes {np.flatnonzero(missing).tolist()}, which did not "
+            raise BarrierError(f"barrier.cluster.wait by lanes {lane_list(missing)}, which did not "
                                "barrier.cluster.arrive since their last wait: arrive first, then wait")
         return int(pend[lanes].max())
 
@@ -967,6 +967,19 @@ def _fragment(n: int):
     if n not in _FRAGMENTS:
         _FRAGMENTS[n] = wgmma_accumulator(n)
     return _FRAGMENTS[n]
+
+
+def lane_list(mask: np.ndarray) -> str:
+    """'0..31' or '0, 3, 5': the lanes set in a mask, runs shortened."""
+    lanes = np.flatnonzero(mask).tolist()
+    runs, start = [], None
+    for i, lane in enumerate(lanes):
+        if start is None:
+            start = lane
+        if i + 1 == len(lanes) or lanes[i + 1] != lane + 1:
+            runs.append(str(start) if lane == start else f"{start}..{lane}")
+            start = None
+    return ", ".join(runs)
 
 
 def describe_lanes(values: np.ndarray, mask: np.ndarray) -> str:
