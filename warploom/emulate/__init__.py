@@ -1,5 +1,7 @@
 """The CPU emulator of lowered kernels: every thread of every CTA, real smem bytes and swizzle, mbarriers,
-TMA copies and wgmma groups under seeded interleavings, with checks that name the CTA, warp and op at fault.
+TMA copies and wgmma groups under seeded interleavings, thread-block clusters (the CTAs of a cluster in one
+interleaving, distributed shared memory, barrier.cluster, TMA multicast), with checks that name the CTA,
+warp and op at fault.
 
     from warploom.emulate import emulate_gemm, emulate_launch, EmulatedKernel
 """

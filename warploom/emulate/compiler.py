@@ -27,7 +27,7 @@ from mlir import ir
 
 from .errors import (AccumulatorReadError, DivergenceError, EmulationError, MbarrierError, OutOfBoundsError,
                      UnknownOpError)
-from .machine import LazyText, OpInfo, Pending, Wait, WARP, describe_lanes
+from .machine import LazyText, OpInfo, Pending, Wait, WARP, describe_lanes, lane_list
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 GEP_DYNAMIC = -(1 << 31)              # llvm.getelementptr rawConstantIndices: "take the next dynamic index"
@@ -809,7 +809,7 @@ def _mapa(c, op, info):
 def _cluster_aligned(op, w, what: str) -> None:
     # .aligned: every (non-exited) thread of the warp executes the same barrier.cluster instruction
     if "aligned" in op.attributes and not w.mask.all() and (w.mask != w.cta.cluster.launch_lanes(w)).any():
-        raise DivergenceError(f"{what}.aligned with lanes {np.flatnonzero(~w.mask).tolist()} inactive: every thread "
+        raise DivergenceError(f"{what}.aligned with lanes {lane_list(~w.mask)} inactive: every thread "
                               "of the warp must execute it (drop .aligned for divergent code)")
 
 
@@ -957,7 +957,7 @@ def _tma_load(c, op, info):
     # every CTA of the mask, and complete_tx goes to the mbarrier at the same offset in each (machine.CTA.tma_load)
     v = op.opview
     _no_extras(op, "l2CacheHint", "predicate")
-    if len(v.im2colOffsets) or ("mode" in op.attributes and "tile" not in str(op.attributes["mode"])):
+    if len(v.im2colOffsets) or ("mode" in op.attributes and _enum(op.attributes["mode"]) != "tile"):
         raise UnknownOpError("TMA load in im2col (or another non-tile) mode: only tile mode is modelled")
     if "group" in op.attributes:
         raise UnknownOpError(f"TMA load with {op.attributes['group']} (.cta_group): the mbarrier of a CTA pair is not "

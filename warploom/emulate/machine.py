@@ -277,7 +277,7 @@ class CTA:
         self._check_smem_align(a, act, align, what)
         for t, idx, offs in self.cluster.resolve_lanes(self, a, nbytes, what, cluster_space):
             cells = offs[:, None] + np.arange(nbytes)
-            self._check_generic_access(t, cells, offs, what, write=True)
+            self._check_generic_access(t, cells, what, write=True)
             t.smem[cells] = data[act[idx]]
             t.written[cells] = True
 
@@ -291,7 +291,7 @@ class CTA:
         self._check_smem_align(a, act, align, what)
         for t, idx, offs in self.cluster.resolve_lanes(self, a, nbytes, what, cluster_space):
             cells = offs[:, None] + np.arange(nbytes)
-            self._check_generic_access(t, cells, offs, what, write=False)
+            self._check_generic_access(t, cells, what, write=False)
             out[act[idx]] = t.smem[cells]
         return out
 
@@ -302,7 +302,7 @@ class CTA:
             raise OutOfBoundsError(f"{what} at 0x{int(a[bad[0]]):x} (lane {act[bad[0]]}) is not {align}-byte aligned: "
                                    "shared memory accesses are aligned to their size")
 
-    def _check_generic_access(self, t: CTA, cells: np.ndarray, offs: np.ndarray, what: str, write: bool) -> None:
+    def _check_generic_access(self, t: CTA, cells: np.ndarray, what: str, write: bool) -> None:
         where = "" if t is self else f" of CTA {t.id} (rank {t.rank})"
         pending = t.tma_pending[cells]
         if pending.any():
