@@ -213,7 +213,12 @@ def test_grid_must_be_a_multiple_of_the_cluster():
 
 # ---- handshake: a remote store, then a remote mbarrier arrive -------------------------------------------
 
-def handshake_kernel(signal_offset=0, wait_before_cluster_barrier=False) -> str:
+SIGNALS = {"arrive": "nvvm.mbarrier.arrive %remote {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>",
+           "arrive_count": "nvvm.mbarrier.arrive %remote, %c1 {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>",
+           "expect_tx": "nvvm.mbarrier.arrive.expect_tx %remote, %c0 : !llvm.ptr<7>, i32"}
+
+
+def handshake_kernel(signal_offset=0, wait_before_cluster_barrier=False, signal="arrive") -> str:
     """Rank 0 writes 7000 + t into rank 1's smem slot t (st.shared::cluster), then one thread arrives remotely on
     rank 1's mbarrier (mbarrier.arrive.release.cluster.shared::cluster, after the writing warps passed a bar.sync);
     rank 1 waits on its mbarrier and copies its slots out."""
@@ -250,7 +255,7 @@ def handshake_kernel(signal_offset=0, wait_before_cluster_barrier=False) -> str:
       scf.if %first {{
         %sig = llvm.getelementptr %smem[%csig] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
         %remote = nvvm.mapa %sig, %c1 : !llvm.ptr<3> -> !llvm.ptr<7>
-        nvvm.mbarrier.arrive %remote {{scope = #nvvm.mem_scope<cluster>}} : !llvm.ptr<7>
+        {SIGNALS[signal]}
       }}
     }}
 {"" if wait_before_cluster_barrier else wait}    nvvm.cluster.arrive {{aligned}}
@@ -268,9 +273,10 @@ def run_handshake(text, seed=0):
     return out
 
 
+@pytest.mark.parametrize("signal", list(SIGNALS))
 @pytest.mark.parametrize("seed", SEEDS)
-def test_handshake_with_a_remote_mbarrier_arrive(seed):
-    np.testing.assert_array_equal(run_handshake(handshake_kernel(), seed), 7000 + np.arange(64))
+def test_handshake_with_a_remote_mbarrier_arrive(seed, signal):
+    np.testing.assert_array_equal(run_handshake(handshake_kernel(signal=signal), seed), 7000 + np.arange(64))
 
 
 def test_remote_arrive_on_an_uninitialised_mbarrier():
@@ -290,6 +296,34 @@ def test_cluster_deadlock_when_a_cta_never_arrives():
                                             r"CTA \(1, 0, 0\) warp 0: nvvm.mbarrier.try_wait.parity .*waits for "
                                             r"mbarrier 0x[0-9a-f]+ .*parity 0"):
         run_handshake(handshake_kernel(wait_before_cluster_barrier=True))
+
+
+def test_access_to_the_smem_of_an_exited_cta():
+    # rank 1 exits at once; rank 0's barrier.cluster completes when rank 1's threads exited (exited threads no
+    # longer count), and its store then reaches smem that no longer exists
+    text = HEAD + f"""  llvm.func @early_exit(%out: !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
+{consts(c0=0, c1=1, c4=4)}
+    %tid = nvvm.read.ptx.sreg.tid.x : i32
+    %rank = nvvm.read.ptx.sreg.cluster.ctarank : i32
+    %smem = llvm.mlir.addressof @cl_smem : !llvm.ptr<3>
+    %off = arith.muli %tid, %c4 : i32
+    %mine = llvm.getelementptr %smem[%off] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
+    %is0 = arith.cmpi eq, %rank, %c0 : i32
+    scf.if %is0 {{
+      nvvm.cluster.arrive {{aligned}}
+      nvvm.cluster.wait {{aligned}}
+      %theirs = nvvm.mapa %mine, %c1 : !llvm.ptr<3> -> !llvm.ptr<7>
+      llvm.store %tid, %theirs : i32, !llvm.ptr<7>
+    }}
+    llvm.return
+  }}
+}}
+"""
+    k = build(text, "early_exit", [("out", "ptr")], (2, 1, 1), 64, (2, 1, 1), 512)
+    with pytest.raises(OutOfBoundsError, match=r"CTA \(0, 0, 0\), warp [01], llvm.store .*st.shared::cluster of 4 B "
+                                               r"at shared::cluster 0x[0-9a-f]+ reaches CTA \(1, 0, 0\) \(rank 1\), "
+                                               r"which has exited"):
+        emulate_launch(k, {"out": np.zeros(1, np.int32)}, {}, seed=0)
 
 
 # ---- TMA multicast of a tile into both CTAs of a cluster ------------------------------------------------

@@ -843,7 +843,7 @@ class Cluster:
                      f"of CTA {target.id} (rank {target.rank})")
             raise OutOfBoundsError(f"{what} touches {where}, outside the CTA's {target.size} B of dynamic smem "
                                    f"({self.windows()}): check the offset given to mapa")
-        self.check_alive(cta, target, what)
+        self.check_alive(cta, target, f"{what} at shared::cluster 0x{addr:x}")
         return target, local
 
     def resolve_lanes(self, cta: CTA, addr: np.ndarray, nbytes: int, what: str, cluster_space: bool):
