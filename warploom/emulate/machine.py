@@ -398,9 +398,9 @@ class CTA:
                 self.mbarrier(mbar)
                 targets = [self]
         else:
-            # 9.7.9.25 .multicast::cluster: bit r of ctaMask selects the CTA of %cluster_ctarank r (the ISA text
-            # calls it the destination's %ctaid, i.e. its id inside the cluster); the box lands at dst's CTA-relative
-            # offset in each, and complete_tx goes to the mbarrier at mbar's offset in each.
+            # 9.7.9.25 .multicast::cluster: bit r of the 16-bit ctaMask selects the CTA whose %cluster_ctarank is r
+            # (MLIR's op documentation says %ctaid); the box lands at dst's CTA-relative offset in each destination
+            # CTA, and the complete_tx signal goes to the mbarrier at mbar's CTA-relative offset in each.
             cl = self.cluster
             if not 0 < multicast < (1 << 16) or multicast >> cl.size:
                 raise OutOfBoundsError(f"TMA load of {spec.name!r} with multicast mask 0x{multicast:04x}: the cluster "
