@@ -121,16 +121,16 @@ def test_no_trace_is_kept_by_default():
     from warploom.emulate import emulate_launch, gemm_kernel
     from warploom.kernels import GemmSpec
     seen = []
-    real = machine.CTA.run
+    real = machine.Cluster.run
 
     def spy(self, warps):
-        seen.append(self.trace)
+        seen.extend(cta.trace for cta in self.ctas)
         return real(self, warps)
     k = gemm_kernel(GemmSpec("bf16", "kn", 128))
     e = machine.NUMPY_ELEMS["bf16"]
     a, b, c = np.ones((64, 64), e), np.ones((64, 128), e), np.zeros((64, 128), e)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(machine.CTA, "run", spy)
+        mp.setattr(machine.Cluster, "run", spy)
         emulate_launch(k, {"a": a, "b": b, "c": c}, {"M": 64, "N": 128, "K": 64})
     assert seen == [None]
 

@@ -1,6 +1,8 @@
 """Record GPU outputs of chosen sm_90a GEMM kernels, for calibrating the CPU emulator against the H200.
 
-    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
+
+--standard records every standard sm_90a kernel (STANDARD_CASES) instead of the five CASES.
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
 persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two input sets per case:
@@ -21,7 +23,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
-from warploom.kernels import GemmSpec, get_kernel  # noqa: E402
+from warploom.kernels import STANDARD_KERNELS, GemmSpec, get_kernel  # noqa: E402
 from warploom.runtime.launch import default_launcher  # noqa: E402
 from warploom.runtime.tensormap import encode_tiled  # noqa: E402
 from warploom.runtime.tensors import as_device_tensor  # noqa: E402
@@ -35,6 +37,10 @@ CASES = [
     ("f16", "nk", 128, "persistent", 300, 200, 72, 2),
     ("f16", "kn", 128, "grid", 129, 136, 64, None),
 ]
+# every standard kernel, at ragged sizes: grid 2 x 2 or 2 x 3 CTAs; persistent 3 CTAs walking 6 or 12 tiles
+STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, None) if s.schedule == "grid"
+                                                                else (260, 392, 200, 3)))
+                  for s in STANDARD_KERNELS["sm_90a"]]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
@@ -65,10 +71,10 @@ def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np):
     return c.float().cpu().numpy(), art
 
 
-def main(path: str) -> None:
+def main(path: str, cases: list) -> None:
     rng = np.random.default_rng(2026)
     arrays, manifest = {}, []
-    for i, (dtype, b_layout, block_n, schedule, m, n, k, sms) in enumerate(CASES):
+    for i, (dtype, b_layout, block_n, schedule, m, n, k, sms) in enumerate(cases):
         for kind in ("exact", "random"):
             a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
             c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b)
@@ -86,4 +92,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], STANDARD_CASES if "--standard" in sys.argv[2:] else CASES)

@@ -1,12 +1,13 @@
 """The CPU emulator of lowered kernels: every thread of every CTA, real smem bytes and swizzle, mbarriers,
-TMA copies, wgmma groups and (sm_100a) Tensor Memory with tcgen05 ops (tcgen05.py) under seeded
-interleavings, with checks that name the CTA, warp and op at fault.
+TMA copies and wgmma groups under seeded interleavings, thread-block clusters (the CTAs of a cluster in one
+interleaving, distributed shared memory, barrier.cluster, TMA multicast) and (sm_100a) Tensor Memory with
+tcgen05 ops (tcgen05.py), with checks that name the CTA, warp and op at fault.
 
     from warploom.emulate import emulate_gemm, emulate_launch, EmulatedKernel
 """
 from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
-from .errors import (AccumulatorReadError, AsyncLeakError, DeadlockError, DivergenceError,  # noqa: F401
+from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
                      EmulationError, MbarrierError, OutOfBoundsError, SmemRaceError, TmemError, TmemRaceError,
                      UnknownOpError)
 from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401

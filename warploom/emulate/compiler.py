@@ -10,7 +10,8 @@ function of the warp (`fn(warp)`), or a generator function where the op blocks o
   f32 / bf16 / f16  numpy scalars or (32,) arrays of float32 / ml_dtypes.bfloat16 / float16
   vector<n x T>     (32, n) arrays
   struct of n f32   (32, n) float32 arrays, or a `Pending` wgmma result (machine.py)
-  !llvm.ptr<as>     the integer address, like i64 (the address space is static, from the type)
+  !llvm.ptr<as>     the integer address, like i64 (the address space is static, from the type); shared::cta (3)
+                    and shared::cluster (7) addresses follow machine.py's windows (DSMEM_BASE for other CTAs)
 
 Divergent `scf.if` runs each side under an active-lane mask; `scf.for` needs bounds uniform across
 the active lanes. An op without semantics here raises UnknownOpError when the kernel is compiled:
@@ -24,9 +25,9 @@ import ml_dtypes
 import numpy as np
 from mlir import ir
 
-from .errors import (AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, SmemRaceError,
-                     UnknownOpError)
-from .machine import OpInfo, Pending, Wait, WARP, describe_lanes
+from .errors import (AccumulatorReadError, DivergenceError, EmulationError, MbarrierError, OutOfBoundsError,
+                     SmemRaceError, UnknownOpError)
+from .machine import LazyText, OpInfo, Pending, Wait, WARP, describe_lanes, lane_list
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 GEP_DYNAMIC = -(1 << 31)              # llvm.getelementptr rawConstantIndices: "take the next dynamic index"
@@ -34,6 +35,11 @@ M64 = (1 << 64) - 1
 # arith.cmpi predicate codes (arith::CmpIPredicate)
 CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult", 7: "ule", 8: "ugt", 9: "uge"}
 SREGS = {"tid", "ntid", "ctaid", "nctaid", "laneid", "warpid"}
+# PTX ISA "Special Registers" of a cluster: op suffix -> (Launch.sreg name, axis)
+CLUSTER_SREGS = {"cluster.ctarank": ("cluster_ctarank", 0), "cluster.nctarank": ("cluster_nctarank", 0)}
+for _a, _k in (("x", 0), ("y", 1), ("z", 2)):
+    CLUSTER_SREGS.update({f"clusterid.{_a}": ("clusterid", _k), f"nclusterid.{_a}": ("nclusterid", _k),
+                          f"cluster.ctaid.{_a}": ("cluster_ctaid", _k), f"cluster.nctaid.{_a}": ("cluster_nctaid", _k)})
 
 
 class TypeInfo:
@@ -425,66 +431,31 @@ def _bitcast(c, op, info):
     return False, fn
 
 
-@handles("llvm.load")
-def _load(c, op, info):
-    # ld.shared of a scalar (e.g. the TMEM address tcgen05.alloc wrote): reads the CTA's smem bytes; a byte an
-    # in-flight TMA copy writes, or that nothing wrote (TMA copies and tcgen05.alloc are the modelled smem
-    # writers), is an error
-    (addr,) = _operands(c, op)
-    space = TypeInfo(op.operands[0].type).space
-    if space != 3:
-        raise UnknownOpError(f"llvm.load from address space {space}: only shared-memory loads (3) are modelled")
-    if "ordering" in op.attributes and _int_attr(op, "ordering"):        # LLVM::AtomicOrdering, 0 = not_atomic
-        raise UnknownOpError(f"atomic llvm.load (ordering {_int_attr(op, 'ordering')}): not modelled")
-    r, t = _result(c, op)
-    if t.kind == "int" and t.width in (8, 16, 32, 64):
-        dtype = np.dtype(f"<u{t.width // 8}")
-    elif t.kind == "float":
-        dtype = np.dtype(FLOATS[t.elem])
-    else:
-        raise UnknownOpError(f"llvm.load of {op.results[0].type}: only integer and float scalars are modelled")
-    nbytes = dtype.itemsize
-    align = _int_attr(op, "alignment") if "alignment" in op.attributes else nbytes
-    span = np.arange(nbytes)
-
-    def fn(w):
-        cta = w.cta
-        act = np.flatnonzero(w.mask)
-        a = lanes(w.env[addr], np.uint64)[act].astype(np.int64)
-        bad = np.flatnonzero(a % align)
-        if bad.size:
-            raise OutOfBoundsError(f"llvm.load of {nbytes} B at smem 0x{int(a[bad[0]]):x} (lane {act[bad[0]]}) is not "
-                                   f"{align}-byte aligned")
-        lo, hi = int(a.min()), int(a.max())
-        cta.smem_offset(lo, nbytes, "llvm.load")
-        cta.smem_offset(hi, nbytes, "llvm.load")
-        offs = (a - cta.base)[:, None] + span
-        busy = np.flatnonzero(cta.tma_pending[offs].any(axis=1))
-        if busy.size:
-            o = int(offs[busy[0], 0])
-            raise SmemRaceError(f"llvm.load reads smem 0x{cta.base + o:x} while an in-flight TMA copy writes it "
-                                f"({cta._writer_of(o)}): wait on the copy's mbarrier first")
-        cold = np.flatnonzero(~cta.written[offs].all(axis=1))
-        if cold.size:
-            o = int(offs[cold[0], 0])
-            raise SmemRaceError(f"llvm.load reads smem 0x{cta.base + o:x} (byte {o} of dynamic smem, lane "
-                                f"{act[cold[0]]}), which nothing has written yet: the writer (a TMA copy, "
-                                "tcgen05.alloc) must complete, and the reader synchronise with it, first")
-        out = np.zeros(WARP, dtype)
-        out[act] = cta.smem[offs].reshape(-1).view(dtype)
-        w.env[r] = out.astype(np.uint64) if t.kind == "int" else out
-    return False, fn
-
-
 @handles("llvm.addrspacecast")
 def _addrspacecast(c, op, info):
-    # shared::cta (3) -> shared::cluster (7): a CTA's own shared::cta address is valid in the shared::cluster window
+    # shared::cta (3) -> shared::cluster (7): a CTA's own shared::cta address is valid in the shared::cluster window.
+    # shared::cluster -> shared::cta (7 -> 3): only for an address of the executing CTA (PTX ISA "cvta": the
+    # shared::cta window holds no other CTA's memory)
     (a,) = _operands(c, op)
     r, t = _result(c, op)
     src = TypeInfo(op.operands[0].type).space
+    if (src, t.space) == (7, 3):
+        def to_cta(w):
+            e = w.env
+            cta = w.cta
+            out = np.zeros(WARP, np.uint64)
+            for lane, addr in per_lane(e[a], w.mask):
+                target, local = cta.cluster.resolve(cta, addr, 1, "llvm.addrspacecast to shared::cta")
+                if target is not cta:
+                    raise OutOfBoundsError(f"llvm.addrspacecast of shared::cluster 0x{addr:x} (CTA {target.id}, rank "
+                                           f"{target.rank}) to shared::cta (lane {lane}): only the executing CTA's "
+                                           "own shared memory has a shared::cta address")
+                out[lane] = local
+            e[r] = out
+        return False, to_cta
     if (src, t.space) != (3, 7):
-        raise UnknownOpError(f"llvm.addrspacecast from {src} to {t.space}: only shared::cta -> shared::cluster "
-                             "(3 -> 7) is modelled")
+        raise UnknownOpError(f"llvm.addrspacecast from {src} to {t.space}: only shared::cta <-> shared::cluster "
+                             "(3 <-> 7) is modelled")
 
     def fn(w):
         e = w.env
@@ -580,16 +551,85 @@ def _extractvalue(c, op, info):
     return False, fn
 
 
+def _plain_access(op) -> None:
+    if "ordering" in op.attributes and _int_attr(op, "ordering") != 0:
+        raise UnknownOpError(f"{op.name} with atomic ordering {op.attributes['ordering']}: only non-atomic accesses "
+                             "are modelled")
+
+
+def _value_bytes(vt: TypeInfo):
+    """(bytes per lane, value -> (32, bytes) uint8, (32, bytes) uint8 -> value) for a loaded/stored type."""
+    if vt.kind == "int" and vt.width in (8, 16, 32, 64):
+        nb = vt.width // 8
+        dt = np.dtype(f"u{nb}")
+        return (nb, lambda v: np.ascontiguousarray(lanes(v, np.uint64).astype(dt)).view(np.uint8).reshape(WARP, nb),
+                lambda b: b.view(dt).reshape(WARP).astype(np.uint64))
+    if vt.kind == "float" or (vt.kind == "vector" and vt.elem in FLOATS):
+        dt = np.dtype(FLOATS[vt.elem])
+        n = vt.count if vt.kind == "vector" else 1
+        nb = n * dt.itemsize
+        shape = (WARP, n) if vt.kind == "vector" else (WARP,)
+        return (nb, lambda v: np.ascontiguousarray(lanes(v, dt)).view(np.uint8).reshape(WARP, nb),
+                lambda b: b.view(dt).reshape(shape))
+    raise UnknownOpError(f"memory access of {vt.kind}: only i8/i16/i32/i64, float scalars and float vectors are "
+                         "modelled")
+
+
+@handles("llvm.load")
+def _load(c, op, info):
+    # PTX ISA "Data movement and conversion instructions: ld" (.shared::cta, .shared::cluster): a generic-proxy load
+    (addr,) = _operands(c, op)
+    space = TypeInfo(op.operands[0].type).space
+    if space not in (3, 7):
+        raise UnknownOpError(f"llvm.load from address space {space}: only shared memory loads (shared::cta 3, "
+                             "shared::cluster 7) are modelled")
+    _plain_access(op)
+    r, t = _result(c, op)
+    nbytes, _, unpack = _value_bytes(t)
+    align = _int_attr(op, "alignment") if "alignment" in op.attributes else nbytes
+    what = f"ld.shared::{'cluster' if space == 7 else 'cta'} of {nbytes} B"
+
+    def fn(w):
+        e = w.env
+        raw = w.cta.smem_load(lanes(e[addr], np.uint64), w.mask, nbytes, align, space == 7, what)
+        e[r] = unpack(raw)
+    return False, fn
+
+
+def _smem_store(c, op, info, val: int, addr: int, space: int):
+    # PTX ISA "Data movement and conversion instructions: st" (.shared::cta, .shared::cluster)
+    _plain_access(op)
+    nbytes, pack, _ = _value_bytes(TypeInfo(op.operands[0].type))
+    align = _int_attr(op, "alignment") if "alignment" in op.attributes else nbytes
+    what = f"st.shared::{'cluster' if space == 7 else 'cta'} of {nbytes} B"
+
+    def fn(w):
+        e = w.env
+        w.cta.smem_store(lanes(e[addr], np.uint64), pack(e[val]), w.mask, align, space == 7, what)
+    return False, fn
+
+
 @handles("llvm.store")
 def _store(c, op, info):
     val, addr = _operands(c, op)
     space = TypeInfo(op.operands[1].type).space
+    if space in (3, 7):
+        return _smem_store(c, op, info, val, addr, space)
     if space != 1:
-        raise UnknownOpError(f"llvm.store to address space {space}: only global stores (1) are modelled")
+        raise UnknownOpError(f"llvm.store to address space {space}: only global (1) and shared (3, 7) stores are "
+                             "modelled")
     align = _int_attr(op, "alignment") if "alignment" in op.attributes else 1
     vt = TypeInfo(op.operands[0].type)
+    if vt.kind == "int":
+        _plain_access(op)
+        _, pack, _ = _value_bytes(vt)
+
+        def fn_int(w):
+            e = w.env
+            w.cta.launch.memory.store(lanes(e[addr], np.uint64), pack(e[val]), w.mask, align)
+        return False, fn_int
     if vt.kind not in ("float", "vector"):
-        raise UnknownOpError(f"llvm.store of {vt.kind}: only float scalars and vectors are modelled")
+        raise UnknownOpError(f"llvm.store of {vt.kind}: only integer and float scalars and vectors are modelled")
 
     def fn(w):
         e = w.env
@@ -684,6 +724,13 @@ def _sreg(c, op, info):
     # PTX ISA 10 "Special Registers": %tid, %ntid, %ctaid, %nctaid (x, y, z), %laneid, %warpid
     reg = op.name[len("nvvm.read.ptx.sreg."):]
     r, _ = _result(c, op)
+    if reg in CLUSTER_SREGS:
+        # %cluster_ctarank, %cluster_nctarank, %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid
+        name, k = CLUSTER_SREGS[reg]
+
+        def fn_cluster(w):
+            w.env[r] = w.cta.launch.sreg(name, k, w.cta)
+        return False, fn_cluster
     base, _, axis = reg.partition(".")
     if base not in SREGS or (axis and axis not in "xyz"):
         raise UnknownOpError(f"special register %{reg} is not modelled")
@@ -762,13 +809,85 @@ def _setmaxnreg(c, op, info):
     return False, fn
 
 
-@handles("nvvm.fence.mbarrier.init", "nvvm.wgmma.fence.aligned")
+@handles("nvvm.fence.mbarrier.init", "nvvm.wgmma.fence.aligned", "nvvm.fence.proxy", "nvvm.fence.sc.cluster",
+         "nvvm.fence.sync_restrict", "nvvm.fence.proxy.sync_restrict")
 def _ordering_fence(c, op, info):
-    # fence.mbarrier_init (PTX ISA 9.7.13 "membar/fence") and wgmma.fence (9.7.15.6.1) order memory and register accesses;
-    # the emulator executes ops of one warp in order and makes async results visible only at their waits
+    # fence.mbarrier_init, fence.proxy.async{.shared::cta,.shared::cluster,.global}, fence.sc.cluster and the
+    # .sync_restrict fences (PTX ISA "Parallel synchronization and communication instructions: membar/fence"), and
+    # wgmma.fence (9.7.15.6.1), order memory and register accesses. They are ordering points only, and no-ops here:
+    # the emulator executes ops of one warp in order, makes every generic store visible to every CTA of the cluster
+    # at once, and makes async results visible only at their waits. So a missing fence is NOT detected.
     def fn(w):
         pass
     return False, fn
+
+
+# ---- nvvm: clusters (PTX ISA "Cluster of cooperative thread arrays", "Distributed shared memory") ---------------
+
+@handles("nvvm.mapa")
+def _mapa(c, op, info):
+    # PTX ISA "Parallel synchronization and communication instructions: mapa" (.shared::cluster): the address, in the
+    # shared::cluster window of CTA rank b, of the shared memory variable at a (same offset in that CTA)
+    v = op.opview
+    src, dst = TypeInfo(v.a.type).space, TypeInfo(op.results[0].type).space
+    if (src, dst) != (3, 7):
+        raise UnknownOpError(f"nvvm.mapa from address space {src} to {dst}: only the shared::cluster form "
+                             "(!llvm.ptr<3> -> !llvm.ptr<7>) is modelled, not generic addresses")
+    a, b = c.slot(v.a), c.slot(v.b)
+    r = c.slot(op.results[0])
+
+    def fn(w):
+        e = w.env
+        cta = w.cta
+        av, bv = e[a], e[b]
+        if not isinstance(av, np.ndarray) and not isinstance(bv, np.ndarray):
+            e[r] = cta.cluster.mapa(cta, av, bv)
+            return
+        out = np.zeros(WARP, np.uint64)
+        av, bv = lanes(av, np.uint64), lanes(bv, np.uint64)
+        for lane in np.flatnonzero(w.mask):
+            try:
+                out[lane] = cta.cluster.mapa(cta, int(av[lane]), int(bv[lane]))
+            except EmulationError as err:
+                err.detail += f" (lane {lane})"
+                raise
+        e[r] = out
+    return False, fn
+
+
+def _cluster_aligned(op, w, what: str) -> None:
+    # .aligned: every (non-exited) thread of the warp executes the same barrier.cluster instruction
+    if "aligned" in op.attributes and not w.mask.all() and (w.mask != w.cta.cluster.launch_lanes(w)).any():
+        raise DivergenceError(f"{what}.aligned with lanes {lane_list(~w.mask)} inactive: every thread "
+                              "of the warp must execute it (drop .aligned for divergent code)")
+
+
+@handles("nvvm.cluster.arrive", "nvvm.cluster.arrive.relaxed")
+def _cluster_arrive(c, op, info):
+    # PTX ISA "Parallel synchronization and communication instructions: barrier.cluster": barrier.cluster.arrive
+    # {.release (default), .relaxed}{.aligned} marks the executing threads' arrival in the current phase and does not
+    # wait. The memory semantics differ, which the emulator does not model (see machine.Cluster).
+    def gen(w):
+        _cluster_aligned(op, w, "barrier.cluster.arrive")
+        w.cta.cluster.barrier_arrive(w)
+        w.last_op = info
+        yield None                       # let the arrival be seen before this warp goes on
+    return True, gen
+
+
+@handles("nvvm.cluster.wait")
+def _cluster_wait(c, op, info):
+    # PTX ISA "... barrier.cluster": barrier.cluster.wait{.acquire}{.aligned} waits until every non-exited thread of
+    # the cluster arrived in the phase this thread arrived in
+    def gen(w):
+        _cluster_aligned(op, w, "barrier.cluster.wait")
+        cl = w.cta.cluster
+        phase = cl.barrier_wait_target(w)
+        w.last_op = info
+        if cl.barrier_phase <= phase:
+            yield Wait(lambda: cl.barrier_phase > phase, LazyText(lambda: cl.barrier_state(phase)))
+        cl.barrier_waited(w)
+    return True, gen
 
 
 @handles("nvvm.prefetch")
@@ -816,11 +935,12 @@ def _mbar_arrive(c, op, info):
     expect = op.name.endswith("expect_tx")
     if expect:
         _no_extras(op, "predicate")
-    elif v.count is not None:
-        raise UnknownOpError("nvvm.mbarrier.arrive with a count operand: not modelled")
     a = c.slot(v.addr)
     tx = c.slot(v.txcount) if expect else None
     r = c.slot(op.results[0]) if len(op.results) else None
+    cnt = c.slot(v.count) if not expect and v.count is not None else None
+    if TypeInfo(v.addr.type).space == 7 or cnt is not None:
+        return True, _mbar_arrive_cluster(op, info, a, tx, cnt, r, TypeInfo(v.addr.type).space == 7)
 
     def gen(w):
         e = w.env
@@ -840,6 +960,31 @@ def _mbar_arrive(c, op, info):
                                               f"{bar.phase}, {bar.pending} arrivals and {bar.tx} tx B pending)")
         yield None                       # let the arrival be seen before this warp goes on
     return True, gen
+
+
+def _mbar_arrive_cluster(op, info, a: int, tx, cnt, r, cluster_space: bool):
+    # 9.7.13.15 "mbarrier.arrive" on a .shared::cluster address (e.g. mbarrier.arrive.release.cluster.shared::cluster:
+    # a remote arrive on another CTA's mbarrier, which returns no state), and the count operand (pending -= count)
+    name = op.name[len("nvvm."):]
+
+    def gen(w):
+        e = w.env
+        cta = w.cta
+        token = np.zeros(WARP, np.uint64)
+        for lane, addr in per_lane(e[a], w.mask):
+            n = int(lanes(e[cnt])[lane]) if cnt is not None else 1
+            if cluster_space:
+                target, local = cta.cluster.remote_mbarrier(cta, addr, name)
+            else:
+                target, local = cta, addr
+            if n < 1:
+                raise MbarrierError(f"{name} with count {n} on mbarrier 0x{local:x}: the count must be at least 1")
+            token[lane] = target.mbarrier_arrive(local, n, int(lanes(e[tx])[lane]) if tx is not None else 0)
+        if r is not None:
+            e[r] = token
+        w.last_op = info
+        yield None
+    return gen
 
 
 @handles("nvvm.mbarrier.try_wait.parity")
@@ -871,18 +1016,27 @@ def _mbar_wait(c, op, info):
 @handles("nvvm.cp.async.bulk.tensor.shared.cluster.global")
 def _tma_load(c, op, info):
     # 9.7.9.25 cp.async.bulk.tensor.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    # .multicast::cluster (multicastMask operand, 16-bit ctaMask): the box lands at the same CTA-relative offset in
+    # every CTA of the mask, and complete_tx goes to the mbarrier at the same offset in each (machine.CTA.tma_load)
     v = op.opview
-    _no_extras(op, "multicastMask", "l2CacheHint", "predicate")
-    if len(v.im2colOffsets):
-        raise UnknownOpError("TMA load in im2col mode: only tile mode is modelled")
+    _no_extras(op, "l2CacheHint", "predicate")
+    if len(v.im2colOffsets) or ("mode" in op.attributes and _enum(op.attributes["mode"]) != "tile"):
+        raise UnknownOpError("TMA load in im2col (or another non-tile) mode: only tile mode is modelled")
+    if "group" in op.attributes:
+        raise UnknownOpError(f"TMA load with {op.attributes['group']} (.cta_group): the mbarrier of a CTA pair is not "
+                             "modelled")
+    if TypeInfo(v.mbar.type).space != 3:
+        raise UnknownOpError("TMA load with an mbarrier outside shared::cta: not modelled")
     dst, tmap, bar = c.slot(v.dstMem), c.slot(v.tmaDescriptor), c.slot(v.mbar)
+    mask = c.slot(v.multicastMask) if v.multicastMask is not None else None
     coords = [(c.slot(x), TypeInfo(x.type).width) for x in v.coordinates]
 
     def gen(w):
         e = w.env
         for lane, d in per_lane(e[dst], w.mask):
             box = [signed(int(lanes(e[s])[lane]), width) for s, width in coords]
-            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box, w.index)
+            m = None if mask is None else int(lanes(e[mask])[lane]) & 0xFFFF
+            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box, m, w.index)
         w.last_op = info
         yield None
     return True, gen

@@ -64,6 +64,10 @@ class MbarrierError(EmulationError):
     """An mbarrier misused: not initialised, too many arrivals, a bad count."""
 
 
+class BarrierError(EmulationError):
+    """A barrier.cluster misused: a thread arrives twice in one phase, or waits without having arrived."""
+
+
 class DivergenceError(EmulationError):
     """A value that must be uniform (loop bounds, a collective op's lanes or operands) differs across lanes."""
 

@@ -8,9 +8,11 @@
 The launch contract is the runtime's (warploom.runtime.artifact): parameters in order (tensor
 maps, pointers, i32 scalars), tensor-map specs (dims and box innermost first: a row-major numpy
 array's axes reversed, as warploom.ops encodes them with dims_order [1, 0]), grid rules evaluated
-with warploom.runtime.rules, block, cluster and dynamic smem bytes. CTAs run one after another:
-without clusters a CTA only synchronises with itself (a persistent kernel's CTAs share nothing but
-the output they write to disjoint tiles).
+with warploom.runtime.rules, block, cluster and dynamic smem bytes. Clusters run one after another:
+the CTAs of one thread-block cluster (the contract's cluster shape; the grid must be a multiple of
+it) run together in one scheduler (machine.Cluster), interleaving all their warps and async events,
+sharing distributed shared memory and barrier.cluster; CTAs of different clusters share nothing but
+the output they write to disjoint tiles. Without clusters every CTA is a cluster of one.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ from warploom.runtime import rules
 
 from .compiler import Compiled, compile_kernel
 from .errors import OutOfBoundsError, UnknownOpError
-from .machine import CTA, NUMPY_ELEMS, SMEM_BASE, WARP, GlobalMemory, Warp
+from .machine import CTA, MAX_CLUSTER_CTAS, NUMPY_ELEMS, SMEM_BASE, WARP, Cluster, GlobalMemory, Warp
 
 TMAP_BASE = 0x1000          # made-up param-space addresses of the tensor-map parameters, 128 B apart
 TMAP_BYTES = 128
@@ -90,17 +92,19 @@ class EmulationReport:
     ctas: int
     seconds: float
     stats: dict = field(default_factory=dict)   # scheduler steps, TMA loads, wgmma issued
+    cluster: tuple = (1, 1, 1)
 
     def __str__(self) -> str:
         s = ", ".join(f"{k} {v}" for k, v in sorted(self.stats.items()))
-        return f"{self.kernel}: grid {self.grid}, {self.ctas} CTAs in {self.seconds:.2f} s ({s})"
+        shape = f", cluster {self.cluster}" if tuple(self.cluster) != (1, 1, 1) else ""
+        return f"{self.kernel}: grid {self.grid}{shape}, {self.ctas} CTAs in {self.seconds:.2f} s ({s})"
 
 
 class Launch:
     """What every CTA of one launch shares: global memory, tensor maps, grid, smem size and base."""
 
-    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int):
-        self.kernel, self.grid, self.smem_base = kernel, grid, smem_base
+    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int, cluster: tuple = (1, 1, 1)):
+        self.kernel, self.grid, self.smem_base, self.cluster = kernel, grid, smem_base, tuple(cluster)
         self.smem_bytes = kernel.smem_bytes
         self.memory = GlobalMemory()
         self.tmaps: dict[int, TensorMapBinding] = {}
@@ -119,24 +123,40 @@ class Launch:
             return cta.id[axis]
         if name == "nctaid":
             return self.grid[axis]
-        return self.kernel.block[axis]          # ntid
+        if name == "ntid":
+            return self.kernel.block[axis]
+        # PTX ISA "Special Registers" of a cluster ("Cluster of cooperative thread arrays")
+        shape = self.cluster
+        if name == "cluster_ctarank":
+            return cta.rank
+        if name == "cluster_nctarank":
+            return shape[0] * shape[1] * shape[2]
+        if name == "clusterid":
+            return cta.id[axis] // shape[axis]
+        if name == "nclusterid":
+            return self.grid[axis] // shape[axis]
+        if name == "cluster_ctaid":
+            return cta.id[axis] % shape[axis]
+        if name == "cluster_nctaid":
+            return shape[axis]
+        raise UnknownOpError(f"special register {name} is not modelled")
 
 
 def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
                    order: str = "random", smem_base: int = SMEM_BASE, ctas=None, trace: dict | None = None) -> EmulationReport:
-    """Run every CTA of the launch (or the CTA ids in `ctas`); outputs are written into the `args` arrays.
+    """Run every CTA of the launch (or the clusters holding the CTA ids in `ctas`: a cluster's CTAs only run
+    together); outputs are written into the `args` arrays.
 
     args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
     sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
     async operation may take; order "random" or "round_robin". trace: {CTA id (x, y, z): list}, the CTAs
     whose (step, warp, kind, text) records of waits, arrivals, TMA copies and wgmmas to append to the list."""
     k = EmulatedKernel.of(kernel, gpu_module)
-    if tuple(k.cluster) != (1, 1, 1):
-        raise UnknownOpError(f"kernel {k.name!r} has cluster {k.cluster}: thread-block clusters are not modelled")
     if order not in ("random", "round_robin"):
         raise ValueError(f"order {order!r}: 'random' or 'round_robin'")
     grid = tuple(rules.evaluate(r, sizes) for r in k.grid)
-    launch = Launch(k, grid, smem_base)
+    shape = _cluster_shape(k, grid)
+    launch = Launch(k, grid, smem_base, shape)
     values = []
     for i, p in enumerate(k.params):
         if p.kind == "tensormap":
@@ -161,17 +181,45 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
         raise UnknownOpError(f"block {k.block}: only 1-D blocks are modelled")
     rng = random.Random(seed)
     ids = list(ctas) if ctas is not None else list(itertools.product(*(range(g) for g in grid)))
+    # clusters in the order their first requested CTA comes; each cluster's CTAs by rank
+    clusters: dict = {}
+    for i in ids:
+        clusters.setdefault(tuple(i[a] // shape[a] for a in range(3)), None)
     t0 = time.perf_counter()
+    count = 0
     with np.errstate(over="ignore"):
-        for x, y, z in ((i[0], i[1], i[2]) for i in ids):
-            cta = CTA(launch, (x, y, z), rng, delay, order)
-            if trace is not None and (x, y, z) in trace:
-                cta.trace = trace[(x, y, z)]
-            warps = [Warp(cta, w, k.compiled.nslots, threads) for w in range(-(-threads // WARP))]
-            for w in warps:
-                k.compiled.start(w, values)
-            cta.run(warps)
-    return EmulationReport(k.name, grid, len(ids), time.perf_counter() - t0, dict(launch.stats))
+        for cid in clusters:
+            cluster = Cluster(launch, cid, shape, rng, delay, order)
+            warps = []
+            for dz, dy, dx in itertools.product(*(range(n) for n in shape[::-1])):
+                cta = CTA(launch, (cid[0] * shape[0] + dx, cid[1] * shape[1] + dy, cid[2] * shape[2] + dz), rng,
+                          delay, order, cluster)
+                if trace is not None and cta.id in trace:
+                    cta.trace = trace[cta.id]
+                cta_warps = [Warp(cta, w, k.compiled.nslots, threads) for w in range(-(-threads // WARP))]
+                for w in cta_warps:
+                    k.compiled.start(w, values)
+                warps += cta_warps
+            count += cluster.size
+            cluster.run(warps)
+    return EmulationReport(k.name, grid, count, time.perf_counter() - t0, dict(launch.stats), shape)
+
+
+def _cluster_shape(k: EmulatedKernel, grid: tuple) -> tuple:
+    """The contract's cluster shape, checked against the grid (PTX ISA "Cluster of cooperative thread arrays")."""
+    shape = tuple(int(c) for c in k.cluster)
+    if len(shape) != 3 or any(c < 1 for c in shape):
+        raise ValueError(f"kernel {k.name!r} has cluster {k.cluster}: give three positive extents (x, y, z)")
+    n = shape[0] * shape[1] * shape[2]
+    if n > MAX_CLUSTER_CTAS:
+        raise ValueError(f"kernel {k.name!r} has cluster {shape} of {n} CTAs: at most {MAX_CLUSTER_CTAS} (8 portable, "
+                         "16 with the non-portable size opt-in)")
+    bad = [a for a in range(3) if grid[a] % shape[a]]
+    if bad:
+        axes = ", ".join(f"{'xyz'[a]}: {grid[a]} % {shape[a]} = {grid[a] % shape[a]}" for a in bad)
+        raise ValueError(f"kernel {k.name!r}: grid {grid} is not a multiple of its cluster {shape} ({axes}); a "
+                         "launch with clusters needs whole clusters in every dimension")
+    return shape
 
 
 def _input(args: dict, name: str, dtype: str, rank: int) -> np.ndarray:

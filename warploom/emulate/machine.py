@@ -17,6 +17,16 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   first tcgen05 op; a tcgen05.mma holds its smem operand bytes in `mma_reading` like a wgmma does.
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
   scheduler picks among runnable warps and landable async operations with a seeded RNG.
+- A thread-block cluster (PTX ISA "Cluster of cooperative thread arrays") is a `Cluster`: it owns the
+  scheduler (step counter, RNG, async events, the run loop) and barrier.cluster, and interleaves the warps
+  and async completions of all its CTAs; each CTA keeps its own smem, mbarriers, warpgroups and bar.sync
+  state. A launch without clusters runs each CTA as a cluster of one.
+- Shared-memory address spaces (PTX ISA "State spaces": shared::cta within shared::cluster): a CTA's
+  shared::cta window is [smem_base, smem_base + smem_bytes) in every CTA; in shared::cluster, CTA rank r's
+  window is the same range plus `DSMEM_BASE + r * DSMEM_RANK_STRIDE`, and a CTA's own shared::cta addresses
+  are valid shared::cluster addresses of itself. The rank windows are made distinct on purpose, so an
+  address used in the wrong space, or in the wrong CTA, lands outside every window and is reported.
+  Memory ordering (fences, .release/.acquire/.relaxed) is not modelled: every access is visible at once.
 """
 from __future__ import annotations
 
@@ -29,8 +39,8 @@ import numpy as np
 from warploom.layout import WgmmaSmemDescriptor, canonical_element_address, swizzle
 from warploom.layout.fragments import wgmma_accumulator
 
-from .errors import (AsyncLeakError, DeadlockError, DivergenceError, EmulationError, MbarrierError,
-                     OutOfBoundsError, SmemRaceError, UnknownOpError)
+from .errors import (AsyncLeakError, BarrierError, DeadlockError, DivergenceError, EmulationError,
+                     MbarrierError, OutOfBoundsError, SmemRaceError, UnknownOpError)
 
 WARP = 32
 WARPGROUP_WARPS = 4
@@ -39,6 +49,9 @@ MBARRIER_BYTES = 8
 MBARRIER_MAX_COUNT = (1 << 20) - 1     # PTX ISA 9.7.13.15 "mbarrier": counts and tx-count are 20-bit
 TMA_SMEM_ALIGN = 128                   # PTX ISA 9.7.9.25: the cp.async.bulk.tensor smem address is 128-B aligned
 NUMPY_ELEMS = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
+DSMEM_BASE = 1 << 28                   # shared::cluster window of CTA rank r: DSMEM_BASE + r * DSMEM_RANK_STRIDE
+DSMEM_RANK_STRIDE = 1 << 24            #   + its shared::cta address (low 24 bits kept, so swizzle bits agree)
+MAX_CLUSTER_CTAS = 16                  # PTX ISA "Cluster of cooperative thread arrays": 8 portable, 16 non-portable
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,19 @@ class Wait:
 
     def __init__(self, ready, what: str):
         self.ready, self.what = ready, what
+
+
+class LazyText:
+    """A message part computed when printed (a deadlock report shows a barrier's state at the deadlock)."""
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __str__(self) -> str:
+        return self.fn()
+
+    __format__ = lambda self, spec: format(str(self), spec)   # noqa: E731
 
 
 class Pending:
@@ -104,6 +130,7 @@ class AsyncOp:
     what: str
     fire: object
     eligible: object = None         # callable; None = always
+    cta: object = None              # the CTA whose state it changes (errors on landing name it)
 
     def can_fire(self) -> bool:
         return self.eligible is None or self.eligible()
@@ -194,9 +221,11 @@ class GlobalMemory:
 
 
 class CTA:
-    """One CTA of a launch: its smem, mbarriers, async units and warps, run to completion by `run`."""
+    """One CTA of a launch: its smem, mbarriers, async units and warps. Its cluster runs it (`cluster.run`, or
+    `run` for a CTA made alone, which is a cluster of one)."""
 
-    def __init__(self, launch, cta_id: tuple[int, int, int], rng: random.Random, delay: int, order: str):
+    def __init__(self, launch, cta_id: tuple[int, int, int], rng: random.Random, delay: int, order: str,
+                 cluster: Cluster | None = None):
         self.launch, self.id, self.rng, self.delay, self.order = launch, cta_id, rng, delay, order
         self.base = launch.smem_base
         self.size = launch.smem_bytes
@@ -209,13 +238,16 @@ class CTA:
         self.copy_names: list[str] = []
         self.tmem = None                                      # tcgen05.TensorMemory, made by the CTA's first tcgen05 op
         self.mbarriers: dict[int, Mbarrier] = {}
-        self.events: list[AsyncOp] = []
         self.copies: list[tuple[int, int, str]] = []          # in-flight TMA loads: smem offsets [lo, hi), what
         self.warpgroups: dict[int, Warpgroup] = {}
         self.bars: dict[int, list] = {}                       # bar.sync id -> [arrived threads, generation]
-        self.step = 0
         self.warps: list[Warp] = []
         self.stats = launch.stats
+        self.live_warps = 0                                   # warps not exited yet (0 after the CTA exited)
+        if cluster is None:
+            cluster = Cluster(launch, cta_id, (1, 1, 1), rng, delay, order)
+        self.cluster = cluster
+        self.rank = cluster.add(self)                         # %cluster_ctarank
         self.trace: list | None = None        # when a list: (step, warp, kind, text) records (warploom emulate --timeline)
 
     def note(self, warp: int, kind: str, text: str) -> int:
@@ -228,6 +260,20 @@ class CTA:
         step, warp, kind, text = self.trace[i]
         self.trace[i] = (step, warp, kind, f"{text}  passed " + ("at once" if step == self.step else f"at step {self.step}"))
 
+    # the scheduler's state is the cluster's: one step counter and one event list for all its CTAs
+    @property
+    def step(self) -> int:
+        return self.cluster.step
+
+    @property
+    def events(self) -> list[AsyncOp]:
+        return self.cluster.events
+
+    @property
+    def exited(self) -> bool:
+        """Every warp of the CTA has exited (its shared memory is gone for the other CTAs of the cluster)."""
+        return bool(self.warps) and self.live_warps == 0
+
     # ---- shared memory -----------------------------------------------------------------------
     def smem_offset(self, addr: int, nbytes: int, what: str) -> int:
         off = addr - self.base
@@ -237,10 +283,70 @@ class CTA:
                                    "the plan's offsets exceed smem_bytes, or the base was not rounded up")
         return off
 
+    # ---- generic-proxy ld/st.shared::{cta,cluster} (PTX ISA "Data movement and conversion instructions: ld, st") --
+    def smem_store(self, addr: np.ndarray, data: np.ndarray, mask: np.ndarray, align: int, cluster_space: bool,
+                   what: str) -> None:
+        """Write data[lane] (uint8 rows) at addr[lane] (shared::cta, or shared::cluster when cluster_space) for the
+        active lanes. Bytes an in-flight TMA copy writes, or an unretired wgmma reads, are a race."""
+        nbytes = data.shape[1]
+        act = np.flatnonzero(mask)
+        a = addr[act].astype(np.int64)
+        self._check_smem_align(a, act, align, what)
+        for t, idx, offs in self.cluster.resolve_lanes(self, a, nbytes, what, cluster_space):
+            cells = offs[:, None] + np.arange(nbytes)
+            self._check_generic_access(t, cells, what, write=True)
+            t.smem[cells] = data[act[idx]]
+            t.written[cells] = True
+
+    def smem_load(self, addr: np.ndarray, mask: np.ndarray, nbytes: int, align: int, cluster_space: bool,
+                  what: str) -> np.ndarray:
+        """The bytes (32, nbytes) at addr[lane] for the active lanes (zeros elsewhere). Reading bytes an in-flight TMA
+        copy still writes, or that nothing has written, is an error."""
+        out = np.zeros((WARP, nbytes), np.uint8)
+        act = np.flatnonzero(mask)
+        a = addr[act].astype(np.int64)
+        self._check_smem_align(a, act, align, what)
+        for t, idx, offs in self.cluster.resolve_lanes(self, a, nbytes, what, cluster_space):
+            cells = offs[:, None] + np.arange(nbytes)
+            self._check_generic_access(t, cells, what, write=False)
+            out[act[idx]] = t.smem[cells]
+        return out
+
+    @staticmethod
+    def _check_smem_align(a: np.ndarray, act: np.ndarray, align: int, what: str) -> None:
+        bad = np.flatnonzero(a % max(align, 1))
+        if bad.size:
+            raise OutOfBoundsError(f"{what} at 0x{int(a[bad[0]]):x} (lane {act[bad[0]]}) is not {align}-byte aligned: "
+                                   "shared memory accesses are aligned to their size")
+
+    def _check_generic_access(self, t: CTA, cells: np.ndarray, what: str, write: bool) -> None:
+        where = "" if t is self else f" of CTA {t.id} (rank {t.rank})"
+        pending = t.tma_pending[cells]
+        if pending.any():
+            off = int(cells.reshape(-1)[np.argmax(pending.reshape(-1))])
+            raise SmemRaceError(f"{what} {'writes' if write else 'reads'} smem 0x{t.base + off:x}{where}, which an "
+                                f"in-flight TMA copy still writes ({t._writer_of(off)}): wait on the copy's mbarrier "
+                                "first")
+        if write:
+            reading = t.mma_reading[cells]
+            if reading.any():
+                off = int(cells.reshape(-1)[np.argmax(reading.reshape(-1))])
+                raise SmemRaceError(f"{what} writes smem 0x{t.base + off:x}{where} while an unretired wgmma group "
+                                    f"still reads it ({t._reader_of(off)}): wgmma.wait_group first")
+        else:
+            unwritten = ~t.written[cells]
+            if unwritten.any():
+                off = int(cells.reshape(-1)[np.argmax(unwritten.reshape(-1))])
+                raise SmemRaceError(f"{what} reads smem 0x{t.base + off:x}{where} (byte {off} of dynamic smem), which "
+                                    "nothing has written yet: a missing barrier (bar.sync, barrier.cluster or an "
+                                    "mbarrier wait) between the write and this read")
+
     # ---- mbarriers: PTX ISA 9.7.13.15 ------------------------------------------------------------
     def mbarrier(self, addr: int) -> Mbarrier:
         bar = self.mbarriers.get(addr)
         if bar is None:
+            if not 0 <= addr - self.base < self.size:
+                self.smem_offset(addr, MBARRIER_BYTES, "an mbarrier op (shared::cta)")
             raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) is used before "
                                 "mbarrier.init: initialise it (one thread, then fence.mbarrier_init and a barrier)")
         return bar
@@ -276,10 +382,15 @@ class CTA:
         bar.maybe_complete()
 
     # ---- TMA: PTX ISA 9.7.9.25 cp.async.bulk.tensor (tile mode, global -> shared::cluster) -------------
-    def tma_load(self, info: OpInfo, dst: int, tmap_addr: int, mbar: int, coords: list[int], warp: int | None = None) -> None:
+    def tma_load(self, info: OpInfo, dst: int, tmap_addr: int, mbar: int, coords: list[int],
+                 multicast: int | None = None, warp: int | None = None) -> None:
+        """Issue a TMA load. dst is a shared::cluster address (this CTA's own shared::cta addresses included),
+        mbar a shared::cta address. multicast is the 16-bit ctaMask of .multicast::cluster, or None; warp (the
+        issuing warp) only labels trace records."""
         tmap = self.launch.tensor_map_at(tmap_addr)
         spec, array = tmap.spec, tmap.array
-        self.mbarrier(mbar)
+        if multicast is None and dst < DSMEM_RANK_STRIDE:
+            self.mbarrier(mbar)
         rank = len(spec.box)
         if len(coords) != rank:
             raise UnknownOpError(f"TMA load with {len(coords)} coordinates through tensor map {spec.name!r} of rank "
@@ -290,55 +401,111 @@ class CTA:
         if sw.swizzled and inner != sw.span_bytes:
             raise UnknownOpError(f"tensor map {spec.name!r}: inner box {inner} B under the {sw} swizzle; only boxes "
                                  "exactly one swizzle span wide are modelled")
-        if dst % TMA_SMEM_ALIGN:
-            raise OutOfBoundsError(f"TMA destination smem 0x{dst:x} is not {TMA_SMEM_ALIGN}-byte aligned "
-                                   "(cp.async.bulk.tensor requires it); align the region")
         nbytes = int(np.prod(spec.box)) * eb
-        off = self.smem_offset(dst, nbytes, f"TMA load of tensor map {spec.name!r}")
-        busy = np.flatnonzero(self.mma_reading[off:off + nbytes])
-        if busy.size:
-            reader = self.tmem.smem_reader(off + int(busy[0])) if self.tmem is not None else None
+        if multicast is None:
+            if dst < DSMEM_RANK_STRIDE:
+                targets = [self]                    # the common case: this CTA's own smem
+                local = dst
+            else:
+                target, local = self.cluster.resolve(self, dst, nbytes, f"TMA load of tensor map {spec.name!r}")
+                if target is not self:
+                    raise UnknownOpError(f"TMA load of {spec.name!r} into shared::cluster 0x{dst:x}, the smem of CTA "
+                                         f"{target.id} (rank {target.rank}), without multicast: the mbarrier operand "
+                                         "is this CTA's, so the copy could not signal it; use a multicast mask "
+                                         "(.cta_group forms are not modelled)")
+                self.mbarrier(mbar)
+                targets = [self]
+        else:
+            # 9.7.9.25 .multicast::cluster: bit r of the 16-bit ctaMask selects the CTA whose %cluster_ctarank is r
+            # (MLIR's op documentation says %ctaid); the box lands at dst's CTA-relative offset in each destination
+            # CTA, and the complete_tx signal goes to the mbarrier at mbar's CTA-relative offset in each.
+            cl = self.cluster
+            if not 0 < multicast < (1 << 16) or multicast >> cl.size:
+                raise OutOfBoundsError(f"TMA load of {spec.name!r} with multicast mask 0x{multicast:04x}: the cluster "
+                                       f"{cl.shape} has CTA ranks 0..{cl.size - 1}, so the mask must be a non-zero "
+                                       f"subset of 0x{(1 << cl.size) - 1:x}")
+            local = cl.cta_part(self, dst, f"TMA multicast destination of {spec.name!r}")
+            targets = [cl.ctas[r] for r in range(cl.size) if multicast >> r & 1]
+            for t in targets:
+                cl.check_alive(self, t, f"TMA multicast of {spec.name!r} box {coords}")
+                if mbar not in t.mbarriers:
+                    raise MbarrierError(f"TMA multicast of {spec.name!r} box {coords} signals the mbarrier at smem "
+                                        f"0x{mbar:x} (byte {mbar - t.base} of dynamic smem) of CTA {t.id} (rank "
+                                        f"{t.rank}), which is not initialised there: every destination CTA inits "
+                                        "its barrier, then fence.mbarrier_init.release.cluster and a "
+                                        "barrier.cluster arrive/wait before any CTA multicasts")
+            self.stats["tma_multicast"] += 1
+        if local % TMA_SMEM_ALIGN:
+            raise OutOfBoundsError(f"TMA destination smem 0x{local:x} is not {TMA_SMEM_ALIGN}-byte aligned "
+                                   "(cp.async.bulk.tensor requires it); align the region")
+        data = None
+        for t in targets:
+            into = "" if multicast is None else f" multicast into CTA {t.id} (rank {t.rank})"
+            off = t.smem_offset(local, nbytes, f"TMA load of tensor map {spec.name!r}{into}")
+            busy = np.flatnonzero(t.mma_reading[off:off + nbytes])
+            reader = t.tmem.smem_reader(off + int(busy[0])) if busy.size and t.tmem is not None else None
             if reader is not None:     # a tcgen05.mma (tcgen05.py) holds the bytes until a commit arrival releases them
-                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} writes smem 0x{dst:x}..0x{dst + nbytes - 1:x} "
-                                    f"while {reader} still reads byte 0x{dst + int(busy[0]):x}: wait on the ring's "
-                                    "empty barrier before reusing a stage, and arrive on it with tcgen05.commit "
-                                    "(which arrives once the MMAs reading the stage completed)")
-            raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} writes smem 0x{dst:x}..0x{dst + nbytes - 1:x} "
-                                f"while an unretired wgmma group still reads byte 0x{dst + int(busy[0]):x} "
-                                f"({self._reader_of(off + int(busy[0]))}): wait on the ring's empty barrier before "
-                                "reusing a stage, and arrive on it only after wgmma.wait_group retired the reads")
-        data = self._read_box(array, spec, coords).reshape(-1).view(np.uint8)
-        phys = sw.apply(np.arange(dst, dst + nbytes, dtype=np.int64)) - self.base
-        unread = np.flatnonzero(self.unread[phys])
-        if unread.size:
-            byte = int(phys[unread[0]])
-            raise SmemRaceError(f"TMA load of {spec.name!r} box {coords} overwrites smem 0x{self.base + byte:x}, which "
-                                f"{self.copy_names[self.writer[byte]]} wrote and no MMA has read yet: the stage was "
-                                "handed back to the producer before its consumer used it (check which stage the "
-                                "consumer frees, and when)")
-        self.tma_pending[off:off + nbytes] += 1
+                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords}{into} writes smem 0x{local:x}.."
+                                    f"0x{local + nbytes - 1:x} while {reader} still reads byte 0x{local + int(busy[0]):x}: "
+                                    "wait on the ring's empty barrier before reusing a stage, and arrive on it with "
+                                    "tcgen05.commit (which arrives once the MMAs reading the stage completed)")
+            if busy.size:
+                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords}{into} writes smem 0x{local:x}.."
+                                    f"0x{local + nbytes - 1:x} while an unretired wgmma group still reads byte "
+                                    f"0x{local + int(busy[0]):x} ({t._reader_of(off + int(busy[0]))}): wait on the "
+                                    "ring's empty barrier before reusing a stage, and arrive on it only after "
+                                    "wgmma.wait_group retired the reads" + (
+                                        " (with multicast: in every destination CTA, so the empty barrier must "
+                                        "count the consumers of all of them)" if into else ""))
+            inflight = np.flatnonzero(t.tma_pending[off:off + nbytes])
+            if inflight.size:
+                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords}{into} writes smem 0x{local:x}.."
+                                    f"0x{local + nbytes - 1:x} while another in-flight TMA copy still writes byte "
+                                    f"0x{local + int(inflight[0]):x} ({t._writer_of(off + int(inflight[0]))}): "
+                                    "the stage was reissued before its previous copy landed and was consumed")
+            phys = sw.apply(np.arange(local, local + nbytes, dtype=np.int64)) - t.base
+            unread = np.flatnonzero(t.unread[phys])
+            if unread.size:
+                byte = int(phys[unread[0]])
+                raise SmemRaceError(f"TMA load of {spec.name!r} box {coords}{into} overwrites smem 0x{t.base + byte:x}, "
+                                    f"which {t.copy_names[t.writer[byte]]} wrote and no MMA has read yet: the stage "
+                                    "was handed back to the producer before its consumer used it (check which stage "
+                                    "the consumer frees, and when)")
+            if data is None:
+                data = self._read_box(array, spec, coords).reshape(-1).view(np.uint8)
+            self._tma_into(t, info, spec, coords, data, local, off, nbytes, phys, mbar, into, warp)
         self.stats["tma_loads"] += 1
-        what = f"TMA load of {spec.name!r} box {coords} -> smem 0x{dst:x} (mbarrier 0x{mbar:x})"
-        self.unread[phys] = True
-        self.writer[phys] = len(self.copy_names)
-        self.copy_names.append(what)
+
+    def _tma_into(self, t: CTA, info: OpInfo, spec, coords, data, local: int, off: int, nbytes: int, phys,
+                  mbar: int, into: str, warp: int | None) -> None:
+        """One destination of a TMA load: bytes pending now (at smem offsets `phys`, swizzled), landing later in
+        CTA t, then complete_tx there."""
+        t.tma_pending[off:off + nbytes] += 1
+        what = f"TMA load of {spec.name!r} box {coords} -> smem 0x{local:x}{into} (mbarrier 0x{mbar:x})"
+        t.unread[phys] = True
+        t.writer[phys] = len(t.copy_names)
+        t.copy_names.append(what)
         record = (off, off + nbytes, what)
-        self.copies.append(record)
-        if self.trace is not None:
-            self.note(warp, "copy", f"{what}, {nbytes} B")
+        t.copies.append(record)
+        if t.trace is not None:
+            t.note(warp, "copy", f"{what}, {nbytes} B")
 
         def land():
-            self.smem[phys] = data
-            self.written[phys] = True
-            self.tma_pending[off:off + nbytes] -= 1
-            self.copies.remove(record)
-            self.complete_tx(mbar, nbytes)
-            if self.trace is not None:
-                bar = self.mbarriers[mbar]
-                self.note(warp, "landed", f"TMA load of {spec.name!r} box {coords} landed: complete_tx {nbytes} B on "
-                                          f"mbarrier 0x{mbar:x} (now phase {bar.phase}, {bar.tx} tx B pending)")
+            if t.exited:
+                raise OutOfBoundsError(f"{what} lands after CTA {t.id} exited: its shared memory is gone; keep the "
+                                       "CTA alive until its copies landed (wait on the mbarrier, and barrier.cluster "
+                                       "before exit when other CTAs write into it)")
+            t.smem[phys] = data
+            t.written[phys] = True
+            t.tma_pending[off:off + nbytes] -= 1
+            t.copies.remove(record)
+            t.complete_tx(mbar, nbytes)
+            if t.trace is not None:
+                bar = t.mbarriers[mbar]
+                t.note(warp, "landed", f"TMA load of {spec.name!r} box {coords} landed: complete_tx {nbytes} B on "
+                                       f"mbarrier 0x{mbar:x} (now phase {bar.phase}, {bar.tx} tx B pending)")
 
-        self._async(info, what, land)
+        t._async(info, what, land)
 
     @staticmethod
     def _read_box(array: np.ndarray, spec, coords: list[int]) -> np.ndarray:
@@ -532,7 +699,7 @@ class CTA:
                     self.mma_reading[wg.slots[i].reads] -= 1
 
     def _slot_released(self, wg: Warpgroup, slot: WgmmaSlot) -> bool:
-        i = wg.slots.index(slot)
+        i = next(j for j, s in enumerate(wg.slots) if s is slot)    # (list.index compares the numpy fields)
         return any(g.released for g in wg.groups if g.slots[0] <= i < g.slots[1])
 
     def check_warp_exit(self, warp: Warp) -> None:
@@ -572,19 +739,77 @@ class CTA:
 
     # ---- scheduler --------------------------------------------------------------------------------
     def _async(self, origin: OpInfo, what: str, fire, eligible=None) -> None:
-        delay = self.rng.randint(0, self.delay) if self.delay else 0
-        self.events.append(AsyncOp(self.step + delay, origin, what, fire, eligible))
+        self.cluster.async_op(self, origin, what, fire, eligible)
 
     def run(self, warps: list[Warp]) -> None:
+        """Run this CTA's warps to completion (its cluster's run loop; a CTA made alone is a cluster of one)."""
+        self.cluster.run(warps)
+
+    def _deadlock(self, live: list[Warp]) -> DeadlockError:
+        return self.cluster._deadlock(live)
+
+
+class Cluster:
+    """The CTAs of one thread-block cluster, run together (PTX ISA "Cluster of cooperative thread arrays").
+
+    It owns what the CTAs share: one scheduler (step counter, seeded RNG, async events, `run`) interleaving
+    all their warps and async completions, the shared::cluster address space (`resolve`, `mapa`) and
+    barrier.cluster. CTA ranks are %cluster_ctarank = x + nx * (y + ny * z) over the CTA's position in the
+    cluster (%cluster_ctaid)."""
+
+    def __init__(self, launch, cluster_id: tuple[int, int, int], shape: tuple[int, int, int], rng: random.Random,
+                 delay: int, order: str):
+        self.launch, self.id, self.shape = launch, tuple(cluster_id), tuple(shape)
+        self.rng, self.delay, self.order = rng, delay, order
+        self.size = shape[0] * shape[1] * shape[2]
+        self.ctas: list = [None] * self.size                   # by rank
+        self.events: list[AsyncOp] = []
+        self.step = 0
+        self.warps: list[Warp] = []
+        # barrier.cluster (PTX ISA "Parallel synchronization and communication instructions: barrier.cluster"):
+        # the current phase, the threads that arrived in it, the non-exited threads, and per warp the phase each
+        # lane's arrival counted towards (-1: no arrival waiting for its barrier.cluster.wait)
+        self.barrier_phase = 0
+        self._arrived = 0
+        self._live_threads = 0
+        self._threads: dict = {}
+        self._pending: dict = {}
+
+    def add(self, cta: CTA) -> int:
+        """Place a CTA by its position in the cluster; returns its rank."""
+        x, y, z = (cta.id[i] % self.shape[i] for i in range(3))
+        rank = x + self.shape[0] * (y + self.shape[1] * z)
+        if self.ctas[rank] is not None:
+            raise ValueError(f"CTA {cta.id} and CTA {self.ctas[rank].id} both have rank {rank} in cluster {self.id}")
+        self.ctas[rank] = cta
+        return rank
+
+    def position(self, cta: CTA) -> tuple[int, int, int]:
+        """%cluster_ctaid: the CTA's coordinates inside its cluster."""
+        return tuple(cta.id[i] % self.shape[i] for i in range(3))
+
+    # ---- scheduler ---------------------------------------------------------------------------------
+    def async_op(self, cta: CTA, origin: OpInfo, what: str, fire, eligible=None) -> None:
+        delay = self.rng.randint(0, self.delay) if self.delay else 0
+        self.events.append(AsyncOp(self.step + delay, origin, what, fire, eligible, cta))
+
+    def run(self, warps: list[Warp]) -> None:
+        """Run every warp of the cluster's CTAs, and every async operation they start, to completion."""
         self.warps = warps
+        for cta in self.ctas:
+            cta.warps = [w for w in warps if w.cta is cta]
+            cta.live_warps = len(cta.warps)
+        self._threads = {w: int(w.mask.sum()) for w in warps}
+        self._live_threads = sum(self._threads.values())
         live = [w for w in warps]
+        events = self.events
         turn = 0
-        while live or self.events:
+        while live or events:
             self.step += 1
             runnable = [w for w in live if w.wait is None or w.wait.ready()]
-            ready = [e for e in self.events if e.ready_step <= self.step and e.can_fire()]
+            ready = [e for e in events if e.ready_step <= self.step and e.can_fire()]
             if not runnable and not ready:
-                later = [e for e in self.events if e.can_fire()]
+                later = [e for e in events if e.can_fire()]
                 if later:
                     self.step = min(e.ready_step for e in later)
                     continue
@@ -597,11 +822,11 @@ class CTA:
                 turn += 1
             if pick >= len(runnable):
                 ev = ready[pick - len(runnable)]
-                self.events.remove(ev)
+                events.remove(ev)
                 try:
                     ev.fire()
                 except EmulationError as e:
-                    raise e.locate(self.id, None, f"{ev.origin.text} ({ev.what})")
+                    raise e.locate(ev.cta.id if ev.cta is not None else None, None, f"{ev.origin.text} ({ev.what})")
                 continue
             warp = runnable[pick]
             warp.wait = None
@@ -610,15 +835,182 @@ class CTA:
             except StopIteration:
                 warp.exited = True
                 live.remove(warp)
-                self.check_warp_exit(warp)
-                self._release_bars()
-        self.stats["steps"] += self.step
+                cta = warp.cta
+                cta.live_warps -= 1
+                cta.check_warp_exit(warp)
+                cta._release_bars()
+                self._barrier_exit(warp)
+        self.launch.stats["steps"] += self.step
 
     def _deadlock(self, live: list[Warp]) -> DeadlockError:
-        lines = [f"warp {w.index}: {w.last_op.text if w.last_op else '?'} waits for {w.wait.what}" for w in live]
+        one = self.size == 1
+
+        def who(w: Warp) -> str:
+            return f"warp {w.index}" if one else f"CTA {w.cta.id} warp {w.index}"
+        lines = [f"{who(w)}: {w.last_op.text if w.last_op else '?'} waits for {w.wait.what}" for w in live]
         stuck = [f"{e.what} (waits for an earlier group)" for e in self.events]
         detail = "; ".join(lines + stuck)
-        return DeadlockError(f"deadlock: every live warp is blocked and nothing is in flight. {detail}").locate(self.id)
+        if one:
+            return DeadlockError(f"deadlock: every live warp is blocked and nothing is in flight. {detail}").locate(
+                self.ctas[0].id)
+        ids = ", ".join(str(c.id) for c in self.ctas)
+        return DeadlockError(f"deadlock in cluster {self.id} (CTAs {ids}): every live warp of the cluster is blocked "
+                             f"and nothing is in flight. {detail}")
+
+    # ---- shared::cluster addresses (PTX ISA "Distributed shared memory", "State spaces") ----------------
+    def windows(self) -> str:
+        c = self.ctas[0]
+        return (f"shared::cta 0x{c.base:x}..0x{c.base + c.size - 1:x}; shared::cluster rank r at "
+                f"0x{DSMEM_BASE:x} + r * 0x{DSMEM_RANK_STRIDE:x} + that, ranks 0..{self.size - 1}")
+
+    def cta_part(self, cta: CTA, addr: int, what: str) -> int:
+        """The CTA-relative (shared::cta) address of a shared::cta or shared::cluster address."""
+        if addr < DSMEM_RANK_STRIDE:
+            return addr
+        rank, local = divmod(addr - DSMEM_BASE, DSMEM_RANK_STRIDE)
+        if addr < DSMEM_BASE or rank >= self.size:
+            raise OutOfBoundsError(f"{what}: 0x{addr:x} is in no CTA's shared memory window ({self.windows()})")
+        return local
+
+    def check_alive(self, cta: CTA, target: CTA, what: str) -> None:
+        if target is not cta and target.exited:
+            raise OutOfBoundsError(f"{what} reaches CTA {target.id} (rank {target.rank}), which has exited: its shared "
+                                   "memory is gone; end the kernel with barrier.cluster arrive/wait so that no CTA "
+                                   "exits while the others may still access its shared memory")
+
+    def resolve(self, cta: CTA, addr: int, nbytes: int, what: str) -> tuple[CTA, int]:
+        """The CTA and its shared::cta address that shared::cluster address `addr`, used by `cta`, names. A CTA's own
+        shared::cta addresses are valid shared::cluster addresses of itself."""
+        if addr < DSMEM_RANK_STRIDE:
+            target, local = cta, addr
+        else:
+            rank, local = divmod(addr - DSMEM_BASE, DSMEM_RANK_STRIDE)
+            if addr < DSMEM_BASE or rank >= self.size:
+                raise OutOfBoundsError(f"{what} at shared::cluster 0x{addr:x}: no CTA's window holds it "
+                                       f"({self.windows()}); shared::cluster addresses come from mapa, or are the "
+                                       "CTA's own shared::cta addresses")
+            target = self.ctas[rank]
+        off = local - target.base
+        if off < 0 or off + nbytes > target.size:
+            where = (f"smem 0x{local:x}..0x{local + nbytes - 1:x}" if target is cta and addr == local else
+                     f"shared::cluster 0x{addr:x}..0x{addr + nbytes - 1:x} = smem 0x{local:x}..0x{local + nbytes - 1:x} "
+                     f"of CTA {target.id} (rank {target.rank})")
+            raise OutOfBoundsError(f"{what} touches {where}, outside the CTA's {target.size} B of dynamic smem "
+                                   f"({self.windows()}): check the offset given to mapa")
+        self.check_alive(cta, target, f"{what} at shared::cluster 0x{addr:x}")
+        return target, local
+
+    def resolve_lanes(self, cta: CTA, addr: np.ndarray, nbytes: int, what: str, cluster_space: bool):
+        """[(CTA, lane indices into addr, smem offsets)] for per-lane addresses (int64) of one access."""
+        own = addr < DSMEM_RANK_STRIDE
+        if own.all():
+            offs = addr - cta.base
+            bad = (offs < 0) | (offs + nbytes > cta.size)
+            if bad.any():
+                self.resolve(cta, int(addr[np.argmax(bad)]), nbytes, what)
+            return [(cta, slice(None), offs)]
+        if not cluster_space:
+            a = int(addr[np.argmax(~own)])
+            raise OutOfBoundsError(f"{what} at 0x{a:x} through a shared::cta pointer (!llvm.ptr<3>), which is not in "
+                                   f"this CTA's shared::cta window ({self.windows()}): an address from mapa is a "
+                                   "shared::cluster address; access it through !llvm.ptr<7>")
+        rel = addr - DSMEM_BASE
+        ranks = np.where(own, cta.rank, rel // DSMEM_RANK_STRIDE)
+        local = np.where(own, addr, rel % DSMEM_RANK_STRIDE)
+        invalid = ~own & ((addr < DSMEM_BASE) | (ranks >= self.size))
+        if invalid.any():
+            self.resolve(cta, int(addr[np.argmax(invalid)]), nbytes, what)
+        out = []
+        for r in np.unique(ranks):
+            idx = np.flatnonzero(ranks == r)
+            target = self.ctas[int(r)]
+            offs = local[idx] - target.base
+            bad = (offs < 0) | (offs + nbytes > target.size)
+            if bad.any() or (target is not cta and target.exited):
+                self.resolve(cta, int(addr[idx[np.argmax(bad)]]), nbytes, what)
+            out.append((target, idx, offs))
+        return out
+
+    def mapa(self, cta: CTA, addr: int, rank: int) -> int:
+        """PTX ISA "Parallel synchronization and communication instructions: mapa" (.shared::cluster): the
+        shared::cluster address, in CTA `rank`, of the variable at shared memory address `addr` of this CTA."""
+        if not 0 <= rank < self.size:
+            raise OutOfBoundsError(f"mapa of smem 0x{addr:x} to CTA rank {rank}: the cluster {self.shape} has CTA "
+                                   f"ranks 0..{self.size - 1} (%cluster_nctarank = {self.size})")
+        return DSMEM_BASE + rank * DSMEM_RANK_STRIDE + self.cta_part(cta, addr, f"mapa to CTA rank {rank}")
+
+    def remote_mbarrier(self, cta: CTA, addr: int, what: str) -> tuple[CTA, int]:
+        """The CTA and the shared::cta address of the mbarrier at shared::cluster address `addr`."""
+        target, local = self.resolve(cta, addr, MBARRIER_BYTES, what)
+        if local not in target.mbarriers:
+            raise MbarrierError(f"{what} on shared::cluster 0x{addr:x}, smem 0x{local:x} (byte {local - target.base} "
+                                f"of dynamic smem) of CTA {target.id} (rank {target.rank}): no mbarrier is initialised "
+                                "there; init it in that CTA, then fence.mbarrier_init.release.cluster and "
+                                "barrier.cluster arrive/wait before other CTAs signal it")
+        return target, local
+
+    # ---- barrier.cluster: PTX ISA "Parallel synchronization and communication instructions: barrier.cluster" ----
+    # The barrier completes once every non-exited thread of the cluster arrived; it then starts its next phase at
+    # once. A thread arrives once per phase, and its wait returns once the phase it arrived in completed. Threads
+    # that exit no longer count (a wait held up only by exited threads is released). .release/.acquire/.relaxed
+    # order memory, which the emulator does not model: arrive and arrive.relaxed are the same here.
+    def barrier_arrive(self, warp: Warp) -> None:
+        pend = self._pending.get(warp)
+        if pend is None:
+            pend = self._pending[warp] = np.full(WARP, -1, np.int64)
+        lanes = warp.mask
+        again = lanes & (pend >= 0)
+        if again.any():
+            raise BarrierError(f"barrier.cluster.arrive by lanes {lane_list(again)}, which arrived in "
+                               f"phase {int(pend[again].max())} and have not waited (barrier.cluster.wait) since: "
+                               "each thread arrives once per phase")
+        pend[lanes] = self.barrier_phase
+        self._arrived += int(lanes.sum())
+        self._release_barrier()
+
+    def barrier_wait_target(self, warp: Warp) -> int:
+        """The phase warp's active lanes wait to complete (their arrival's)."""
+        pend = self._pending.get(warp)
+        lanes = warp.mask
+        missing = lanes if pend is None else lanes & (pend < 0)
+        if missing.any():
+            raise BarrierError(f"barrier.cluster.wait by lanes {lane_list(missing)}, which did not "
+                               "barrier.cluster.arrive since their last wait: arrive first, then wait")
+        return int(pend[lanes].max())
+
+    def barrier_waited(self, warp: Warp) -> None:
+        self._pending[warp][warp.mask] = -1
+
+    def launch_lanes(self, warp: Warp) -> np.ndarray:
+        """The lanes of the warp that are threads of the launch (the last warp may be partial)."""
+        return np.arange(WARP) < self._threads.get(warp, WARP)
+
+    def barrier_state(self, phase: int) -> str:
+        if self.barrier_phase > phase:
+            return f"barrier.cluster phase {phase} (complete)"
+        late = []
+        for w in self.warps:
+            if w.exited:
+                continue
+            pend = self._pending.get(w)
+            alive = self.launch_lanes(w)
+            missing = alive if pend is None else alive & (pend != self.barrier_phase)
+            if missing.any():
+                late.append(f"CTA {w.cta.id} warp {w.index}")
+        return (f"barrier.cluster phase {phase}: {self._arrived} of {self._live_threads} non-exited threads of the "
+                f"cluster arrived; not arrived: {', '.join(late) or 'none'}")
+
+    def _release_barrier(self) -> None:
+        if self._arrived and self._arrived >= self._live_threads:
+            self.barrier_phase += 1
+            self._arrived = 0
+
+    def _barrier_exit(self, warp: Warp) -> None:
+        self._live_threads -= self._threads.get(warp, 0)
+        pend = self._pending.pop(warp, None)
+        if pend is not None:
+            self._arrived -= int((pend == self.barrier_phase).sum())
+        self._release_barrier()
 
 
 def _operand_text(bits: int) -> str:
@@ -637,6 +1029,19 @@ def _fragment(n: int):
     if n not in _FRAGMENTS:
         _FRAGMENTS[n] = wgmma_accumulator(n)
     return _FRAGMENTS[n]
+
+
+def lane_list(mask: np.ndarray) -> str:
+    """'0..31' or '0, 3, 5': the lanes set in a mask, runs shortened."""
+    lanes = np.flatnonzero(mask).tolist()
+    runs, start = [], None
+    for i, lane in enumerate(lanes):
+        if start is None:
+            start = lane
+        if i + 1 == len(lanes) or lanes[i + 1] != lane + 1:
+            runs.append(str(start) if lane == start else f"{start}..{lane}")
+            start = None
+    return ", ".join(runs)
 
 
 def describe_lanes(values: np.ndarray, mask: np.ndarray) -> str:
