@@ -5,5 +5,7 @@ TMA copies and wgmma groups under seeded interleavings, with checks that name th
 """
 from .compiler import compile_kernel  # noqa: F401
 from .errors import (AccumulatorReadError, AsyncLeakError, DeadlockError, DivergenceError,  # noqa: F401
-                     EmulationError, MbarrierError, OutOfBoundsError, SmemRaceError, UnknownOpError)
+                     EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError,
+                     UnknownOpError, WgmmaFenceError)
 from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401
+from . import regwgmma  # noqa: F401,E402  (its handlers register on import)

@@ -25,7 +25,7 @@ import numpy as np
 from mlir import ir
 
 from .errors import AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
-from .machine import OpInfo, Pending, Wait, WARP, describe_lanes
+from .machine import OpInfo, Pending, PendingPart, Wait, WARP, describe_lanes
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 GEP_DYNAMIC = -(1 << 31)              # llvm.getelementptr rawConstantIndices: "take the next dynamic index"
@@ -137,6 +137,8 @@ def compile_kernel(gpu_module, name: str | None = None) -> Compiled:
         raise UnknownOpError(f"kernel {names[funcs.index(func)]!r} has {len(func.regions[0].blocks)} blocks; the "
                              "emulator runs structured control flow (scf) only, not cf branches")
     c = _Compiler(globals_)
+    from .regwgmma import register_accesses          # registers handlers too; imported here to avoid a cycle
+    c.touches = register_accesses(func)
     entry_block = func.regions[0].blocks[0]
     args = list(entry_block.arguments)
     arg_slots = [c.slot(a) for a in args]
@@ -153,6 +155,7 @@ class _Compiler:
     def __init__(self, globals_: dict):
         self.slots: dict = {}
         self.globals = globals_
+        self.touches: dict = {}     # op -> what accumulator / A-fragment registers it accesses (wgmma.fence rule)
 
     def slot(self, value) -> int:
         return self.slots.setdefault(value, len(self.slots))
@@ -202,7 +205,24 @@ class _Compiler:
             is_gen, fn = handler(self, op, info)
         except EmulationError as e:
             raise e.locate(op=info.text)
+        touch = self.touches.get(op)
+        if touch is not None:
+            fn = _touching(fn, is_gen, (info, touch))
         return is_gen, fn, info
+
+
+def _touching(fn, is_gen: bool, access: tuple):
+    """fn, then the warp's next wgmma needs a wgmma.fence (the op accessed accumulator / A-fragment registers)."""
+    if is_gen:
+        def gen(w):
+            w.unfenced = access
+            yield from fn(w)
+        return gen
+
+    def run(w):
+        fn(w)
+        w.unfenced = access
+    return run
 
 
 HANDLERS = {}
@@ -471,11 +491,20 @@ def _extractvalue(c, op, info):
     if len(pos) != 1:
         raise UnknownOpError("llvm.extractvalue with a nested position: only flat structs are modelled")
     p = pos[0]
+    # an in-flight accumulator passed on unread to register-A wgmmas only (their tied inputs) is not a read
+    plumbing = any(True for _ in op.results[0].uses) and all(
+        u.owner.name == "llvm.inline_asm" for u in op.results[0].uses)
 
     def fn(w):
         e = w.env
         v = e[a]
+        if isinstance(v, tuple):                 # a mixed struct, e.g. shfl.sync's (value, valid)
+            e[r] = v[p]
+            return
         if isinstance(v, Pending):
+            if plumbing and not v.retired:
+                e[r] = PendingPart(v, p)
+                return
             if not v.retired:
                 raise AccumulatorReadError(f"accumulator register {p} read before the wgmma.wait_group that retires "
                                            "the wgmma writing it: wait (wgmma.wait_group) for its group first")
@@ -654,19 +683,30 @@ def _setmaxnreg(c, op, info):
     n = _int_attr(op, "regCount")
     if not 24 <= n <= 256 or n % 8:
         raise EmulationError(f"setmaxnreg {n}: must be a multiple of 8 in 24..256")
+    inc = "increase" in str(op.attributes["action"])
 
-    def fn(w):
+    def gen(w):
         if not w.mask.all():
             raise DivergenceError("setmaxnreg is .sync.aligned: every lane of the warp must execute it")
-    return False, fn
+        w.last_op = info
+        wait = w.cta.setmaxnreg(w, n, inc)
+        while wait is not None:                  # .inc blocks until the CTA's pool has the registers
+            yield wait
+            wait = w.cta.setmaxnreg_take(w, n)
+    return True, gen
 
 
 @handles("nvvm.fence.mbarrier.init", "nvvm.wgmma.fence.aligned")
 def _ordering_fence(c, op, info):
     # fence.mbarrier_init (PTX ISA 9.7.13 "membar/fence") and wgmma.fence (9.7.15.6.1) order memory and register accesses;
-    # the emulator executes ops of one warp in order and makes async results visible only at their waits
-    def fn(w):
-        pass
+    # the emulator executes ops of one warp in order and makes async results visible only at their waits, and
+    # checks that the fences are there: machine.CTA.fence_mbarrier_init and wgmma_fence
+    if op.name == "nvvm.wgmma.fence.aligned":
+        def fn(w):
+            w.cta.wgmma_fence(w)
+    else:
+        def fn(w):
+            w.cta.fence_mbarrier_init(w.index)
     return False, fn
 
 
@@ -701,7 +741,7 @@ def _mbar_init(c, op, info):
     def fn(w):
         e = w.env
         for lane, addr in per_lane(e[a], w.mask):
-            w.cta.mbarrier_init(addr, int(lanes(e[n])[lane]))
+            w.cta.mbarrier_init(addr, int(lanes(e[n])[lane]), w.index)
     return False, fn
 
 
@@ -723,7 +763,7 @@ def _mbar_arrive(c, op, info):
         e = w.env
         token = np.zeros(WARP, np.uint64)
         for lane, addr in per_lane(e[a], w.mask):
-            token[lane] = w.cta.mbarrier_arrive(addr, 1, int(lanes(e[tx])[lane]) if expect else 0)
+            token[lane] = w.cta.mbarrier_arrive(addr, 1, int(lanes(e[tx])[lane]) if expect else 0, w.index)
         if r is not None:
             e[r] = token
         w.last_op = info
@@ -742,7 +782,7 @@ def _mbar_wait(c, op, info):
         e = w.env
         waits = sorted({(addr, int(lanes(e[p])[lane]) & 1) for lane, addr in per_lane(e[a], w.mask)})
         cta = w.cta
-        bars = [(cta.mbarrier(addr), parity) for addr, parity in waits]
+        bars = [(cta.mbarrier(addr, w.index), parity) for addr, parity in waits]
         w.last_op = info
         if not all(b.passed(par) for b, par in bars):
             what = ", ".join(f"mbarrier 0x{b.addr:x} (byte {b.addr - cta.base} of dynamic smem) parity {par}: phase {b.phase}, "
@@ -767,7 +807,7 @@ def _tma_load(c, op, info):
         e = w.env
         for lane, d in per_lane(e[dst], w.mask):
             box = [signed(int(lanes(e[s])[lane]), width) for s, width in coords]
-            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box)
+            w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box, w.index)
         w.last_op = info
         yield None
     return True, gen

@@ -69,3 +69,12 @@ class DivergenceError(EmulationError):
 
 class AsyncLeakError(EmulationError):
     """A warp exited with asynchronous work (wgmma groups) it never waited for."""
+
+
+class WgmmaFenceError(EmulationError):
+    """A wgmma issued after its accumulator or A-fragment registers were accessed by other instructions with no
+    wgmma.fence in between (PTX ISA 9.7.15.6.1 "wgmma.fence")."""
+
+
+class RegisterBudgetError(EmulationError):
+    """setmaxnreg misused: a budget beyond the register file, or .inc/.dec in the wrong direction."""

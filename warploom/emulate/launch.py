@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from warploom.runtime import rules
+from warploom.targets import get as get_target
 
 from .compiler import Compiled, compile_kernel
-from .errors import OutOfBoundsError, UnknownOpError
+from .errors import OutOfBoundsError, RegisterBudgetError, UnknownOpError
 from .machine import CTA, NUMPY_ELEMS, SMEM_BASE, WARP, GlobalMemory, Warp
 
 TMAP_BASE = 0x1000          # made-up param-space addresses of the tensor-map parameters, 128 B apart
@@ -95,9 +96,18 @@ class EmulationReport:
 class Launch:
     """What every CTA of one launch shares: global memory, tensor maps, grid, smem size and base."""
 
-    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int):
+    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int, launch_regs: int | None = None):
         self.kernel, self.grid, self.smem_base = kernel, grid, smem_base
         self.smem_bytes = kernel.smem_bytes
+        # Registers per thread at launch, which setmaxnreg then moves between warpgroups: by default what
+        # the lowering assumes (targets.Target.launch_regs: one block fills the register file).
+        target = get_target("sm_90a")
+        threads = kernel.block[0] * kernel.block[1] * kernel.block[2]
+        self.register_file = target.register_file
+        self.launch_regs = target.launch_regs(threads) if launch_regs is None else launch_regs
+        if self.launch_regs * threads > self.register_file:
+            raise RegisterBudgetError(f"kernel {kernel.name!r}: {self.launch_regs} registers per thread x {threads} "
+                                      f"threads exceed the {self.register_file}-register file of {target.name}")
         self.memory = GlobalMemory()
         self.tmaps: dict[int, TensorMapBinding] = {}
         self.stats = Counter()
@@ -119,19 +129,21 @@ class Launch:
 
 
 def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
-                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None) -> EmulationReport:
+                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None,
+                   launch_regs: int | None = None) -> EmulationReport:
     """Run every CTA of the launch (or the CTA ids in `ctas`); outputs are written into the `args` arrays.
 
     args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
     sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
-    async operation may take; order "random" or "round_robin"."""
+    async operation may take; order "random" or "round_robin"; launch_regs the registers per thread at launch
+    (default: sm_90a's register file shared evenly, as the lowering plans setmaxnreg budgets)."""
     k = EmulatedKernel.of(kernel, gpu_module)
     if tuple(k.cluster) != (1, 1, 1):
         raise UnknownOpError(f"kernel {k.name!r} has cluster {k.cluster}: thread-block clusters are not modelled")
     if order not in ("random", "round_robin"):
         raise ValueError(f"order {order!r}: 'random' or 'round_robin'")
     grid = tuple(rules.evaluate(r, sizes) for r in k.grid)
-    launch = Launch(k, grid, smem_base)
+    launch = Launch(k, grid, smem_base, launch_regs)
     values = []
     for i, p in enumerate(k.params):
         if p.kind == "tensormap":
@@ -157,7 +169,7 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
     rng = random.Random(seed)
     ids = list(ctas) if ctas is not None else list(itertools.product(*(range(g) for g in grid)))
     t0 = time.perf_counter()
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):            # float ops make inf and NaN as the hardware does
         for x, y, z in ((i[0], i[1], i[2]) for i in ids):
             cta = CTA(launch, (x, y, z), rng, delay, order)
             warps = [Warp(cta, w, k.compiled.nslots, threads) for w in range(-(-threads // WARP))]
