@@ -8,4 +8,4 @@ from .errors import (AccumulatorReadError, AsyncLeakError, DeadlockError, Diverg
                      EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError,
                      UnknownOpError, WgmmaFenceError)
 from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401
-from . import regwgmma  # noqa: F401,E402  (its handlers register on import)
+from . import arith, regwgmma  # noqa: F401,E402  (their handlers register on import)

@@ -358,21 +358,6 @@ def _ext(c, op, info):
     return False, fn
 
 
-@handles("arith.truncf", "llvm.fptrunc")
-def _truncf(c, op, info):
-    # round to nearest even (the default rounding of arith.truncf and of cvt.rn in fptrunc's lowering)
-    (a,) = _operands(c, op)
-    r, t = _result(c, op)
-    if "roundingmode" in op.attributes and "to_nearest_even" not in str(op.attributes["roundingmode"]):
-        raise UnknownOpError(f"{op.name} rounding {op.attributes['roundingmode']}: only to_nearest_even is modelled")
-    dt = FLOATS[t.elem]
-
-    def fn(w):
-        e = w.env
-        e[r] = np.asarray(e[a]).astype(dt)
-    return False, fn
-
-
 # ---- llvm ---------------------------------------------------------------------------------------------
 
 @handles("llvm.mlir.addressof")
