@@ -101,3 +101,20 @@ def register_a(kernel, spec, where: str = "before_loop"):
             mma.erase()
         module.verify()
     return kernel
+
+
+def tiny_kernel(body: str, args: str = "", params=(), tensor_maps=None, threads: int = 32, smem_bytes: int = 8192):
+    """An EmulatedKernel from a hand-written kernel body: `llvm.func @t(<args>)` in `gpu.module @t_mod` with a
+    dynamic-smem global @t_smem; one CTA of `threads` threads."""
+    from warploom.emulate import EmulatedKernel, compile_kernel
+    src = (f"gpu.module @t_mod {{\n  llvm.mlir.global external @t_smem() {{addr_space = 3 : i32, alignment = 1024 : "
+           f"i64}} : !llvm.array<0 x i8>\n  llvm.func @t({args}) attributes {{nvvm.kernel}} {{\n{body}\n"
+           "    llvm.return\n  }\n}")
+    ctx = ir.Context()
+    with ctx:
+        module = ir.Module.parse(src)
+        gpu_module = module.body.operations[0].operation
+        compiled = compile_kernel(gpu_module, "t")
+    compiled._keep = (ctx, module, compiled._keep)
+    return EmulatedKernel("t", compiled, list(params), dict(tensor_maps or {}), (("const", 1),) * 3,
+                          (threads, 1, 1), (1, 1, 1), smem_bytes)

@@ -253,11 +253,11 @@ class CTA:
         if warp is not None and bar.visible is not None and warp not in bar.visible:
             # PTX ISA 9.7.13.15 "mbarrier.init" and "membar/fence" (fence.mbarrier_init): another thread sees
             # the init only after the initialising thread's fence.mbarrier_init and a barrier both take part in
-            how = ("its fence.mbarrier_init ran but no CTA barrier (bar.sync) since then included both warps"
-                   if bar.fenced else "warp {0} never ran fence.mbarrier_init after it".format(bar.init_warp))
+            how = (f"warp {bar.init_warp}'s fence.mbarrier_init ran, but no CTA barrier (bar.sync) since then included "
+                   "both warps" if bar.fenced else f"warp {bar.init_warp} never ran fence.mbarrier_init after it")
             raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) was initialised "
-                                f"by warp {bar.init_warp} and is used by warp {warp}, but {how}: the init may not be "
-                                "visible yet; follow mbarrier.init with fence.mbarrier_init and a CTA barrier")
+                                f"by warp {bar.init_warp} and is used by warp {warp} before the init is visible to it: "
+                                f"{how}; follow mbarrier.init with fence.mbarrier_init and a CTA barrier")
         return bar
 
     def fence_mbarrier_init(self, warp: int) -> None:
