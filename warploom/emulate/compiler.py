@@ -9,12 +9,15 @@ function of the warp (`fn(warp)`), or a generator function where the op blocks o
   i1                a bool, or a bool array of 32 lanes
   f32 / bf16 / f16  numpy scalars or (32,) arrays of float32 / ml_dtypes.bfloat16 / float16
   vector<n x T>     (32, n) arrays
-  struct of n f32   (32, n) float32 arrays, or a `Pending` wgmma result (machine.py)
+  struct of n f32   (32, n) float32 arrays, or a `Pending` wgmma result (machine.py); a `PendingPart` is one
+                    register of an in-flight one passed on unread to a register-A wgmma (regwgmma.py)
+  other structs     a tuple of their members (shfl.sync's (value, valid))
   !llvm.ptr<as>     the integer address, like i64 (the address space is static, from the type)
 
 Divergent `scf.if` runs each side under an active-lane mask; `scf.for` needs bounds uniform across
 the active lanes. An op without semantics here raises UnknownOpError when the kernel is compiled:
-nothing is ever skipped.
+nothing is ever skipped. Float arithmetic, conversions and warp shuffles are in arith.py, the
+register-A wgmma (inline asm) and the wgmma.fence analysis in regwgmma.py; they register into HANDLERS.
 """
 from __future__ import annotations
 

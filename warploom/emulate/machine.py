@@ -13,6 +13,14 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   MMA, issued when the last warp reaches it (its smem operand bytes are then owned until a
   wait_group retires the group); a group completes after a scheduler-chosen delay, computing every
   MMA of the group, and a warp's accumulator registers become readable at its wait_group.
+- A wgmma may take A from registers (the register-A inline asm, regwgmma.py): the four warps' b32
+  registers are placed by layout.fragments.wgmma_a_k16 when the group completes.
+- Checks beyond races: a wgmma needs a wgmma.fence after its warp touched accumulator / A-fragment
+  registers (Warp.unfenced, set by the ops regwgmma.register_accesses finds); an mbarrier init is
+  visible to other warps only after the initialising warp's fence.mbarrier_init and a bar.sync both
+  take part in, and to TMA's complete_tx only after that fence; setmaxnreg moves registers between
+  warps within what the CTA got at launch (an .inc blocks until the pool has them; never granted ->
+  RegisterBudgetError at the deadlock).
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
   scheduler picks among runnable warps and landable async operations with a seeded RNG.
 """
