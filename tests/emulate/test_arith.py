@@ -416,7 +416,8 @@ def test_vector_element_ops():
 def test_insertvalue_into_an_accumulator_struct():
     s = np.zeros((WARP, 4), np.float32)
     got = run("%s: !llvm.struct<(f32, f32, f32, f32)>, %x: f32",
-              "%r = llvm.insertvalue %x, %s[2] : !llvm.struct<(f32, f32, f32, f32)>", s, np.arange(WARP, dtype=np.float32))
+              "%r = llvm.insertvalue %x, %s[2] : !llvm.struct<(f32, f32, f32, f32)>", s,
+              np.arange(WARP, dtype=np.float32))
     np.testing.assert_array_equal(got[:, 2], np.arange(WARP))
     assert not s.any()
 

@@ -100,9 +100,9 @@ def _without_fence_mbarrier_init():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_mbarrier_used_by_another_warp_without_fence_mbarrier_init(seed):
     with pytest.raises(MbarrierError, match=r"CTA \(\d, \d, 0\), warp (\d+), nvvm\.mbarrier\.try_wait\.parity .*"
-                                            r"mbarrier at smem 0x[0-9a-f]+ \(byte \d+ of dynamic smem\) was initialised "
-                                            r"by warp 0 and is used by warp \1 before the init is visible to it: warp 0 "
-                                            r"never ran fence.mbarrier_init"):
+                                            r"mbarrier at smem 0x[0-9a-f]+ \(byte \d+ of dynamic smem\) was "
+                                            r"initialised by warp 0 and is used by warp \1 before the init is visible "
+                                            r"to it: warp 0 never ran fence.mbarrier_init"):
         run(_without_fence_mbarrier_init(), seed=seed)
 
 
@@ -137,10 +137,10 @@ def test_tma_signals_an_mbarrier_without_fence_mbarrier_init(fence):
     if fence:
         emulate_launch(k, {"a": a}, {}, smem_base=0x400)
         return
-    with pytest.raises(MbarrierError, match=r"CTA \(0, 0, 0\), warp 0, nvvm\.cp\.async\.bulk\.tensor\.shared\.cluster"
-                                            r"\.global .*TMA load of 'a' signals mbarrier at smem 0x1400 \(byte 4096 of "
-                                            r"dynamic smem\), initialised by warp 0 with no fence.mbarrier_init since: "
-                                            r"the async proxy's complete_tx may not see the init"):
+    with pytest.raises(MbarrierError, match=r"CTA \(0, 0, 0\), warp 0, nvvm\.cp\.async\.bulk\.tensor\.shared\."
+                                            r"cluster\.global .*TMA load of 'a' signals mbarrier at smem 0x1400 \(byte "
+                                            r"4096 of dynamic smem\), initialised by warp 0 with no "
+                                            r"fence.mbarrier_init since: the async proxy's complete_tx may not see"):
         emulate_launch(k, {"a": a}, {}, smem_base=0x400)
 
 

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import re
 
-import ml_dtypes
 import numpy as np
 from mlir import ir
 
@@ -690,7 +689,8 @@ def _insertvalue(c, op, info):
     r, t = _result(c, op)
     pos = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
     if t.kind != "struct" or len(pos) != 1:
-        raise UnknownOpError(f"llvm.insertvalue into {op.results[0].type} at {pos}: only flat structs of f32 are modelled")
+        raise UnknownOpError(f"llvm.insertvalue into {op.results[0].type} at {pos}: only flat structs of f32 are "
+                             "modelled")
     p = pos[0]
 
     def fn(w):
@@ -930,5 +930,3 @@ def _redux(c, op, info):
         e[r] = out
     return False, fn
 
-
-_ = ml_dtypes  # bfloat16 arithmetic through FLOATS

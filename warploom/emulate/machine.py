@@ -263,8 +263,9 @@ class CTA:
             # the init only after the initialising thread's fence.mbarrier_init and a barrier both take part in
             how = (f"warp {bar.init_warp}'s fence.mbarrier_init ran, but no CTA barrier (bar.sync) since then included "
                    "both warps" if bar.fenced else f"warp {bar.init_warp} never ran fence.mbarrier_init after it")
-            raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) was initialised "
-                                f"by warp {bar.init_warp} and is used by warp {warp} before the init is visible to it: "
+            raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) was "
+                                f"initialised by warp {bar.init_warp} and is used by warp {warp} before the init is "
+                                "visible to it: "
                                 f"{how}; follow mbarrier.init with fence.mbarrier_init and a CTA barrier")
         return bar
 
@@ -313,9 +314,10 @@ class CTA:
         if bar.visible is not None and not bar.fenced:
             # the copy's complete_tx is performed by the async proxy, which sees the init only after a
             # fence.mbarrier_init (PTX ISA 9.7.13.15 "mbarrier.init"; 9.7.9.25 cp.async.bulk.tensor)
-            raise MbarrierError(f"TMA load of {spec.name!r} signals mbarrier at smem 0x{mbar:x} (byte {mbar - self.base} of "
-                                f"dynamic smem), initialised by warp {bar.init_warp} with no fence.mbarrier_init since: "
-                                "the async proxy's complete_tx may not see the init; fence it (and barrier) first")
+            raise MbarrierError(f"TMA load of {spec.name!r} signals mbarrier at smem 0x{mbar:x} (byte "
+                                f"{mbar - self.base} of dynamic smem), initialised by warp {bar.init_warp} with no "
+                                "fence.mbarrier_init since: the async proxy's complete_tx may not see the init; fence "
+                                "it (and barrier) first")
         rank = len(spec.box)
         if len(coords) != rank:
             raise UnknownOpError(f"TMA load with {len(coords)} coordinates through tensor map {spec.name!r} of rank "

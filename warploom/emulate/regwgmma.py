@@ -7,7 +7,8 @@ register-A form (FlashAttention's P @ V) as `llvm.inline_asm`, built by
     {
     .reg .pred p;
     setp.ne.b32 p, $<2h+5>, 0;
-    wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t> {$0, .., $<h-1>}, {$<2h>, .., $<2h+3>}, $<2h+4>, p, 1, 1, <trans-b>;
+    wgmma.mma_async.sync.aligned.m64n<N>k16.f32.<t>.<t> {$0, .., $<h-1>}, {$<2h>, .., $<2h+3>}, $<2h+4>,
+        p, 1, 1, <trans-b>;
     }
     constraints "=f" x h, "0".."h-1" (the accumulators in, tied to the outputs), "r" x 4 (A), "l" (B), "r" (scale-d)
 
@@ -34,7 +35,7 @@ from mlir import ir
 
 from .compiler import HANDLERS, TypeInfo, lanes, uniform
 from .errors import AccumulatorReadError, DivergenceError, UnknownOpError
-from .machine import Pending, PendingPart
+from .machine import PendingPart
 
 _ASM = re.compile(r"""
     \{ \s* \.reg \s+ \.pred \s+ (?P<p>\w+) \s* ; \s*
@@ -69,7 +70,8 @@ def parse_register_a(op) -> RegisterAForm:
 
     def unknown(why: str) -> UnknownOpError:
         return UnknownOpError(f"llvm.inline_asm {asm!r} (constraints {','.join(constraints)!r}): {why}; the emulator "
-                              "models only the register-A wgmma that warploom.lowering.emit.wgmma.mma_async_reg_a emits")
+                              "models only the register-A wgmma that warploom.lowering.emit.wgmma.mma_async_reg_a "
+                              "emits")
 
     m = _ASM.fullmatch(asm.strip())
     if m is None:
