@@ -558,3 +558,18 @@ def test_redux_sync():
                np.where(np.isnan(f), 0, f), m) == 3.0
     with pytest.raises(DivergenceError, match="inactive"):
         run("%v: i32, %m: i32", "%r = nvvm.redux.sync add %v, %m : i32 -> i32", v, m, mask=half)
+
+
+def test_vector_constants_and_per_element_select():
+    got = run("", "%r = arith.constant dense<0xFF800000> : vector<2xf32>")
+    assert got.shape == (WARP, 2) and (got == -np.inf).all()
+    got = run("", "%r = llvm.mlir.constant(dense<[1.5, 2.0]> : vector<2xf32>) : vector<2xf32>")
+    np.testing.assert_array_equal(got, np.tile([1.5, 2.0], (WARP, 1)))
+    got = run("", "%r = arith.constant dense<[1, -2]> : vector<2xi32>")
+    np.testing.assert_array_equal(got[0], [1, 0xFFFFFFFE])
+    assert run("", "%r = arith.constant dense<1.0> : vector<2xbf16>").dtype == BF16
+    cond = np.tile([True, False], (WARP, 1))
+    a, b = np.ones((WARP, 2), np.float32), np.zeros((WARP, 2), np.float32)
+    got = run("%c: vector<2xi1>, %a: vector<2xf32>, %b: vector<2xf32>",
+              "%r = arith.select %c, %a, %b : vector<2xi1>, vector<2xf32>", cond, a, b)
+    np.testing.assert_array_equal(got, cond.astype(np.float32))

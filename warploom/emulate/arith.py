@@ -304,8 +304,10 @@ def _select(c, op, info):
     # select %cond, %a, %b: per lane (an i1 condition) or whole (a uniform one)
     cond, a, b = _operands(c, op)
     r, t = _result(c, op)
-    if TypeInfo(op.operands[0].type).kind != "int" or TypeInfo(op.operands[0].type).width != 1:
-        raise UnknownOpError(f"{op.name} with a {op.operands[0].type} condition: only i1 conditions are modelled")
+    ct = TypeInfo(op.operands[0].type)
+    if not ((ct.kind == "int" and ct.width == 1) or (ct.kind == "vector" and ct.elem == "i1")):
+        raise UnknownOpError(f"{op.name} with a {op.operands[0].type} condition: only i1 (or vector of i1) "
+                             "conditions are modelled")
     dtype = np.uint64 if t.kind in ("int", "ptr") and t.width > 1 else bool if t.kind == "int" else None
 
     def fn(w):
@@ -317,7 +319,9 @@ def _select(c, op, info):
         if any(isinstance(v, (Pending, tuple)) for v in (x, y)):
             raise DivergenceError(f"{op.name} picks a wgmma accumulator per lane: select it with a uniform condition")
         xa, ya = lanes(x, dtype), lanes(y, dtype)
-        e[r] = np.where(cv.reshape((WARP,) + (1,) * (xa.ndim - 1)), xa, ya)
+        if cv.ndim < xa.ndim:                     # an i1 per lane; a vector<n x i1> condition picks per element
+            cv = cv.reshape((WARP,) + (1,) * (xa.ndim - 1))
+        e[r] = np.where(cv, xa, ya)
     return False, fn
 
 
@@ -707,10 +711,35 @@ def _insertvalue(c, op, info):
     return False, fn
 
 
+def dense_vector(attr, t: TypeInfo) -> np.ndarray:
+    """A dense vector constant (a splat, or f32/integer elements) as a (32, n) lane array."""
+    dt = _vector_dtype(t)
+    dense = ir.DenseElementsAttr(attr)
+    if dense.is_splat:
+        v = dense.get_splat_value()
+        values = [ir.FloatAttr(v).value if t.elem in FLOATS else ir.IntegerAttr(v).value] * t.count
+    elif t.elem == "f32":
+        values = list(ir.DenseFPElementsAttr(attr))
+    elif t.elem not in FLOATS:
+        values = list(ir.DenseIntElementsAttr(attr))
+    else:
+        raise UnknownOpError(f"a non-splat vector<{t.count}x{t.elem}> constant is not modelled")
+    if dt is np.uint64:
+        width = int(t.elem[1:])
+        values = [v & ((1 << width) - 1) for v in values]
+    return np.tile(np.array(values).astype(dt), (WARP, 1))
+
+
 @register("llvm.mlir.constant")
 def _llvm_constant(c, op, info):
     r, t = _result(c, op)
     attr = op.attributes["value"]
+    if t.kind == "vector":
+        vec = dense_vector(attr, t)
+
+        def fn_vec(w):
+            w.env[r] = vec.copy()
+        return False, fn_vec
     if t.kind == "int":
         v = ir.IntegerAttr(attr).value
         value = bool(v & 1) if t.width == 1 else v & t.mask
@@ -929,4 +958,3 @@ def _redux(c, op, info):
             out = int(ufunc.reduce(x))
         e[r] = out
     return False, fn
-

@@ -263,8 +263,16 @@ def _constant(c, op, info):
         value = bool(v & 1) if t.width == 1 else v & t.mask
     elif t.kind == "float":
         value = FLOATS[t.elem](ir.FloatAttr(attr).value)
+    elif t.kind == "vector":
+        from .arith import dense_vector
+        vec = dense_vector(attr, t)
+
+        def fn_vec(w):
+            w.env[r] = vec.copy()
+        return False, fn_vec
     else:
-        raise UnknownOpError(f"arith.constant of type {t.kind}: only integer and float scalars are modelled")
+        raise UnknownOpError(f"arith.constant of type {t.kind}: only integer and float scalars and vectors are "
+                             "modelled")
 
     def fn(w):
         w.env[r] = value
