@@ -23,6 +23,10 @@ asm is an UnknownOpError naming its asm string.
 A-fragment registers: the SSA values a wgmma takes or gives as accumulator (followed through scf.for
 iter_args and scf.if results) and the values it takes as A registers. Running such an op marks the warp
 as needing a wgmma.fence before its next wgmma (PTX ISA 9.7.15.6.1 "wgmma.fence"; see machine.Warp.unfenced).
+The flag is per warp, not per register: the ISA asks for the fence between an access and a wgmma using
+the same registers, so a kernel that touches one accumulator and then, unfenced, issues a wgmma on another
+is flagged here though the ISA allows it (CUTLASS-style code fences before every wgmma batch anyway).
+Chained wgmmas on the same accumulator need no fence (the ISA's exception for same-shape accumulators).
 """
 from __future__ import annotations
 
@@ -64,7 +68,25 @@ def _asm(op) -> str:
 
 
 def parse_register_a(op) -> RegisterAForm:
-    """The register-A wgmma an llvm.inline_asm op holds, or UnknownOpError naming its asm string."""
+    """The register-A wgmma an llvm.inline_asm op holds, or UnknownOpError naming its asm string (parsed once per
+    distinct asm string, constraints and types)."""
+    key = (_asm(op), ir.StringAttr(op.attributes["constraints"]).value, tuple(str(v.type) for v in op.operands),
+           tuple(str(r.type) for r in op.results))
+    if key not in _FORMS:
+        try:
+            _FORMS[key] = _parse(op)
+        except UnknownOpError as e:
+            _FORMS[key] = e
+    form = _FORMS[key]
+    if isinstance(form, UnknownOpError):
+        raise UnknownOpError(form.detail)
+    return form
+
+
+_FORMS: dict = {}
+
+
+def _parse(op) -> RegisterAForm:
     asm = _asm(op)
     constraints = ir.StringAttr(op.attributes["constraints"]).value.split(",")
 
