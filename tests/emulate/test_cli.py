@@ -45,10 +45,10 @@ def test_an_emulation_error_exits_2_with_its_message_and_timeline(capsys, monkey
     # the consumers' arrivals on the ring's empty barriers are lost: the producer waits for a free stage forever
     real = machine.CTA.mbarrier_arrive
 
-    def lossy(self, addr, count=1, tx=0):
+    def lossy(self, addr, count=1, tx=0, warp=None):
         if tx == 0:
             return self.mbarrier(addr).phase
-        return real(self, addr, count, tx)
+        return real(self, addr, count, tx, warp)
     monkeypatch.setattr(machine.CTA, "mbarrier_arrive", lossy)
     rc, out, err = run(capsys, "--timeline", "--shape", "130x136x328")     # 6 k-tiles: stages are reused
     assert rc == 2

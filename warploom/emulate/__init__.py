@@ -8,6 +8,7 @@ tcgen05 ops (tcgen05.py), with checks that name the CTA, warp and op at fault.
 from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
-                     EmulationError, MbarrierError, OutOfBoundsError, SmemRaceError, TmemError, TmemRaceError,
-                     UnknownOpError)
+                     EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, TmemError,
+                     TmemRaceError, UnknownOpError, WgmmaFenceError)
 from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401
+from . import arith, regwgmma  # noqa: F401,E402  (their handlers register on import)

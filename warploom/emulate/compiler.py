@@ -9,13 +9,16 @@ function of the warp (`fn(warp)`), or a generator function where the op blocks o
   i1                a bool, or a bool array of 32 lanes
   f32 / bf16 / f16  numpy scalars or (32,) arrays of float32 / ml_dtypes.bfloat16 / float16
   vector<n x T>     (32, n) arrays
-  struct of n f32   (32, n) float32 arrays, or a `Pending` wgmma result (machine.py)
+  struct of n f32   (32, n) float32 arrays, or a `Pending` wgmma result (machine.py); a `PendingPart` is one
+                    register of an in-flight one passed on unread to a register-A wgmma (regwgmma.py)
+  other structs     a tuple of their members (shfl.sync's (value, valid))
   !llvm.ptr<as>     the integer address, like i64 (the address space is static, from the type); shared::cta (3)
                     and shared::cluster (7) addresses follow machine.py's windows (DSMEM_BASE for other CTAs)
 
 Divergent `scf.if` runs each side under an active-lane mask; `scf.for` needs bounds uniform across
 the active lanes. An op without semantics here raises UnknownOpError when the kernel is compiled:
-nothing is ever skipped.
+nothing is ever skipped. Float arithmetic, conversions and warp shuffles are in arith.py, the
+register-A wgmma (inline asm) and the wgmma.fence analysis in regwgmma.py; they register into HANDLERS.
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from mlir import ir
 
 from .errors import (AccumulatorReadError, DivergenceError, EmulationError, MbarrierError, OutOfBoundsError,
                      SmemRaceError, UnknownOpError)
-from .machine import LazyText, OpInfo, Pending, Wait, WARP, describe_lanes, lane_list
+from .machine import LazyText, OpInfo, Pending, PendingPart, Wait, WARP, describe_lanes, lane_list
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
 GEP_DYNAMIC = -(1 << 31)              # llvm.getelementptr rawConstantIndices: "take the next dynamic index"
@@ -144,6 +147,8 @@ def compile_kernel(gpu_module, name: str | None = None) -> Compiled:
         raise UnknownOpError(f"kernel {names[funcs.index(func)]!r} has {len(func.regions[0].blocks)} blocks; the "
                              "emulator runs structured control flow (scf) only, not cf branches")
     c = _Compiler(globals_)
+    from .regwgmma import register_accesses          # registers handlers too; imported here to avoid a cycle
+    c.touches = register_accesses(func)
     entry_block = func.regions[0].blocks[0]
     args = list(entry_block.arguments)
     arg_slots = [c.slot(a) for a in args]
@@ -160,6 +165,7 @@ class _Compiler:
     def __init__(self, globals_: dict):
         self.slots: dict = {}
         self.globals = globals_
+        self.touches: dict = {}     # op -> what accumulator / A-fragment registers it accesses (wgmma.fence rule)
 
     def slot(self, value) -> int:
         return self.slots.setdefault(value, len(self.slots))
@@ -209,7 +215,24 @@ class _Compiler:
             is_gen, fn = handler(self, op, info)
         except EmulationError as e:
             raise e.locate(op=info.text)
+        touch = self.touches.get(op)
+        if touch is not None:
+            fn = _touching(fn, is_gen, (info, touch))
         return is_gen, fn, info
+
+
+def _touching(fn, is_gen: bool, access: tuple):
+    """fn, then the warp's next wgmma needs a wgmma.fence (the op accessed accumulator / A-fragment registers)."""
+    if is_gen:
+        def gen(w):
+            w.unfenced = access
+            yield from fn(w)
+        return gen
+
+    def run(w):
+        fn(w)
+        w.unfenced = access
+    return run
 
 
 HANDLERS = {}
@@ -247,8 +270,16 @@ def _constant(c, op, info):
         value = bool(v & 1) if t.width == 1 else v & t.mask
     elif t.kind == "float":
         value = FLOATS[t.elem](ir.FloatAttr(attr).value)
+    elif t.kind == "vector":
+        from .arith import dense_vector
+        vec = dense_vector(attr, t)
+
+        def fn_vec(w):
+            w.env[r] = vec.copy()
+        return False, fn_vec
     else:
-        raise UnknownOpError(f"arith.constant of type {t.kind}: only integer and float scalars are modelled")
+        raise UnknownOpError(f"arith.constant of type {t.kind}: only integer and float scalars and vectors are "
+                             "modelled")
 
     def fn(w):
         w.env[r] = value
@@ -345,21 +376,6 @@ def _ext(c, op, info):
     return False, fn
 
 
-@handles("arith.truncf", "llvm.fptrunc")
-def _truncf(c, op, info):
-    # round to nearest even (the default rounding of arith.truncf and of cvt.rn in fptrunc's lowering)
-    (a,) = _operands(c, op)
-    r, t = _result(c, op)
-    if "roundingmode" in op.attributes and "to_nearest_even" not in str(op.attributes["roundingmode"]):
-        raise UnknownOpError(f"{op.name} rounding {op.attributes['roundingmode']}: only to_nearest_even is modelled")
-    dt = FLOATS[t.elem]
-
-    def fn(w):
-        e = w.env
-        e[r] = np.asarray(e[a]).astype(dt)
-    return False, fn
-
-
 # ---- llvm ---------------------------------------------------------------------------------------------
 
 @handles("llvm.mlir.addressof")
@@ -400,35 +416,6 @@ def _inttoptr(c, op, info):
 
 
 _BITS = {"i16": np.uint16, "i32": np.uint32, "f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
-
-
-@handles("llvm.bitcast")
-def _bitcast(c, op, info):
-    # same bits, another type: i32 <-> f32 (i16 <-> 16-bit floats), as scalars or as vectors of equal length
-    (a,) = _operands(c, op)
-    r, t = _result(c, op)
-    s = TypeInfo(op.operands[0].type)
-
-    def elem(ti: TypeInfo):
-        return f"i{ti.width}" if ti.kind == "int" else ti.elem
-
-    src, dst = elem(s), elem(t)
-    scalars = s.kind in ("int", "float") and t.kind in ("int", "float")
-    vectors = s.kind == t.kind == "vector" and s.count == t.count
-    if not (scalars or vectors) or src not in _BITS or dst not in _BITS \
-            or np.dtype(_BITS[src]).itemsize != np.dtype(_BITS[dst]).itemsize:
-        raise UnknownOpError(f"llvm.bitcast {op.operands[0].type} -> {op.results[0].type}: only 16/32-bit int/float "
-                             "scalars and vectors of equal length are modelled")
-    sdt, ddt = np.dtype(_BITS[src]), np.dtype(_BITS[dst])
-    widen = t.kind == "int"            # scalar ints are canonical uint64 lanes; vector elements keep their width
-
-    def fn(w):
-        e = w.env
-        x = np.asarray(lanes(e[a]))
-        bits = x.astype(sdt) if src[0] == "i" else x
-        out = np.ascontiguousarray(bits).view(ddt)
-        e[r] = out.astype(np.uint64) if widen else out
-    return False, fn
 
 
 @handles("llvm.addrspacecast")
@@ -538,11 +525,20 @@ def _extractvalue(c, op, info):
     if len(pos) != 1:
         raise UnknownOpError("llvm.extractvalue with a nested position: only flat structs are modelled")
     p = pos[0]
+    # an in-flight accumulator passed on unread to register-A wgmmas only (their tied inputs) is not a read
+    plumbing = any(True for _ in op.results[0].uses) and all(
+        u.owner.name == "llvm.inline_asm" for u in op.results[0].uses)
 
     def fn(w):
         e = w.env
         v = e[a]
+        if isinstance(v, tuple):                 # a mixed struct, e.g. shfl.sync's (value, valid)
+            e[r] = v[p]
+            return
         if isinstance(v, Pending):
+            if plumbing and not v.retired:
+                e[r] = PendingPart(v, p)
+                return
             if not v.retired:
                 raise AccumulatorReadError(f"accumulator register {p} read before the wgmma.wait_group that retires "
                                            "the wgmma writing it: wait (wgmma.wait_group) for its group first")
@@ -802,11 +798,17 @@ def _setmaxnreg(c, op, info):
     n = _int_attr(op, "regCount")
     if not 24 <= n <= 256 or n % 8:
         raise EmulationError(f"setmaxnreg {n}: must be a multiple of 8 in 24..256")
+    inc = "increase" in str(op.attributes["action"])
 
-    def fn(w):
+    def gen(w):
         if not w.mask.all():
             raise DivergenceError("setmaxnreg is .sync.aligned: every lane of the warp must execute it")
-    return False, fn
+        w.last_op = info
+        wait = w.cta.setmaxnreg(w, n, inc)
+        while wait is not None:                  # .inc blocks until the CTA's pool has the registers
+            yield wait
+            wait = w.cta.setmaxnreg_take(w, n)
+    return True, gen
 
 
 @handles("nvvm.fence.mbarrier.init", "nvvm.wgmma.fence.aligned", "nvvm.fence.proxy", "nvvm.fence.sc.cluster",
@@ -814,11 +816,19 @@ def _setmaxnreg(c, op, info):
 def _ordering_fence(c, op, info):
     # fence.mbarrier_init, fence.proxy.async{.shared::cta,.shared::cluster,.global}, fence.sc.cluster and the
     # .sync_restrict fences (PTX ISA "Parallel synchronization and communication instructions: membar/fence"), and
-    # wgmma.fence (9.7.15.6.1), order memory and register accesses. They are ordering points only, and no-ops here:
-    # the emulator executes ops of one warp in order, makes every generic store visible to every CTA of the cluster
-    # at once, and makes async results visible only at their waits. So a missing fence is NOT detected.
-    def fn(w):
-        pass
+    # wgmma.fence (9.7.15.6.1), order memory and register accesses. The emulator executes ops of one warp in order,
+    # makes every generic store visible to every CTA of the cluster at once, and makes async results visible only
+    # at their waits. wgmma.fence and fence.mbarrier_init are checked to be there (machine.CTA.wgmma_fence,
+    # fence_mbarrier_init); the others are ordering points only, and a missing one is NOT detected.
+    if op.name == "nvvm.wgmma.fence.aligned":
+        def fn(w):
+            w.cta.wgmma_fence(w)
+    elif op.name == "nvvm.fence.mbarrier.init":
+        def fn(w):
+            w.cta.fence_mbarrier_init(w.index)
+    else:
+        def fn(w):
+            pass
     return False, fn
 
 
@@ -921,7 +931,7 @@ def _mbar_init(c, op, info):
     def fn(w):
         e = w.env
         for lane, addr in per_lane(e[a], w.mask):
-            w.cta.mbarrier_init(addr, int(lanes(e[n])[lane]))
+            w.cta.mbarrier_init(addr, int(lanes(e[n])[lane]), w.index)
             if w.cta.trace is not None:
                 w.cta.note(w.index, "init", f"mbarrier.init 0x{addr:x} count {int(lanes(e[n])[lane])}")
     return False, fn
@@ -946,7 +956,7 @@ def _mbar_arrive(c, op, info):
         e = w.env
         token = np.zeros(WARP, np.uint64)
         for lane, addr in per_lane(e[a], w.mask):
-            token[lane] = w.cta.mbarrier_arrive(addr, 1, int(lanes(e[tx])[lane]) if expect else 0)
+            token[lane] = w.cta.mbarrier_arrive(addr, 1, int(lanes(e[tx])[lane]) if expect else 0, w.index)
         if r is not None:
             e[r] = token
         w.last_op = info
@@ -998,7 +1008,7 @@ def _mbar_wait(c, op, info):
         e = w.env
         waits = sorted({(addr, int(lanes(e[p])[lane]) & 1) for lane, addr in per_lane(e[a], w.mask)})
         cta = w.cta
-        bars = [(cta.mbarrier(addr), parity) for addr, parity in waits]
+        bars = [(cta.mbarrier(addr, w.index), parity) for addr, parity in waits]
         w.last_op = info
         if cta.trace is not None:
             t = cta.note(w.index, "wait", ", ".join(f"mbarrier 0x{b.addr:x} parity {par}" for b, par in bars))

@@ -87,3 +87,12 @@ class TmemRaceError(EmulationError):
     """A Tensor Memory access races an in-flight async tcgen05 operation: tcgen05.ld of cells a
     tcgen05.mma still writes (no tcgen05.commit arrival observed), or cells whose tcgen05.ld / tcgen05.st
     was not yet retired by tcgen05.wait."""
+
+
+class WgmmaFenceError(EmulationError):
+    """A wgmma issued after its accumulator or A-fragment registers were accessed by other instructions with no
+    wgmma.fence in between (PTX ISA 9.7.15.6.1 "wgmma.fence")."""
+
+
+class RegisterBudgetError(EmulationError):
+    """setmaxnreg misused: a budget beyond the register file, or .inc/.dec in the wrong direction."""

@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from warploom.runtime import rules
+from warploom.targets import get as get_target
 
 from .compiler import Compiled, compile_kernel
-from .errors import OutOfBoundsError, UnknownOpError
+from .errors import OutOfBoundsError, RegisterBudgetError, UnknownOpError
 from .machine import CTA, MAX_CLUSTER_CTAS, NUMPY_ELEMS, SMEM_BASE, WARP, Cluster, GlobalMemory, Warp
 
 TMAP_BASE = 0x1000          # made-up param-space addresses of the tensor-map parameters, 128 B apart
@@ -103,12 +104,23 @@ class EmulationReport:
 class Launch:
     """What every CTA of one launch shares: global memory, tensor maps, grid, smem size and base."""
 
-    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int, cluster: tuple = (1, 1, 1)):
+    def __init__(self, kernel: EmulatedKernel, grid: tuple, smem_base: int, cluster: tuple = (1, 1, 1),
+                 launch_regs: int | None = None):
         self.kernel, self.grid, self.smem_base, self.cluster = kernel, grid, smem_base, tuple(cluster)
         self.smem_bytes = kernel.smem_bytes
+        # Registers per thread at launch, which setmaxnreg then moves between warpgroups: by default what
+        # the lowering assumes (targets.Target.launch_regs: one block fills the register file).
+        target = get_target("sm_90a")
+        threads = kernel.block[0] * kernel.block[1] * kernel.block[2]
+        self.register_file = target.register_file
+        self.launch_regs = target.launch_regs(threads) if launch_regs is None else launch_regs
+        if self.launch_regs * threads > self.register_file:
+            raise RegisterBudgetError(f"kernel {kernel.name!r}: {self.launch_regs} registers per thread x {threads} "
+                                      f"threads exceed the {self.register_file}-register file of {target.name}")
         self.memory = GlobalMemory()
         self.tmaps: dict[int, TensorMapBinding] = {}
         self.stats = Counter()
+        self.check_unread = True              # emulate_launch(check_unread=): see there
         self.address_cache: dict = {}
 
     def tensor_map_at(self, addr: int) -> TensorMapBinding:
@@ -143,20 +155,26 @@ class Launch:
 
 
 def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
-                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None, trace: dict | None = None) -> EmulationReport:
+                   order: str = "random", smem_base: int = SMEM_BASE, ctas=None, trace: dict | None = None,
+                   launch_regs: int | None = None, check_unread: bool = True) -> EmulationReport:
     """Run every CTA of the launch (or the clusters holding the CTA ids in `ctas`: a cluster's CTAs only run
     together); outputs are written into the `args` arrays.
 
     args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
     sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
     async operation may take; order "random" or "round_robin". trace: {CTA id (x, y, z): list}, the CTAs
-    whose (step, warp, kind, text) records of waits, arrivals, TMA copies and wgmmas to append to the list."""
+    whose (step, warp, kind, text) records of waits, arrivals, TMA copies and wgmmas to append to the list;
+    launch_regs the registers per thread at launch (default: sm_90a's register file shared evenly, as the
+    lowering plans setmaxnreg budgets). check_unread: a TMA copy may not overwrite smem an earlier copy wrote
+    that no MMA or ld.shared has read yet (a stage released before its consumer used it); switch it off only
+    for a kernel that loads data on purpose and never reads it."""
     k = EmulatedKernel.of(kernel, gpu_module)
     if order not in ("random", "round_robin"):
         raise ValueError(f"order {order!r}: 'random' or 'round_robin'")
     grid = tuple(rules.evaluate(r, sizes) for r in k.grid)
     shape = _cluster_shape(k, grid)
-    launch = Launch(k, grid, smem_base, shape)
+    launch = Launch(k, grid, smem_base, shape, launch_regs)
+    launch.check_unread = check_unread
     values = []
     for i, p in enumerate(k.params):
         if p.kind == "tensormap":
@@ -187,7 +205,7 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
         clusters.setdefault(tuple(i[a] // shape[a] for a in range(3)), None)
     t0 = time.perf_counter()
     count = 0
-    with np.errstate(over="ignore"):
+    with np.errstate(all="ignore"):            # float ops make inf and NaN as the hardware does
         for cid in clusters:
             cluster = Cluster(launch, cid, shape, rng, delay, order)
             warps = []

@@ -15,6 +15,14 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   MMA of the group, and a warp's accumulator registers become readable at its wait_group.
 - Tensor Memory and the tcgen05 ops (sm_100a) live in tcgen05.py: `CTA.tmem` is made by the CTA's
   first tcgen05 op; a tcgen05.mma holds its smem operand bytes in `mma_reading` like a wgmma does.
+- A wgmma may take A from registers (the register-A inline asm, regwgmma.py): the four warps' b32
+  registers are placed by layout.fragments.wgmma_a_k16 when the group completes.
+- Checks beyond races: a wgmma needs a wgmma.fence after its warp touched accumulator / A-fragment
+  registers (Warp.unfenced, set by the ops regwgmma.register_accesses finds); an mbarrier init is
+  visible to other warps only after the initialising warp's fence.mbarrier_init and a bar.sync both
+  take part in, and to TMA's complete_tx only after that fence; setmaxnreg moves registers between
+  warps within what the CTA got at launch (an .inc blocks until the pool has them; never granted ->
+  RegisterBudgetError at the deadlock).
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
   scheduler picks among runnable warps and landable async operations with a seeded RNG.
 - A thread-block cluster (PTX ISA "Cluster of cooperative thread arrays") is a `Cluster`: it owns the
@@ -37,10 +45,11 @@ import ml_dtypes
 import numpy as np
 
 from warploom.layout import WgmmaSmemDescriptor, canonical_element_address, swizzle
-from warploom.layout.fragments import wgmma_accumulator
+from warploom.layout.fragments import wgmma_a_k16, wgmma_accumulator
 
 from .errors import (AsyncLeakError, BarrierError, DeadlockError, DivergenceError, EmulationError,
-                     MbarrierError, OutOfBoundsError, SmemRaceError, UnknownOpError)
+                     MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, UnknownOpError,
+                     WgmmaFenceError)
 
 WARP = 32
 WARPGROUP_WARPS = 4
@@ -72,11 +81,12 @@ class OpInfo:
 
 
 class Wait:
-    """What a blocked warp waits for: `ready()` says when it may run again; `what` says why it waits."""
-    __slots__ = ("ready", "what")
+    """What a blocked warp waits for: `ready()` says when it may run again; `what` says why it waits;
+    `error()`, when given, is the error a deadlock with this warp blocked here reports (its root cause)."""
+    __slots__ = ("ready", "what", "error")
 
-    def __init__(self, ready, what: str):
-        self.ready, self.what = ready, what
+    def __init__(self, ready, what: str, error=None):
+        self.ready, self.what, self.error = ready, what, error
 
 
 class LazyText:
@@ -101,6 +111,15 @@ class Pending:
         self.value, self.retired = None, False
 
 
+class PendingPart:
+    """Register `index` of an in-flight accumulator, passed on unread: an llvm.extractvalue whose only users are
+    register-A wgmmas (inline asm) taking it as a tied accumulator input, as `mma_async_reg_a` builds them."""
+    __slots__ = ("pending", "index")
+
+    def __init__(self, pending: Pending, index: int):
+        self.pending, self.index = pending, index
+
+
 @dataclass
 class Mbarrier:
     """PTX ISA 9.7.13.15 "mbarrier" contents: expected count, pending arrivals, tx-count, current phase."""
@@ -109,6 +128,11 @@ class Mbarrier:
     pending: int
     tx: int = 0
     phase: int = 0
+    # fence.mbarrier_init tracking: the initialising warp, whether it has since run fence.mbarrier_init, and the
+    # warps the init is visible to (None: not tracked)
+    init_warp: int | None = None
+    fenced: bool = False
+    visible: set | None = None
 
     def maybe_complete(self) -> None:
         # "Phase completion of the mbarrier object": pending arrivals and tx-count both reach zero;
@@ -145,6 +169,7 @@ class WgmmaSlot:
     reads: np.ndarray | None = None                 # smem offsets of the operand bytes, once issued
     a_addr: np.ndarray | None = None
     b_addr: np.ndarray | None = None
+    a_regs: dict = field(default_factory=dict)      # A from registers: warp in warpgroup -> (32, 4) b32 registers
 
 
 @dataclass
@@ -168,7 +193,7 @@ class Warpgroup:
 
 class Warp:
     """One warp's state: its SSA values (`env`, slots assigned by the compiler), active lanes, blocking state."""
-    __slots__ = ("cta", "index", "env", "mask", "tid", "wait", "gen", "exited", "last_op")
+    __slots__ = ("cta", "index", "env", "mask", "tid", "wait", "gen", "exited", "last_op", "unfenced")
 
     def __init__(self, cta: CTA, index: int, nslots: int, threads: int):
         self.cta, self.index = cta, index
@@ -179,6 +204,10 @@ class Warp:
         self.gen = None
         self.exited = False
         self.last_op: OpInfo | None = None
+        # why the next wgmma needs a wgmma.fence first (None once fenced): PTX ISA 9.7.15.6.1 asks for one before
+        # the warp's first wgmma and after any other access to accumulator / A-fragment registers; a reason,
+        # or (OpInfo, what it accessed) of the last such access
+        self.unfenced: str | tuple | None = "the warp started (no wgmma.fence before its first wgmma)"
 
 
 class GlobalMemory:
@@ -240,7 +269,10 @@ class CTA:
         self.mbarriers: dict[int, Mbarrier] = {}
         self.copies: list[tuple[int, int, str]] = []          # in-flight TMA loads: smem offsets [lo, hi), what
         self.warpgroups: dict[int, Warpgroup] = {}
-        self.bars: dict[int, list] = {}                       # bar.sync id -> [arrived threads, generation]
+        self.bars: dict[int, list] = {}                       # bar.sync id -> [arrived threads, generation, ...]
+        self.regs: dict[int, int] = {}                        # warp -> setmaxnreg budget (absent: the launch's)
+        self.reg_calls: dict[int, int] = {}                   # warp -> setmaxnreg instructions run
+        self.reg_log: dict[int, list] = {}                    # warpgroup -> [(count, inc)] in order
         self.warps: list[Warp] = []
         self.stats = launch.stats
         self.live_warps = 0                                   # warps not exited yet (0 after the CTA exited)
@@ -310,6 +342,7 @@ class CTA:
             cells = offs[:, None] + np.arange(nbytes)
             self._check_generic_access(t, cells, what, write=False)
             out[act[idx]] = t.smem[cells]
+            t.unread[cells] = False               # loaded data consumed by ld.shared (not only by MMAs)
         return out
 
     @staticmethod
@@ -342,16 +375,33 @@ class CTA:
                                     "mbarrier wait) between the write and this read")
 
     # ---- mbarriers: PTX ISA 9.7.13.15 ------------------------------------------------------------
-    def mbarrier(self, addr: int) -> Mbarrier:
+    def mbarrier(self, addr: int, warp: int | None = None) -> Mbarrier:
+        """The mbarrier at `addr`, as used by warp `warp` (None: not checked for the init's visibility)."""
         bar = self.mbarriers.get(addr)
         if bar is None:
             if not 0 <= addr - self.base < self.size:
                 self.smem_offset(addr, MBARRIER_BYTES, "an mbarrier op (shared::cta)")
             raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) is used before "
                                 "mbarrier.init: initialise it (one thread, then fence.mbarrier_init and a barrier)")
+        if warp is not None and bar.visible is not None and warp not in bar.visible:
+            # PTX ISA 9.7.13.15 "mbarrier.init" and "membar/fence" (fence.mbarrier_init): another thread sees
+            # the init only after the initialising thread's fence.mbarrier_init and a barrier both take part in
+            how = (f"warp {bar.init_warp}'s fence.mbarrier_init ran, but no CTA barrier (bar.sync) since then included "
+                   "both warps" if bar.fenced else f"warp {bar.init_warp} never ran fence.mbarrier_init after it")
+            raise MbarrierError(f"mbarrier at smem 0x{addr:x} (byte {addr - self.base} of dynamic smem) was "
+                                f"initialised by warp {bar.init_warp} and is used by warp {warp} before the init is "
+                                "visible to it: "
+                                f"{how}; follow mbarrier.init with fence.mbarrier_init and a CTA barrier")
         return bar
 
-    def mbarrier_init(self, addr: int, count: int) -> None:
+    def fence_mbarrier_init(self, warp: int) -> None:
+        """fence.mbarrier_init.release.cluster by warp `warp`: its earlier mbarrier.inits become visible to the async
+        proxy now, and to other warps at the next barrier they share with it (see `bar_sync`)."""
+        for bar in self.mbarriers.values():
+            if bar.init_warp == warp:
+                bar.fenced = True
+
+    def mbarrier_init(self, addr: int, count: int, warp: int | None = None) -> None:
         # 9.7.13.15 "mbarrier.init": 8-byte aligned object in shared memory; count in 1..2^20-1;
         # phase 0, pending arrivals = count, tx-count 0
         if addr % MBARRIER_BYTES:
@@ -359,12 +409,12 @@ class CTA:
         self.smem_offset(addr, MBARRIER_BYTES, "mbarrier.init")
         if not 1 <= count <= MBARRIER_MAX_COUNT:
             raise MbarrierError(f"mbarrier.init at 0x{addr:x} with count {count}: must be 1..{MBARRIER_MAX_COUNT}")
-        self.mbarriers[addr] = Mbarrier(addr, count, count)
+        self.mbarriers[addr] = Mbarrier(addr, count, count, init_warp=warp, visible=None if warp is None else {warp})
 
-    def mbarrier_arrive(self, addr: int, count: int = 1, tx: int = 0) -> int:
+    def mbarrier_arrive(self, addr: int, count: int = 1, tx: int = 0, warp: int | None = None) -> int:
         # 9.7.13.15 "mbarrier.expect_tx" (tx-count += tx) then "mbarrier.arrive" (pending -= count);
         # returns the state token (the phase the arrival counted towards)
-        bar = self.mbarrier(addr)
+        bar = self.mbarrier(addr, warp)
         state = bar.phase
         bar.tx += tx
         bar.pending -= count
@@ -385,12 +435,19 @@ class CTA:
     def tma_load(self, info: OpInfo, dst: int, tmap_addr: int, mbar: int, coords: list[int],
                  multicast: int | None = None, warp: int | None = None) -> None:
         """Issue a TMA load. dst is a shared::cluster address (this CTA's own shared::cta addresses included),
-        mbar a shared::cta address. multicast is the 16-bit ctaMask of .multicast::cluster, or None; warp (the
-        issuing warp) only labels trace records."""
+        mbar a shared::cta address. multicast is the 16-bit ctaMask of .multicast::cluster, or None; warp is the
+        issuing warp (the mbarrier's visibility to it; trace records)."""
         tmap = self.launch.tensor_map_at(tmap_addr)
         spec, array = tmap.spec, tmap.array
         if multicast is None and dst < DSMEM_RANK_STRIDE:
-            self.mbarrier(mbar)
+            bar = self.mbarrier(mbar, warp)
+            if bar.visible is not None and not bar.fenced:
+                # the copy's complete_tx is performed by the async proxy, which sees the init only after a
+                # fence.mbarrier_init (PTX ISA 9.7.13.15 "mbarrier.init"; 9.7.9.25 cp.async.bulk.tensor)
+                raise MbarrierError(f"TMA load of {spec.name!r} signals mbarrier at smem 0x{mbar:x} (byte "
+                                    f"{mbar - self.base} of dynamic smem), initialised by warp {bar.init_warp} with no "
+                                    "fence.mbarrier_init since: the async proxy's complete_tx may not see the init; "
+                                    "fence it (and barrier) first")
         rank = len(spec.box)
         if len(coords) != rank:
             raise UnknownOpError(f"TMA load with {len(coords)} coordinates through tensor map {spec.name!r} of rank "
@@ -464,8 +521,8 @@ class CTA:
                                     f"0x{local + int(inflight[0]):x} ({t._writer_of(off + int(inflight[0]))}): "
                                     "the stage was reissued before its previous copy landed and was consumed")
             phys = sw.apply(np.arange(local, local + nbytes, dtype=np.int64)) - t.base
-            unread = np.flatnonzero(t.unread[phys])
-            if unread.size:
+            unread = np.flatnonzero(t.unread[phys]) if self.launch.check_unread else ()
+            if len(unread):
                 byte = int(phys[unread[0]])
                 raise SmemRaceError(f"TMA load of {spec.name!r} box {coords}{into} overwrites smem 0x{t.base + byte:x}, "
                                     f"which {t.copy_names[t.writer[byte]]} wrote and no MMA has read yet: the stage "
@@ -550,8 +607,21 @@ class CTA:
             self.warpgroups[index] = Warpgroup(index)
         return self.warpgroups[index]
 
-    def wgmma_issue(self, warp: Warp, info: OpInfo, attrs: dict, desc_a: int, desc_b: int, acc_in) -> Pending:
-        """9.7.15.5.2 wgmma.mma_async: warp `warp`'s part of the warpgroup's next MMA."""
+    def wgmma_fence(self, warp: Warp) -> None:
+        """9.7.15.6.1 wgmma.fence: orders this warp's earlier register accesses before its next wgmma."""
+        warp.unfenced = None
+
+    def wgmma_issue(self, warp: Warp, info: OpInfo, attrs: dict, desc_a: int | None, desc_b: int, acc_in,
+                    a_regs: np.ndarray | None = None) -> Pending:
+        """9.7.15.5.2 wgmma.mma_async: warp `warp`'s part of the warpgroup's next MMA. With A in registers
+        (attrs["a_regs"]), desc_a is None and a_regs is the warp's (32, 4) b32 A fragment; acc_in None means
+        scale-d = 0 (D = A B, the input accumulator ignored)."""
+        if warp.unfenced is not None:
+            u = warp.unfenced          # a reason, or (OpInfo of the access, what it accessed)
+            why = u if isinstance(u, str) else f"{u[0].text} {u[1]}"
+            raise WgmmaFenceError(f"warp {warp.index} issues a wgmma after {why}, with no wgmma.fence in "
+                                  "between: PTX ISA 9.7.15.6.1 requires wgmma.fence before the first wgmma and between "
+                                  "any other access to accumulator or A-fragment registers and the wgmma using them")
         wg = self.warpgroup(warp)
         w = warp.index % WARPGROUP_WARPS
         i = wg.issued[w]
@@ -564,6 +634,8 @@ class CTA:
                                   f"warps issued {slot.info.text}: wgmma is warpgroup-collective (.aligned)")
         result = Pending()
         slot.parts[w] = (desc_a, desc_b, acc_in, result)
+        if a_regs is not None:
+            slot.a_regs[w] = a_regs
         if len(slot.parts) == WARPGROUP_WARPS:
             self._issue_slot(wg, i, slot)
         if self.trace is not None:
@@ -580,12 +652,14 @@ class CTA:
         (desc_a, desc_b), = descs
         a = slot.attrs
         eb = np.dtype(NUMPY_ELEMS[a["type_a"]]).itemsize
-        slot.a_addr = self._operand_addresses(desc_a, a["m"], a["k"], eb, a["major_a"], "A")
+        if not a.get("a_regs"):
+            slot.a_addr = self._operand_addresses(desc_a, a["m"], a["k"], eb, a["major_a"], "A")
         slot.b_addr = self._operand_addresses(desc_b, a["n"], a["k"], eb, a["major_b"], "B")
-        key = ("reads", desc_a, desc_b, a["m"], a["n"], a["k"], eb, a["major_a"], a["major_b"], self.base)
+        key = ("reads", desc_a, desc_b, a["m"], a["n"], a["k"], eb, a.get("major_a"), a["major_b"], self.base)
         cache = self.launch.address_cache
         if key not in cache:
-            reads = np.concatenate([slot.a_addr.reshape(-1), slot.b_addr.reshape(-1)]) - self.base
+            smem_operands = [slot.b_addr] if slot.a_addr is None else [slot.a_addr, slot.b_addr]
+            reads = np.concatenate([x.reshape(-1) for x in smem_operands]) - self.base
             cache[key] = np.unique(np.concatenate([reads, reads + (eb - 1)]))
         reads = cache[key]
         pending = np.flatnonzero(self.tma_pending[reads])
@@ -658,7 +732,8 @@ class CTA:
             a = slot.attrs
             elem = NUMPY_ELEMS[a["type_a"]]
             smem16 = self.smem.view(np.uint16)
-            av = smem16[(slot.a_addr - self.base) // 2].view(elem).astype(np.float64) * a["scale_a"]   # [m, k]
+            a16 = _register_a(slot.a_regs) if slot.a_addr is None else smem16[(slot.a_addr - self.base) // 2]
+            av = a16.view(elem).astype(np.float64) * a["scale_a"]   # [m, k]
             bv = smem16[(slot.b_addr - self.base) // 2].view(elem).astype(np.float64) * a["scale_b"]   # [n, k]
             # Products of 16-bit floats are exact in float64, and a k16 block's sum nearly always is; it is rounded
             # to f32 once, added to the accumulator (the calibration question: the tensor core's order and rounding).
@@ -666,7 +741,7 @@ class CTA:
             rows, cols = _fragment(a["n"])
             for w, (_, _, acc_in, result) in slot.parts.items():
                 r, c = rows[WARP * w:WARP * (w + 1)], cols[WARP * w:WARP * (w + 1)]
-                if a["scale_d"]:
+                if a["scale_d"] and acc_in is not None:
                     acc = acc_in.value if isinstance(acc_in, Pending) else acc_in
                     result.value = (acc.astype(np.float64) + d[r, c]).astype(np.float32)
                 else:
@@ -712,16 +787,77 @@ class CTA:
         unwaited = [g.index for g in wg.groups[:wg.commits[w]] if not all(
             wg.slots[i].parts[w][3].retired for i in range(*g.slots))]
         if wg.issued[w] > wg.committed_to[w] or unwaited:
+            first = wg.groups[unwaited[0]].slots[0] if unwaited else wg.committed_to[w]
+            op = wg.slots[first].info.text if first < len(wg.slots) else None
             raise AsyncLeakError(f"warp {warp.index} exits with wgmmas #{wg.committed_to[w]}..{wg.issued[w] - 1} "
-                                 f"uncommitted and groups {unwaited} not waited for: end with commit_group and "
-                                 "wait_group 0")
+                                 f"uncommitted and groups {unwaited} not waited for (wgmma #{first} of warpgroup "
+                                 f"{wg.index} still owns this warp's accumulator registers): end with commit_group "
+                                 "and wait_group 0").locate(self.id, warp.index, op)
+
+    # ---- setmaxnreg: PTX ISA "setmaxnreg" -------------------------------------------------------------
+    def setmaxnreg(self, warp: Warp, count: int, inc: bool) -> Wait | None:
+        """setmaxnreg.{inc,dec}.sync.aligned.u32 count: the warp's per-thread register budget becomes `count`.
+        .dec returns registers to the CTA's pool; .inc takes them from it and blocks until the pool has them. The
+        pool is what the CTA got at launch (launch_regs x threads, within the register file); .inc below the
+        current count or .dec above it is undefined (an error here). Every warp of a warpgroup must run the
+        same setmaxnreg sequence."""
+        launch = self.launch
+        have = self.regs.get(warp.index, launch.launch_regs)
+        verb = "inc" if inc else "dec"
+        if (inc and count < have) or (not inc and count > have):
+            raise RegisterBudgetError(f"setmaxnreg.{verb} to {count} registers per thread, but warp {warp.index} "
+                                      f"holds {have}: .inc must not lower the count and .dec must not raise it (the "
+                                      f"launch gives {launch.launch_regs}); use setmaxnreg.{'dec' if inc else 'inc'}")
+        k = self.reg_calls.get(warp.index, 0)
+        self.reg_calls[warp.index] = k + 1
+        log = self.reg_log.setdefault(warp.index // WARPGROUP_WARPS, [])
+        if k == len(log):
+            log.append((count, inc))
+        elif log[k] != (count, inc):
+            raise DivergenceError(f"warp {warp.index} runs setmaxnreg.{verb} {count} as setmaxnreg #{k} of warpgroup "
+                                  f"{warp.index // WARPGROUP_WARPS}; another warp of it ran "
+                                  f"setmaxnreg.{'inc' if log[k][1] else 'dec'} {log[k][0]}: it is warpgroup-collective")
+        return self.setmaxnreg_take(warp, count)
+
+    def setmaxnreg_take(self, warp: Warp, count: int) -> Wait | None:
+        """Grant `count` registers per thread to the warp if the pool has them, else a Wait for them."""
+        if self._regs_after(warp, count) <= self._reg_pool():
+            self.regs[warp.index] = count
+            return None
+        return Wait(lambda: self._regs_after(warp, count) <= self._reg_pool(),
+                    f"setmaxnreg.inc {count}: {self._regs_after(warp, count)} registers needed, the CTA holds "
+                    f"{self._reg_pool()}", error=lambda: self._budget_error(warp, count))
+
+    def _reg_pool(self) -> int:
+        return self.launch.launch_regs * WARP * len(self.warps)
+
+    def _regs_after(self, warp: Warp, count: int) -> int:
+        regs = {w.index: self.regs.get(w.index, self.launch.launch_regs) for w in self.warps}
+        regs[warp.index] = count
+        return WARP * sum(regs.values())
+
+    def _budget_error(self, warp: Warp, count: int) -> RegisterBudgetError:
+        launch = self.launch
+        budgets = {}
+        for w in self.warps:
+            budgets.setdefault(w.index // WARPGROUP_WARPS, set()).add(self.regs.get(w.index, launch.launch_regs))
+        held = ", ".join(f"warpgroup {g}: {'/'.join(map(str, sorted(b)))}" for g, b in sorted(budgets.items()))
+        return RegisterBudgetError(
+            f"setmaxnreg.inc to {count} registers per thread for warp {warp.index} (warpgroup "
+            f"{warp.index // WARPGROUP_WARPS}) is never granted: it needs {self._regs_after(warp, count)} registers "
+            f"in all, but the CTA holds {self._reg_pool()} ({launch.launch_regs} per thread x {WARP * len(self.warps)} "
+            f"threads at launch, of the {launch.register_file}-register file) and the others keep theirs ({held}): "
+            "lower the budgets (or .dec more in the other warpgroups)")
 
     # ---- bar.sync: PTX ISA 9.7.13 "bar, barrier" ----------------------------------------------------
     def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
-        state = self.bars.setdefault(barrier, [0, 0, threads])
+        # state: arrived threads, generation, expected threads, arrived warps, fenced mbarriers they publish
+        state = self.bars.setdefault(barrier, [0, 0, threads, set(), []])
         if state[2] != threads:
             raise DivergenceError(f"bar.sync {barrier} with {threads} threads; an earlier arrival said {state[2]}")
         state[0] += int(warp.mask.sum())
+        state[3].add(warp.index)
+        state[4] += [b for b in self.mbarriers.values() if b.fenced and b.init_warp == warp.index]
         gen = state[1]
         self._release_bars()
         if state[1] != gen:
@@ -736,6 +872,10 @@ class CTA:
             if state[0] and state[0] >= (state[2] or live):
                 state[0] = 0
                 state[1] += 1
+                for bar in state[4]:          # fence.mbarrier_init + this barrier: the init is visible to all of them
+                    if bar.visible is not None:   # (None: already visible to every warp)
+                        bar.visible |= state[3]
+                state[3], state[4] = set(), []
 
     # ---- scheduler --------------------------------------------------------------------------------
     def _async(self, origin: OpInfo, what: str, fire, eligible=None) -> None:
@@ -774,6 +914,7 @@ class Cluster:
         self._live_threads = 0
         self._threads: dict = {}
         self._pending: dict = {}
+        self._publish: list = []                # fenced mbarriers whose inits the next barrier.cluster phase publishes
 
     def add(self, cta: CTA) -> int:
         """Place a CTA by its position in the cluster; returns its rank."""
@@ -842,7 +983,10 @@ class Cluster:
                 self._barrier_exit(warp)
         self.launch.stats["steps"] += self.step
 
-    def _deadlock(self, live: list[Warp]) -> DeadlockError:
+    def _deadlock(self, live: list[Warp]) -> EmulationError:
+        for w in live:                  # a wait that names its own root cause (setmaxnreg beyond the register file)
+            if w.wait is not None and w.wait.error is not None:
+                return w.wait.error().locate(w.cta.id, w.index, w.last_op.text if w.last_op else None)
         one = self.size == 1
 
         def who(w: Warp) -> str:
@@ -966,6 +1110,9 @@ class Cluster:
                                "each thread arrives once per phase")
         pend[lanes] = self.barrier_phase
         self._arrived += int(lanes.sum())
+        # fence.mbarrier_init.release.cluster, then this barrier: the arriving warp's inits become visible to
+        # every thread of the cluster when the phase completes
+        self._publish += [b for b in warp.cta.mbarriers.values() if b.fenced and b.init_warp == warp.index]
         self._release_barrier()
 
     def barrier_wait_target(self, warp: Warp) -> int:
@@ -1004,6 +1151,9 @@ class Cluster:
         if self._arrived and self._arrived >= self._live_threads:
             self.barrier_phase += 1
             self._arrived = 0
+            for bar in self._publish:
+                bar.visible = None            # visible to every warp
+            self._publish = []
 
     def _barrier_exit(self, warp: Warp) -> None:
         self._live_threads -= self._threads.get(warp, 0)
@@ -1013,8 +1163,10 @@ class Cluster:
         self._release_barrier()
 
 
-def _operand_text(bits: int) -> str:
-    """A wgmma operand for a trace record: the smem address its descriptor starts at."""
+def _operand_text(bits: int | None) -> str:
+    """A wgmma operand for a trace record: the smem address its descriptor starts at (None: A in registers)."""
+    if bits is None:
+        return "registers"
     try:
         return f"smem 0x{WgmmaSmemDescriptor.decode(bits).start_address:x}"
     except ValueError:
@@ -1042,6 +1194,21 @@ def lane_list(mask: np.ndarray) -> str:
             runs.append(str(start) if lane == start else f"{start}..{lane}")
             start = None
     return ", ".join(runs)
+
+
+_A_FRAGMENT = wgmma_a_k16()
+
+
+def _register_a(a_regs: dict) -> np.ndarray:
+    """The 64 x 16 A operand (uint16 bits) a register-A wgmma reads from its warpgroup's registers: warp w's
+    (32, 4) b32 registers, element 2i + e of thread t being half e (e = 0 the low 16 bits) of register i,
+    placed by layout.fragments.wgmma_a_k16 (PTX ISA 9.7.15.5.1.1 "Matrix Fragments for wgmma.mma_async", A)."""
+    rows, cols = _A_FRAGMENT
+    regs = np.concatenate([np.asarray(a_regs[w], np.uint64) for w in range(WARPGROUP_WARPS)])    # [128, 4]
+    halves = np.stack([regs & 0xFFFF, regs >> 16], axis=-1).reshape(WARP * WARPGROUP_WARPS, 8)   # [128, 8]
+    a = np.zeros((int(rows.max()) + 1, int(cols.max()) + 1), np.uint16)
+    a[rows, cols] = halves.astype(np.uint16)
+    return a
 
 
 def describe_lanes(values: np.ndarray, mask: np.ndarray) -> str:
