@@ -37,9 +37,9 @@ CASES = [
     ("f16", "nk", 128, "persistent", 300, 200, 72, 2),
     ("f16", "kn", 128, "grid", 129, 136, 64, None),
 ]
-# every standard kernel, at ragged sizes: grid 2 x 2 or 2 x 3 CTAs; persistent 3 CTAs walking 6 or 12 tiles
+# every standard kernel, at ragged sizes: grid 2 x 2 or 3 x 2 CTAs; persistent: 3 CTAs walking 6 or 9 tiles
 STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, None) if s.schedule == "grid"
-                                                                else (260, 392, 200, 3)))
+                                                                else (260, 264, 136, 3)))
                   for s in STANDARD_KERNELS["sm_90a"]]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
