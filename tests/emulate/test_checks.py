@@ -8,32 +8,20 @@ import pytest
 from mlir import ir
 from mlir.dialects import arith, nvvm
 
-from warploom.compile import planned_program
 from warploom.emulate import (AccumulatorReadError, DeadlockError, DivergenceError, EmulatedKernel, MbarrierError,
                               OutOfBoundsError, SmemRaceError, UnknownOpError, emulate_launch)
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.kernels import GemmSpec
-from warploom.lowering.sm90 import kernel_name, lower_kernel
+
+from . import handbuilt
+from .handbuilt import ops
 
 SPEC = GemmSpec("bf16", "kn", 128, 4)
 M, N, K = 130, 136, 328          # 6 k-tiles: the 4-stage ring is reused
 
 
 def lowered():
-    program = planned_program(SPEC)
-    return lower_kernel(program, kernel_name(program))
-
-
-def ops(kernel, name: str) -> list:
-    """The ops called `name`, in program order."""
-    found = []
-
-    def visit(op):
-        if op.name == name:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-    kernel.gpu_module.walk(visit, ir.WalkOrder.PRE_ORDER)
-    return found
+    return handbuilt.lowered(SPEC)
 
 
 def run(kernel, seed=0, delay=4, contract=None):

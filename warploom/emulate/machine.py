@@ -680,25 +680,33 @@ class CTA:
         self.stats["wgmma"] += 1
 
     def _operand_addresses(self, bits: int, mn: int, k: int, eb: int, major: str, which: str) -> np.ndarray:
-        """Absolute smem addresses [mn, k] of an operand's elements, cached per descriptor."""
+        """Absolute smem addresses [mn, k] of a wgmma operand's elements, cached per descriptor."""
         key = (bits, mn, k, eb, major, self.base)
         cache = self.launch.address_cache
         if key not in cache:
             try:
                 desc = WgmmaSmemDescriptor.decode(bits)
-                i, j = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
-                addr = canonical_element_address(desc, i, j, eb, major)
             except ValueError as e:
                 raise UnknownOpError(f"wgmma operand {which} descriptor 0x{bits:x}: {e}") from None
-            lo, hi = int(addr.min()), int(addr.max()) + eb
-            if lo < self.base or hi > self.base + self.size:
-                raise OutOfBoundsError(f"wgmma operand {which} (descriptor 0x{bits:x}, start 0x{desc.start_address:x}) "
-                                       f"reads smem 0x{lo:x}..0x{hi - 1:x}; dynamic smem is 0x{self.base:x}.."
-                                       f"0x{self.base + self.size - 1:x}: check the descriptor's address, LBO and SBO")
-            if lo % eb:
-                raise OutOfBoundsError(f"wgmma operand {which} descriptor 0x{bits:x} reads misaligned elements")
-            cache[key] = addr
+            cache[key] = self.operand_addresses(desc, bits, mn, k, eb, major, f"wgmma operand {which}")
         return cache[key]
+
+    def operand_addresses(self, desc, bits: int, mn: int, k: int, eb: int, major: str, what: str) -> np.ndarray:
+        """The smem addresses [mn, k] an MMA operand's decoded descriptor (wgmma or sm_100) walks, checked to lie in
+        the dynamic smem window and to be element aligned."""
+        try:
+            i, j = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
+            addr = canonical_element_address(desc, i, j, eb, major)
+        except ValueError as e:
+            raise UnknownOpError(f"{what} descriptor 0x{bits:x}: {e}") from None
+        lo, hi = int(addr.min()), int(addr.max()) + eb
+        if lo < self.base or hi > self.base + self.size:
+            raise OutOfBoundsError(f"{what} (descriptor 0x{bits:x}, start 0x{desc.start_address:x}) reads smem "
+                                   f"0x{lo:x}..0x{hi - 1:x}; dynamic smem is 0x{self.base:x}..0x{self.base + self.size - 1:x}: "
+                                   "check the descriptor's address, LBO and SBO")
+        if lo % eb:
+            raise OutOfBoundsError(f"{what} descriptor 0x{bits:x} reads misaligned elements")
+        return addr
 
     def wgmma_commit(self, warp: Warp) -> None:
         """9.7.15.6.2 wgmma.commit_group: this warp's uncommitted wgmmas become the warpgroup's next group."""

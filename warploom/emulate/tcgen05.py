@@ -64,7 +64,6 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from warploom.layout import canonical_element_address
 from warploom.layout.descriptors import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.layout.fragments import tcgen05_ldst_registers, tmem_lanes_of_warp
 from warploom.targets import get as get_target
@@ -569,17 +568,7 @@ def smem_operand(cta: CTA, bits: int, mn: int, k: int, eb: int, major: str, whic
         if desc.lbo_mode:
             raise EmulationError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x} sets bit 52 (absolute LBO "
                                  "address mode), which sm_100a does not have (sm_103a only)")
-        try:
-            i, j = np.meshgrid(np.arange(mn), np.arange(k), indexing="ij")
-            addr = canonical_element_address(desc, i, j, eb, major)
-        except ValueError as e:
-            raise UnknownOpError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x}: {e}") from None
-        lo, hi = int(addr.min()), int(addr.max()) + eb
-        if lo < cta.base or hi > cta.base + cta.size:
-            raise OutOfBoundsError(f"tcgen05.mma operand {which} (smem descriptor 0x{bits:x}, start "
-                                   f"0x{desc.start_address:x}) reads smem 0x{lo:x}..0x{hi - 1:x}; dynamic smem is "
-                                   f"0x{cta.base:x}..0x{cta.base + cta.size - 1:x}: check the descriptor's address, "
-                                   "LBO and SBO")
+        addr = cta.operand_addresses(desc, bits, mn, k, eb, major, f"tcgen05.mma operand {which} smem")
         cache[key] = addr
     return cache[key]
 
