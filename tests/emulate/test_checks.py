@@ -54,6 +54,20 @@ def test_deadlock_lists_what_each_warp_waits_on():
         run(k)
 
 
+def test_messages_name_the_planned_barriers_and_regions():
+    # the same broken kernel, given the plan's names (as gemm_kernel and warploom emulate give them)
+    from warploom.compile import planned_program
+    from warploom.emulate.names import SmemNames
+    from warploom.targets import get as get_target
+    k = lowered()
+    producer_wait = ops(k, "nvvm.mbarrier.try_wait.parity")[0]
+    producer_wait.operands[1] = producer_wait.operands[1].owner.operands[0]
+    names = SmemNames.of_program(planned_program(SPEC), get_target(SPEC.target))
+    with pytest.raises(DeadlockError, match=r"warp 0: .*mbarrier 0x[0-9a-f]+\(empty\[0\]\) .*parity 0.*"
+                                            r"warp 4: .*mbarrier 0x[0-9a-f]+\(full\[0\]\)"):
+        run(k, contract={"names": names})
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_wgmma_reading_smem_before_its_copy_landed(seed):
     # the consumers no longer wait on the full barrier before their MMAs

@@ -28,8 +28,9 @@ from warploom.runtime import rules
 from warploom.targets import get as get_target
 
 from .compiler import Compiled, compile_kernel
-from .errors import OutOfBoundsError, RegisterBudgetError, UnknownOpError
+from .errors import EmulationError, OutOfBoundsError, RegisterBudgetError, UnknownOpError
 from .machine import CTA, MAX_CLUSTER_CTAS, NUMPY_ELEMS, SMEM_BASE, WARP, Cluster, GlobalMemory, Warp
+from .names import SmemNames
 
 TMAP_BASE = 0x1000          # made-up param-space addresses of the tensor-map parameters, 128 B apart
 TMAP_BYTES = 128
@@ -46,6 +47,7 @@ class EmulatedKernel:
     block: tuple
     cluster: tuple
     smem_bytes: int
+    names: SmemNames | None = None        # the plan's names for smem addresses, for messages (from gemm_kernel)
     # what owns the MLIR the closures point back to (for error messages): the LoweredKernel (its holder module) or
     # the module given; without it the ops are freed with their module and printing one crashes
     source: object = field(default=None, repr=False, compare=False)
@@ -219,7 +221,13 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
                     k.compiled.start(w, values)
                 warps += cta_warps
             count += cluster.size
-            cluster.run(warps)
+            try:
+                cluster.run(warps)
+            except EmulationError as e:
+                if k.names is not None:        # name the plan's regions and barriers beside their addresses
+                    e.detail = k.names.annotate(e.detail, smem_base)
+                    e.args = (str(e),)
+                raise
     return EmulationReport(k.name, grid, count, time.perf_counter() - t0, dict(launch.stats), shape)
 
 
@@ -266,7 +274,9 @@ def gemm_kernel(spec) -> EmulatedKernel:
         if spec.target != "sm_90a":
             raise ValueError(f"emulate_gemm: target {spec.target} has no lowering yet (sm_90a only)")
         program = planned_program(spec)
-        _KERNELS[spec] = EmulatedKernel.of(lower_kernel(program, kernel_name(program)))
+        kernel = EmulatedKernel.of(lower_kernel(program, kernel_name(program)))
+        kernel.names = SmemNames.of_program(program, get_target(spec.target))
+        _KERNELS[spec] = kernel
     return _KERNELS[spec]
 
 

@@ -198,44 +198,20 @@ def run(args, out=None, err=None) -> int:
 
 # ---- timeline ----------------------------------------------------------------------------------------
 
-def smem_names(spec) -> tuple[list, dict[int, str]]:
-    """([(absolute smem address, bytes, 'full[1]' or 'a[2]')], {warp: role}): each mbarrier and ring stage of the
-    kernel's plan, at the base the kernel rounds the emulator's dynamic smem window up to; each warp's role."""
-    from warploom import targets
+def role_names(spec) -> dict[int, str]:
+    """{warp: the role it runs} in the kernel's plan."""
     from warploom.compile import planned_program
-    from warploom.emulate.machine import MBARRIER_BYTES, SMEM_BASE
-    program = planned_program(spec)
-    align = targets.get(spec.target).smem_base_align
-    base = -(-SMEM_BASE // align) * align
-    names = []                  # (start, bytes, name)
-    for r in program.regions.values():
-        if r.space == "smem" and r.offset is not None and r.name != "mbarriers":
-            stage = r.size // r.stages
-            names += [(base + r.offset + s * stage, stage, f"{r.name}[{s}]") for s in range(r.stages)]
-    for bar in program.barriers.values():
-        if bar.offset is not None:
-            names += [(base + bar.offset + MBARRIER_BYTES * i, MBARRIER_BYTES, f"{bar.name}[{i}]")
-                      for i in range(bar.count)]
-    roles = {}
-    for role in program.roles:
-        for w in role.warp_range:
-            roles[w] = role.name
-    return names, roles
+    return {w: role.name for role in planned_program(spec).roles for w in role.warp_range}
 
 
 def print_timeline(records: list, spec, cta: tuple, seed: int, limit: int, out) -> None:
     """Each warp's trace records (at most `limit`), its smem addresses named after the kernel's plan."""
-    names, roles = smem_names(spec)
-
-    def name(mo) -> str:
-        addr = int(mo.group(1), 16)
-        for start, size, what in names:
-            if start <= addr < start + size:
-                return f"{mo.group(0)}({what}{f'+{addr - start}' if addr > start else ''})"
-        return mo.group(0)
+    from warploom.emulate import gemm_kernel
+    from warploom.emulate.machine import SMEM_BASE
+    names, roles = gemm_kernel(spec).names, role_names(spec)
 
     def named(text: str) -> str:
-        return re.sub(r"0x([0-9a-f]+)", name, text)
+        return names.annotate(text, SMEM_BASE)
 
     print(f"\ntimeline of CTA {cta}, seed {seed} (scheduler steps; the first {limit} events of each warp):", file=out)
     by_warp: dict[int, list] = {}
