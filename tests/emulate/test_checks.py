@@ -88,6 +88,30 @@ def test_tma_overwriting_a_stage_an_unretired_wgmma_reads():
         run(k)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_stage_released_before_its_data_was_read(seed):
+    # the consumers free the stage of iteration it + 1 ((it + 5) % 4) instead of it - 1 ((it + 3) % 4): the
+    # producer gets back a stage whose data no wgmma has read (the plan says which barrier releases which stage)
+    from warploom.compile import planned_program
+    from warploom.emulate.names import SmemNames
+    from warploom.targets import get as get_target
+    k = lowered()
+    def is_constant(v, text):
+        return getattr(v.owner, "name", None) == "arith.constant" and str(v.owner.attributes["value"]) == text
+    lagged = [r.operands[0].owner for r in ops(k, "arith.remui")
+              if getattr(r.operands[0].owner, "name", None) == "arith.addi"
+              and any(is_constant(o, "3 : i32") for o in r.operands[0].owner.operands)]
+    assert len(lagged) == 1
+    add = lagged[0]
+    with ir.InsertionPoint(add), add.location:
+        add.operands[1] = arith.constant(ir.IntegerType.get_signless(32), 5)
+    names = SmemNames.of_program(planned_program(SPEC), get_target(SPEC.target))
+    with pytest.raises(SmemRaceError, match=r"CTA \(\d, \d, 0\), warp \d+, nvvm.mbarrier.arrive .*mbarrier "
+                                            r"0x[0-9a-f]+\(empty\[\d\]\) completes phase \d+, handing smem "
+                                            r"0x[0-9a-f]+\(a\[\d\]\).* were never read by an MMA"):
+        run(k, seed=seed, contract={"names": names})
+
+
 def test_accumulator_read_before_wait_group():
     k = lowered()
     final = [op for op in ops(k, "nvvm.wgmma.wait.group.sync.aligned") if op.attributes["group"].value == 0]

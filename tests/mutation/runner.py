@@ -55,7 +55,6 @@ class Outcome:
     seconds: float
     output: str
     emulator: dict | None = None  # the emulator probe's verdict (tests/emulate/probe.py): ok, check, where, message
-    benign: str = ""              # the mutation's reason why the kernel stays correct (Mutation.benign)
 
     @property
     def caught(self) -> bool:
@@ -167,7 +166,6 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
         emulator = run_probe(root, label)
         outcome = run_selection(root, selection, label)
         outcome.emulator = emulator
-        outcome.benign = m.benign if m else ""
         return outcome
 
 
@@ -189,14 +187,12 @@ def emulator_cell(o: Outcome) -> str:
     e = o.emulator
     if e is None:
         return "?"
-    if o.benign:
-        return "n/a: benign, all match" if e["ok"] else f"{e['check']} (benign?!)"
     return "(all match)" if e["ok"] else e["check"]
 
 
 def accepted(o: Outcome) -> bool:
-    """A bug is caught by the emulator; a benign change (correct, only slower) by the lit or unit tests."""
-    return o.caught if o.benign else o.emulator_caught
+    """The emulator caught the bug."""
+    return o.emulator_caught
 
 
 def report(control: Outcome, outcomes: list[Outcome]) -> str:

@@ -123,6 +123,7 @@ class Launch:
         self.tmaps: dict[int, TensorMapBinding] = {}
         self.stats = Counter()
         self.check_unread = True              # emulate_launch(check_unread=): see there
+        self.releases: dict = {}              # empty-barrier address -> [(smem offsets lo, hi) of its stage]
         self.address_cache: dict = {}
 
     def tensor_map_at(self, addr: int) -> TensorMapBinding:
@@ -177,6 +178,11 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
     shape = _cluster_shape(k, grid)
     launch = Launch(k, grid, smem_base, shape, launch_regs)
     launch.check_unread = check_unread
+    if k.names is not None and check_unread:
+        # the plan's ring stages, by the smem address of the barrier whose phase hands each back to its producer
+        base = k.names.base(smem_base)
+        launch.releases = {base + bar: [(base - smem_base + off, base - smem_base + off + n) for off, n in stage]
+                           for bar, stage in k.names.releases}
     values = []
     for i, p in enumerate(k.params):
         if p.kind == "tensormap":

@@ -423,7 +423,22 @@ class CTA:
                                 f"{bar.count} in phase {bar.phase}: the init count or the number of arriving "
                                 "threads is wrong")
         bar.maybe_complete()
+        if bar.phase != state and addr in self.launch.releases:
+            self._check_release(addr, bar.phase - 1)
         return state
+
+    def _check_release(self, addr: int, phase: int) -> None:
+        """The plan says barrier `addr` hands a ring stage back to its producer: when one of its phases completes,
+        every byte a TMA copy loaded into the stage must have been read (by an MMA or ld.shared)."""
+        for lo, hi in self.launch.releases[addr]:
+            unread = np.flatnonzero(self.unread[lo:hi])
+            if unread.size:
+                byte = lo + int(unread[0])
+                raise SmemRaceError(f"mbarrier 0x{addr:x} completes phase {phase}, handing smem 0x{self.base + lo:x}.."
+                                    f"0x{self.base + hi - 1:x} back to its producer, while {unread.size} of its bytes "
+                                    f"(from {self.copy_names[self.writer[byte]]}) were never read by an MMA or "
+                                    "ld.shared: a stage is released before its consumers used it (check which stage "
+                                    "the consumers free, and when)")
 
     def complete_tx(self, addr: int, nbytes: int) -> None:
         # 9.7.13.15 "mbarrier.complete_tx", as performed by a TMA copy landing: tx-count -= bytes

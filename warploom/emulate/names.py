@@ -14,6 +14,9 @@ from dataclasses import dataclass
 class SmemNames:
     align: int                               # the kernel rounds its smem base up to this
     spans: tuple = ()                        # (offset from the rounded base, bytes, name)
+    # ring stages and the barrier that hands each back to its producer: (offset of empty[s], ((offset of the
+    # stage of each of the ring's regions, bytes), ...)), offsets from the rounded base
+    releases: tuple = ()
 
     @classmethod
     def of_program(cls, program, target) -> SmemNames:
@@ -27,7 +30,17 @@ class SmemNames:
             if bar.offset is not None:
                 spans += [(bar.offset + target.mbarrier_bytes * i, target.mbarrier_bytes, f"{bar.name}[{i}]")
                           for i in range(bar.count)]
-        return cls(target.smem_base_align, tuple(sorted(spans)))
+        releases = []
+        for ring in program.rings.values():
+            bar = program.barriers.get(ring.empty) if ring.empty else None
+            if bar is None or bar.offset is None:
+                continue
+            regions = [program.regions[r] for r in ring.regions]
+            for s in range(ring.stages):
+                stage = tuple((r.offset + s * (r.size // r.stages), r.size // r.stages) for r in regions
+                              if r.offset is not None)
+                releases.append((bar.offset + target.mbarrier_bytes * s, stage))
+        return cls(target.smem_base_align, tuple(sorted(spans)), tuple(releases))
 
     def base(self, window: int) -> int:
         """Where the kernel's plan starts, for a dynamic smem window at `window`."""
