@@ -84,8 +84,9 @@ def test_matmul_batch_mismatch_raises():
 # ---------------------------------------------------------------- attention
 
 
-def loop_attention(q, k, v, causal, scale):
-    """Per-(b, h, i) python loop on bhsd tensors; kv head is picked as h * Hkv // Hq."""
+def loop_attention(q, k, v, causal, scale, lse=None):
+    """Per-(b, h, i) python loop on bhsd tensors; kv head is picked as h * Hkv // Hq. Causal: query i sees key
+    j <= i + Sk - Sq (bottom-right); a row with no key gives 0 (and log-sum-exp -inf into `lse`)."""
     batch, hq, sq, d = q.shape
     hkv, sk, dv = k.shape[1], k.shape[2], v.shape[3]
     out = np.zeros((batch, hq, sq, dv))
@@ -93,11 +94,17 @@ def loop_attention(q, k, v, causal, scale):
         for h in range(hq):
             g = h * hkv // hq
             for i in range(sq):
-                keys = [j for j in range(sk) if not causal or j <= i]
+                keys = [j for j in range(sk) if not causal or j <= i + sk - sq]
+                if not keys:
+                    if lse is not None:
+                        lse[b, h, i] = -math.inf
+                    continue
                 logits = [scale * sum(q[b, h, i, c] * k[b, g, j, c] for c in range(d)) for j in keys]
                 top = max(logits)
                 weights = [math.exp(s - top) for s in logits]
                 denom = sum(weights)
+                if lse is not None:
+                    lse[b, h, i] = top + math.log(denom)
                 for c in range(dv):
                     out[b, h, i, c] = sum(w * v[b, g, j, c] for w, j in zip(weights, keys)) / denom
     return out
@@ -109,7 +116,8 @@ ATTN_CASES = [
     (1, 4, 2, 17, 33, 8, 5, False, None),
     (1, 4, 2, 17, 33, 8, 8, True, None),
     (2, 6, 1, 9, 9, 4, 4, True, 0.3),
-    (1, 6, 1, 11, 5, 3, 7, True, None),  # Sq > Sk: every query still sees key 0
+    (1, 6, 1, 11, 5, 3, 7, True, None),  # Sq > Sk: the first 6 queries see no key (bottom-right mask)
+    (1, 2, 1, 4, 9, 3, 3, True, None),   # Sq < Sk: query 0 sees keys 0..5
     (1, 3, 3, 7, 13, 5, 5, False, 2.5),
 ]
 
@@ -120,9 +128,11 @@ def test_attention_matches_loop(case, layout):
     batch, hq, hkv, sq, sk, d, dv, causal, scale = case
     seed = sum(case[:7])
     q, k, v = randn(seed, batch, hq, sq, d), randn(seed + 1, batch, hkv, sk, d), randn(seed + 2, batch, hkv, sk, dv)
-    want = loop_attention(q, k, v, causal, 1 / math.sqrt(d) if scale is None else scale)
+    want_lse = np.zeros((batch, hq, sq))
+    want = loop_attention(q, k, v, causal, 1 / math.sqrt(d) if scale is None else scale, want_lse)
     if layout == "bhsd":
-        got = ref.attention(q, k, v, causal=causal, scale=scale)
+        got, lse = ref.attention(q, k, v, causal=causal, scale=scale, return_lse=True)
+        np.testing.assert_allclose(lse, want_lse, rtol=1e-12, atol=1e-12)
     else:
         to_bshd = lambda t: np.ascontiguousarray(t.transpose(0, 2, 1, 3))  # noqa: E731
         got = ref.attention(to_bshd(q), to_bshd(k), to_bshd(v), causal=causal, scale=scale, layout="bshd")
@@ -139,7 +149,7 @@ def test_attention_is_stable_for_large_logits():
 
 
 def test_attention_causal_first_row_is_first_value():
-    # Query 0 sees only key 0, so its output must be exactly v[..., 0, :].
+    # With Sq == Sk query 0 sees only key 0, so its output must be exactly v[..., 0, :].
     q, k, v = randn(50, 2, 4, 6, 3), randn(51, 2, 2, 6, 3), randn(52, 2, 2, 6, 5)
     got = ref.attention(q, k, v, causal=True)
     np.testing.assert_array_equal(got[:, 0::2, 0, :], v[:, :, 0, :])
@@ -262,7 +272,7 @@ def test_causal_mask_pattern(sq, sk):
     np.testing.assert_array_equal(x, before)  # input untouched
     for i in range(sq):
         for j in range(sk):
-            if j > i:
+            if j > i + sk - sq:          # bottom-right alignment
                 assert np.all(got[:, i, j] == -np.inf)
             else:
                 np.testing.assert_array_equal(got[:, i, j], x[:, i, j])

@@ -101,10 +101,18 @@ class MBarrier:
 
 @dataclass(frozen=True)
 class NamedBarrier:
-    """A hardware named barrier (bar.sync/bar.arrive id, threads): warp-synchronous hand-offs such as ping-pong."""
+    """Hardware named barriers (bar.sync/bar.arrive id, threads): warp-synchronous hand-offs such as ping-pong.
+
+    `count` > 1 declares one barrier per warpgroup of the role that uses it, ids id .. id + count - 1:
+    warpgroup w's barrier is id + w (`Sync.slot` picks its own or the next warpgroup's)."""
     name: str
     id: int
     threads: int
+    count: int = 1
+
+    @property
+    def ids(self) -> range:
+        return range(self.id, self.id + self.count)
 
 
 @dataclass(frozen=True)
@@ -210,11 +218,20 @@ class Compute:
     writes: tuple[str, ...]
 
 
+SLOTS = ("own", "next")                           # a warpgroup's own named barrier, or the next warpgroup's
+
+
 @dataclass(frozen=True)
 class Sync:
-    """bar.sync (or bar.arrive when `arrive_only`) on a named barrier."""
+    """bar.sync (or bar.arrive when `arrive_only`) on a named barrier.
+
+    For a barrier with one instance per warpgroup, `slot` "own" is this warpgroup's (id + w), "next" the next
+    one's (id + (w + 1) % count): FA3's ping-pong is sync(own) before the MMAs, arrive(next) after them.
+    `warpgroup` = i restricts the op to warpgroup i of the role (the one-off hand-over that starts the turns)."""
     barrier: str
     arrive_only: bool = False
+    slot: str = "own"                # SLOTS
+    warpgroup: int | None = None
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 
 from warploom import targets
 
-from .program import (BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
+from .program import (BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
                       Region, Role, Store, Sync, Wait)
 
 
@@ -429,17 +429,33 @@ def check_named_barriers(p: Program):
     t = targets.get(p.target)
     seen: dict[int, str] = {}
     users: dict[str, set[str]] = {}
+    wg_warps = t.warpgroup_threads // t.warp_size
     for role, op in p.ops():
         if isinstance(op, Sync):
             users.setdefault(op.barrier, set()).add(role.name)
+            nb = p.named_barriers.get(op.barrier)
+            wgs = max(1, role.warps // wg_warps)
+            if op.slot not in SLOTS:
+                yield Problem("named-barriers", _at(role, op), f"slot {op.slot!r}; use one of {', '.join(SLOTS)}")
+            elif nb is not None and op.slot == "next" and nb.count == 1:
+                yield Problem("named-barriers", _at(role, op), f"slot 'next' on {nb.name!r}, which has one instance: "
+                              f"declare count = {wgs} (one per warpgroup of {role.name!r})")
+            if nb is not None and nb.count > 1 and nb.count != wgs:
+                yield Problem("named-barriers", _at(role, op), f"{nb.name!r} has {nb.count} instances but role "
+                              f"{role.name!r} has {wgs} warpgroups: set count = {wgs}")
+            if op.warpgroup is not None and not 0 <= op.warpgroup < wgs:
+                yield Problem("named-barriers", _at(role, op), f"warpgroup {op.warpgroup}: role {role.name!r} has "
+                              f"warpgroups 0..{wgs - 1}")
     for nb in p.named_barriers.values():
         lo, hi = t.named_barrier_ids
-        if not lo <= nb.id <= hi:
-            yield Problem("named-barriers", f"named barrier {nb.name!r}", f"id {nb.id}; use {lo}..{hi} "
+        if not (lo <= nb.id and nb.ids[-1] <= hi):
+            shown = f"id {nb.id}" if nb.count == 1 else f"ids {nb.id}..{nb.ids[-1]}"
+            yield Problem("named-barriers", f"named barrier {nb.name!r}", f"{shown}; use {lo}..{hi} "
                           "(id 0 is the block-wide barrier)")
-        if nb.id in seen:
-            yield Problem("named-barriers", f"named barrier {nb.name!r}", f"id {nb.id} is also {seen[nb.id]!r}")
-        seen[nb.id] = nb.name
+        for i in nb.ids:
+            if i in seen:
+                yield Problem("named-barriers", f"named barrier {nb.name!r}", f"id {i} is also {seen[i]!r}")
+            seen[i] = nb.name
         if nb.threads % t.warp_size:
             yield Problem("named-barriers", f"named barrier {nb.name!r}", f"{nb.threads} threads; bar.sync counts "
                           f"whole warps (a multiple of {t.warp_size})")

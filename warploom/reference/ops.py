@@ -18,7 +18,7 @@ __all__ = [
     "round_to", "cast",
     "matmul", "attention",
     "add", "mul", "maximum", "scale", "exp", "exp2", "relu", "gelu", "silu",
-    "reduce_max", "reduce_sum", "softmax", "causal_mask",
+    "reduce_max", "reduce_sum", "softmax", "logsumexp", "causal_mask",
     "OPS",
 ]
 
@@ -77,7 +77,7 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> np.nda
 
 
 def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
-              layout: str = "bhsd") -> np.ndarray:
+              layout: str = "bhsd", return_lse: bool = False):
     """softmax(q k^T * scale [+ causal mask]) v, per batch and query head, in float64.
 
     layout "bhsd": q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv].
@@ -86,10 +86,14 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
 
     GQA: query head h reads kv head h // (Hq // Hkv).
     scale defaults to 1/sqrt(D).
-    causal: query i sees key j only if j <= i, aligned top-left (torch's
-    is_causal). With that alignment key 0 is visible to every query, so a
-    row can only be fully masked when Sk == 0; such rows give 0 output
-    (what a flash kernel yields when its running denominator stays 0).
+    causal: query i sees key j only if j <= i + Sk - Sq, the mask aligned to the
+    bottom-right corner as FlashAttention >= 2.1 aligns it (the last query sees
+    every key; for Sq == Sk this is torch's is_causal). When Sq > Sk the first
+    Sq - Sk queries see no key: such rows give 0 output (what a flash kernel
+    yields when its running denominator stays 0).
+
+    return_lse: also return the log-sum-exp of each row of scaled scores,
+    [B, Hq, Sq] in either layout (natural log; -inf for a row that sees no key).
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown attention layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
@@ -116,7 +120,9 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     out = softmax(scores, axis=-1) @ v
     if layout == "bshd":
         out = out.transpose(0, 2, 1, 3)
-    return out
+    if not return_lse:
+        return out
+    return out, logsumexp(scores, axis=-1)
 
 
 def _check_attention_shapes(qs, ks, vs, layout: str) -> None:
@@ -215,11 +221,22 @@ def softmax(x, axis: int = -1) -> np.ndarray:
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
 
+def logsumexp(x, axis: int = -1) -> np.ndarray:
+    """log(sum(exp(x))) along `axis`, stable; -inf for a slice that is entirely -inf (or empty)."""
+    x = _f64(x)
+    row_max = np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    shift = np.where(np.isfinite(row_max), row_max, 0.0)
+    total = np.exp(x - shift).sum(axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):
+        return np.squeeze(np.log(total) + shift, axis=axis)
+
+
 def causal_mask(x) -> np.ndarray:
-    """-inf where key j > query i over the last two axes [Sq, Sk], top-left aligned."""
+    """-inf where key j > query i + (Sk - Sq) over the last two axes [Sq, Sk]: the mask aligned to the
+    bottom-right corner (FlashAttention >= 2.1; torch's is_causal when Sq == Sk)."""
     x = _f64(x).copy()
     sq, sk = x.shape[-2], x.shape[-1]
-    future = np.arange(sk)[None, :] > np.arange(sq)[:, None]
+    future = np.arange(sk)[None, :] > np.arange(sq)[:, None] + (sk - sq)
     x[..., future] = -np.inf
     return x
 

@@ -7,6 +7,11 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
     ("mul_cdiv", A, S, d)              A * ceil(S / d)
     ("persistent", M, bm, N, bn, P)    min(ceil(M / bm) * ceil(N / bn), P): one CTA per tile, at most P
                                        (the SM count), each striding over the tiles (see `tile_origin`)
+    ("causal_blocks", Sq, Sk, m, bm, bn)
+                                       the key blocks of bn keys that query block m (rows m*bm .. m*bm+bm-1)
+                                       sees under the bottom-right causal mask (query i sees key j <= i + Sk - Sq):
+                                       min(ceil(Sk / bn), ceil(max(0, (m + 1) * bm + Sk - Sq) / bn)); m is a
+                                       size the caller gives (in a kernel, the CTA's query block index)
 
 wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, `trip = ["cdiv", "K", 64]`);
 the runtime (and the emulator, for its launches) evaluates the grid on Python ints; the lowering evaluates
@@ -16,7 +21,7 @@ Imports nothing but the standard library: the runtime (which never imports MLIR)
 """
 from __future__ import annotations
 
-ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5}
+ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "causal_blocks": 5}
 
 
 class IntOps:
@@ -33,6 +38,7 @@ class IntOps:
     remu = staticmethod(lambda a, b: a % b)
     and_ = staticmethod(lambda a, b: a & b)
     minu = staticmethod(min)
+    maxs = staticmethod(max)          # signed max (the one place a rule's intermediate may go negative)
 
 
 INT = IntOps()
@@ -53,6 +59,11 @@ def check(rule) -> tuple:
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
             raise ValueError(f"rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
                              "and positive tile sizes")
+    if op == "causal_blocks":
+        names, steps = args[:3], args[3:]
+        if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
+            raise ValueError(f"rule {rule!r}: expected (\"causal_blocks\", Sq, Sk, m, bm, bn) with size names "
+                             "and positive block sizes")
     if op in ("cdiv", "mul_cdiv"):
         *names, d = args
         if not all(isinstance(n, str) for n in names):
@@ -96,6 +107,11 @@ def evaluate(rule, sizes: dict, ops=INT):
         return cdiv(_size(sizes, rule[1], rule, ops), rule[2], ops)
     if op == "mul_cdiv":
         return ops.mul(_size(sizes, rule[1], rule, ops), cdiv(_size(sizes, rule[2], rule, ops), rule[3], ops))
+    if op == "causal_blocks":
+        sq, sk, m = (_size(sizes, n, rule, ops) for n in rule[1:4])
+        bm, bn = rule[4:]
+        seen = ops.sub(ops.add(ops.mul(ops.add(m, ops.const(1)), ops.const(bm)), sk), sq)
+        return ops.minu(cdiv(sk, bn, ops), cdiv(ops.maxs(seen, ops.const(0)), bn, ops))
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
     return ops.minu(tiles, _size(sizes, p, rule, ops))

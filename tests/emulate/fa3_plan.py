@@ -1,0 +1,98 @@
+"""The planned FA3-style sm_90a attention program, written out by hand: the contract between the attention
+planning passes (wl-tile .. wl-plan-barriers on a wl.attention) and the sm_90a attention lowering.
+
+The passes must produce exactly this Program from `wl.attention` (tests compare them), and the lowering is
+tested on it directly (so either side can change only together with this file). docs/attention-sm90.md
+explains the schedule; every number below follows from (elem, head_dim, block_n, stages, causal).
+
+    producer  (warpgroup 0, one elected thread, 24 regs): Q once; per key block: K then V through 2-stage rings
+    consumer  (warpgroups 1-2, 240 regs each): per key block, S = Q K^T (wgmma, smem x smem), masked online
+              softmax in registers, O += P V (wgmma, P from registers); the two warpgroups take turns at the
+              tensor cores through the named barriers turn[0], turn[1]; then O / rowsum and LSE stored
+"""
+from __future__ import annotations
+
+from warploom import targets
+from warploom.dialect.shapes import TensorType
+from warploom.kernel import (Arrive, Compute, Copy, Loop, MBarrier, Mma, MmaWait, NamedBarrier, Operand, Program,
+                             Region, Ring, Role, Store, Sync, Wait)
+from warploom.kernel.program import BARRIER_STORAGE
+
+BLOCK_M = 128                   # query rows per CTA: 64 per consumer warpgroup (wgmma m64)
+STAGES = 2
+
+
+def default_block_n(head_dim: int) -> int:
+    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
+    return 64 if head_dim > 128 else 128
+
+
+def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
+                stages: int = STAGES) -> Program:
+    t = targets.get("sm_90a")
+    d, bm = head_dim, BLOCK_M
+    bn = default_block_n(d) if block_n is None else block_n
+    esize = targets.ELEMENT_BITS[elem] // 8
+    q_bytes, kv_bytes = bm * d * esize, bn * d * esize
+    regions = {
+        "q": Region("q", "smem", elem, (bm, d), ("M", "D"), 1, 128, 0, q_bytes, 1024),
+        "k": Region("k", "smem", elem, (bn, d), ("N", "D"), stages, 128, q_bytes, stages * kv_bytes, 1024),
+        "v": Region("v", "smem", elem, (bn, d), ("N", "D"), stages, 128, q_bytes + stages * kv_bytes,
+                    stages * kv_bytes, 1024),
+    }
+    bar0 = q_bytes + 2 * stages * kv_bytes
+    mb = t.mbarrier_bytes
+    count = 1 + 4 * stages
+    regions[BARRIER_STORAGE] = Region(BARRIER_STORAGE, "smem", "i64", (count,), offset=bar0, size=count * mb,
+                                      align=mb)
+    barriers, off = {}, bar0
+    for name, n, arrivals, tx in (("q_full", 1, 1, q_bytes), ("k_full", stages, 1, kv_bytes),
+                                  ("k_empty", stages, 2, 0), ("v_full", stages, 1, kv_bytes),
+                                  ("v_empty", stages, 2, 0)):
+        barriers[name] = MBarrier(name, n, arrivals, tx, offset=off)
+        off += n * mb
+    rings = {
+        "q": Ring("q", 1, ("q",), "producer", ("consumer",), full="q_full"),
+        "k": Ring("k", stages, ("k",), "producer", ("consumer",), full="k_full", empty="k_empty"),
+        "v": Ring("v", stages, ("v",), "producer", ("consumer",), full="v_full", empty="v_empty"),
+    }
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
+    producer = Role("producer", 0, 4, "thread", 24, body=(
+        Arrive("q_full", tx_bytes=q_bytes), Copy("q", "q", "q_full"),
+        Loop(trip, name="kv", body=(
+            Wait("k_empty", "phase^1"), Arrive("k_full", tx_bytes=kv_bytes), Copy("k", "k", "k_full"),
+            Wait("v_empty", "phase^1"), Arrive("v_full", tx_bytes=kv_bytes), Copy("v", "v", "v_full"))),
+    ))
+    consumer = Role("consumer", 4, 8, "warpgroup", 240, body=(
+        Wait("q_full"),
+        Sync("turn", arrive_only=True, slot="next", warpgroup=1),     # warpgroup 1 lets warpgroup 0 go first
+        Loop(trip, name="kv", carries=("o_acc", "row_max", "row_sum"), body=(
+            Wait("k_full"),
+            Sync("turn"),                                              # this warpgroup's turn at the tensor cores
+            Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (64, bn, d),
+                k_dim="D", accumulate=False),
+            Sync("turn", arrive_only=True, slot="next"),               # the other warpgroup's turn
+            MmaWait(0),
+            Arrive("k_empty", per="warpgroup"),
+            Compute("online_softmax", ("s", "row_max", "row_sum", "o_acc"), ("p", "row_max", "row_sum", "o_acc")),
+            Wait("v_full"),
+            Mma(Operand("regs", "p", "K"), Operand("smem", "v", "MN"), Operand("regs", "o_acc"), (64, d, bn),
+                k_dim="N"),
+            MmaWait(0),
+            Arrive("v_empty", per="warpgroup"))),
+        Sync("turn", warpgroup=0),                                     # takes warpgroup 1's last hand-over
+        Compute("normalize", ("o_acc", "row_max", "row_sum"), ("o_acc", "lse")),
+        Store("o_acc", "out", (64, d)),
+        Store("lse", "lse", (64,)),
+    ))
+    seq = TensorType((None, None, None, d), elem)
+    return Program(
+        kind="attention", target="sm_90a", inputs={"q": seq, "k": seq, "v": seq},
+        outputs={"out": seq, "lse": TensorType((None, None, None), "f32")}, threads=384,
+        roles=[producer, consumer], regions=regions, barriers=barriers,
+        named_barriers={"turn": NamedBarrier("turn", 1, 256, count=2)}, rings=rings,
+        registers={"s": (64, bn), "p": (64, bn), "o_acc": (64, d), "row_max": (64,), "row_sum": (64,),
+                   "lse": (64,)},
+        smem_bytes=off + t.smem_base_align,
+        attrs={"tile": [bm, bn, d], "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]],
+               "schedule": "grid", "cluster": [1, 1, 1], "stages": stages, "causal": causal, "acc_elem": "f32"})
