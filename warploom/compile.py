@@ -1,6 +1,8 @@
 """Compile a kernel spec into a KernelArtifact: graph -> wl passes -> NVVM -> PTX -> cubin.
 
     artifact = compile_gemm(GemmSpec("bf16", "kn", block_n=256))
+    artifact = compile_attention(AttentionSpec("bf16", head_dim=128, causal=True))
+    artifact = compile_attention_graph(my_graph, AttentionSpec(...))   # any graph that fuses to that attention
 
 The graph goes through the target's pass pipeline up to the resource-assigned
 level (wl-plan-barriers); `lower_kernel` turns that kernel into a gpu.module and
@@ -15,7 +17,9 @@ import importlib.metadata
 import time
 
 import warploom
-from warploom.kernels import GemmSpec
+import math
+
+from warploom.kernels import AttentionSpec, GemmSpec, check_attention_artifact
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -97,16 +101,22 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
         raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
-    from warploom.lowering.assemble import assemble, disassemble, sass_counts
-    from warploom.lowering.ptx import gpu_module_to_ptx
-    from warploom.lowering.sm90 import kernel_name, lower_kernel
-    from warploom.passes.plan_smem import plan_smem
+    from warploom.lowering.sm90 import kernel_name
 
     module, records = gemm_graph(spec).run_pipeline(planning_passes(spec))
     with module.context:
         (kernel,) = kernel_ops(module)
         program = read_program(kernel)       # what the lowering, the plans and the explain tables read
-    name = kernel_name(program)
+    return _build_artifact(spec, program, records, kernel_name(program))
+
+
+def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
+    """A planned kernel program -> NVVM (lower_kernel) -> PTX -> cubin (ptxas), with its plans and reports."""
+    from warploom.lowering.assemble import assemble, disassemble, sass_counts
+    from warploom.lowering.ptx import gpu_module_to_ptx
+    from warploom.lowering.sm90 import lower_kernel
+    from warploom.passes.plan_smem import plan_smem
+
     t0 = time.perf_counter()
     lowered = lower_kernel(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
@@ -130,3 +140,89 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     return KernelArtifact(name=name, target=spec.target, cubin=asm.cubin, ptx=ptx, smem_bytes=lowered.smem_bytes,
                           block=lowered.block, cluster=lowered.cluster, grid=lowered.grid, params=lowered.params,
                           tensor_maps=lowered.tensor_maps, meta=meta, key=key)
+
+
+# ---- attention ----------------------------------------------------------------------------
+# One graph per AttentionSpec. The kernel reads q, k, v through 4-D tensor maps built from the caller's strides,
+# so one kernel serves both layouts: the spec's graph is written in "bhsd", the layout the long way (batched
+# matmuls over (B, H)) produces after wl-fuse, so both graphs reach the same wl.attention, the same IR and the
+# same cache key. Batch, sequence lengths and head counts are dynamic (named dims), the head dim is static.
+ATTENTION_GRAPH = "attn"
+ATTENTION_DIMS = {"q": ("B", "Hq", "Sq"), "k": ("B", "Hkv", "Sk"), "v": ("B", "Hkv", "Sk")}
+
+
+def attention_inputs(g, spec: AttentionSpec):
+    return tuple(g.input(name, dims + (spec.head_dim,), spec.elem) for name, dims in ATTENTION_DIMS.items())
+
+
+def attention_graph(spec: AttentionSpec):
+    """The graph of `spec`: one wl.attention with the default scale 1/sqrt(D) (the kernel takes the scale
+    it uses at run time, as scale_log2)."""
+    g = warploom.Graph(ATTENTION_GRAPH)
+    q, k, v = attention_inputs(g, spec)
+    g.output(g.attention(q, k, v, causal=spec.causal, layout="bhsd"))
+    return g
+
+
+def attention_long_way_graph(spec: AttentionSpec):
+    """The same attention written the long way: matmul, scale, (causal_mask), softmax, matmul; wl-fuse turns
+    it into the one wl.attention of `attention_graph(spec)`."""
+    g = warploom.Graph(ATTENTION_GRAPH)
+    q, k, v = attention_inputs(g, spec)
+    s = g.scale(g.matmul(q, k, transpose_b=True), 1.0 / math.sqrt(spec.head_dim))
+    if spec.causal:
+        s = g.causal_mask(s)
+    g.output(g.matmul(g.softmax(s), v))
+    return g
+
+
+def attention_planning_passes(spec: AttentionSpec) -> list[str]:
+    """The target pipeline up to the resource-assigned level, with the spec's key block and stages."""
+    from warploom.passes import pipeline_for
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n}}}", "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
+    names = pipeline_for(spec.target)
+    return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
+
+
+def planned_attention(graph, spec: AttentionSpec):
+    """(program, records): `graph` through the attention planning passes, read as a typed Program. ValueError
+    when the graph does not become exactly the attention kernel `spec` describes."""
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel import read_program
+
+    module, records = graph.run_pipeline(attention_planning_passes(spec))
+    with module.context:
+        kernels = kernel_ops(module)
+        if len(kernels) != 1:
+            raise ValueError(f"graph {graph.name}: the planning passes made "
+                             f"{len(kernels)} kernels, expected one attention kernel for {spec.describe()} "
+                             "(is the graph exactly attention, and are the attention planning passes built?)")
+        program = read_program(kernels[0])
+    found = attention_spec_of(program, spec.target)
+    if found != spec:
+        raise ValueError(f"the graph plans to {found.describe()}, not {spec.describe()}")
+    return program, records
+
+
+def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
+    """The AttentionSpec a planned attention Program implements (its element type, head dim, mask and tile)."""
+    if program.kind != "attention":
+        raise ValueError(f"kernel of kind {program.kind!r} is not an attention kernel")
+    bm, bn, d = program.attrs["tile"]
+    elem = program.inputs["q"].elem
+    return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
+                         int(program.attrs["stages"]), target, int(bm))
+
+
+def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
+    """Compile a graph that fuses to the attention of `spec` (the spec's own graph, or the long way)."""
+    if spec.target != "sm_90a":
+        raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
+    program, records = planned_attention(graph, spec)
+    artifact = _build_artifact(spec, program, records, spec.kernel_name)
+    check_attention_artifact(artifact, spec)
+    return artifact
+
+
+def compile_attention(spec: AttentionSpec) -> KernelArtifact:
+    return compile_attention_graph(attention_graph(spec), spec)

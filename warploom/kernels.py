@@ -18,7 +18,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from warploom.runtime.artifact import KernelArtifact
+from warploom.runtime.artifact import KernelArtifact, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 
 PACKAGE = Path(__file__).parent
@@ -65,12 +65,119 @@ class GemmSpec:
                 f"schedule, {self.target}")
 
 
-# The kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
+# The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", schedule)
                for schedule in ("grid", "persistent")
                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
 }
+
+
+# ---- attention ----------------------------------------------------------------------------
+ATTENTION_BLOCK_M = 128          # query rows per CTA: 64 per consumer warpgroup (docs/attention-sm90.md)
+ATTENTION_STAGES = 2
+ATTENTION_ELEMENTS = ("bf16", "f16")
+ATTENTION_HEAD_DIMS = (64, 128, 256)
+# The runtime contract of every attention kernel (docs/attention-sm90.md, "Kernel parameters"), in launch order.
+ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
+    ("q", "tensormap"), ("k", "tensormap"), ("v", "tensormap"), ("out", "ptr"), ("lse", "ptr"),
+    ("Sq", "i32"), ("Sk", "i32"), ("Hq", "i32"), ("Hkv", "i32"),
+    ("out_stride_b", "i64"), ("out_stride_s", "i64"), ("out_stride_h", "i64"), ("scale_log2", "f32"))
+ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of every q/k/v tensor map
+ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
+
+
+def default_attention_block_n(head_dim: int) -> int:
+    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
+    return 64 if head_dim > 128 else 128
+
+
+def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the PTX entry point of an attention kernel."""
+    return f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    """A forward attention kernel: out = softmax(q kᵀ · scale [+ bottom-right causal mask]) v, with LSE.
+
+    Compiled in: element type, head dim, causal, the key block and the stages. Runtime: batch, both
+    sequence lengths, both head counts (GQA), the tensors' strides (either layout) and the scale."""
+    elem: str = "bf16"
+    head_dim: int = 128
+    causal: bool = False
+    block_n: int | None = None      # None: default_attention_block_n(head_dim)
+    stages: int = ATTENTION_STAGES
+    target: str = "sm_90a"
+
+    block_m: int = ATTENTION_BLOCK_M
+
+    def __post_init__(self):
+        if self.block_n is None:
+            object.__setattr__(self, "block_n", default_attention_block_n(self.head_dim))
+        for name in ("head_dim", "block_n", "stages", "block_m"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"AttentionSpec: {name} = {v!r} must be a positive int")
+        if not isinstance(self.causal, bool):
+            raise ValueError(f"AttentionSpec: causal = {self.causal!r} must be True or False")
+
+    @property
+    def kernel_name(self) -> str:
+        return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal)
+
+    @property
+    def lookup_id(self) -> str:
+        return f"{self.kernel_name}-{self.target}"
+
+    def describe(self) -> str:
+        mask = "causal" if self.causal else "non-causal"
+        return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
+                f"(queries x keys), {self.stages} stages, {self.target}")
+
+    def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
+        """The q, k, v tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows, 1, 1),
+        rows = block_m for q and block_n for k and v, 128-byte swizzle, out-of-bounds reads as zero."""
+        rows = {"q": self.block_m, "k": self.block_n, "v": self.block_n}
+        return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
+                for name, r in rows.items()}
+
+
+# The attention kernels `warploom precompile` builds: what warploom.ops.attention may pick.
+STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
+    "sm_90a": [AttentionSpec(elem, d, causal) for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
+               for causal in (False, True)],
+}
+
+
+def precompile_set(target: str) -> list:
+    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, then the attention kernels."""
+    return list(STANDARD_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ()))
+
+
+def check_attention_artifact(artifact: KernelArtifact, spec: AttentionSpec) -> None:
+    """ValueError unless `artifact` keeps the runtime contract of docs/attention-sm90.md for `spec`: its entry
+    name, its parameters (names, kinds, order) and its q/k/v tensor maps. ops.attention packs parameters and
+    builds tensor maps by this contract, so a kernel that drifted from it must fail here, not compute garbage."""
+    where = f"attention kernel {artifact.name!r} ({spec.describe()})"
+    problems = []
+    if artifact.name != spec.kernel_name:
+        problems.append(f"entry name is {artifact.name!r}, the spec names {spec.kernel_name!r}")
+    got = tuple((p.name, p.kind) for p in artifact.params)
+    if got != ATTENTION_PARAMS:
+        problems.append(f"parameters are {list(got)}, the contract is {list(ATTENTION_PARAMS)}")
+    for name, want in spec.tensor_map_specs().items():
+        have = artifact.tensor_maps.get(name)
+        if have is None:
+            problems.append(f"no tensor map {name!r}")
+            continue
+        for field_name in ("dtype", "box", "swizzle", "dims", "oob_fill"):
+            a, b = getattr(have, field_name), getattr(want, field_name)
+            if a != b:
+                problems.append(f"tensor map {name!r} has {field_name} {a!r}, the contract says {b!r}")
+    if problems:
+        raise ValueError(f"{where} breaks the runtime contract: " + "; ".join(problems)
+                         + ". Rebuild the cache with this warploom (warploom precompile), or fix the lowering.")
 
 
 def compiler_hash() -> str:
@@ -85,18 +192,18 @@ def compiler_hash() -> str:
     return h.hexdigest()
 
 
-def index_path(cache: KernelCache, spec: GemmSpec) -> Path:
+def index_path(cache: KernelCache, spec: GemmSpec | AttentionSpec) -> Path:
     return cache.root / "index" / f"{spec.lookup_id}.json"
 
 
-def read_index(cache: KernelCache, spec: GemmSpec) -> dict | None:
+def read_index(cache: KernelCache, spec: GemmSpec | AttentionSpec) -> dict | None:
     try:
         return json.loads(index_path(cache, spec).read_text())
     except (OSError, ValueError):
         return None
 
 
-def write_index(cache: KernelCache, spec: GemmSpec, key: str) -> None:
+def write_index(cache: KernelCache, spec: GemmSpec | AttentionSpec, key: str) -> None:
     path = index_path(cache, spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"spec": asdict(spec), "key": key, "compiler": compiler_hash()}
@@ -111,10 +218,19 @@ def mlir_available() -> bool:
     return importlib.util.find_spec("mlir") is not None
 
 
-_memo: dict[tuple[str, GemmSpec], KernelArtifact] = {}
+_memo: dict[tuple[str, GemmSpec | AttentionSpec], KernelArtifact] = {}
 
 
-def get_kernel(spec: GemmSpec, cache: KernelCache | None = None) -> KernelArtifact:
+def compile_spec(spec: GemmSpec | AttentionSpec) -> KernelArtifact:
+    """Compile `spec` now (imports the compiler, and so MLIR)."""
+    if isinstance(spec, AttentionSpec):
+        from warploom.compile import compile_attention
+        return compile_attention(spec)
+    from warploom.compile import compile_gemm
+    return compile_gemm(spec)
+
+
+def get_kernel(spec: GemmSpec | AttentionSpec, cache: KernelCache | None = None) -> KernelArtifact:
     """The compiled kernel for `spec`: from memory, from the cache, or compiled now (and cached)."""
     # keyed by the cache's root as given (or the env var), so a hit costs no path handling
     memo_key = (str(cache.root) if cache is not None else os.environ.get("WARPLOOM_CACHE_DIR"), spec)
@@ -130,8 +246,7 @@ def get_kernel(spec: GemmSpec, cache: KernelCache | None = None) -> KernelArtifa
             stale = " (the cache holds one built by another warploom version)" if entry else ""
             raise MissingKernelError(spec.lookup_id, spec.describe() + stale,
                                      f"warploom precompile --target {spec.target} --cache {cache.root}")
-        from warploom.compile import compile_gemm
-        artifact = compile_gemm(spec)
+        artifact = compile_spec(spec)
         cache.put(artifact)
         write_index(cache, spec, artifact.key)
     _memo[memo_key] = artifact

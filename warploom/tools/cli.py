@@ -70,21 +70,34 @@ def cmd_compile(args) -> int:
 def cmd_precompile(args) -> int:
     import time
 
-    from warploom.kernels import STANDARD_KERNELS, get_kernel
+    from warploom.kernels import STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, get_kernel, precompile_set
     from warploom.runtime.cache import KernelCache
 
-    if args.target not in STANDARD_KERNELS:
+    specs = precompile_set(args.target)
+    if not specs:
+        targets = sorted(set(STANDARD_KERNELS) | set(STANDARD_ATTENTION_KERNELS))
         print(f"warploom precompile: no standard kernels for {args.target!r} yet; targets: "
-              f"{', '.join(STANDARD_KERNELS)}", file=sys.stderr)
+              f"{', '.join(targets)}", file=sys.stderr)
         return 1
     cache = KernelCache(args.cache)
-    print(f"precompiling {len(STANDARD_KERNELS[args.target])} kernels for {args.target} into {cache.root}")
-    for spec in STANDARD_KERNELS[args.target]:
+    print(f"precompiling {len(specs)} kernels for {args.target} into {cache.root}")
+    failed = []
+    for spec in specs:
         t0 = time.perf_counter()
-        artifact = get_kernel(spec, cache)
+        try:
+            artifact = get_kernel(spec, cache)
+        except (ValueError, TypeError, LookupError, OSError, RuntimeError, NotImplementedError) as e:
+            # one kernel that does not build must not keep the others out of the cache
+            failed.append(spec.lookup_id)
+            print(f"  {spec.lookup_id:<44} FAILED: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+            continue
         report = artifact.meta.get("ptxas", {})
-        print(f"  {spec.lookup_id:<36} {time.perf_counter() - t0:6.2f} s  {artifact.smem_bytes:>7} B smem  "
+        print(f"  {spec.lookup_id:<44} {time.perf_counter() - t0:6.2f} s  {artifact.smem_bytes:>7} B smem  "
               f"{report.get('registers', '?')} regs  {report.get('spill_bytes', '?')} B spills  key {artifact.key[:12]}")
+    if failed:
+        print(f"warploom precompile: {len(failed)} of {len(specs)} kernels failed to build: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
     print(f"done: use it with WARPLOOM_CACHE_DIR={cache.root} WARPLOOM_OFFLINE=1")
     return 0
 
