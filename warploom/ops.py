@@ -1,4 +1,5 @@
-"""High-level entry points: `warploom.ops.matmul(a, b)` on GPU tensors of any DLPack/CAI framework.
+"""High-level entry points: `warploom.ops.matmul(a, b)` and `warploom.ops.attention(q, k, v)` (defined in
+warploom/ops_attention.py) on GPU tensors of any DLPack/CAI framework.
 
     c = warploom.ops.matmul(a, b)          # a [M, K], b [K, N], bf16 or f16 -> c [M, N], same dtype
     c = warploom.ops.matmul(x, w.T)        # b as the transposed view of a contiguous [N, K] weight: no copy
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from warploom.kernels import GemmSpec, get_kernel
+from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
