@@ -1,0 +1,89 @@
+"""benchmarks/attention.py without a GPU: arguments, the FLOP formula, the grid, ratios, and the JSON/plot writer
+fed with fake timings (the GPU parts import torch/jax only when they run)."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+_path = Path(__file__).parents[2] / "benchmarks" / "attention.py"
+_spec = importlib.util.spec_from_file_location("bench_attention", _path)
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+def test_imports_no_gpu_framework():
+    src = _path.read_text()
+    top = src[: src.index("def attention_flops")]
+    assert "import torch" not in top and "import jax" not in top
+
+
+def test_flops():
+    assert bench.attention_flops(1, 1, 1, 1, 1, False) == 4
+    assert bench.attention_flops(16, 16, 1024, 1024, 128, False) == 4 * 16 * 16 * 1024**2 * 128
+    assert bench.attention_flops(16, 16, 1024, 1024, 128, True) == 2 * 16 * 16 * 1024**2 * 128
+    assert bench.attention_flops(2, 8, 100, 300, 64, False) == 4 * 2 * 8 * 100 * 300 * 64
+
+
+def test_grid_is_the_peers_grid():
+    cases = bench.grid()
+    assert len(cases) == 2 * 4 * 2
+    first = cases[0]
+    assert (first["D"], first["S"], first["B"], first["H"], first["causal"]) == (64, 1024, 16, 32, False)
+    assert all(c["B"] * c["S"] == 16384 and c["H"] * c["D"] == 2048 for c in cases)
+    assert {(c["D"], c["S"]) for c in cases} == {(d, s) for d in (64, 128) for s in (1024, 4096, 8192, 16384)}
+    assert bench.grid((128,), (32768,))[0]["B"] == 1                # at least one sequence a batch
+
+
+def test_parse_args():
+    a = bench.parse_args([])
+    assert a.head_dims == [64, 128] and a.seqlens == [1024, 4096, 8192, 16384] and a.jax == "subprocess"
+    assert a.layout == "bshd" and a.iters == 50
+    a = bench.parse_args(["--out", "/tmp/x", "--head-dims", "128", "--seqlens", "2048", "--jax", "off", "--tag", "r1"])
+    assert (a.out, a.head_dims, a.seqlens, a.jax, a.tag) == ("/tmp/x", [128], [2048], "off", "r1")
+    for bad in (["--seqlens", "0"], ["--iters", "0"], ["--jax", "maybe"], ["--layout", "sbhd"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+
+
+def fake_rows():
+    rows = []
+    for i, case in enumerate(bench.grid()):
+        ms = {"warploom_bf16": 1.0 + 0.01 * i, "cudnn_bf16": 1.1, "fa2_bf16": 1.6, "warploom_f16": 1.0,
+              "jax_mgpu_f16": None if i == 3 else 0.9}
+        rows.append(dict(case, ms=ms, errors={"jax_mgpu_f16": "ValueError: no"} if i == 3 else {}))
+    return rows
+
+
+def test_rates_ratios_and_merge():
+    rows = fake_rows()
+    bench.merge(rows, "jax_mgpu_f16", [{"D": 64, "S": 1024, "causal": False, "ms": 0.5, "timing": "t"},
+                                       {"D": 1, "S": 1, "causal": False, "ms": 1}])
+    assert rows[0]["ms"]["jax_mgpu_f16"] == 0.5 and rows[0]["timing"] == {"jax_mgpu_f16": "t"}
+    for r in rows:
+        bench.fill_rates(r)
+    r = rows[0]
+    assert r["tflops"]["cudnn_bf16"] == pytest.approx(r["flops"] / 1.1 / 1e9)
+    assert r["warploom_vs_cudnn"] == pytest.approx(1.1 / 1.0)
+    assert rows[3]["warploom_f16_vs_jax"] is None and rows[3]["tflops"]["jax_mgpu_f16"] is None
+    s = bench.summary(rows)
+    assert s["warploom_f16_vs_jax"]["cases"] == 15 and s["warploom_vs_cudnn"]["cases"] == 16
+    assert s["warploom_vs_fa2"]["geomean"] == pytest.approx(bench.geomean([1.6 / r["ms"]["warploom_bf16"] for r in rows]))
+    text = bench.table(rows)
+    assert "wl/cuDNN" in text and "1.100" in text and len(text.splitlines()) == 1 + 16
+
+
+def test_write_results(tmp_path, monkeypatch):
+    rows = [bench.fill_rates(r) for r in fake_rows()]
+    rows[5]["ms"]["warploom_bf16"] = None                        # a failed peer: no rate, no ratio
+    bench.fill_rates(rows[5])
+    meta = {"date": "2026-12-03", "commit": "abc1234", "gpu": "NVIDIA H200", "sms": 132}
+    paths = bench.write_results(rows, meta, str(tmp_path / "out"), tag="t")
+    doc = json.loads(Path(paths["json"]).read_text())
+    assert Path(paths["json"]).name == "attention-t-2026-12-03.json"
+    assert doc["commit"] == "abc1234" and doc["gpu"] == "NVIDIA H200" and len(doc["rows"]) == 16
+    assert doc["rows"][5]["warploom_vs_cudnn"] is None and doc["summary"]["warploom_vs_cudnn"]["cases"] == 15
+    if importlib.util.find_spec("matplotlib") is None:
+        assert paths["png"] is None
+    else:
+        assert Path(paths["png"]).stat().st_size > 0
