@@ -434,3 +434,20 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 1
     assert "no standard kernels for 'sm_100a'" in capsys.readouterr().err
+
+
+def test_ops_attention_imports_without_mlir():
+    """The GPU box runs ops.attention from an AOT cache, with no MLIR installed."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'mlir' or name.startswith('mlir.'):\n"
+            "            raise ImportError('mlir is blocked in this test')\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import warploom.ops as ops\n"
+            "from warploom.kernels import STANDARD_ATTENTION_KERNELS\n"
+            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 12\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
