@@ -451,3 +451,24 @@ def test_ops_attention_imports_without_mlir():
             "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 12\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_explain_attention(monkeypatch, capsys):
+    from warploom.tools import cli
+    asked = []
+
+    def fake_get_kernel(spec, cache=None):
+        asked.append(spec)
+        if spec.head_dim == 64:
+            raise MissingKernelError(spec.lookup_id, spec.describe(), "warploom precompile --target sm_90a --cache C")
+        return fake_artifact(spec, meta={"smem_plan": "SMEM", "barrier_plan": "BARRIERS", "roles": "ROLES"})
+    monkeypatch.setattr(kernels, "get_kernel", fake_get_kernel)
+    assert cli.main(["explain", "--op", "attention", "--head-dim", "256", "--causal", "--dtype", "f16"]) == 0
+    out = capsys.readouterr().out
+    assert asked[-1] == AttentionSpec("f16", 256, True, 64, 2)
+    assert "kernel wl_attn_f16_d256_128x64_s2_causal" in out and "SMEM" in out and "ROLES" in out
+    assert cli.main(["explain", "--op", "attention", "--head-dim", "64"]) == 1
+    err = capsys.readouterr().err
+    assert "warploom explain: no compiled kernel" in err and "Traceback" not in err
+    with pytest.raises(SystemExit):
+        cli.main(["explain", "--op", "attention", "--head-dim", "96"])

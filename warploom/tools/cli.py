@@ -89,10 +89,10 @@ def cmd_precompile(args) -> int:
         except (ValueError, TypeError, LookupError, OSError, RuntimeError, NotImplementedError) as e:
             # one kernel that does not build must not keep the others out of the cache
             failed.append(spec.lookup_id)
-            print(f"  {spec.lookup_id:<44} FAILED: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+            print(f"  {spec.lookup_id:<48} FAILED: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
             continue
         report = artifact.meta.get("ptxas", {})
-        print(f"  {spec.lookup_id:<44} {time.perf_counter() - t0:6.2f} s  {artifact.smem_bytes:>7} B smem  "
+        print(f"  {spec.lookup_id:<48} {time.perf_counter() - t0:6.2f} s  {artifact.smem_bytes:>7} B smem  "
               f"{report.get('registers', '?')} regs  {report.get('spill_bytes', '?')} B spills  key {artifact.key[:12]}")
     if failed:
         print(f"warploom precompile: {len(failed)} of {len(specs)} kernels failed to build: {', '.join(failed)}",
@@ -103,8 +103,12 @@ def cmd_precompile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from warploom.kernels import GemmSpec, get_kernel
-    spec = GemmSpec(args.dtype, args.b_layout, args.block_n, args.stages, args.target)
+    from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
+    if args.op == "attention":
+        spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or ATTENTION_STAGES,
+                             args.target)
+    else:
+        spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target)
     artifact = get_kernel(spec)
     meta = artifact.meta
     print(f"kernel {artifact.name}  ({spec.describe()})")
@@ -140,11 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", default="sm_90a")
     sp.add_argument("--cache", required=True, metavar="DIR")
     sp.set_defaults(fn=cmd_precompile)
-    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM kernel")
+    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM or "
+                        "attention kernel")
+    sp.add_argument("--op", default="gemm", choices=["gemm", "attention"])
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
-    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"])
-    sp.add_argument("--block-n", type=int, default=256)
-    sp.add_argument("--stages", type=int, default=4)
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="GEMM: B as [K,N] or [N,K]")
+    sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="attention")
+    sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal kernel")
+    sp.add_argument("--block-n", type=int, default=None,
+                    help="GEMM: 256 by default; attention: keys a block, 128 (64 at head dim 256) by default")
+    sp.add_argument("--stages", type=int, default=None, help="GEMM: 4 by default; attention: 2")
     sp.add_argument("--target", default="sm_90a")
     sp.set_defaults(fn=cmd_explain)
     sp = sub.add_parser("emulate", help="run the GEMM kernel warploom.ops.matmul would pick on the CPU emulator "
