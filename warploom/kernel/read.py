@@ -1,9 +1,14 @@
 """Read a `wl.kernel` op (the IR the planning passes print) into a typed `Program`.
 
 The wl IR is the kernel program's printed form: `wl.buffer` ops are regions,
-`wl.ring` declares a pipeline, `wl.mbarrier` ops are barriers, `wl.role` ops
-hold each role's schedule. Whatever a pass has not planned yet is left None,
-so the verifier can run after every planning pass.
+`wl.ring` declares a pipeline, `wl.mbarrier` ops are barriers, `wl.named_barrier`
+ops named barriers, `wl.register` ops the register tiles no MMA accumulates into,
+`wl.role` ops hold each role's schedule (`wl.compute`, `wl.named_barrier_sync` and
+`wl.named_barrier_arrive` among its ops). The kernel's results are its outputs,
+named by `output_names` (a GEMM: one, `c`). Whatever a pass has not planned yet
+is left None, so the verifier can run after every planning pass. What the IR
+leaves out is derived (see write.py): an MMA operand's source and major from its
+region, a loop's carries from its MMAs' accumulators.
 """
 from __future__ import annotations
 

@@ -11,6 +11,12 @@ first lap over fresh barriers does not block. When consumers keep `pending` MMA
 groups in flight (wl.mma_wait {pending}), the stage they may free at iteration i
 is the one of iteration i - pending: the arrive carries that `lag`. The size of one mbarrier
 comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BITS`.
+
+A ring of one stage loaded once, outside the producer's loops (attention's Q), has only a full
+barrier: the producer announces its bytes once, the consumers wait for it once, before the loop
+that reads it. A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
+v_full, v_empty, in the rings' order). A consumer's wait goes ahead of the named-barrier syncs just
+before the MMA (or loop) it guards: it takes its turn at the tensor cores only once its data landed.
 """
 from __future__ import annotations
 
