@@ -348,8 +348,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
                       delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None):
     """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
 
-    q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: q's
-    dtype when it is bf16/f16, else bf16) unless they already are. scale defaults to 1/sqrt(D); the kernel takes
+    q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
+    program's, else q's dtype when it is bf16/f16, else bf16) unless they already are. scale defaults to 1/sqrt(D); the kernel takes
     scale * log2(e) as its f32 parameter. The tensor maps see each input through its (D, S, H, B) view, as the
     runtime encodes the caller's strides; out comes back in the input's layout, written through its strides
     (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
@@ -358,7 +358,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
     if elem is None:
-        elem = next((e for e in ("bf16", "f16") if np.asarray(q).dtype == NUMPY_ELEMS[e]), "bf16")
+        elem = program.inputs["q"].elem if program is not None else next(
+            (e for e in ("bf16", "f16") if np.asarray(q).dtype == NUMPY_ELEMS[e]), "bf16")
     dt = NUMPY_ELEMS[elem]
     q, k, v = (np.asarray(x).astype(dt, copy=False) for x in (q, k, v))
     if q.ndim != 4 or k.shape != v.shape or k.ndim != 4:
