@@ -124,22 +124,31 @@ def _consumer_edit(program, edit):
     return dataclasses.replace(program, roles=roles)
 
 
-def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64, sk=300, causal=False, seed=0):
+def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64, sk=300, seed=0,
+                     row=64):
+    """One head, bhsd inputs, D = 64; O written into rows of `row` elements (> 64: a strided view)."""
     name = sm90_attention.kernel_name(program) + "_broken"
     kernel = EmulatedKernel.of(lowering(program, name).lower(sm90_attention.make_context()))
     kernel.names = SmemNames.of_program(program, targets.get("sm_90a"))     # barrier names in messages
     q, k, v = (x.astype(NUMPY_ELEMS["bf16"]) for x in inputs("bf16", 64, sq, sk, 1, 1, "bhsd", 1, np.random.default_rng(9)))
-    out = np.full(q.shape, np.nan, NUMPY_ELEMS["bf16"])
+    base = np.full((1, 1, sq, row), np.nan, NUMPY_ELEMS["bf16"])
     lse = np.full((1, 1, sq), np.nan, np.float32)
-    args = {"q": q, "k": k, "v": v, "out": out, "lse": lse, "out_stride_b": out.size, "out_stride_s": 64,
-            "out_stride_h": sq * 64, "scale_log2": np.float32(np.log2(np.e) / 8)}
+    args = {"q": q, "k": k, "v": v, "out": base, "lse": lse, "out_stride_b": base.size, "out_stride_s": row,
+            "out_stride_h": sq * row, "scale_log2": np.float32(np.log2(np.e) / 8)}
     emulate_launch(kernel, args, {"Sq": sq, "Sk": sk, "Hq": 1, "Hkv": 1, "B": 1}, seed=seed)
-    return out, lse, (q, k, v)
+    assert np.isnan(base[..., 64:].astype(np.float32)).all()        # nothing written past D
+    return base[..., :64], lse, (q, k, v)
 
 
 def test_the_unbroken_helper_passes():
-    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64))
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64), row=72)
     check(out, lse, q, k, v, "bf16", False, "bhsd")
+
+
+def test_odd_out_strides_take_the_element_store_path():
+    """Rows of 65 elements: O pairs are not 4-byte aligned, so each element is stored alone."""
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), sq=70, sk=90, row=65)
+    check(out, lse, q, k, v, "bf16", True, "bhsd")
 
 
 def test_missing_v_empty_arrive_deadlocks():
@@ -189,6 +198,6 @@ class _WrongMaskRow(sm90_attention._AttentionLowering):
 
 
 def test_wrong_mask_row_gives_a_mismatch():
-    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), _WrongMaskRow, sq=100, sk=100, causal=True)
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), _WrongMaskRow, sq=100, sk=100)
     with pytest.raises(AssertionError):
         check(out, lse, q, k, v, "bf16", True, "bhsd")
