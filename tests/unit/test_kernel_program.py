@@ -335,3 +335,46 @@ def test_write_program_refuses_what_the_ir_cannot_hold_yet():
         with pytest.raises(ValueError, match="role 'producer' spans warps 0..0: the wl IR holds roles of whole "
                                              "warpgroups only so far"):
             write_program(kernel, p)
+
+
+def _planned_fa3():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "emulate" / "fa3_plan.py"
+    spec = importlib.util.spec_from_file_location("fa3_plan_contract", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.planned_fa3
+
+
+@pytest.mark.parametrize("elem, d, causal", [("bf16", 64, False), ("f16", 128, True), ("bf16", 256, True)])
+def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal):
+    """The planned attention (two outputs, a one-stage ring loaded once, named barriers with per-warpgroup slots,
+    register-A MMAs, computes, loop names and carries) has a wl IR form that reads back as the same program."""
+    import json
+    from warploom.dialect import make_context
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel.write import write_program
+    from mlir import ir
+    p = _planned_fa3()(elem, d, causal)
+    seq, lse = f"tensor<?x?x?x{d}x{elem}>", "tensor<?x?x?xf32>"
+    a = p.attrs
+    attrs = (f'kind = "attention", tile = {json.dumps(a["tile"])}, grid = {json.dumps(a["grid"])}, '
+             f'schedule = "grid", cluster = [1, 1, 1], causal = {str(causal).lower()}, acc_elem = "f32", '
+             'input_names = ["q", "k", "v"], output_names = ["out", "lse"]')
+    text = (f'func.func @f(%q: {seq}, %k: {seq}, %v: {seq}) -> {seq} {{\n'
+            f'  %o:2 = "wl.kernel"(%q, %k, %v) ({{\n    gpu.yield\n  }}) {{{attrs}}} : ({seq}, {seq}, {seq}) -> '
+            f'({seq}, {lse})\n  return %o#0 : {seq}\n}}\n')
+    with make_context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        (kernel,) = kernel_ops(module)
+        write_program(kernel, p)
+        printed = str(kernel)
+        assert read_program(kernel) == p
+    for line in ('"wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}',
+                 '"wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}',
+                 '"wl.compute"() {kind = "online_softmax", reads = ["s", "row_max", "row_sum", "o_acc"], '
+                 'writes = ["p", "row_max", "row_sum", "o_acc"]}',
+                 'a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", '
+                 'b_source = "smem", k_dim = "N"'):
+        assert line in printed, line

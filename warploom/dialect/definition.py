@@ -38,7 +38,7 @@ class OpDef:
     operands: tuple[str, ...]
     attrs: dict[str, str] = field(default_factory=dict)   # attribute name -> kind (ATTR_BASES key)
     summary: str = ""
-    results: int = 1               # 0 or 1 tensor result
+    results: int = 1               # 0 or 1 tensor result; -1: one, then any number more (a kernel's further outputs, of one type)
     region: bool = False           # one region, ended by `gpu.yield` (IRDL ops cannot be terminators)
 
 
@@ -66,7 +66,8 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
 KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     # kernel level (wl-tile, wl-pipeline)
     OpDef("kernel", ("in0", "in1", "*more"), {"kind": "str", "tile": "array", "cluster": "array", "grid": "array"},
-          "one GPU kernel computing its result from its inputs; the body is its program", region=True),
+          "one GPU kernel computing its results (attention: out and lse) from its inputs; the body is its program",
+          results=-1, region=True),
     OpDef("k_loop", (), {"trip": "array"}, "loop over the K tiles (trip: a rule); stage = i % stages, phase = (i / stages) & 1",
           results=0, region=True),
     OpDef("load_tile", (), {"operand": "str", "tile": "array"}, "load one tile of an input", results=0),
@@ -95,8 +96,22 @@ KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("arrive", (), {"barrier": "str"}, "arrive on the current stage's barrier", results=0),
     OpDef("mma_wait", (), {"pending": "int"}, "wait until at most `pending` MMA groups are in flight",
           results=0),
+    OpDef("compute", (), {"kind": "str", "reads": "array", "writes": "array"},
+          "register arithmetic between MMAs (online softmax, normalize): reads and writes named register values",
+          results=0),
+    OpDef("register", (), {"name": "str", "shape": "array"},
+          "a named register tile per issuing unit that no MMA accumulates into (softmax statistics, P, LSE)",
+          results=0),
+    OpDef("named_barrier", (), {"name": "str", "id": "int", "threads": "int", "count": "int"},
+          "hardware named barriers ids id..id+count-1 (one per warpgroup when count > 1), `threads` each",
+          results=0),
+    OpDef("named_barrier_sync", (), {"barrier": "str", "slot": "str"},
+          "bar.sync on a named barrier: this warpgroup's (slot 'own') or the next one's ('next')", results=0),
+    OpDef("named_barrier_arrive", (), {"barrier": "str", "slot": "str"},
+          "bar.arrive on a named barrier (slot 'own' or 'next'): signal without waiting", results=0),
     # after lowering: the host-side call of a compiled kernel
-    OpDef("launch", ("in0", "in1", "*more"), {"kernel": "str"}, "launch a compiled kernel (see the gpu.module)"),
+    OpDef("launch", ("in0", "in1", "*more"), {"kernel": "str"}, "launch a compiled kernel (see the gpu.module)",
+          results=-1),
 ]}
 
 ALL_OPS: dict[str, OpDef] = {**GRAPH_OPS, **KERNEL_OPS}
@@ -120,14 +135,15 @@ def build_irdl(module: ir.Module) -> irdl.DialectOp:
             operation = irdl.OperationOp(op.name)
         with ir.InsertionPoint(operation.body):
             operands = [_base("!builtin.tensor") for _ in op.operands]
-            result = _base("!builtin.tensor") if op.results else None
+            results = [_base("!builtin.tensor") for _ in range(2 if op.results < 0 else op.results)]
             attrs = [_base(ATTR_BASES[kind]) for kind in op.attrs.values()]
             body = irdl.region([]) if op.region else None
             irdl.OperandsOp(operands, [name.lstrip("*") for name in op.operands],
                             [irdl.Variadicity.variadic if name.startswith("*") else irdl.Variadicity.single
                              for name in op.operands])
-            if result is not None:
-                irdl.ResultsOp([result], ["result"], [irdl.Variadicity.single])
+            if results:      # results = -1: a first result, then any number more (one constraint each, see above)
+                irdl.ResultsOp(results, ["result", "more"][:len(results)],
+                               [irdl.Variadicity.single, irdl.Variadicity.variadic][:len(results)])
             if op.attrs:
                 irdl.AttributesOp(attrs, list(op.attrs))
             if body is not None:

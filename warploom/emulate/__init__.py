@@ -3,12 +3,13 @@ TMA copies and wgmma groups under seeded interleavings, thread-block clusters (t
 interleaving, distributed shared memory, barrier.cluster, TMA multicast) and (sm_100a) Tensor Memory with
 tcgen05 ops (tcgen05.py), with checks that name the CTA, warp and op at fault.
 
-    from warploom.emulate import emulate_gemm, emulate_launch, EmulatedKernel
+    from warploom.emulate import emulate_gemm, emulate_attention, emulate_launch, EmulatedKernel
 """
 from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
                      EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, TmemError,
                      TmemRaceError, UnknownOpError, WgmmaFenceError)
-from .launch import EmulatedKernel, EmulationReport, emulate_gemm, emulate_launch, gemm_kernel  # noqa: F401
+from .launch import (EmulatedKernel, EmulationReport, attention_kernel, emulate_attention, emulate_gemm,  # noqa: F401
+                     emulate_launch, gemm_kernel)
 from . import arith, regwgmma  # noqa: F401,E402  (their handlers register on import)

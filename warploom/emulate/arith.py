@@ -35,6 +35,8 @@ Approximate (documented differences from the device):
     llvm.exp2 in kernels without flush-to-zero, ex2.approx.ftz.bf16 for bf16, ex2.approx.f16 for f16.
   - rcp.approx.ftz.f32 (nvvm.rcp.approx.ftz.f): correctly rounded 1/x with .ftz; the hardware's error is up
     to 1 ulp.
+  - lg2.approx.f32 (llvm.call_intrinsic llvm.nvvm.lg2.approx[.ftz].f): float32(log2(float64(x))), -inf at
+    +-0, NaN below 0; the hardware's maximum absolute error is about 2^-22 (PTX ISA 9.7.3 "lg2").
   - fastmath flags are ignored: an fmul and fadd that both carry `contract` may be fused into one fma.rn by
     NVPTX (one rounding; the emulator rounds twice), and afn/arcp may turn divf into div.approx/div.full.
 """
@@ -363,6 +365,15 @@ def _rcp(x, elem, ftz):
 # nvvm.rcp.approx.ftz.f -> rcp.approx.ftz.f32 (PTX ISA 9.7.3 "rcp.approx"): 1/x, subnormals flushed
 register("nvvm.rcp.approx.ftz.f")(_unary_approx(_rcp, lambda op, elem: True))
 
+def _lg2(x, elem, ftz):
+    if ftz:
+        x = _flush(x, elem)
+    with np.errstate(all="ignore"):
+        y = np.log2(np.asarray(_f32(x), np.float64))
+    return _s(canonical(y.astype(np.float32), elem))
+
+
+_LG2_INTRINSIC = re.compile(r"llvm\.nvvm\.lg2\.approx(?P<ftz>\.ftz)?\.(?P<t>f|f32)")
 _EX2_INTRINSIC = re.compile(r"llvm\.nvvm\.ex2\.approx(?P<ftz>\.ftz)?\.(?P<t>f|f32|bf16|f16)")
 _MINMAX_INTRINSIC = re.compile(r"llvm\.nvvm\.f(?P<op>max|min)(?P<ftz>\.ftz)?(?P<nan>\.nan)?\.(?P<t>f|bf16|f16)")
 
@@ -384,6 +395,14 @@ def _call_intrinsic(c, op, info):
             e = w.env
             e[r] = _ex2(e[args[0]], elem, ftz)
         return False, fn
+    if m := _LG2_INTRINSIC.fullmatch(name):
+        elem = _felem(t, name)
+        ftz = bool(m["ftz"])
+
+        def fn3(w):
+            e = w.env
+            e[r] = _lg2(e[args[0]], elem, ftz)
+        return False, fn3
     if m := _MINMAX_INTRINSIC.fullmatch(name):
         elem = _felem(t, name)
         f = _minmax(m["op"] == "max", bool(m["nan"]), ftz=bool(m["ftz"]))
@@ -392,8 +411,8 @@ def _call_intrinsic(c, op, info):
             e = w.env
             e[r] = f(e[args[0]], e[args[1]], elem)
         return False, fn2
-    raise UnknownOpError(f"llvm.call_intrinsic {name!r}: the emulator models llvm.nvvm.ex2.approx.* and "
-                         "llvm.nvvm.f{max,min}.* only")
+    raise UnknownOpError(f"llvm.call_intrinsic {name!r}: the emulator models llvm.nvvm.ex2.approx.*, "
+                         "llvm.nvvm.lg2.approx.* and llvm.nvvm.f{max,min}.* only")
 
 
 # ---- conversions ---------------------------------------------------------------------------------------

@@ -792,6 +792,27 @@ def _barrier(c, op, info):
     return True, gen
 
 
+@handles("nvvm.barrier.arrive")
+def _barrier_arrive(c, op, info):
+    # PTX ISA 9.7.13 "bar, barrier" (bar.arrive a, b): count the threads at barrier a (b threads expected, a
+    # multiple of the warp size) without waiting; a bar.sync with the same id and count waits for the rest
+    v = op.opview
+    bid = c.slot(v.barrierId) if v.barrierId is not None else None
+    cnt = c.slot(v.numberOfThreads)
+
+    def gen(w):
+        e = w.env
+        b = 0 if bid is None else uniform(e[bid], w.mask, "barrier id")
+        n = uniform(e[cnt], w.mask, "barrier thread count")
+        w.last_op = info
+        cta = w.cta
+        if cta.trace is not None:
+            cta.note(w.index, "bar", f"bar.arrive {b} ({n} threads)")
+        cta.bar_arrive(w, b, n)
+        yield None
+    return True, gen
+
+
 @handles("nvvm.setmaxregister")
 def _setmaxnreg(c, op, info):
     # PTX ISA "setmaxnreg" (miscellaneous instructions): a warpgroup's register budget, 24..256 in steps of 8; no effect on values

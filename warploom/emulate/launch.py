@@ -4,9 +4,10 @@
     report = emulate_launch(kernel, {"a": a, "b": b, "c": c}, sizes={"M": 130, "N": 136, "K": 72, "SMS": 2},
                             seed=0, delay=4)
     c = emulate_gemm(GemmSpec("bf16", "kn", 128), a, b, seed=0)        # compiles like warploom.ops would
+    out, lse = emulate_attention(q, k, v, causal=True, program=planned_fa3("bf16", 128, True))
 
 The launch contract is the runtime's (warploom.runtime.artifact): parameters in order (tensor
-maps, pointers, i32 scalars), tensor-map specs (dims and box innermost first: a row-major numpy
+maps, pointers (None: a null pointer), i32/i64/f32 scalars), tensor-map specs (dims and box innermost first: a row-major numpy
 array's axes reversed, as warploom.ops encodes them with dims_order [1, 0]), grid rules evaluated
 with warploom.runtime.rules, block, cluster and dynamic smem bytes. Clusters run one after another:
 the CTAs of one thread-block cluster (the contract's cluster shape; the grid must be a multiple of
@@ -192,9 +193,18 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
             launch.tmaps[addr] = TensorMapBinding(spec, array)
             values.append(addr)
         elif p.kind == "ptr":
+            if p.name in args and args[p.name] is None:
+                values.append(0)                # a null pointer: any access through it is out of bounds
+                continue
             if p.name not in args or not isinstance(args[p.name], np.ndarray):
-                raise ValueError(f"kernel {k.name!r} parameter {p.name!r} (pointer) needs a numpy array in args")
+                raise ValueError(f"kernel {k.name!r} parameter {p.name!r} (pointer) needs a numpy array (or None "
+                                 "for a null pointer) in args")
             values.append(launch.memory.add(p.name, args[p.name]))
+        elif p.kind == "f32":
+            v = args.get(p.name, sizes.get(p.name))
+            if v is None:
+                raise ValueError(f"kernel {k.name!r} parameter {p.name!r} (f32) has no value in args or sizes")
+            values.append(np.float32(v))
         elif p.kind in ("i32", "i64"):
             v = args.get(p.name, sizes.get(p.name))
             if v is None:
@@ -305,3 +315,75 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
     if report is not None:
         report.append(r)
     return c
+
+
+# ---- attention convenience ---------------------------------------------------------------------------
+
+LAYOUTS = ("bshd", "bhsd")      # [B, S, H, D] or [B, H, S, D]
+
+
+def attention_kernel(program) -> EmulatedKernel:
+    """A planned sm_90a attention program (planned_fa3's form), lowered and compiled for the emulator once per
+    kernel name (the name encodes everything the plan depends on: elem, D, tile, stages, causal)."""
+    from warploom.lowering.sm90_attention import kernel_name, lower_attention
+    name = kernel_name(program)
+    if name not in _KERNELS:
+        kernel = EmulatedKernel.of(lower_attention(program, name))
+        kernel.names = SmemNames.of_program(program, get_target(program.target))
+        _KERNELS[name] = kernel
+    return _KERNELS[name]
+
+
+def _default_attention_program(elem: str, head_dim: int, causal: bool):
+    try:
+        from warploom.compile import planned_attention_program      # the planning passes' program, when built
+    except ImportError:
+        raise ValueError("emulate_attention: no attention planner in warploom.compile yet; pass program= (e.g. "
+                         "tests/emulate/fa3_plan.py's planned_fa3(elem, head_dim, causal))") from None
+    return planned_attention_program(elem, head_dim, causal)
+
+
+def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
+                      layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
+                      delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None):
+    """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
+
+    q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
+    program's, else q's dtype when it is bf16/f16, else bf16) unless they already are. scale defaults to 1/sqrt(D); the kernel takes
+    scale * log2(e) as its f32 parameter. The tensor maps see each input through its (D, S, H, B) view, as the
+    runtime encodes the caller's strides; out comes back in the input's layout, written through its strides
+    (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
+    when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
+    ctas: the CTA ids (m, h, b) to run (default all); report, trace as emulate_gemm's."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
+    if elem is None:
+        elem = program.inputs["q"].elem if program is not None else next(
+            (e for e in ("bf16", "f16") if np.asarray(q).dtype == NUMPY_ELEMS[e]), "bf16")
+    dt = NUMPY_ELEMS[elem]
+    q, k, v = (np.asarray(x).astype(dt, copy=False) for x in (q, k, v))
+    if q.ndim != 4 or k.shape != v.shape or k.ndim != 4:
+        raise ValueError(f"emulate_attention: q {q.shape}, k {k.shape}, v {v.shape}: 4-d, k and v alike")
+    s_ax, h_ax = (1, 2) if layout == "bshd" else (2, 1)
+    bsz, sq, hq, d = q.shape[0], q.shape[s_ax], q.shape[h_ax], q.shape[3]
+    sk, hkv = k.shape[s_ax], k.shape[h_ax]
+    if k.shape[0] != bsz or k.shape[3] != d or hq % hkv:
+        raise ValueError(f"emulate_attention: q {q.shape} and k {k.shape} ({layout}) disagree on B or D, or Hq = "
+                         f"{hq} is not a multiple of Hkv = {hkv}")
+    program = program if program is not None else _default_attention_program(elem, d, causal)
+    kernel = attention_kernel(program)
+    if bool(program.attrs.get("causal")) != bool(causal) or program.attrs["tile"][2] != d:
+        raise ValueError(f"emulate_attention: program {kernel.name} does not take causal={causal}, D={d}")
+    scale = 1.0 / np.sqrt(d) if scale is None else float(scale)
+    to_bhsd = (lambda x: x) if layout == "bhsd" else (lambda x: x.transpose(0, 2, 1, 3))
+    out = np.full(q.shape, np.nan, dt)
+    lse = np.full((bsz, hq, sq), np.nan, np.float32) if with_lse else None
+    st = [x // out.itemsize for x in out.strides]
+    args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": out, "lse": lse,
+            "out_stride_b": st[0], "out_stride_s": st[s_ax], "out_stride_h": st[h_ax],
+            "scale_log2": np.float32(scale * np.log2(np.e))}
+    r = emulate_launch(kernel, args, {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz}, seed=seed, delay=delay,
+                       ctas=ctas, trace=trace)
+    if report is not None:
+        report.append(r)
+    return out, lse

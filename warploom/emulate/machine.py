@@ -873,11 +873,44 @@ class CTA:
             "lower the budgets (or .dec more in the other warpgroups)")
 
     # ---- bar.sync: PTX ISA 9.7.13 "bar, barrier" ----------------------------------------------------
-    def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
+    def _bar_state(self, warp: Warp, barrier: int, threads: int | None, what: str) -> list:
         # state: arrived threads, generation, expected threads, arrived warps, fenced mbarriers they publish
-        state = self.bars.setdefault(barrier, [0, 0, threads, set(), []])
+        if not 0 <= barrier <= 15:
+            raise BarrierError(f"{what} {barrier}: barrier ids are 0..15")
+        if threads is not None and (threads <= 0 or threads % WARP or threads > WARP * len(self.warps)):
+            raise BarrierError(f"{what} {barrier} with {threads} threads: the count must be a positive multiple of "
+                               f"{WARP} and at most the CTA's {WARP * len(self.warps)} threads")
+        # state[5]: warps that arrived (bar.sync or bar.arrive) in this generation
+        state = self.bars.setdefault(barrier, [0, 0, threads, set(), [], set()])
         if state[2] != threads:
-            raise DivergenceError(f"bar.sync {barrier} with {threads} threads; an earlier arrival said {state[2]}")
+            raise DivergenceError(f"{what} {barrier} with {threads} threads; an earlier arrival said {state[2]}")
+        if threads is not None and warp.index in state[5]:
+            # stricter than the ISA spells out: the count would be met by fewer distinct threads than it names
+            raise BarrierError(f"warp {warp.index} arrives at named barrier {barrier} twice in one generation "
+                               f"({state[0]} of {threads} threads there): its count would complete with fewer "
+                               "distinct threads than it names (a hand-off taken by the warpgroup that gave it)")
+        state[5].add(warp.index)
+        return state
+
+    def bar_arrive(self, warp: Warp, barrier: int, threads: int) -> None:
+        """bar.arrive id, threads (PTX ISA 9.7.13 "bar, barrier"): count the warp's threads at the barrier and go
+        on; the barrier completes (releasing its bar.sync waiters) when `threads` threads arrived."""
+        state = self._bar_state(warp, barrier, threads, "bar.arrive")
+        state[0] += int(warp.mask.sum())
+        state[4] += [b for b in self.mbarriers.values() if b.fenced and b.init_warp == warp.index]
+        self._release_bars()
+
+    def check_bars_at_exit(self) -> None:
+        """Every named barrier's arrivals must have completed when the CTA's last warp exits: a partial count left
+        behind is a hand-off nobody took (an unbalanced bar.arrive / bar.sync protocol, e.g. a ping-pong)."""
+        for bid, state in sorted(self.bars.items()):
+            if state[0] and state[2] is not None:
+                raise BarrierError(f"the CTA exits with named barrier {bid} at {state[0]} of {state[2]} threads "
+                                   f"(generation {state[1]}): an arrival no bar.sync took; every bar.arrive / bar.sync "
+                                   "hand-off must balance").locate(self.id)
+
+    def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
+        state = self._bar_state(warp, barrier, threads, "bar.sync")
         state[0] += int(warp.mask.sum())
         state[3].add(warp.index)
         state[4] += [b for b in self.mbarriers.values() if b.fenced and b.init_warp == warp.index]
@@ -898,7 +931,7 @@ class CTA:
                 for bar in state[4]:          # fence.mbarrier_init + this barrier: the init is visible to all of them
                     if bar.visible is not None:   # (None: already visible to every warp)
                         bar.visible |= state[3]
-                state[3], state[4] = set(), []
+                state[3], state[4], state[5] = set(), [], set()
 
     # ---- scheduler --------------------------------------------------------------------------------
     def _async(self, origin: OpInfo, what: str, fire, eligible=None) -> None:
@@ -1003,6 +1036,8 @@ class Cluster:
                 cta.live_warps -= 1
                 cta.check_warp_exit(warp)
                 cta._release_bars()
+                if cta.live_warps == 0:
+                    cta.check_bars_at_exit()
                 self._barrier_exit(warp)
         self.launch.stats["steps"] += self.step
 

@@ -1,9 +1,14 @@
 """Read a `wl.kernel` op (the IR the planning passes print) into a typed `Program`.
 
 The wl IR is the kernel program's printed form: `wl.buffer` ops are regions,
-`wl.ring` declares a pipeline, `wl.mbarrier` ops are barriers, `wl.role` ops
-hold each role's schedule. Whatever a pass has not planned yet is left None,
-so the verifier can run after every planning pass.
+`wl.ring` declares a pipeline, `wl.mbarrier` ops are barriers, `wl.named_barrier`
+ops named barriers, `wl.register` ops the register tiles no MMA accumulates into,
+`wl.role` ops hold each role's schedule (`wl.compute`, `wl.named_barrier_sync` and
+`wl.named_barrier_arrive` among its ops). The kernel's results are its outputs,
+named by `output_names` (a GEMM: one, `c`). Whatever a pass has not planned yet
+is left None, so the verifier can run after every planning pass. What the IR
+leaves out is derived (see write.py): an MMA operand's source and major from its
+region, a loop's carries from its MMAs' accumulators.
 """
 from __future__ import annotations
 
@@ -11,12 +16,14 @@ from warploom import targets
 from warploom.dialect import tensor_type
 from warploom.dialect.kernel_ir import KOp, read_kernel
 
-from .program import (Arrive, Copy, Load, Loop, MBarrier, Mma, MmaWait, Opaque, Operand, Program, Region, Ring,
-                      Role, Store, Wait)
+from .program import (Arrive, Compute, Copy, Load, Loop, MBarrier, Mma, MmaWait, NamedBarrier, Opaque, Operand,
+                      Program, Region, Ring, Role, Store, Sync, Wait)
 
 ISSUE = {"one_thread": "thread", "warp": "warp", "warpgroup": "warpgroup"}
 PARITY = {"consumer": "phase", "producer": "phase^1"}
-RESOURCE_OPS = ("buffer", "ring", "mbarrier", "role")        # kernel-body ops that are not schedule ops
+RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role")   # not schedule ops
+LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
+LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem")   # what the program keeps
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -26,9 +33,10 @@ def read_program(kernel_op, target: str | None = None) -> Program:
     program = Program(
         kind=a.get("kind", "?"), target=target or targets.of_kernel(a).name,
         inputs=dict(zip(k.input_names, k.inputs)),
-        outputs={a.get("output_name", "c"): tensor_type(kernel_op.operation.results[0].type)},
+        outputs=dict(zip(a.get("output_names", [a.get("output_name", "c")]),
+                         (tensor_type(r.type) for r in kernel_op.operation.results))),
         threads=a.get("threads"), smem_bytes=a.get("smem_bytes"),
-        attrs={key: a[key] for key in ("tile", "grid", "schedule", "cluster", "stages", "acc_elem") if key in a})
+        attrs={key: a[key] for key in LAUNCH_ATTRS if key in a})
     warpgroup_warps = 4
     for op in k.body:
         b = op.attrs
@@ -46,6 +54,10 @@ def read_program(kernel_op, target: str | None = None) -> Program:
             program.barriers[b["name"]] = MBarrier(
                 name=b["name"], count=b["count"], arrivals=b["arrivals"], tx_bytes=b.get("tx_bytes", 0),
                 offset=b.get("offset"))
+        elif op.kind == "named_barrier":
+            program.named_barriers[b["name"]] = NamedBarrier(b["name"], b["id"], b["threads"], b.get("count", 1))
+        elif op.kind == "register":
+            program.registers[b["name"]] = tuple(b["shape"])
         elif op.kind == "role":
             if "warps" in b:
                 first, count = b["warps"]
@@ -58,11 +70,18 @@ def read_program(kernel_op, target: str | None = None) -> Program:
     return program
 
 
-def _operand(program: Program, name: str, k_dim: str) -> Operand:
+def implied_operand(program: Program, name: str, k_dim: str) -> Operand:
+    """The operand an MMA that names only `name` reads: the region's space and its major-ness for contraction
+    over `k_dim` (an unplanned name: smem, K-major). `wl.mma` prints a_source/a_major only where they differ."""
     region = program.regions.get(name)
     if region is None:
         return Operand("smem", name)
     return Operand(region.space, name, region.major_of(k_dim) if region.dims else "K")
+
+
+def implied_carries(body: list) -> tuple[str, ...]:
+    """The values a loop carries when its `wl.k_loop` does not list them: the accumulators of its MMAs."""
+    return tuple(sorted({o.acc.name for o in body if isinstance(o, Mma)}))
 
 
 def _ops(body: list[KOp], program: Program) -> list:
@@ -70,8 +89,9 @@ def _ops(body: list[KOp], program: Program) -> list:
     for op in body:
         a = op.attrs
         if op.kind == "k_loop":
-            out.append(Loop(trip=tuple(a["trip"]), body=tuple(_ops(op.body, program)), name="k_loop",
-                            carries=tuple(sorted({o.attrs["acc"] for o in op.body if o.kind == "mma"}))))
+            body = _ops(op.body, program)
+            carries = tuple(a["carries"]) if "carries" in a else implied_carries(body)
+            out.append(Loop(trip=tuple(a["trip"]), body=tuple(body), name=a.get("name", LOOP_NAME), carries=carries))
         elif op.kind == "load_tile":
             out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ()))))
         elif op.kind == "wait":
@@ -85,12 +105,23 @@ def _ops(body: list[KOp], program: Program) -> list:
             out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier")))
         elif op.kind == "mma":
             m, n, k = a["shape"]
-            program.registers.setdefault(a["acc"], (m, n))
             k_dim = a.get("k_dim", "K")
-            out.append(Mma(_operand(program, a["a"], k_dim), _operand(program, a["b"], k_dim),
-                           Operand("regs", a["acc"]), (m, n, k), k_dim=k_dim))
+            acc = Operand(a.get("acc_source", "regs"), a["acc"])
+            if acc.source == "regs":
+                program.registers.setdefault(acc.name, (m, n))
+            ab = []
+            for which in ("a", "b"):
+                implied = implied_operand(program, a[which], k_dim)
+                ab.append(Operand(a.get(f"{which}_source", implied.source), a[which],
+                                  a.get(f"{which}_major", implied.major)))
+            out.append(Mma(*ab, acc, (m, n, k), k_dim=k_dim, accumulate=a.get("accumulate", True)))
         elif op.kind == "mma_wait":
             out.append(MmaWait(a["pending"]))
+        elif op.kind == "compute":
+            out.append(Compute(a["kind"], tuple(a["reads"]), tuple(a["writes"])))
+        elif op.kind in ("named_barrier_sync", "named_barrier_arrive"):
+            out.append(Sync(a["barrier"], arrive_only=op.kind == "named_barrier_arrive", slot=a.get("slot", "own"),
+                            warpgroup=a.get("warpgroup")))
         elif op.kind == "store_tile":
             out.append(Store(value=a["acc"], output=a["operand"], tile=tuple(a["tile"])))
         else:

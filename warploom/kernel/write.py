@@ -1,9 +1,17 @@
 """Write a typed `Program` back into a `wl.kernel` op: the planning passes read the program, change it, write it.
 
 The kernel op's body becomes the program's printed form, in a fixed order:
-regions (`wl.buffer`), rings (`wl.ring`), mbarriers (`wl.mbarrier`), roles
-(`wl.role`, each holding its schedule), then the kernel-level schedule that no
-role owns yet. `read_program(write_program(k, p))` gives `p` back (tested).
+regions (`wl.buffer`), rings (`wl.ring`), mbarriers (`wl.mbarrier`), named
+barriers (`wl.named_barrier`), the register tiles no MMA accumulates into
+(`wl.register`), roles (`wl.role`, each holding its schedule), then the
+kernel-level schedule that no role owns yet. `read_program(write_program(k, p))`
+gives `p` back (tested).
+
+What the reader can derive is not printed, so a GEMM reads as tiles and names:
+an MMA prints its operands' `*_source` / `*_major` only when they are not the
+named region's space and major-ness (or it contracts another dim than K: then
+both are printed, for the reader of the IR), a `wl.k_loop` its `name` and
+`carries` only when they are not "k_loop" and its MMAs' accumulators.
 The kernel attributes the planners own (`stages`, `threads`, `smem_bytes`) are
 set from the program; the launch rules wl-tile wrote stay as they are.
 """
@@ -13,7 +21,8 @@ from __future__ import annotations
 from warploom.dialect.kernel_ir import before_terminator, body_block, make_op, set_attrs
 
 from .program import (Arrive, Compute, Copy, Load, Loop, Mma, MmaWait, Opaque, Program, Role, Store, Sync,
-                      Wait)
+                      Wait, walk)
+from .read import LOOP_NAME, implied_carries, implied_operand
 
 ISSUE = {"thread": "one_thread", "warpgroup": "warpgroup", "warp": "warp"}
 PARITY = {"phase": "consumer", "phase^1": "producer"}
@@ -26,8 +35,10 @@ def wl_name(op) -> str:
         return f"wl.{op.kind}"
     if isinstance(op, Arrive):
         return "wl.arrive_expect_tx" if op.tx_bytes else "wl.arrive"
+    if isinstance(op, Sync):
+        return "wl.named_barrier_arrive" if op.arrive_only else "wl.named_barrier_sync"
     return "wl." + {Loop: "k_loop", Load: "load_tile", Copy: "async_load", Wait: "wait", Mma: "mma",
-                    MmaWait: "mma_wait", Store: "store_tile"}.get(type(op), type(op).__name__)
+                    MmaWait: "mma_wait", Store: "store_tile", Compute: "compute"}.get(type(op), type(op).__name__)
 
 
 def write_program(kernel_op, program: Program) -> None:
@@ -63,12 +74,27 @@ def write_program(kernel_op, program: Program) -> None:
             if ring is not None:
                 attrs["ring"] = ring.name
             make_op("mbarrier", attrs)
+        for nb in program.named_barriers.values():
+            make_op("named_barrier", {"name": nb.name, "id": nb.id, "threads": nb.threads, "count": nb.count})
+        implied = implied_registers(program)
+        for name, shape in program.registers.items():
+            if implied.get(name) != tuple(shape):
+                make_op("register", {"name": name, "shape": list(shape)})
         for role in program.roles:
             _role(role, program)
         for op in program.body:
             _op(op, program)
     planned = {"stages": program.attrs.get("stages"), "threads": program.threads, "smem_bytes": program.smem_bytes}
     set_attrs(kernel_op, **{k: v for k, v in planned.items() if v is not None})
+
+
+def implied_registers(program: Program) -> dict[str, tuple[int, ...]]:
+    """The register tiles the reader derives from the MMAs (the first MMA into an accumulator gives its m x n)."""
+    out: dict[str, tuple[int, ...]] = {}
+    for op in [*(o for r in program.roles for o in r.walk()), *walk(program.body)]:
+        if isinstance(op, Mma) and op.acc.source == "regs":
+            out.setdefault(op.acc.name, op.shape[:2])
+    return out
 
 
 def _role(role: Role, program: Program) -> None:
@@ -85,7 +111,12 @@ def _role(role: Role, program: Program) -> None:
 
 def _op(op, program: Program) -> None:
     if isinstance(op, Loop):
-        loop = make_op("k_loop", {"trip": list(op.trip)}, region=True)
+        attrs = {"trip": list(op.trip)}
+        if op.name != LOOP_NAME:
+            attrs["name"] = op.name
+        if tuple(op.carries) != implied_carries(list(op.body)):
+            attrs["carries"] = list(op.carries)
+        loop = make_op("k_loop", attrs, region=True)
         with before_terminator(loop):
             for child in op.body:
                 _op(child, program)
@@ -104,17 +135,30 @@ def _op(op, program: Program) -> None:
         make_op("arrive", {"barrier": op.barrier, "lag": op.lag,
                            "issue": "one_thread_per_warpgroup" if op.per == "warpgroup" else "one_thread"})
     elif isinstance(op, Mma):
-        if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "regs":
-            raise ValueError(f"{op}: the wl IR holds MMAs on smem operands into registers only so far")
         attrs = {"a": op.a.name, "b": op.b.name, "acc": op.acc.name, "shape": list(op.shape)}
         if op.k_dim != "K":
             attrs["k_dim"] = op.k_dim
+        for which in ("a", "b"):
+            operand = getattr(op, which)
+            if op.k_dim != "K" or operand != implied_operand(program, operand.name, op.k_dim):
+                attrs.update({f"{which}_source": operand.source, f"{which}_major": operand.major})
+        if op.acc.source != "regs":
+            attrs["acc_source"] = op.acc.source
+        if not op.accumulate:
+            attrs["accumulate"] = False
         make_op("mma", attrs)
     elif isinstance(op, MmaWait):
         make_op("mma_wait", {"pending": op.pending})
     elif isinstance(op, Store):
         make_op("store_tile", {"operand": op.output, "acc": op.value, "tile": list(op.tile)})
-    elif isinstance(op, (Compute, Sync, Opaque)):
-        raise ValueError(f"{type(op).__name__} has no wl IR form yet")
+    elif isinstance(op, Compute):
+        make_op("compute", {"kind": op.kind, "reads": list(op.reads), "writes": list(op.writes)})
+    elif isinstance(op, Sync):
+        attrs = {"barrier": op.barrier, "slot": op.slot}
+        if op.warpgroup is not None:
+            attrs["warpgroup"] = op.warpgroup
+        make_op("named_barrier_arrive" if op.arrive_only else "named_barrier_sync", attrs)
+    elif isinstance(op, Opaque):
+        raise ValueError(f"wl.{op.kind} has no kernel-program form to write back")
     else:
         raise TypeError(f"not a kernel-program op: {op!r}")

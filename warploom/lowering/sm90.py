@@ -108,6 +108,7 @@ class _Loop:
     stage: ir.Value
     phase: ir.Value
     cache: dict
+    once: bool = False      # not a loop: the ops of a 1-stage ring used once (attention's Q), stage 0, phase 0
 
 
 @dataclass
@@ -121,6 +122,7 @@ class _Role:
     loop: _Loop | None = None
     accs: dict | None = None        # accumulator name -> SSA value holding it now
     acc_n: dict | None = None       # accumulator name -> wgmma n
+    values: dict | None = None      # other register values by the program's name (attention: s, p, row_max, ...)
 
     @property
     def name(self) -> str:
@@ -131,7 +133,14 @@ class _Role:
         return self.role.issue
 
 
-class _GemmLowering:
+class _Sm90Lowering:
+    """What every sm_90a kernel lowering shares: the plan's checks (roles, registers, regions, barriers, smem),
+    the kernel function and its parameters, the prologue pieces (dynamic smem base, mbarrier init), the role
+    dispatch with setmaxnreg, ring stage/phase, waits and arrivals, TMA box loops and wgmma descriptors.
+    Subclasses read their kind's configuration (`_read_config`), name their parameters (`_param_list`,
+    `_bind_args`), write the prologue and the ops only they have."""
+    OPS: dict = {}
+
     def __init__(self, program: Program, name: str):
         self.p = program
         self.name = name
@@ -142,57 +151,12 @@ class _GemmLowering:
         raise ValueError(f"sm_90a lowering of kernel {self.name!r}: {msg}")
 
     def _read_config(self) -> None:
-        p, a = self.p, self.p.attrs
-        if p.kind != "gemm":
-            self._fail(f"kernel kind {p.kind!r} has no sm_90a lowering (only 'gemm')")
-        for value, key, after in ((a.get("stages"), "stages", "wl-pipeline"), (p.threads, "threads", "wl-specialize"),
-                                  (p.smem_bytes, "smem_bytes", "wl-plan-smem")):
-            if value is None:
-                self._fail(f"the kernel has no {key!r} attribute: run {after} (and the passes after it) first")
-        if not p.barriers:
-            self._fail("the kernel has no wl.mbarrier ops: run wl-plan-barriers first")
-        self.BM, self.BN, self.BK = a["tile"]
-        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
-        if a.get("acc_elem", "f32") != "f32":
-            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
-        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
-            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
-        if self.threads % T.warpgroup_threads:
-            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
-        if list(p.inputs) != ["a", "b"]:
-            self._fail(f"inputs {list(p.inputs)}: the GEMM kernel takes exactly 'a' and 'b'")
-        self.elem = p.inputs["a"].elem
-        elems = {t.elem for t in p.inputs.values()} | {t.elem for t in p.outputs.values()}
-        if self.elem not in ELEM_TYPES or elems != {self.elem}:
-            self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
-        self.mma_m = T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
-        self.mma_k = T.mma_k_of(self.elem)           # K of one wgmma instruction
+        raise NotImplementedError
 
-        # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
-        try:
-            self.grid = tuple(rules.check(g) for g in a["grid"])
-        except ValueError as e:
-            self._fail(f"grid {a['grid']}: {e}")
-        shown = [rules.text(g) for g in self.grid]
-        if len(self.grid) != 3:
-            self._fail(f"grid {shown} needs three rules")
-        self.origin_axis = {}
-        self.persistent = a.get("schedule", "grid") == "persistent"
-        if self.persistent:
-            if self.grid[0] != ("persistent", "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
-                    self.grid[1:] != (("const", 1), ("const", 1)):
-                self._fail(f"grid {shown}: a persistent kernel needs "
-                           f"['persistent(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
-        for axis, rule in enumerate(self.grid if not self.persistent else ()):
-            if rule[0] == "cdiv":
-                self.origin_axis[rule[1]] = (axis, rule[2])
-            elif rule != ("const", 1):
-                self._fail(f"grid rule {shown[axis]!r}: grid dims other than cdiv rules and 1 have no tile meaning")
-        extents = {} if self.persistent else {"M": self.BM, "N": self.BN}
-        for dim, extent in extents.items():
-            if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
-                self._fail(f"grid {shown} must tile {dim} by {extent} (the kernel tile) on one axis")
-
+    def _check_plan(self) -> None:
+        """What every kernel's plan must satisfy here: roles of whole warpgroups covering the block, register
+        budgets within the file, placed regions and barriers, and smem for the run-time base round-up."""
+        p = self.p
         # Roles: whole warpgroups here (a one-thread role elects its lane in the first warp); together
         # they must cover every warpgroup exactly once.
         warps_per_wg = T.warpgroup_threads // T.warp_size
@@ -278,56 +242,50 @@ class _GemmLowering:
                 self._roles()
             gpu_module = self.b.module.operation
             gpu_module.verify()
-        params = ([ParamSpec(n, "tensormap") for n in self.tmaps] + [ParamSpec("c", "ptr")]
-                  + [ParamSpec(s, "i32") for s in ("M", "N", "K")])
+        params = [ParamSpec(n, kind) for n, kind in self._param_list()]
         return LoweredKernel(name=self.name, gpu_module=gpu_module, params=params,
                              tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1), cluster=(1, 1, 1),
                              grid=self.grid, smem_bytes=self.smem_bytes, holder=holder)
 
+    def _param_list(self) -> list[tuple[str, str]]:
+        """The kernel's parameters in launch order: (name, ParamSpec kind); tensor maps by input name."""
+        raise NotImplementedError
+
+    def _bind_args(self, args: dict) -> None:
+        """Keep the kernel's parameter values (by name; tensor maps under 'tmap_<input>')."""
+        raise NotImplementedError
+
     def _kernel_function(self, block: ir.Block) -> emit.Builder:
-        """gpu.module @<name>_mod holding the dynamic-smem global and the kernel's llvm.func (empty body):
-        tensor maps by value (grid constants), then C (global pointer), then M, N, K."""
-        ptr, i8, i32 = emit.ptr_type, ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(32)
+        """gpu.module @<name>_mod holding the dynamic-smem global and the kernel's llvm.func (empty body), its
+        arguments `_param_list`: tensor maps by value (grid constants), global pointers, scalars."""
+        ptr, i8 = emit.ptr_type, ir.IntegerType.get_signless(8)
         tmap_attrs = {"llvm.byval": ir.TypeAttr.get(llvm_array(TMAP_BYTES, i8)),
                       "nvvm.grid_constant": ir.UnitAttr.get(),
                       "llvm.align": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), TMAP_ALIGN)}
-        args = [ptr()] * len(self.tmaps) + [ptr(1), i32, i32, i32]
-        names = [f"tmap_{n}" for n in self.tmaps] + ["c", "M", "N", "K"]
+        kinds = {"tensormap": ptr, "ptr": lambda: ptr(1), "i32": lambda: ir.IntegerType.get_signless(32),
+                 "i64": lambda: ir.IntegerType.get_signless(64), "f32": ir.F32Type.get}
+        plist = self._param_list()
+        args = [kinds[kind]() for _, kind in plist]
+        names = [f"tmap_{n}" if kind == "tensormap" else n for n, kind in plist]
         b = emit.Builder.kernel_module(
             block, f"{self.name}_mod", self.name, nvvm_target(*TARGET), args,
-            [tmap_attrs] * len(self.tmaps) + [{}] * 4, names,
+            [tmap_attrs if kind == "tensormap" else {} for _, kind in plist], names,
             # nvvm.maxntid: ptxas honours setmaxnreg only when the kernel declares its block size
             {"nvvm.kernel": ir.UnitAttr.get(), "nvvm.maxntid": ir.DenseI32ArrayAttr.get([self.threads, 1, 1])},
-            # extern .shared aligned like the base: the base is also rounded up at run time (see _prologue)
+            # extern .shared aligned like the base: the base is also rounded up at run time (see _smem_base)
             smem=(self.smem_symbol, T.smem_base_align))
-        self.tmap_args = dict(zip(self.tmaps, b.args))
-        self.c_ptr, self.M, self.N, self.K = b.args[len(self.tmaps):]
+        self.tmap_args = {n: v for (n, kind), v in zip(plist, b.args) if kind == "tensormap"}
+        self._bind_args(dict(zip(names, b.args)))
         return b
 
     @property
     def smem_symbol(self) -> str:
         return f"{self.name}_smem"
 
-    def _tensor_map(self, op: Copy) -> TensorMapSpec:
-        """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's."""
-        if op.source not in ("a", "b"):
-            self._fail(f"async_load of operand {op.source!r}: only the inputs 'a' and 'b' are loaded")
-        tile = self.tiles[self._region(op.region).name]
-        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box,
-                             swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
-
-    def _prologue(self) -> None:
+    def _smem_base(self) -> None:
+        """self.base: the dynamic smem base rounded up to the target's alignment (so swizzled tiles start on a
+        swizzle repeat); self.base_enc: its descriptor encoding."""
         b, c = self.b, self.b.const
-        self.tid = b.sreg("tid", "x", "tid")
-        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
-        # a persistent kernel sets them per tile instead (see _tile_loop)
-        self.origin = {}
-        self.it_base = None
-        for dim in (("N", "M") if not self.persistent else ()):
-            axis, extent = self.origin_axis[dim]
-            cta = b.sreg("ctaid", CTAID[axis], "cta")
-            self.origin[dim] = b.mul(cta, c(extent))
-
         # Dynamic smem base rounded up so swizzled tiles start on a swizzle repeat.
         align = T.smem_base_align
         raw = b.addressof(self.smem_symbol, b.ptr(3), "smem")
@@ -337,13 +295,10 @@ class _GemmLowering:
         base_i64 = b.ptrtoint(self.base, b.i64)
         # wgmma descriptors hold the shared-window address as (addr & 0x3FFFF) >> 4
         self.base_enc = b.shru(b.and_(base_i64, c(0x3FFFF, b.i64)), c(4, b.i64))
-        # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
-        trip = ("cdiv", "K", self.BK)
-        for loop in (o for r in self.p.roles for o in r.walk() if isinstance(o, Loop)):
-            if tuple(loop.trip) != trip:
-                self._fail(f"k_loop trip {list(loop.trip)}: expected {list(trip)} (the kernel's K tiles)")
-        self.trips = rules.evaluate(trip, {"K": self.K}, b)
 
+    def _init_barriers(self) -> None:
+        """Thread 0 initialises every planned mbarrier, then bar.sync 0 with every thread; self.wg = warpgroup."""
+        b, c = self.b, self.b.const
         # Thread 0 initialises every planned barrier with its arrival count; the fence makes the
         # init visible to the async proxy (TMA), the CTA barrier to the other threads.
         self.rings = {name: sync.MbarrierRing(b, self.base, r.offset, r.count, T.mbarrier_bytes, WAIT_TICKS)
@@ -401,23 +356,8 @@ class _GemmLowering:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the lowering knows 'thread' and 'warpgroup'")
 
     def _tile_loop(self, ops, ctx: _Role) -> None:
-        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule)."""
-        if not self.persistent:
-            self._ops(ops, ctx)
-            return
-        b, c = self.b, self.b.const
-        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
-        first = b.sreg("ctaid", "x", "cta")
-        step = b.sreg("nctaid", "x", "ncta")
-        tile_name = b.fresh("tile")
-        with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
-            tile = loop.iv
-            # every role of the CTA walks the same tiles in the same order, so ring iterations
-            # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
-            self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
-            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
-            self._ops(ops, ctx)
-        self.it_base, self.origin = None, {}
+        """The role's ops (a persistent GEMM runs them once per tile)."""
+        self._ops(ops, ctx)
 
     def _loaded_inputs(self, role: Role) -> list[str]:
         seen = []
@@ -429,10 +369,10 @@ class _GemmLowering:
     # ---- ops ------------------------------------------------------------------------------
     def _ops(self, ops, ctx: _Role) -> None:
         for op in ops:
-            kind = OPS.get(type(op))
+            kind = self.OPS.get(type(op))
             if kind is None:
                 self._fail(f"cannot lower {wl_name(op)} in role {ctx.name!r}; the sm_90a lowering handles "
-                           f"{', '.join(WL_NAMES)}")
+                           f"{', '.join(self.OP_NAMES)}")
             getattr(self, f"_op_{kind}")(op, ctx)
 
     def _need_loop(self, op, ctx: _Role) -> _Loop:
@@ -441,57 +381,29 @@ class _GemmLowering:
                        "undefined")
         return ctx.loop
 
-    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+    def _loop_state(self, kt: ir.Value, it: ir.Value) -> _Loop:
+        """Ring iteration `it` (at loop index kt): stage = it % stages, phase = (it / stages) & 1."""
         b, c = self.b, self.b.const
-        if ctx.loop is not None:
-            self._fail("nested wl.k_loop")
-        # The loop carries the accumulators its MMAs update (zero on entry).
-        carried = []
-        for mma in (o for o in op.body if isinstance(o, Mma)):
-            name, n = mma.acc.name, mma.shape[1]
-            if name not in ctx.accs:
-                ctx.accs[name] = b.zero(wgmma.acc_type(b, n), "acc")
-                ctx.acc_n[name] = n
-            if name not in carried:
-                carried.append(name)
-        kt_name = b.fresh("kt")
-        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
-        arg_names = [b.fresh("acc_in") for _ in carried]
-        outer = dict(ctx.accs)
-        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
-                    args=arg_names, results=res_name) as loop:
-            ctx.accs.update(zip(carried, loop.args))
-            kt = loop.iv
-            it = kt if self.it_base is None else b.add(self.it_base, kt)
-            stage = b.remu(it, c(self.stages))
-            phase = b.and_(b.divu(it, c(self.stages)), c(1))
-            ctx.loop = _Loop(kt, it, stage, phase, {})
-            self._ops(op.body, ctx)
-            ctx.loop = None
-            loop.yield_(*(ctx.accs[n] for n in carried))
-        if carried:
-            ctx.accs = outer
-            ctx.accs.update(zip(carried, loop.results))
+        stage = b.remu(it, c(self.stages))
+        phase = b.and_(b.divu(it, c(self.stages)), c(1))
+        return _Loop(kt, it, stage, phase, {})
 
     def _barrier(self, name: str, loop: _Loop) -> sync.Mbarrier:
         """This stage's mbarrier of ring `name` (its address computed once per loop body)."""
         key = ("bar", name)
         if key not in loop.cache:
             ring = self._ring(name)
-            if ring.count != self.stages:
-                self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {self.stages} stages")
+            stages = 1 if loop.once else self.stages
+            if ring.count != stages:
+                self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {stages} stages")
             loop.cache[key] = self.rings[name].at(loop.stage)
         return loop.cache[key]
-
-    def _k_origin(self, loop: _Loop) -> ir.Value:
-        """First K index of this iteration's tile."""
-        if "k0" not in loop.cache:
-            loop.cache["k0"] = self.b.mul(loop.kt, self.b.const(self.BK))
-        return loop.cache["k0"]
 
     def _stage_offset(self, region, loop: _Loop) -> ir.Value:
         """Byte offset (i32, from the aligned smem base) of this stage's tile of `region`."""
         b, c = self.b, self.b.const
+        if region.stages == 1 and self.stages != 1:     # loaded once (attention's Q): no stage to pick
+            return c(region.offset)
         if region.stages != self.stages:
             self._fail(f"buffer {region.name!r} has {region.stages} stages, the kernel {self.stages}")
         off = b.mul(loop.stage, c(self._stage_bytes(region)))
@@ -544,6 +456,14 @@ class _GemmLowering:
                        f"for {ring.tx_bytes}")
         self._barrier(op.barrier, loop).arrive_expect_tx(op.tx_bytes)
 
+    def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
+        """The TMA coordinate where this CTA's (and iteration's) tile starts along `dim`; None for 0."""
+        raise NotImplementedError
+
+    def _outer_coords(self, op: Copy) -> list[ir.Value]:
+        """TMA coordinates of the tensor map's dims past the tile's two (attention: head, batch)."""
+        return []
+
     def _op_copy(self, op: Copy, ctx: _Role) -> None:
         b, c = self.b, self.b.const
         loop = self._need_loop(op, ctx)
@@ -559,18 +479,20 @@ class _GemmLowering:
         for j in range(tile.num_boxes):
             coord = []
             for dim, step in ((cols_dim, tile.box_start(j)), (rows_dim, 0)):
-                v = self._k_origin(loop) if dim == "K" else self.origin[dim]
-                coord.append(v if step == 0 else b.add(v, c(step)))
+                v = self._coord_origin(dim, loop)
+                coord.append(c(step) if v is None else v if step == 0 else b.add(v, c(step)))
+            coord += self._outer_coords(op)
             dst = stage_off if j == 0 else b.add(stage_off, c(tile.box_offset(j)))
             tma.tma_load(b, b.gep(self.base, dst), self.tmap_args[op.source], bar.addr, coord)
 
-    def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None) -> tuple[ir.Value, SmemTile]:
+    def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None,
+                    k_dim: str = "K") -> tuple[ir.Value, SmemTile]:
         """wgmma smem descriptor of this stage's tile (i64): the start address added at run time to the static
         bits (LBO, SBO, swizzle) that the layout derives; see SmemTile.operand."""
         b, c = self.b, self.b.const
         tile = self.tiles[region.name]
         try:
-            static = WgmmaSmemDescriptor.for_tile(tile, "K").static_bits()
+            static = WgmmaSmemDescriptor.for_tile(tile, k_dim).static_bits()
         except ValueError as e:
             self._fail(f"buffer {region.name!r}: {e}")
         addr = self._stage_offset(region, loop)
@@ -578,6 +500,169 @@ class _GemmLowering:
             addr = b.add(addr, row_offset)
         lo = b.add(self.base_enc, b.ext64(b.shru(addr, c(4)), False))
         return b.or_(lo, c(to_i64(static), b.i64)), tile
+
+    def _op_mma_wait(self, op: MmaWait, ctx: _Role) -> None:
+        if not 0 <= op.pending <= 7:
+            self._fail(f"wl.mma_wait pending = {op.pending}: wgmma.wait_group takes 0..7")
+        wgmma.wait(op.pending)
+
+
+class _GemmLowering(_Sm90Lowering):
+    """The warp-specialized GEMM: one K loop per tile, C stored from the accumulator fragment."""
+    OPS = OPS
+    OP_NAMES = WL_NAMES
+
+    # ---- configuration: read and check the plan --------------------------------------------
+    def _read_config(self) -> None:
+        p, a = self.p, self.p.attrs
+        if p.kind != "gemm":
+            self._fail(f"kernel kind {p.kind!r} has no sm_90a lowering (only 'gemm')")
+        for value, key, after in ((a.get("stages"), "stages", "wl-pipeline"), (p.threads, "threads", "wl-specialize"),
+                                  (p.smem_bytes, "smem_bytes", "wl-plan-smem")):
+            if value is None:
+                self._fail(f"the kernel has no {key!r} attribute: run {after} (and the passes after it) first")
+        if not p.barriers:
+            self._fail("the kernel has no wl.mbarrier ops: run wl-plan-barriers first")
+        self.BM, self.BN, self.BK = a["tile"]
+        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
+        if a.get("acc_elem", "f32") != "f32":
+            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
+        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
+            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
+        if self.threads % T.warpgroup_threads:
+            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
+        if list(p.inputs) != ["a", "b"]:
+            self._fail(f"inputs {list(p.inputs)}: the GEMM kernel takes exactly 'a' and 'b'")
+        self.elem = p.inputs["a"].elem
+        elems = {t.elem for t in p.inputs.values()} | {t.elem for t in p.outputs.values()}
+        if self.elem not in ELEM_TYPES or elems != {self.elem}:
+            self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
+        self.mma_m = T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
+        self.mma_k = T.mma_k_of(self.elem)           # K of one wgmma instruction
+
+        # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
+        try:
+            self.grid = tuple(rules.check(g) for g in a["grid"])
+        except ValueError as e:
+            self._fail(f"grid {a['grid']}: {e}")
+        shown = [rules.text(g) for g in self.grid]
+        if len(self.grid) != 3:
+            self._fail(f"grid {shown} needs three rules")
+        self.origin_axis = {}
+        self.persistent = a.get("schedule", "grid") == "persistent"
+        if self.persistent:
+            if self.grid[0] != ("persistent", "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
+                    self.grid[1:] != (("const", 1), ("const", 1)):
+                self._fail(f"grid {shown}: a persistent kernel needs "
+                           f"['persistent(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
+        for axis, rule in enumerate(self.grid if not self.persistent else ()):
+            if rule[0] == "cdiv":
+                self.origin_axis[rule[1]] = (axis, rule[2])
+            elif rule != ("const", 1):
+                self._fail(f"grid rule {shown[axis]!r}: grid dims other than cdiv rules and 1 have no tile meaning")
+        extents = {} if self.persistent else {"M": self.BM, "N": self.BN}
+        for dim, extent in extents.items():
+            if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
+                self._fail(f"grid {shown} must tile {dim} by {extent} (the kernel tile) on one axis")
+
+        self._check_plan()
+
+    # ---- the kernel ---------------------------------------------------------------------------
+    def _param_list(self) -> list[tuple[str, str]]:
+        """Tensor maps by value (grid constants), then C (global pointer), then M, N, K."""
+        return [(n, "tensormap") for n in self.tmaps] + [("c", "ptr")] + [(s, "i32") for s in ("M", "N", "K")]
+
+    def _bind_args(self, args: dict) -> None:
+        self.c_ptr, self.M, self.N, self.K = (args[n] for n in ("c", "M", "N", "K"))
+
+    def _tensor_map(self, op: Copy) -> TensorMapSpec:
+        """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's."""
+        if op.source not in ("a", "b"):
+            self._fail(f"async_load of operand {op.source!r}: only the inputs 'a' and 'b' are loaded")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box,
+                             swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
+
+    def _prologue(self) -> None:
+        b, c = self.b, self.b.const
+        self.tid = b.sreg("tid", "x", "tid")
+        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
+        # a persistent kernel sets them per tile instead (see _tile_loop)
+        self.origin = {}
+        self.it_base = None
+        for dim in (("N", "M") if not self.persistent else ()):
+            axis, extent = self.origin_axis[dim]
+            cta = b.sreg("ctaid", CTAID[axis], "cta")
+            self.origin[dim] = b.mul(cta, c(extent))
+
+        self._smem_base()
+        # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
+        trip = ("cdiv", "K", self.BK)
+        for loop in (o for r in self.p.roles for o in r.walk() if isinstance(o, Loop)):
+            if tuple(loop.trip) != trip:
+                self._fail(f"k_loop trip {list(loop.trip)}: expected {list(trip)} (the kernel's K tiles)")
+        self.trips = rules.evaluate(trip, {"K": self.K}, b)
+
+        self._init_barriers()
+
+    def _tile_loop(self, ops, ctx: _Role) -> None:
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule)."""
+        if not self.persistent:
+            self._ops(ops, ctx)
+            return
+        b, c = self.b, self.b.const
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        first = b.sreg("ctaid", "x", "cta")
+        step = b.sreg("nctaid", "x", "ncta")
+        tile_name = b.fresh("tile")
+        with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
+            tile = loop.iv
+            # every role of the CTA walks the same tiles in the same order, so ring iterations
+            # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
+            self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            self._ops(ops, ctx)
+        self.it_base, self.origin = None, {}
+
+    # ---- ops ------------------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        if ctx.loop is not None:
+            self._fail("nested wl.k_loop")
+        # The loop carries the accumulators its MMAs update (zero on entry).
+        carried = []
+        for mma in (o for o in op.body if isinstance(o, Mma)):
+            name, n = mma.acc.name, mma.shape[1]
+            if name not in ctx.accs:
+                ctx.accs[name] = b.zero(wgmma.acc_type(b, n), "acc")
+                ctx.acc_n[name] = n
+            if name not in carried:
+                carried.append(name)
+        kt_name = b.fresh("kt")
+        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
+        arg_names = [b.fresh("acc_in") for _ in carried]
+        outer = dict(ctx.accs)
+        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
+                    args=arg_names, results=res_name) as loop:
+            ctx.accs.update(zip(carried, loop.args))
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            ctx.loop = self._loop_state(kt, it)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            loop.yield_(*(ctx.accs[n] for n in carried))
+        if carried:
+            ctx.accs = outer
+            ctx.accs.update(zip(carried, loop.results))
+
+    def _k_origin(self, loop: _Loop) -> ir.Value:
+        """First K index of this iteration's tile."""
+        if "k0" not in loop.cache:
+            loop.cache["k0"] = self.b.mul(loop.kt, self.b.const(self.BK))
+        return loop.cache["k0"]
+
+    def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
+        return self._k_origin(loop) if dim == "K" else self.origin[dim]
 
     def _op_mma(self, op: Mma, ctx: _Role) -> None:
         b, c = self.b, self.b.const
@@ -618,11 +703,6 @@ class _GemmLowering:
             acc = wgmma.mma_async(b, acc, da, db, (m, n, self.mma_k), self.elem, b_major)
         wgmma.commit()
         ctx.accs[op.acc.name] = acc
-
-    def _op_mma_wait(self, op: MmaWait, ctx: _Role) -> None:
-        if not 0 <= op.pending <= 7:
-            self._fail(f"wl.mma_wait pending = {op.pending}: wgmma.wait_group takes 0..7")
-        wgmma.wait(op.pending)
 
     def _op_store(self, op: Store, ctx: _Role) -> None:
         """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) as the output element type.

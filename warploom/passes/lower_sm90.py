@@ -6,7 +6,8 @@ becomes
                               block = [384, 1, 1], cluster = [1, 1, 1], smem_bytes = 197696}
     gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<chip = "sm_90a", ...>] { llvm.func ... }
 and the top module gets `gpu.container_module`. The code comes from
-`warploom.lowering.sm90.lower_kernel` (after wl-plan-barriers), which builds the
+`warploom.lowering.sm90.lower_kernel` (a GEMM) or `warploom.lowering.sm90_attention.lower_attention` (a
+program of kind "attention"), after wl-plan-barriers, which builds the
 gpu.module with the MLIR builders in this module's context; the pass moves it in
 (no text, no parse). PTX is made afterwards by `warploom.lowering.ptx` (upstream
 passes only).
@@ -19,6 +20,8 @@ from warploom.dialect import op_attrs
 from warploom.dialect.kernel_ir import kernel_ops, make_op
 from warploom.kernel import read_program
 from warploom.lowering.sm90 import kernel_name, lower_kernel
+from warploom.lowering.sm90_attention import kernel_name as attention_kernel_name
+from warploom.lowering.sm90_attention import lower_attention
 
 from .registry import PassError, register
 
@@ -31,8 +34,12 @@ def existing_gpu_modules(top) -> dict[str, ir.Operation]:
 def lower(kernel, top, modules: dict) -> None:
     try:
         program = read_program(kernel)
-        name = kernel_name(program)
-        lowered = lower_kernel(program, name, top.context)
+        if program.kind == "attention":         # FA3-style forward attention (docs/attention-sm90.md)
+            name = attention_kernel_name(program)
+            lowered = lower_attention(program, name, top.context)
+        else:
+            name = kernel_name(program)
+            lowered = lower_kernel(program, name, top.context)
     except (ValueError, KeyError) as e:
         msg = str(e) if isinstance(e, ValueError) else f"missing attribute {e}"
         raise PassError(f"wl-lower-sm90: {msg}", kernel) from None

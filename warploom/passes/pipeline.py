@@ -1,45 +1,90 @@
 """wl-pipeline: give each tile load a shared-memory ring of `stages` buffers, loaded asynchronously.
 
 Each `wl.load_tile` becomes a `wl.async_load` into the current stage of a
-`wl.buffer` declared at the top of the kernel; the stage of K tile i is
+`wl.buffer` declared at the top of the kernel; the stage of loop iteration i is
 i % stages, so up to `stages` tiles are in flight ahead of the MMAs. The loads
-of one loop advance together: they form one `wl.ring` (its regions share the
-stage index and, once wl-plan-barriers runs, one full and one empty barrier).
+of a loop that feed the same MMA advance together: they form one `wl.ring`
+(its regions share the stage index and, once wl-plan-barriers runs, one full
+and one empty barrier). The GEMM's A and B tiles feed one MMA: one ring `ab`.
+An attention's K and V tiles feed different MMAs (S = Q K^T, then O += P V), so
+each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
+computed, while V is still in use. A load outside any loop (attention's Q tile,
+loaded once per CTA) gets a region and a ring of one stage.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Copy, Load, Loop, Program, Region, Ring
+from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring
 
 from .registry import PassError, edit_program, register
 
+DEFAULT_STAGES = {"gemm": 4, "attention": 2}   # attention: K and V rings of 2 (head dim 256 fills smem with 2)
+
+
+def _ring_groups(loop: Loop) -> list[tuple[str, ...]]:
+    """The loads of `loop` grouped by the first MMA of the loop that reads them (a load no MMA reads: alone)."""
+    loads = [op.source for op in loop.body if isinstance(op, Load)]
+    groups: dict[object, list[str]] = {}
+    for name in loads:
+        reader = next((i for i, op in enumerate(loop.body)
+                       if isinstance(op, Mma) and name in (op.a.name, op.b.name)), name)
+        groups.setdefault(reader, []).append(name)
+    return [tuple(g) for g in groups.values()]
+
 
 def pipeline(program: Program, stages: int) -> None:
-    """Each Load of a loop gets a region of `stages` tiles and becomes a Copy; a loop's loads form one ring."""
-    loops = [op for op in program.body if isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body)]
-    if not loops:
+    """Each Load gets a region and becomes a Copy: `stages` tiles for a load in a loop (one ring per group of
+    loads feeding one MMA), one tile and a one-stage ring for a load outside loops."""
+    if not any(isinstance(op, Load) or (isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body))
+               for op in program.body):
         raise PassError("wl-pipeline found no wl.load_tile in the kernel: run wl-tile first")
+
+    def add(load: Load, n: int) -> Copy:
+        program.regions[load.source] = Region(load.source, "smem", program.inputs[load.source].elem,
+                                              tuple(load.tile), tuple(load.dims), n)
+        return Copy(load.source, load.source)
+
     body = []
     for op in program.body:
-        if any(op is loop for loop in loops):
-            loads = [c for c in op.body if isinstance(c, Load)]
-            for load in loads:
-                program.regions[load.source] = Region(load.source, "smem", program.inputs[load.source].elem,
-                                                      tuple(load.tile), tuple(load.dims), stages)
-            names = tuple(load.source for load in loads)
-            program.rings["".join(names)] = Ring("".join(names), stages, names)
-            op = replace(op, body=tuple(Copy(c.source, c.source) if isinstance(c, Load) else c for c in op.body))
+        if isinstance(op, Load):
+            op = add(op, 1)
+            program.rings[op.region] = Ring(op.region, 1, (op.region,))
+        elif isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body):
+            groups = _ring_groups(op)
+            op = replace(op, body=tuple(add(c, stages) if isinstance(c, Load) else c for c in op.body))
+            for names in groups:
+                program.rings["".join(names)] = Ring("".join(names), stages, names)
         body.append(op)
-    program.body = tuple(body)
+    program.body = tuple(_with_majors(body, program))
     program.attrs["stages"] = stages
 
 
-@register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers",
+def _with_majors(body, program: Program) -> list:
+    """The MMAs' smem operands take their major-ness from the regions just made (a region's dims decide it)."""
+    out = []
+    for op in body:
+        if isinstance(op, Loop):
+            op = replace(op, body=tuple(_with_majors(op.body, program)))
+        elif isinstance(op, Mma):
+            fixed = {}
+            for which in ("a", "b"):
+                operand = getattr(op, which)
+                region = program.regions.get(operand.name)
+                if operand.source == "smem" and region is not None and region.dims:
+                    fixed[which] = replace(operand, major=region.major_of(op.k_dim))
+            op = replace(op, **fixed)
+        out.append(op)
+    return out
+
+
+@register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers "
+          "(one ring per group of loads feeding one MMA; a load outside loops gets one stage)",
           options={"stages": int}, after=("wl-tile",))
-def run(module, stages: int = 4):
-    if not 2 <= stages <= 8:
+def run(module, stages: int | None = None):
+    """stages defaults to 4 for a GEMM and 2 for an attention."""
+    if stages is not None and not 2 <= stages <= 8:
         raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
     for kernel in kernel_ops(module):
-        edit_program(kernel, lambda p: pipeline(p, stages))
+        edit_program(kernel, lambda p: pipeline(p, DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages))

@@ -11,6 +11,12 @@ first lap over fresh barriers does not block. When consumers keep `pending` MMA
 groups in flight (wl.mma_wait {pending}), the stage they may free at iteration i
 is the one of iteration i - pending: the arrive carries that `lag`. The size of one mbarrier
 comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BITS`.
+
+A ring of one stage loaded once, outside the producer's loops (attention's Q), has only a full
+barrier: the producer announces its bytes once, the consumers wait for it once, before the loop
+that reads it. A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
+v_full, v_empty, in the rings' order). A consumer's wait goes ahead of the named-barrier syncs just
+before the MMA (or loop) it guards: it takes its turn at the tensor cores only once its data landed.
 """
 from __future__ import annotations
 
@@ -18,7 +24,7 @@ from dataclasses import dataclass, replace
 
 from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Wait
+from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
 
 from .registry import PassError, edit_program, register
@@ -59,15 +65,43 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
     return out
 
 
-def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int) -> tuple:
+def _reads(op, regions) -> bool:
+    """True when `op` is (or a loop holding) an MMA reading one of `regions`."""
+    if isinstance(op, Loop):
+        return any(_reads(o, regions) for o in op.body)
+    return isinstance(op, Mma) and bool({op.a.name, op.b.name} & set(regions))
+
+
+def _wait_before(out: list, wait: Wait) -> None:
+    """Append `wait`, ahead of the named-barrier syncs that directly precede the op it guards: a consumer waits
+    for its data before it takes (or hands on) its turn at the tensor cores, so a turn is never held while the
+    data is still in flight."""
+    at = len(out)
+    while at and isinstance(out[at - 1], Sync):
+        at -= 1
+    out.insert(at, wait)
+
+
+def _loaded_once(role_body: tuple, regions) -> bool:
+    """True when the producer copies into `regions` outside any loop (attention's Q: one tile per CTA)."""
+    return any(isinstance(op, Copy) and op.region in regions for op in role_body)
+
+
+def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, once: bool = False,
+               waited: bool = False) -> tuple:
     """`body` with the ring's protocol added to each loop: the producer waits for a free slot and announces the
     bytes before its first copy into the ring (copies complete on full); a consumer waits for full before its
-    first MMA on the ring's data and frees the slot after the wait that retires that MMA (lag = the groups it
-    leaves in flight: the stage freed at iteration i is the one of iteration i - lag)."""
-    out, announced, waited, freed = [], False, False, False
+    first MMA on the ring's data (and before the turn syncs just ahead of it), and frees the slot after the wait
+    that retires that MMA (lag = the groups it leaves in flight: the stage freed at iteration i is the one of
+    iteration i - lag). Data loaded `once` (outside the producer's loops) is waited for once, at this level,
+    before the loop that reads it."""
+    out, announced, freed = [], False, False
     for op in body:
         if isinstance(op, Loop):
-            out.append(replace(op, body=_hand_offs(op.body, ring, full, empty, tx_bytes)))
+            if once and not waited and _reads(op, ring.regions):
+                _wait_before(out, Wait(full, "phase"))
+                waited = True
+            out.append(replace(op, body=_hand_offs(op.body, ring, full, empty, tx_bytes, once, waited)))
             continue
         if isinstance(op, Copy) and op.region in ring.regions:
             if not announced:
@@ -76,8 +110,8 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int) -
                 out.append(Arrive(full, tx_bytes=tx_bytes))
                 announced = True
             op = replace(op, barrier=full)
-        if isinstance(op, Mma) and not waited and {op.a.name, op.b.name} & set(ring.regions):
-            out.append(Wait(full, "phase"))
+        if not waited and _reads(op, ring.regions):
+            _wait_before(out, Wait(full, "phase"))
             waited = True
         out.append(op)
         if isinstance(op, MmaWait) and waited and not freed and empty is not None:
@@ -100,7 +134,8 @@ def plan_barriers(program: Program) -> None:
         sides = {b.side: b for b in planned if b.ring == name}
         full, empty = sides["full"], sides.get("empty")
         ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None)
-        program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes))
+        once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
+        program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
 
 

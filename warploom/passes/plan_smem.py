@@ -102,12 +102,14 @@ def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
     plan = SmemPlan(rows, limit, slack)
     if plan.requested > limit:
         stages = program.attrs["stages"]
-        per_stage = sum(r.stage_bytes for r in data)
-        fit = (limit - slack - count * mbarrier_bytes) // per_stage
+        per_stage = sum(r.stage_bytes for r in data if r.stages > 1)        # what one more stage costs
+        once = sum(r.stage_bytes * r.stages for r in data if r.stages == 1)  # tiles loaded once (attention's Q)
+        fit = (limit - slack - count * mbarrier_bytes - once) // per_stage if per_stage else 0
         listing = ", ".join(f"{r.name} {r.bytes} B" for r in rows)
+        fix = (f"use {fit} stages (wl-pipeline{{stages={fit}}}) or a smaller block-n" if fit >= 2 else
+               "no pipeline of 2 or more stages fits: use a smaller block-n")
         raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
-                        f"for {stages} stages; the limit is {limit} B: use {fit} stages (wl-pipeline{{stages={fit}}}) "
-                        f"or a smaller block-n")
+                        f"for {stages} stages; the limit is {limit} B: {fix}")
     return plan
 
 

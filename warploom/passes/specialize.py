@@ -8,6 +8,19 @@ tensor cores never idle on the wait), and drains them after the loop. Registers 
 producer to the consumers with setmaxnreg, so the budgets must fit the file:
 warpgroup threads * (producer_regs + consumers * consumer_regs) <= the register file
 (128 * (40 + 2 * 232) <= 65536 on sm_90a). Every hardware number comes from the kernel's target.
+
+A kernel whose loop does register arithmetic between its MMAs (attention: S = Q K^T, the online softmax,
+O += P V) gets the same two roles (the producer: every copy, in the loop structure of the kernel; the
+consumers: everything else, 64 rows per warpgroup) with three differences:
+- every run of MMAs is followed by `wl.mma_wait {pending = 0}`: the compute after it reads the accumulator
+  (S), or the next iteration's compute rescales it (O), so no MMA group can stay in flight
+  (`mma-in-flight` must be 0);
+- the consumer warpgroups take turns at the tensor cores (FA3's ping-pong) for the MMAs that come before the
+  loop's first compute, through a named barrier `turn` with one instance per warpgroup: sync on its own
+  instance before them, arrive on the next warpgroup's after issuing them (then wait for the results). Before
+  the loop the last warpgroup arrives on warpgroup 0's instance (warpgroup 0 goes first); after it warpgroup 0
+  syncs once more, taking the last hand-over, so every barrier phase completes;
+- budgets default to 24 (producer) and 240 (consumers): the consumers hold S, P, O and the row statistics.
 """
 from __future__ import annotations
 
@@ -15,7 +28,7 @@ from dataclasses import replace
 
 from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Copy, Loop, Mma, MmaWait, Program, Role, Store
+from warploom.kernel import Compute, Copy, Loop, Mma, MmaWait, NamedBarrier, Program, Role, Store, Sync
 from warploom.targets import Target
 
 from .registry import PassError, edit_program, register
@@ -59,8 +72,9 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     if mma_in_flight:
         consumer_body.append(MmaWait(0))       # the accumulators are final only now
     consumer_body.append(replace(store, tile=(rows, store.tile[1])))
+    per_warpgroup_registers(program, rows)
     program.roles = [
-        Role("producer", 0, warps_per_wg, "thread", producer_regs, body=(replace(loop, body=copies),)),
+        Role("producer", 0, warps_per_wg, "thread", producer_regs, body=(replace(loop, body=copies, carries=()),)),
         Role("consumer", warps_per_wg, warps_per_wg * consumers, "warpgroup", consumer_regs,
              body=tuple(consumer_body)),
     ]
@@ -70,9 +84,110 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     program.threads = target.warpgroup_threads * (1 + consumers)
 
 
-@register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg budgets",
+def per_warpgroup_registers(program: Program, rows: int) -> None:
+    """Register tiles are per issuing unit: the tile's rows become each consumer warpgroup's `rows`."""
+    tile_rows = program.attrs["tile"][0]
+    program.registers = {name: (rows, *shape[1:]) if shape and shape[0] == tile_rows else shape
+                         for name, shape in program.registers.items()}
+
+
+TURN = "turn"                 # the named barrier of the consumers' turns at the tensor cores
+
+
+def specialize_compute(program: Program, producer_regs: int, consumer_regs: int, mma_in_flight: int) -> None:
+    """A kernel with register compute between its MMAs (attention): the producer keeps every copy where it is;
+    the consumers keep the rest, wait for each run of MMAs, and take turns for the MMAs before the loop's first
+    compute (see the module docstring)."""
+    target = targets.get(program.target)
+    rows = target.mma_rows_per_warpgroup
+    consumers = program.attrs["tile"][0] // rows
+    check_budget(target, producer_regs, consumer_regs, consumers)
+    if mma_in_flight:
+        raise PassError(f"mma-in-flight = {mma_in_flight}: this kernel computes on its MMAs' accumulators in "
+                        "registers between MMAs (the online softmax reads S and rescales O), so every MMA must "
+                        "retire first; use mma-in-flight=0")
+    loops = [op for op in program.body if isinstance(op, Loop)]
+    if len(loops) != 1:
+        raise PassError(f"wl-specialize splits a kernel with one loop; this one has {len(loops)}")
+    warps_per_wg = target.warpgroup_threads // target.warp_size
+    pingpong = consumers > 1
+    if pingpong:
+        lo, hi = target.named_barrier_ids
+        first = lo + sum(nb.count for nb in program.named_barriers.values())
+        if first + consumers - 1 > hi:
+            raise PassError(f"wl-specialize needs named barriers {first}..{first + consumers - 1} for the "
+                            f"consumers' turns; {program.target} has ids {lo}..{hi}")
+        program.named_barriers[TURN] = NamedBarrier(TURN, first, consumers * target.warpgroup_threads,
+                                                    count=consumers)
+
+    def per_warpgroup(op):
+        if isinstance(op, Mma):
+            return replace(op, shape=(rows, *op.shape[1:]))
+        if isinstance(op, Store):
+            return replace(op, tile=(rows, *op.tile[1:]))
+        return op
+
+    def consumer_loop(loop: Loop) -> Loop:
+        ops = [per_warpgroup(op) for op in loop.body if not isinstance(op, Copy)]
+        first_compute = next((i for i, op in enumerate(ops) if isinstance(op, Compute)), len(ops))
+        out = []
+        for i, op in enumerate(ops):
+            mma = isinstance(op, Mma)
+            turn = pingpong and mma and i < first_compute
+            if turn and not (i and isinstance(ops[i - 1], Mma)):
+                out.append(Sync(TURN))                                   # my turn at the tensor cores
+            out.append(op)
+            last_of_run = mma and not (i + 1 < len(ops) and isinstance(ops[i + 1], Mma))
+            if turn and last_of_run:
+                out.append(Sync(TURN, arrive_only=True, slot="next"))    # the next warpgroup's turn
+            if last_of_run:
+                out.append(MmaWait(0))                                   # the compute reads the accumulators
+        return replace(loop, body=tuple(out))
+
+    producer, consumer = [], []
+    for op in program.body:
+        if isinstance(op, Copy):
+            producer.append(op)
+        elif isinstance(op, Loop):
+            producer.append(replace(op, body=tuple(c for c in op.body if isinstance(c, Copy)), carries=()))
+            if pingpong:        # the last warpgroup hands warpgroup 0 the first turn
+                consumer.append(Sync(TURN, arrive_only=True, slot="next", warpgroup=consumers - 1))
+            consumer.append(consumer_loop(op))
+            if pingpong:        # warpgroup 0 takes the last warpgroup's last hand-over
+                consumer.append(Sync(TURN, warpgroup=0))
+        else:
+            consumer.append(per_warpgroup(op))
+    per_warpgroup_registers(program, rows)
+    program.roles = [
+        Role("producer", 0, warps_per_wg, "thread", producer_regs, body=tuple(producer)),
+        Role("consumer", warps_per_wg, warps_per_wg * consumers, "warpgroup", consumer_regs, body=tuple(consumer)),
+    ]
+    program.body = ()
+    for name, ring in program.rings.items():
+        program.rings[name] = replace(ring, producer="producer", consumers=("consumer",))
+    program.threads = target.warpgroup_threads * (1 + consumers)
+
+
+# budgets (producer, consumer) and MMA groups left in flight, per kind of kernel
+DEFAULTS = {"gemm": (40, 232, 1), "attention": (24, 240, 0)}
+
+
+def specialize_any(program: Program, producer_regs: int | None, consumer_regs: int | None,
+                   mma_in_flight: int | None) -> None:
+    """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s."""
+    defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
+    regs_p, regs_c, flight = (d if v is None else v for v, d in
+                              zip((producer_regs, consumer_regs, mma_in_flight), defaults))
+    computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)
+    (specialize_compute if computes else specialize)(program, regs_p, regs_c, flight)
+
+
+@register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg "
+          "budgets (attention: the consumers' ping-pong on a named barrier)",
           options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int},
           after=("wl-tile", "wl-pipeline"))
-def run(module, producer_regs: int = 40, consumer_regs: int = 232, mma_in_flight: int = 1):
+def run(module, producer_regs: int | None = None, consumer_regs: int | None = None,
+        mma_in_flight: int | None = None):
+    """Defaults: GEMM 40 / 232 registers, 1 MMA group in flight; attention 24 / 240, none in flight."""
     for kernel in kernel_ops(module):
-        edit_program(kernel, lambda p: specialize(p, producer_regs, consumer_regs, mma_in_flight))
+        edit_program(kernel, lambda p: specialize_any(p, producer_regs, consumer_regs, mma_in_flight))

@@ -1,4 +1,5 @@
-"""wl-tile: turn each 2-D `wl.matmul` into a `wl.kernel` that loops over K tiles.
+"""wl-tile: turn each 2-D `wl.matmul` into a `wl.kernel` that loops over K tiles, and each `wl.attention` into an
+attention `wl.kernel` that loops over key blocks.
 
     %c = "wl.matmul"(%a, %b) {transpose_b = false}          (a [M,K], b [K,N])
 becomes
@@ -20,15 +21,26 @@ launch size) and gives the kernel `schedule = "persistent"`: each role's body th
 runs once per tile, for tiles t = ctaid.x, ctaid.x + nctaid.x, ... in row-major
 order (n fastest), and the K iterations count on across tiles, so the producer
 loads the next tile while the consumers store this one.
+
+An attention (rank-4 q, k, v; bf16/f16; head dim D in 64/128/256; Dv = D) becomes one CTA per 128 query rows
+of one head of one batch (grid cdiv(Sq, 128) x Hq x B) whose body loads the Q tile once, loops over blocks of
+block_n keys (`("cdiv", "Sk", bn)`, or under the causal mask `("causal_blocks", "Sq", "Sk", "m", 128, bn)`:
+only the blocks query block m sees), computing S = Q K^T, the online softmax and O += P V per block, then
+normalizes O and stores it and the LSE (a second result, f32 [B, Hq, Sq]). Sizes, strides, GQA and the scale
+are runtime arguments, so the kernel takes tensors of any B, S, H (a `tensor.cast` to `?` dims where the
+graph's are static); `scale` and `layout` stay on the kernel for the launch but the kernel program ignores them.
 """
 from __future__ import annotations
+
+import math
 
 from mlir import ir
 
 from warploom import targets
-from warploom.dialect import op_attrs, tensor_type
+from warploom.dialect import mlir_tensor_type, op_attrs, tensor_type
 from warploom.dialect.kernel_ir import kernel_ops, make_op
-from warploom.kernel import Load, Loop, Mma, Operand, Store
+from warploom.dialect.shapes import TensorType
+from warploom.kernel import Compute, Load, Loop, Mma, Operand, Store
 from warploom.layout import SWIZZLE_128B
 
 from .registry import PassError, edit_program, register
@@ -84,7 +96,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32"},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
-    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", body=(
+    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",), body=(
         Load("a", (block_m, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
         Mma(Operand("smem", "a"), Operand("smem", "b"), Operand("regs", "acc"), (block_m, block_n, block_k))))
     edit_program(kernel, lambda p: setattr(p, "body", (k_loop, Store("acc", "c", (block_m, block_n)))))
@@ -92,8 +104,125 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
     matmul.operation.erase()
 
 
-@register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles (grid and trip count are runtime rules)",
+# ---- attention -----------------------------------------------------------------------------------------
+
+ATTENTION_HEAD_DIMS = (64, 128, 256)   # the sm_90a attention kernels (docs/attention-sm90.md)
+ATTENTION_ELEMENTS = ("bf16", "f16")
+F32_NORMAL = (2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127)   # the positive normal f32 range
+
+
+def default_block_n(head_dim: int) -> int:
+    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
+    return 64 if head_dim > 128 else 128
+
+
+def check_attention_tile(block_m: int, block_n: int, elem: str, op) -> None:
+    target = targets.get("sm_90a")
+    mma_m = target.mma_shapes[0].m[0]
+    if block_m != CONSUMER_WARPGROUPS * mma_m:
+        raise PassError(f"block-m = {block_m}: the sm_90a attention splits {CONSUMER_WARPGROUPS * mma_m} query "
+                        f"rows over {CONSUMER_WARPGROUPS} consumer warpgroups (m{mma_m} each); use "
+                        f"block-m={CONSUMER_WARPGROUPS * mma_m}", op)
+    k_step, box_max = target.mma_k_of(elem), target.tma.box_dim_max
+    try:
+        target.check_mma_shape(mma_m, block_n, elem)     # S = Q K^T: n = block_n
+    except ValueError as e:
+        raise PassError(f"block-n = {block_n}: {e}", op) from None
+    if block_n % k_step or block_n > box_max:
+        raise PassError(f"block-n = {block_n}: must be a multiple of {k_step} (O += P V contracts block_n keys, "
+                        f"{k_step} per wgmma) up to {box_max} (the rows of one TMA box of K or V)", op)
+
+
+def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) -> None:
+    attrs = op_attrs(attention)
+    q_type, k_type, v_type = (tensor_type(v.type) for v in attention.operation.operands)
+    out_type = attention.operation.results[0].type
+    for name, t in (("q", q_type), ("k", k_type), ("v", v_type)):
+        if t.rank != 4:
+            raise PassError(f"wl-tile: attention {name} has rank {t.rank}; the attention kernel takes rank-4 q, k, v "
+                            "([B, S, H, D] or [B, H, S, D]): add the missing batch or head dim of size 1", attention)
+    elem = q_type.elem
+    if elem not in ATTENTION_ELEMENTS or {k_type.elem, v_type.elem} != {elem}:
+        raise PassError(f"wl-tile: attention kernels take {' or '.join(ATTENTION_ELEMENTS)} q, k, v, got "
+                        f"{q_type.elem}, {k_type.elem}, {v_type.elem}: cast them to bf16 or f16", attention)
+    d, dv = q_type.shape[-1], v_type.shape[-1]
+    supported = ", ".join(map(str, ATTENTION_HEAD_DIMS))
+    if d is None:
+        raise PassError(f"wl-tile: the head dim of q is dynamic (?); attention kernels are compiled per head dim "
+                        f"({supported}): give q, k, v a static last dim", attention)
+    if d not in ATTENTION_HEAD_DIMS:
+        up = next((h for h in ATTENTION_HEAD_DIMS if h > d), None)
+        fix = f"zero-pad q, k and v to head dim {up}" if up else f"split the heads into head dims of {supported}"
+        raise PassError(f"wl-tile: head dim {d}: the sm_90a attention kernels take head dims {supported}; {fix}",
+                        attention)
+    if dv != d:
+        raise PassError(f"wl-tile: v has head dim {dv}, q and k {d}: the attention kernel computes O with the q/k "
+                        f"head dim (Dv = D); zero-pad v to {d} and slice the output", attention)
+    scale = attrs["scale"]
+    scale_log2 = scale * math.log2(math.e) if math.isfinite(scale) else scale
+    if not scale > 0:
+        raise PassError(f"wl-tile: attention scale = {scale}: the kernel's online softmax takes row maxima of the "
+                        "unscaled scores, which order like the scaled ones only for scale > 0; for a negative scale "
+                        "negate k and use -scale", attention)
+    if not F32_NORMAL[0] <= scale_log2 <= F32_NORMAL[1]:
+        raise PassError(f"wl-tile: attention scale = {scale}: the kernel takes scale * log2(e) = {scale_log2} as an "
+                        f"f32 runtime argument, which must be a positive normal f32 ({F32_NORMAL[0]:.3g} .. "
+                        f"{F32_NORMAL[1]:.3g}); fold part of the scale into q", attention)
+    if schedule != "grid":
+        raise PassError(f"wl-tile: schedule = {schedule!r}: the attention kernel has a grid schedule only (one "
+                        "CTA per query block, head and batch); use schedule=grid", attention)
+    bm, bn = block_m, default_block_n(d) if block_n is None else block_n
+    check_attention_tile(bm, bn, elem, attention)
+    causal = bool(attrs["causal"])
+    # the kernel is generic in B, S and H (runtime sizes): its tensors have only the head dim static
+    seq = TensorType((None, None, None, d), elem)
+    grid = [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]]
+    with ir.InsertionPoint(attention), attention.operation.location:
+        generic, lse = mlir_tensor_type(seq), mlir_tensor_type(TensorType((None, None, None), "f32"))
+        inputs = [_cast(v, generic) for v in attention.operation.operands]
+        kernel = make_op("kernel", {
+            "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "grid": grid, "schedule": "grid",
+            "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
+            # for the launch only (scale_log2 and the strides are runtime arguments): the program ignores them
+            "scale": attrs["scale"], "layout": attrs["layout"]},
+            operands=inputs, result_types=[generic, lse], region=True)
+        out = _cast(kernel.results[0], out_type)
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
+    stats = ("row_max", "row_sum")
+    kv_loop = Loop(trip, name="kv", carries=("o_acc", *stats), body=(
+        Load("k", (bn, d), ("N", "D")),
+        Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (bm, bn, d), k_dim="D",
+            accumulate=False),
+        Compute("online_softmax", ("s", *stats, "o_acc"), ("p", *stats, "o_acc")),
+        Load("v", (bn, d), ("N", "D")),
+        Mma(Operand("regs", "p", "K"), Operand("smem", "v", "MN"), Operand("regs", "o_acc"), (bm, d, bn),
+            k_dim="N")))
+
+    def body(p):
+        p.body = (Load("q", (bm, d), ("M", "D")), kv_loop,
+                  Compute("normalize", ("o_acc", *stats), ("o_acc", "lse")),
+                  Store("o_acc", "out", (bm, d)), Store("lse", "lse", (bm,)))
+        p.registers.update({"p": (bm, bn), "row_max": (bm,), "row_sum": (bm,), "lse": (bm,)})
+
+    edit_program(kernel, body)
+    attention.operation.results[0].replace_all_uses_with(out)
+    attention.operation.erase()
+
+
+def _cast(value, to: ir.Type):
+    """`value` as type `to` (a tensor.cast where the static dims differ)."""
+    if value.type == to:
+        return value
+    return ir.Operation.create("tensor.cast", results=[to], operands=[value]).results[0]
+
+
+@register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
+          "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str}, after=())
-def run(module, block_m: int = 128, block_n: int = 256, block_k: int = 64, schedule: str = "grid"):
+def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid"):
+    """block-n defaults to 256 for a GEMM and to `default_block_n(head dim)` for an attention; block-k is the
+    GEMM's (an attention contracts the whole head dim)."""
     for matmul in kernel_ops(module, "matmul"):
-        tile_matmul(matmul, block_m, block_n, block_k, schedule)
+        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule)
+    for attention in kernel_ops(module, "attention"):
+        tile_attention(attention, block_m, block_n, schedule)

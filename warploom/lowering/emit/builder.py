@@ -164,6 +164,15 @@ class Builder:
     def shru(self, a, b):
         return self._binary(arith.ShRUIOp, a, b)
 
+    def minu(self, a, b):
+        return self._binary(arith.MinUIOp, a, b)
+
+    def mins(self, a, b):
+        return self._binary(arith.MinSIOp, a, b)
+
+    def maxs(self, a, b):
+        return self._binary(arith.MaxSIOp, a, b)
+
     def cmp(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """arith.cmpi with a predicate name ('eq', 'ule', 'slt', ...)."""
         return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b, loc=self.loc()).result
@@ -174,6 +183,69 @@ class Builder:
 
     def truncf(self, a: ir.Value, ty: ir.Type) -> ir.Value:
         return arith.TruncFOp(ty, a, loc=self.loc()).result
+
+    # ---- float arithmetic (f32 unless the operands say otherwise) -----------------------------------
+    def constf(self, value: float, ty: ir.Type | None = None) -> ir.Value:
+        """A float constant (f32 unless `ty`), uniqued and hoisted to the entry block like `const`."""
+        ty = ty or self.f32
+        key = (float(value), str(ty))
+        if key not in self._consts:
+            text = {float("inf"): "inf", float("-inf"): "minf"}.get(float(value), repr(float(value)))
+            name = f"c{ty}_" + text.replace("-", "m").replace(".", "p").replace("+", "")
+            op = arith.ConstantOp(ty, ir.FloatAttr.get(ty, float(value)), loc=ir.Location.name(name),
+                                  ip=ir.InsertionPoint.at_block_begin(self.entry))
+            if self._last_const is not None:
+                op.operation.move_after(self._last_const)
+            self._last_const = op.operation
+            self._consts[key] = op.result
+        return self._consts[key]
+
+    def addf(self, a, b):
+        return self._binary(arith.AddFOp, a, b)
+
+    def subf(self, a, b):
+        return self._binary(arith.SubFOp, a, b)
+
+    def mulf(self, a, b):
+        return self._binary(arith.MulFOp, a, b)
+
+    def divf(self, a, b):
+        return self._binary(arith.DivFOp, a, b)
+
+    def maxnumf(self, a, b):
+        """max.f32 (PTX max: the number when one input is NaN)."""
+        return self._binary(arith.MaxNumFOp, a, b)
+
+    def negf(self, a):
+        return arith.NegFOp(a, loc=self.loc()).result
+
+    def fma(self, a, b, c):
+        """a * b + c with one rounding (llvm.intr.fma -> fma.rn.f32)."""
+        return llvm.FMAOp(a, b, c, loc=self.loc()).result
+
+    def intrinsic(self, name: str, args: list[ir.Value], ty: ir.Type) -> ir.Value:
+        """llvm.call_intrinsic of an LLVM intrinsic MLIR 22 has no op for (one result)."""
+        return llvm.CallIntrinsicOp(ty, ir.StringAttr.get(name), args, [], ir.DenseI32ArrayAttr.get([]),
+                                    loc=self.loc()).result
+
+    def exp2(self, a):
+        """2^a, f32: ex2.approx.f32 (llvm.nvvm.ex2.approx.f32; convert-gpu-to-nvvm would turn llvm.intr.exp2
+        into a libdevice call)."""
+        return self.intrinsic("llvm.nvvm.ex2.approx.f32", [a], self.f32)
+
+    def log2(self, a):
+        """log2(a), f32: lg2.approx.f32 (llvm.nvvm.lg2.approx.f)."""
+        return self.intrinsic("llvm.nvvm.lg2.approx.f", [a], self.f32)
+
+    def cmpf(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
+        """arith.cmpf with a predicate name ('oeq', 'olt', ...)."""
+        return arith.CmpFOp(getattr(arith.CmpFPredicate, pred.upper()), a, b, loc=self.loc()).result
+
+    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return arith.SelectOp(cond, a, b, loc=self.loc()).result
+
+    def bitcast(self, a: ir.Value, ty: ir.Type) -> ir.Value:
+        return llvm.BitcastOp(ty, a, loc=self.loc()).result
 
     # ---- special registers -------------------------------------------------------------------------
     def sreg(self, reg: str, axis: str, prefix: str = "v") -> ir.Value:
@@ -215,6 +287,9 @@ class Builder:
 
     def extractvalue(self, agg: ir.Value, index: int, ty: ir.Type, prefix: str = "v") -> ir.Value:
         return llvm.ExtractValueOp(ty, agg, [index], loc=self.loc(prefix)).result
+
+    def insertvalue(self, agg: ir.Value, value: ir.Value, index: int) -> ir.Value:
+        return llvm.InsertValueOp(agg, value, [index], loc=self.loc()).result
 
     def insertelement(self, vec: ir.Value, value: ir.Value, position: ir.Value) -> ir.Value:
         return llvm.InsertElementOp(vec, value, position, loc=self.loc()).result

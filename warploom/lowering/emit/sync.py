@@ -36,14 +36,23 @@ def cta_barrier() -> None:
     nvvm.BarrierOp(None)
 
 
-def named_barrier_sync(b: Builder, barrier_id: int, threads: int) -> None:
-    """bar.sync id, threads: wait until `threads` threads (a multiple of 32) reached barrier `id` (1..15)."""
-    nvvm.BarrierOp(None, barrierId=b.const(barrier_id), numberOfThreads=b.const(threads))
+def named_barrier_sync(b: Builder, barrier_id: int | ir.Value, threads: int) -> None:
+    """bar.sync id, threads: wait until `threads` threads (a multiple of 32) reached barrier `id` (1..15; an
+    i32 value when it is picked at run time, e.g. per warpgroup)."""
+    bid = b.const(barrier_id) if isinstance(barrier_id, int) else barrier_id
+    nvvm.BarrierOp(None, barrierId=bid, numberOfThreads=b.const(threads))
 
 
-def named_barrier_arrive(b: Builder, barrier_id: int, threads: int) -> None:
+def named_barrier_arrive(b: Builder, barrier_id: int | ir.Value, threads: int) -> None:
     """bar.arrive id, threads: count this thread at barrier `id` without waiting."""
-    nvvm.BarrierArriveOp(b.const(threads), barrierId=b.const(barrier_id))
+    bid = b.const(barrier_id) if isinstance(barrier_id, int) else barrier_id
+    nvvm.BarrierArriveOp(b.const(threads), barrierId=bid)
+
+
+def shfl_bfly(b: Builder, value: ir.Value, lane_xor: int) -> ir.Value:
+    """shfl.sync.bfly.b32 value, lane_xor, 0x1f, 0xffffffff: the value of lane (laneid ^ lane_xor), full warp."""
+    return nvvm.ShflOp(value.type, b.const(-1), value, b.const(lane_xor), b.const(0x1F), nvvm.ShflKind.bfly,
+                       loc=b.loc()).result
 
 
 def fence_mbarrier_init() -> None:

@@ -38,15 +38,15 @@ def wait(pending: int) -> None:
 
 
 def mma_async(b: Builder, acc: ir.Value, desc_a: ir.Value, desc_b: ir.Value, shape: tuple[int, int, int],
-              elem: str, b_major: str, a_major: str = "row") -> ir.Value:
+              elem: str, b_major: str, a_major: str = "row", scale_d: str = "one") -> ir.Value:
     """acc += A @ B on smem descriptors; returns the new accumulator. `elem` is the A/B type (bf16, f16);
     majors are MMALayout names: A 'row' = K-major; B 'col' = K-major, 'row' = MN-major (MLIR 22 emits
-    imm-trans-b = 1 - layout)."""
+    imm-trans-b = 1 - layout). `scale_d` "zero" overwrites the accumulator (its input is ignored)."""
     m, n, k = shape
     ty = getattr(nvvm.WGMMATypes, elem)
     return nvvm.WgmmaMmaAsyncOp(
         acc.type, acc, desc_a, desc_b, nvvm_mma_shape(m, n, k), ty, ty, nvvm.WGMMATypes.f32,
-        nvvm.WGMMAScaleOut.one, nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
+        getattr(nvvm.WGMMAScaleOut, scale_d), nvvm.WGMMAScaleIn.one, nvvm.WGMMAScaleIn.one,
         getattr(nvvm.MMALayout, a_major), getattr(nvvm.MMALayout, b_major),
         # the default, spelled out as the parser records it (D[<f32>, <one>, <wrapped>])
         satfinite=nvvm.MMAIntOverflow.wrapped, loc=b.loc("acc")).result

@@ -1,0 +1,203 @@
+"""The sm_90a FA3-style attention kernel (planned_fa3, lowered by warploom.lowering.sm90_attention), emulated thread
+by thread against the float64 reference (warploom.reference.ops.attention, bottom-right causal mask, LSE).
+
+Ragged sizes (Sq, Sk not multiples of the 128-row query block or of the key block; Sq > Sk and Sq < Sk), causal
+and not, GQA ratios 1 and 4, head dims 64 / 128 / 256, bf16 and f16, both layouts (the tensor maps see each input
+through its (D, S, H, B) view; out is written through its strides), three interleavings each (seed and async
+delay). Then hand-broken kernels, to show each protocol check can fail.
+
+Tolerance. The kernel rounds P = exp2(S * scale_log2 - max) to the input type before P V (the register-A
+wgmma), while row_sum adds the unrounded f32 p; everything else is f32 (wgmma accumulation, ex2/lg2 approx
+~2^-22 relative) and O is rounded once to the output type. With u the unit roundoff of the 16-bit type (bf16
+2^-8, f16 2^-11), per output element:
+    |out - ref| <= u * max_j |v_j| (P rounding: sum_j p_j (1 + d_j) v_j / sum_j p_j, |d_j| <= u)
+                 + u * |ref| (the output rounding) + 1e-4 (f32 arithmetic)
+and |lse - ref| <= 1e-5 * (1 + |ref|) (f32 only: no 16-bit rounding touches the LSE). Rows that see no key
+must give out exactly 0 and lse exactly -inf, never NaN.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from warploom import targets
+from warploom.emulate import BarrierError, DeadlockError, EmulatedKernel, emulate_attention
+from warploom.emulate.launch import emulate_launch
+from warploom.emulate.machine import NUMPY_ELEMS
+from warploom.emulate.names import SmemNames
+from warploom.kernel import Arrive, Loop, Sync
+from warploom.lowering import sm90_attention
+from warploom.reference.ops import attention, round_to
+
+from .fa3_plan import planned_fa3
+
+UNIT = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11}
+SEEDS = [(0, 4), (1, 8), (2, 16)]            # (interleaving seed, most scheduler steps an async op takes)
+
+# (elem, D, causal, Sq, Sk, Hq, Hkv, layout, B): every kernel at least once; Sk spans more key blocks than the
+# 2-stage ring has stages where cheap, so K/V stages are reused and phases wrap
+CASES = [
+    ("bf16", 64, False, 130, 200, 1, 1, "bshd", 1),      # 2 query blocks, ragged last key block
+    ("bf16", 64, True, 200, 63, 4, 1, "bhsd", 1),        # Sq > Sk: the first 137 rows see no key; GQA 4
+    ("bf16", 64, True, 63, 300, 1, 1, "bshd", 2),        # Sq < Sk: 3 key blocks (ring wraps), 2 batches
+    ("bf16", 128, False, 63, 130, 4, 4, "bhsd", 1),
+    ("bf16", 128, True, 130, 130, 4, 1, "bshd", 1),      # the diagonal crosses both query blocks
+    ("bf16", 256, False, 1, 200, 1, 1, "bshd", 1),       # 4 key blocks of 64
+    ("bf16", 256, True, 130, 63, 2, 1, "bhsd", 1),
+    ("f16", 64, True, 130, 200, 4, 1, "bhsd", 1),
+    ("f16", 128, False, 200, 1, 1, 1, "bshd", 1),        # one key
+]
+IDS = [f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}-h{hq}/{hkv}-{lay}-b{b}"
+       for e, d, c, sq, sk, hq, hkv, lay, b in CASES]
+
+
+def inputs(elem, d, sq, sk, hq, hkv, layout, bsz, rng):
+    shape = (lambda s, h: (bsz, s, h, d)) if layout == "bshd" else (lambda s, h: (bsz, h, s, d))
+    q, k, v = (round_to(rng.standard_normal(shape(s, h)), elem) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+    return q, k, v
+
+
+def check(out, lse, q, k, v, elem, causal, layout):
+    ref, ref_lse = attention(q, k, v, causal=causal, layout=layout, return_lse=True)
+    assert out.dtype == NUMPY_ELEMS[elem] and lse.dtype == np.float32
+    o = out.astype(np.float64)
+    assert not np.isnan(o).any() and not np.isnan(lse).any()
+    # the bound of the module docstring, with max |v| over each (batch, kv head)'s keys
+    vmax = np.abs(v).max(axis=(1, 3) if layout == "bshd" else (2, 3), keepdims=True)
+    if layout == "bshd":
+        vmax = vmax.reshape(v.shape[0], 1, v.shape[2], 1)
+        vmax = np.repeat(vmax, q.shape[2] // v.shape[2], axis=2)
+    else:
+        vmax = np.repeat(vmax, q.shape[1] // v.shape[1], axis=1)
+    u = UNIT[elem]
+    bound = u * vmax + u * np.abs(ref) + 1e-4
+    err = np.abs(o - ref)
+    assert (err <= bound).all(), f"max error {err.max():.3g}, worst excess {(err - bound).max():.3g}"
+    blind = np.isneginf(ref_lse)
+    np.testing.assert_array_equal(np.isneginf(lse), blind)
+    rows = np.moveaxis(o, 2, 1) if layout == "bshd" else o           # [B, Hq, Sq, D]
+    assert (rows[blind] == 0).all()                                    # rows that see no key: exactly 0
+    seen = ~blind
+    np.testing.assert_allclose(lse[seen], ref_lse[seen], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_attention_matches_the_reference(case):
+    elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
+    q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
+    program = planned_fa3(elem, d, causal)
+    first = None
+    for seed, delay in SEEDS:
+        out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program)
+        check(out, lse, q, k, v, elem, causal, layout)
+        if first is None:
+            first = (out.copy(), lse.copy())
+        else:   # the interleaving changes no bit: each CTA's arithmetic order is fixed by the program
+            np.testing.assert_array_equal(out.view(np.uint16), first[0].view(np.uint16))
+            np.testing.assert_array_equal(lse, first[1])
+
+
+def test_scale_and_no_lse_pointer():
+    """A scale other than 1/sqrt(D) goes through scale_log2; a null lse pointer stores no LSE (any access through
+    it would be out of bounds in the emulator)."""
+    q, k, v = inputs("bf16", 64, 70, 90, 2, 2, "bshd", 1, np.random.default_rng(5))
+    out, lse = emulate_attention(q, k, v, causal=True, scale=0.3, with_lse=False, program=planned_fa3("bf16", 64, True))
+    assert lse is None
+    ref = attention(q, k, v, causal=True, scale=0.3, layout="bshd")
+    assert (np.abs(out.astype(np.float64) - ref) <= 2 ** -8 * (np.abs(v).max() + np.abs(ref)) + 1e-4).all()
+
+
+# ---- hand-broken kernels: each check can fail ---------------------------------------------------------------
+
+def _consumer_edit(program, edit):
+    """The program with the consumer role's body (and its loop's) rewritten by edit(ops) -> ops."""
+    roles = []
+    for role in program.roles:
+        if role.name == "consumer":
+            body = []
+            for op in edit(list(role.body)):
+                if isinstance(op, Loop):
+                    op = dataclasses.replace(op, body=tuple(edit(list(op.body))))
+                body.append(op)
+            role = dataclasses.replace(role, body=tuple(body))
+        roles.append(role)
+    return dataclasses.replace(program, roles=roles)
+
+
+def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64, sk=300, seed=0,
+                     row=64):
+    """One head, bhsd inputs, D = 64; O written into rows of `row` elements (> 64: a strided view)."""
+    name = sm90_attention.kernel_name(program) + "_broken"
+    kernel = EmulatedKernel.of(lowering(program, name).lower(sm90_attention.make_context()))
+    kernel.names = SmemNames.of_program(program, targets.get("sm_90a"))     # barrier names in messages
+    q, k, v = (x.astype(NUMPY_ELEMS["bf16"]) for x in inputs("bf16", 64, sq, sk, 1, 1, "bhsd", 1, np.random.default_rng(9)))
+    base = np.full((1, 1, sq, row), np.nan, NUMPY_ELEMS["bf16"])
+    lse = np.full((1, 1, sq), np.nan, np.float32)
+    args = {"q": q, "k": k, "v": v, "out": base, "lse": lse, "out_stride_b": base.size, "out_stride_s": row,
+            "out_stride_h": sq * row, "scale_log2": np.float32(np.log2(np.e) / 8)}
+    emulate_launch(kernel, args, {"Sq": sq, "Sk": sk, "Hq": 1, "Hkv": 1, "B": 1}, seed=seed)
+    assert np.isnan(base[..., 64:].astype(np.float32)).all()        # nothing written past D
+    return base[..., :64], lse, (q, k, v)
+
+
+def test_the_unbroken_helper_passes():
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64), row=72)
+    check(out, lse, q, k, v, "bf16", False, "bhsd")
+
+
+def test_odd_out_strides_take_the_element_store_path():
+    """Rows of 65 elements: O pairs are not 4-byte aligned, so each element is stored alone."""
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), sq=70, sk=90, row=65)
+    check(out, lse, q, k, v, "bf16", True, "bhsd")
+
+
+def test_missing_v_empty_arrive_deadlocks():
+    """Without the consumers' v_empty arrivals the producer waits forever for the third key block's V stage."""
+    broken = _consumer_edit(planned_fa3("bf16", 64),
+                            lambda ops: [o for o in ops if not (isinstance(o, Arrive) and o.barrier == "v_empty")])
+    with pytest.raises(DeadlockError, match=r"v_empty"):
+        _emulate_program(broken)
+
+
+def test_swapped_ping_pong_slots_are_caught():
+    """Each warpgroup waiting on the other's turn barrier and handing over its own: the counts still balance,
+    but warpgroup 1's first bar.sync completes turn[0] with its own hand-over (no mutual exclusion): the same
+    warps arrive twice in one generation."""
+    def swap(ops):
+        return [dataclasses.replace(o, slot={"own": "next", "next": "own"}[o.slot])
+                if isinstance(o, Sync) and o.warpgroup is None else o for o in ops]
+    with pytest.raises(BarrierError, match=r"arrives at named barrier 1 twice in one generation"):
+        _emulate_program(_consumer_edit(planned_fa3("bf16", 64), swap))
+
+
+def test_missing_first_hand_over_deadlocks():
+    """Without warpgroup 1's first bar.arrive, each warpgroup waits for the other to hand over the turn."""
+    broken = _consumer_edit(planned_fa3("bf16", 64),
+                            lambda ops: [o for o in ops if not (isinstance(o, Sync) and o.warpgroup == 1)])
+    with pytest.raises(DeadlockError, match=r"bar.sync 1 \(128 of 256 threads arrived\)"):
+        _emulate_program(broken)
+
+
+def test_unbalanced_ping_pong_is_caught_at_exit():
+    """Dropping warpgroup 0's last bar.sync leaves warpgroup 1's final hand-over pending when the CTA exits."""
+    broken = _consumer_edit(planned_fa3("bf16", 64),
+                            lambda ops: [o for o in ops if not (isinstance(o, Sync) and o.warpgroup == 0)])
+    with pytest.raises(BarrierError, match=r"named barrier 1 at 128 of 256 threads"):
+        _emulate_program(broken)
+
+
+class _WrongMaskRow(sm90_attention._AttentionLowering):
+    """The causal mask of each thread's row r0 computed with row r0 + 8's limit and vice versa."""
+    def _masked(self, vals, ctx):
+        real = ctx.values["_rows"]
+        ctx.values["_rows"] = dict(real, rows=real["rows"][::-1])
+        try:
+            return super()._masked(vals, ctx)
+        finally:
+            ctx.values["_rows"] = real
+
+
+def test_wrong_mask_row_gives_a_mismatch():
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), _WrongMaskRow, sq=100, sk=100)
+    with pytest.raises(AssertionError):
+        check(out, lse, q, k, v, "bf16", True, "bhsd")

@@ -1,0 +1,42 @@
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize | FileCheck %s
+// RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=consumer-regs=256 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=mma-in-flight=1 2>&1 | FileCheck %s --check-prefix=FLIGHT
+
+// The two consumer warpgroups take turns at the tensor cores through named barriers 1 and 2 (one per
+// warpgroup, 256 threads each: both consumer warpgroups).
+// CHECK: "wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}
+// The producer warpgroup (one thread, 24 registers) issues every copy: Q once, then K and V per key block.
+// CHECK: "wl.role"() ({
+// CHECK-NEXT: "wl.async_load"() {buffer = "q", operand = "q", tile = [128, 128]}
+// CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.async_load"() {buffer = "k", operand = "k", tile = [128, 128]}
+// CHECK-NEXT: "wl.async_load"() {buffer = "v", operand = "v", tile = [128, 128]}
+// CHECK: }) {name = "kv", trip = ["cdiv", "Sk", 128]}
+// CHECK: }) {issue = "one_thread", name = "producer", regs = 24 : i64, warpgroups = [0]}
+// The consumers (two warpgroups, 64 query rows each, 240 registers): warpgroup 1 hands warpgroup 0 the first
+// turn; per key block each syncs on its own barrier, issues S = Q K^T, hands the turn to the other (arrive on
+// the next barrier), then waits for S (nothing stays in flight: the softmax reads S, and O is rescaled before
+// the next P V). After the loop warpgroup 0 takes warpgroup 1's last hand-over.
+// CHECK-NEXT: "wl.role"() ({
+// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
+// CHECK-NEXT: "wl.mma"() {a = "q", a_major = "K", a_source = "smem", acc = "s", accumulate = false, b = "k", b_major = "K", b_source = "smem", k_dim = "D", shape = [64, 128, 128]}
+// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next"}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// CHECK-NEXT: "wl.compute"() {kind = "online_softmax"
+// CHECK-NEXT: "wl.mma"() {a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", b_source = "smem", k_dim = "N", shape = [64, 128, 128]}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// CHECK: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["cdiv", "Sk", 128]}
+// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// CHECK-NEXT: "wl.compute"() {kind = "normalize"
+// CHECK-NEXT: "wl.store_tile"() {acc = "o_acc", operand = "out", tile = [64, 128]}
+// CHECK-NEXT: "wl.store_tile"() {acc = "lse", operand = "lse", tile = [64]}
+// CHECK: }) {issue = "warpgroup", name = "consumer", regs = 240 : i64, warpgroups = [1, 2]}
+// CHECK: threads = 384 : i64
+// BUDGET: error: register budget 24 + 2 x 256 per thread needs 68608 registers; the register file holds 65536: lower consumer-regs to 240
+// FLIGHT: error: mma-in-flight = 1: this kernel computes on its MMAs' accumulators in registers between MMAs (the online softmax reads S and rescales O), so every MMA must retire first; use mma-in-flight=0
+func.func @attn(%q: tensor<?x?x?x128xf16>, %k: tensor<?x?x?x128xf16>, %v: tensor<?x?x?x128xf16>) -> tensor<?x?x?x128xf16> {
+  %o = "wl.attention"(%q, %k, %v) {causal = false, scale = 0.088388 : f32, layout = "bshd"} : (tensor<?x?x?x128xf16>, tensor<?x?x?x128xf16>, tensor<?x?x?x128xf16>) -> tensor<?x?x?x128xf16>
+  return %o : tensor<?x?x?x128xf16>
+}

@@ -1,0 +1,497 @@
+"""sm_90a lowering of the planned FA3-style attention program -> one `gpu.module` of NVVM/LLVM ops, plus launch data.
+
+Input: the kernel program of `tests/emulate/fa3_plan.py::planned_fa3` (what the attention planning passes
+produce); docs/attention-sm90.md is the contract (schedule, fragments, parameters). What it shares with the
+GEMM comes from `warploom.lowering.sm90._Sm90Lowering`: the plan checks, the kernel function, the dynamic
+smem base, mbarrier init, the role dispatch with setmaxnreg, ring stage/phase, waits, arrivals, TMA box loops
+and wgmma descriptors. What is attention's own is here:
+
+  prologue   CTA (m, h, b) = ctaid (x, y, z); query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
+             count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks
+             with m = ctaid.x), shared by both roles so they agree on every stage and phase;
+  producer   Q once (a 1-stage ring outside the loop: stage 0, phase 0), then K and V per key block; 4-D TMA
+             boxes (64, rows, 1, 1) at (64j, row0, head, batch);
+  consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked
+             at run time from the warpgroup index); Mma on smem x smem (S = Q K^T, scale-d 0 on the first
+             k-block) or registers x smem (O += P V, `emit.wgmma.mma_async_reg_a`); Compute "online_softmax"
+             and "normalize" in registers; Store of O rows < Sq through the out strides, and of the LSE when
+             its pointer is not null.
+
+Register values of the consumer (per thread, the m64nN wgmma fragment: rows r0 = 16*warp + lane/4 and
+r0 + 8; register 4c + 2h + e holds (r0 + 8h, 8c + 2(lane % 4) + e)): s (the S accumulator struct), p (the
+register-A fragments of P, 4 i32 per k16 block), o_acc (the O accumulator struct), row_max and row_sum
+(one f32 per row h: row_sum is the thread's partial sum, reduced over the quad once, in normalize), lse.
+"""
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import nvvm, scf
+
+from warploom.dialect import make_context
+from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
+from warploom.lowering.emit import sync, wgmma
+from warploom.runtime import rules
+from warploom.runtime.artifact import TensorMapSpec
+
+from .sm90 import ELEM_TYPES, T, LoweredKernel, _Loop, _Role, _Sm90Lowering
+
+OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", MmaWait: "mma_wait",
+       Store: "store", Compute: "compute", Sync: "sync"}
+OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Compute", "Sync")
+TMAP_DIMS = ("D", "S", "H", "B")          # innermost first
+LN2 = math.log(2.0)
+# loop-carried values other than MMA accumulators: their value before the first key block
+CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
+
+
+def kernel_name(program: Program) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the name the sm_90a attention kernel gets."""
+    bm, bn, d = program.attrs["tile"]
+    elem = program.inputs["q"].elem
+    causal = "_causal" if program.attrs.get("causal") else ""
+    return f"wl_attn_{elem}_d{d}_{bm}x{bn}_s{program.attrs.get('stages', '?')}{causal}"
+
+
+def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned attention kernel (planned_fa3); ValueError names what cannot be lowered and why."""
+    return _AttentionLowering(program, name).lower(context or make_context())
+
+
+class _AttentionLowering(_Sm90Lowering):
+    OPS = OPS
+    OP_NAMES = OP_NAMES
+
+    # ---- configuration ------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        p, a = self.p, self.p.attrs
+        if p.kind != "attention":
+            self._fail(f"kernel kind {p.kind!r}: this is the attention lowering")
+        for value, key in ((a.get("stages"), "stages"), (p.threads, "threads"), (p.smem_bytes, "smem_bytes"),
+                           (a.get("tile"), "tile")):
+            if value is None:
+                self._fail(f"the kernel has no {key!r}: plan it first (wl-plan-barriers and the passes before)")
+        if not p.barriers:
+            self._fail("the kernel has no mbarriers: run wl-plan-barriers first")
+        self.BM, self.BN, self.D = a["tile"]
+        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
+        self.causal = bool(a.get("causal", False))
+        if a.get("acc_elem", "f32") != "f32":
+            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
+        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
+            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered")
+        if self.threads % T.warpgroup_threads:
+            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
+        if list(p.inputs) != ["q", "k", "v"] or list(p.outputs) != ["out", "lse"]:
+            self._fail(f"inputs {list(p.inputs)} -> outputs {list(p.outputs)}: attention takes q, k, v and gives "
+                       "out, lse")
+        self.elem = p.inputs["q"].elem
+        elems = {t.elem for t in p.inputs.values()} | {p.outputs["out"].elem}
+        if self.elem not in ELEM_TYPES or elems != {self.elem} or p.outputs["lse"].elem != "f32":
+            self._fail(f"element types {sorted(elems)} (lse {p.outputs['lse'].elem}): q, k, v, out one of "
+                       f"{ELEM_TYPES}, lse f32")
+        self.mma_m = T.mma_shapes[0].m[0]
+        self.mma_k = T.mma_k_of(self.elem)
+        want = (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1))
+        try:
+            self.grid = tuple(rules.check(g) for g in a["grid"])
+        except (KeyError, ValueError) as e:
+            self._fail(f"grid {a.get('grid')}: {e}")
+        if self.grid != want:
+            self._fail(f"grid {[rules.text(g) for g in self.grid]}: expected "
+                       f"{[rules.text(g) for g in want]} (query blocks, heads, batch)")
+        self.trip = (("causal_blocks", "Sq", "Sk", "m", self.BM, self.BN) if self.causal
+                     else ("cdiv", "Sk", self.BN))
+        for loop in (o for r in p.roles for o in r.walk() if isinstance(o, Loop)):
+            if tuple(loop.trip) != self.trip:
+                self._fail(f"loop trip {list(loop.trip)}: expected {list(self.trip)} (the key blocks)")
+        self._check_plan()
+        for name, region in self.tiles.items():
+            if region.dims[1] != "D" or region.shape[1] != self.D:
+                self._fail(f"buffer {name!r} {region.dims} {region.shape}: attention tiles are rows x D (D contiguous)")
+
+    def _tensor_map(self, op: Copy) -> TensorMapSpec:
+        """4-D TMA map (D, S, H, B): a box of one swizzle span of D by the tile's rows, one head, one batch."""
+        if op.source not in ("q", "k", "v"):
+            self._fail(f"async load of {op.source!r}: attention loads q, k and v")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box + (1, 1),
+                             swizzle=tile.swizzle.bytes, dims=TMAP_DIMS)
+
+    def _param_list(self) -> list[tuple[str, str]]:
+        return ([(n, "tensormap") for n in self.tmaps] + [("out", "ptr"), ("lse", "ptr")]
+                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")]
+                + [(s, "i64") for s in ("out_stride_b", "out_stride_s", "out_stride_h")] + [("scale_log2", "f32")])
+
+    def _bind_args(self, args: dict) -> None:
+        self.args = args
+
+    # ---- prologue ------------------------------------------------------------------------------
+    def _prologue(self) -> None:
+        b, c = self.b, self.b.const
+        self.tid = b.sreg("tid", "x", "tid")
+        self.m_block = b.sreg("ctaid", "x", "mblk")
+        self.head = b.sreg("ctaid", "y", "head")
+        self.batch = b.sreg("ctaid", "z", "batch")
+        self.row0 = b.mul(self.m_block, c(self.BM))
+        self._smem_base()
+        a = self.args
+        self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": self.m_block}, b)
+        # GQA: query head h reads kv head h / (Hq / Hkv)
+        self.kv_head = b.divu(self.head, b.divu(a["Hq"], a["Hkv"]))
+        self._init_barriers()
+
+    # ---- ring plumbing --------------------------------------------------------------------------
+    def _need_loop(self, op, ctx: _Role) -> _Loop:
+        """Inside the key loop its iteration; outside it, the one use of a 1-stage ring (Q): stage 0, phase 0."""
+        if ctx.loop is not None:
+            return ctx.loop
+        c = self.b.const
+        return _Loop(None, None, c(0), c(0), {}, once=True)
+
+    def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
+        if dim == "D":
+            return None
+        if dim == "M":
+            return self.row0
+        if dim == "N":                      # first key of this key block
+            if "n0" not in loop.cache:
+                loop.cache["n0"] = self.b.mul(loop.kt, self.b.const(self.BN))
+            return loop.cache["n0"]
+        self._fail(f"TMA tile dim {dim!r}: attention tiles are M x D (Q) or N x D (K, V)")
+
+    def _outer_coords(self, op: Copy) -> list[ir.Value]:
+        return [self.head if op.source == "q" else self.kv_head, self.batch]
+
+    # ---- ops ----------------------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        if ctx.loop is not None:
+            self._fail("nested loops")
+        if ctx.values is None:
+            ctx.values = {}
+        if ctx.issue == "warpgroup":
+            self._rows(ctx)                 # before the loop: the store after it uses the rows too
+        for name in op.carries:
+            if name not in ctx.values:
+                ctx.values[name] = self._initial(name, op)
+        flat, shape = [], []
+        for name in op.carries:
+            v = ctx.values[name]
+            vs = v if isinstance(v, list) else [v]
+            flat += vs
+            shape.append((name, len(vs) if isinstance(v, list) else None))
+
+        def unflatten(values):
+            out, i = {}, 0
+            for name, n in shape:
+                out[name] = list(values[i:i + n]) if n is not None else values[i]
+                i += n if n is not None else 1
+            return out
+
+        with b.for_(c(0), self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
+            ctx.values.update(unflatten(loop.args))
+            ctx.loop = self._loop_state(loop.iv, loop.iv)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            loop.yield_(*[x for name in op.carries for x in
+                          (ctx.values[name] if isinstance(ctx.values[name], list) else [ctx.values[name]])])
+        if op.carries:
+            ctx.values.update(unflatten(loop.results))
+
+    def _initial(self, name: str, loop: Loop):
+        """The value of a loop-carried register before the first iteration."""
+        b = self.b
+        for mma in (o for o in loop.body if isinstance(o, Mma)):
+            if mma.acc.name == name:
+                return b.zero(wgmma.acc_type(b, mma.shape[1]), "acc")
+        if name in CARRY_INIT:
+            return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
+        self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
+
+    def _op_sync(self, op: Sync, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        nb = self.p.named_barriers.get(op.barrier)
+        if nb is None:
+            self._fail(f"Sync on {op.barrier!r}: no such named barrier")
+        if ctx.issue != "warpgroup":
+            self._fail(f"Sync in role {ctx.name!r}: named barriers are used by warpgroup roles here")
+        n_wgs = ctx.role.warps * T.warp_size // T.warpgroup_threads
+        if nb.count not in (1, n_wgs):
+            self._fail(f"named barrier {nb.name!r} has {nb.count} instances for {n_wgs} warpgroups")
+        emit = sync.named_barrier_arrive if op.arrive_only else sync.named_barrier_sync
+        if op.slot not in ("own", "next"):
+            self._fail(f"Sync slot {op.slot!r}: 'own' or 'next'")
+        if op.warpgroup is not None:            # one warpgroup only: its barrier is known here
+            w = op.warpgroup
+            idx = w if op.slot == "own" else (w + 1) % nb.count
+            with b.if_(b.cmp("eq", ctx.wg_index, c(w))):
+                emit(b, nb.id + idx % nb.count, nb.threads)
+            return
+        if nb.count == 1:
+            bid = nb.id
+        elif op.slot == "own":
+            bid = b.add(c(nb.id), ctx.wg_index)
+        else:
+            bid = b.add(c(nb.id), b.remu(b.add(ctx.wg_index, c(1)), c(nb.count)))
+        emit(b, bid, nb.threads)
+
+    def _op_mma(self, op: Mma, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        loop = self._need_loop(op, ctx)
+        if ctx.issue != "warpgroup":
+            self._fail(f"Mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
+        m, n, k = op.shape
+        try:
+            T.check_mma_shape(m, n, self.elem)
+            if k % self.mma_k:
+                raise ValueError(f"k = {k} is not a multiple of the wgmma k = {self.mma_k}")
+        except ValueError as e:
+            self._fail(f"Mma shape {list(op.shape)}: {e}")
+        if op.b.source != "smem" or op.acc.source != "regs":
+            self._fail("Mma: B must come from smem and the accumulator live in registers")
+        if ctx.values is None:
+            ctx.values = {}
+        b_reg = self._region(op.b.name)
+        b_tile = self.tiles[b_reg.name]
+        if b_tile.major(op.k_dim) != op.b.major:
+            self._fail(f"Mma B {op.b.name!r} is {b_tile.major(op.k_dim)}-major over {op.k_dim}, the program says "
+                       f"{op.b.major}")
+        desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
+        kblocks = k // self.mma_k
+        if op.a.source == "smem":
+            a_reg = self._region(op.a.name)
+            a_tile = self.tiles[a_reg.name]
+            if a_tile.major(op.k_dim) != "K":
+                self._fail("A from smem must be K-major")
+            a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset("M", 1, m)))
+            desc_a, _ = self._descriptor(a_reg, loop, a_rows, op.k_dim)
+            b_major = "col" if b_tile.major(op.k_dim) == "K" else "row"
+            if op.accumulate:
+                acc = ctx.values[op.acc.name]
+            else:                               # scale-d 0 on the first k-block: the input is not read
+                acc = b.undef(wgmma.acc_type(b, n))
+            wgmma.fence()
+            for kk in range(kblocks):
+                da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
+                                                            b.i64))
+                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
+                                                            b.i64))
+                scale = "zero" if kk == 0 and not op.accumulate else "one"
+                acc = wgmma.mma_async(b, acc, da, db, (m, n, self.mma_k), self.elem, b_major, scale_d=scale)
+        elif op.a.source == "regs":
+            frags = ctx.values.get(op.a.name)
+            if not isinstance(frags, list) or len(frags) != kblocks:
+                self._fail(f"Mma A from registers {op.a.name!r}: no register-A fragments for {kblocks} k-blocks "
+                           "(a Compute must write them first)")
+            if not op.accumulate:
+                self._fail("Mma with A in registers accumulates here")
+            trans_b = 1 if b_tile.major(op.k_dim) == "MN" else 0
+            acc = ctx.values[op.acc.name]
+            wgmma.fence()
+            for kk in range(kblocks):
+                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
+                                                            b.i64))
+                acc = wgmma.mma_async_reg_a(b, acc, frags[kk], db, n, self.elem, trans_b=trans_b)
+        else:
+            self._fail(f"Mma A from {op.a.source!r}: smem or registers")
+        wgmma.commit()
+        ctx.values[op.acc.name] = acc
+
+    # ---- the thread's rows and the fragment ------------------------------------------------------
+    def _rows(self, ctx: _Role) -> dict:
+        """Per thread: lane, quad column offset, and the two query rows (global index) it holds."""
+        if "_rows" not in ctx.values:
+            b, c = self.b, self.b.const
+            lane = b.remu(self.tid, c(T.warp_size))
+            warp = b.divu(ctx.thread_in_wg, c(T.warp_size))
+            r0 = b.add(b.add(self.row0, b.mul(ctx.wg_index, c(self.mma_m))),
+                       b.add(b.mul(warp, c(16)), b.divu(lane, c(4))))
+            ctx.values["_rows"] = {"lane": lane, "col": b.mul(b.remu(lane, c(4)), c(2)),
+                                   "rows": [r0, b.add(r0, c(8))]}
+        return ctx.values["_rows"]
+
+    def _quad(self, value: ir.Value, combine) -> ir.Value:
+        """`combine` over the 4 lanes of a quad (one fragment row): shfl.bfly xor 1, then xor 2."""
+        for x in (1, 2):
+            value = combine(value, sync.shfl_bfly(self.b, value, x))
+        return value
+
+    def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""
+        b = self.b
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        op = nvvm.ConvertF32x2ToBF16x2Op if self.elem == "bf16" else nvvm.ConvertF32x2ToF16x2Op
+        return op(ir.VectorType.get([2], ty), hi, lo, rnd=nvvm.FPRoundingMode.RN, loc=b.loc()).result
+
+    # ---- Compute ----------------------------------------------------------------------------------
+    def _op_compute(self, op: Compute, ctx: _Role) -> None:
+        if ctx.issue != "warpgroup":
+            self._fail(f"Compute in role {ctx.name!r}: register math runs in warpgroup roles")
+        if op.kind == "online_softmax":
+            self._online_softmax(op, ctx)
+        elif op.kind == "normalize":
+            self._normalize(op, ctx)
+        else:
+            self._fail(f"Compute {op.kind!r}: the attention lowering knows online_softmax and normalize")
+
+    def _masked(self, vals: list, ctx: _Role) -> list:
+        """S with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA filled
+        with zeros) and, when causal, keys > row + Sk - Sq. Only a block that may hold such a column pays: the
+        block condition is uniform over the CTA (its first row has the smallest causal limit)."""
+        b, c = self.b, self.b.const
+        a = self.args
+        loop = ctx.loop
+        n = len(vals) * 2
+        kv_end = b.mul(b.add(loop.kt, c(1)), c(self.BN))
+        may = b.cmp("sgt", kv_end, a["Sk"])
+        shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
+        if self.causal:
+            may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self.row0, shift), c(1))))
+        op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            rows = self._rows(ctx)
+            first = b.add(b.mul(loop.kt, c(self.BN)), rows["col"])      # key of this lane's column 0
+            out = list(vals)
+            for h in range(2):
+                limit = a["Sk"]                                            # keys < limit are seen
+                if self.causal:
+                    limit = b.mins(limit, b.add(b.add(rows["rows"][h], shift), c(1)))
+                room = b.sub(limit, first)                                 # column offsets < room are seen
+                for cc in range(n // 8):
+                    for e in range(2):
+                        i = 4 * cc + 2 * h + e
+                        seen = b.cmp("slt", c(8 * cc + e), room)
+                        out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
+            scf.YieldOp(out)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(vals)
+        return list(op.results)
+
+    def _online_softmax(self, op: Compute, ctx: _Role) -> None:
+        b = self.b
+        s_name, max_name, sum_name, o_name = op.reads
+        if tuple(op.writes) != ("p", max_name, sum_name, o_name):
+            self._fail(f"Compute online_softmax writes {list(op.writes)}: expected p, {max_name}, {sum_name}, {o_name}")
+        if ctx.loop is None:
+            self._fail("Compute online_softmax outside the key loop")
+        s = ctx.values[s_name]
+        nreg = self.BN // 2
+        vals = [b.extractvalue(s, i, b.f32, "s") for i in range(nreg)]
+        vals = self._masked(vals, ctx)
+        sl2 = self.args["scale_log2"]
+        m_old, l_old = ctx.values[max_name], ctx.values[sum_name]
+        m_new, l_new, corr = [], [], []
+        p = list(vals)
+        for h in range(2):
+            idx = [4 * cc + 2 * h + e for cc in range(nreg // 4) for e in range(2)]
+            part = [vals[i] for i in idx]
+            while len(part) > 1:                                   # the thread's own columns, as a tree
+                part = [b.maxnumf(part[i], part[i + 1]) if i + 1 < len(part) else part[i]
+                        for i in range(0, len(part), 2)]
+            mx = b.maxnumf(m_old[h], self._quad(part[0], b.maxnumf))
+            # a row with every column so far masked has max -inf: use 0 so that exp2 gives 0, not NaN
+            safe = b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx)
+            neg = b.negf(b.mulf(safe, sl2))
+            for i in idx:
+                p[i] = b.exp2(b.fma(vals[i], sl2, neg))
+            corr.append(b.exp2(b.mulf(b.subf(m_old[h], safe), sl2)))
+            total = [p[i] for i in idx]
+            while len(total) > 1:
+                total = [b.addf(total[i], total[i + 1]) if i + 1 < len(total) else total[i]
+                         for i in range(0, len(total), 2)]
+            l_new.append(b.fma(l_old[h], corr[h], total[0]))
+            m_new.append(mx)
+        # O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2)
+        o = ctx.values[o_name]
+        for i in range(self.D // 2):
+            o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), corr[(i // 2) % 2]), i)
+        # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
+        frags = []
+        for t in range(nreg // 8):
+            frags.append([b.bitcast(self._pack(p[8 * t + 2 * q], p[8 * t + 2 * q + 1]), b.i32) for q in range(4)])
+        ctx.values.update({"p": frags, max_name: m_new, sum_name: l_new, o_name: o})
+
+    def _normalize(self, op: Compute, ctx: _Role) -> None:
+        b = self.b
+        o_name, max_name, sum_name = op.reads
+        if tuple(op.writes) != (o_name, "lse"):
+            self._fail(f"Compute normalize writes {list(op.writes)}: expected {o_name}, lse")
+        sl2 = self.args["scale_log2"]
+        zero = b.constf(0.0)
+        inv, lse = [], []
+        for h in range(2):
+            total = self._quad(ctx.values[sum_name][h], b.addf)
+            empty = b.cmpf("oeq", total, zero)                 # the row saw no key: O = 0, lse = -inf
+            inv.append(b.select(empty, zero, b.divf(b.constf(1.0), total)))
+            m = ctx.values[max_name][h]
+            safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), zero, m)
+            # lse = max * scale + ln(sum) = (max * scale_log2 + log2(sum)) * ln 2; log2(0) = -inf
+            lse.append(b.mulf(b.fma(safe, sl2, b.log2(total)), b.constf(LN2)))
+        o = ctx.values[o_name]
+        for i in range(self.D // 2):
+            o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), inv[(i // 2) % 2]), i)
+        ctx.values.update({o_name: o, "lse": lse})
+
+    # ---- Store ------------------------------------------------------------------------------------
+    def _op_store(self, op: Store, ctx: _Role) -> None:
+        if ctx.issue != "warpgroup" or ctx.loop is not None:
+            self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
+        if op.output == "out":
+            self._store_out(op, ctx)
+        elif op.output == "lse":
+            self._store_lse(op, ctx)
+        else:
+            self._fail(f"Store to {op.output!r}: attention stores out and lse")
+
+    def _store_out(self, op: Store, ctx: _Role) -> None:
+        """O rows < Sq at out + b*sb + s*ss + h*sh + d: pairs of columns as one 4-byte store when every stride is
+        even (4-byte aligned pairs), else one 2-byte store per element."""
+        b, c = self.b, self.b.const
+        a = self.args
+        if list(op.tile) != [self.mma_m, self.D]:
+            self._fail(f"Store tile {list(op.tile)}: the O fragment is [{self.mma_m}, {self.D}]")
+        o = ctx.values[op.value]
+        rows = self._rows(ctx)
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        vals = [b.extractvalue(o, i, b.f32, "o") for i in range(self.D // 2)]
+        sb, ss, sh = a["out_stride_b"], a["out_stride_s"], a["out_stride_h"]
+        base = b.add(b.add(b.mul(b.ext64(self.batch), sb), b.mul(b.ext64(self.head), sh)), b.ext64(rows["col"]))
+        ptrs = [b.gep(a["out"], b.add(base, b.mul(b.ext64(r), ss)), ty) for r in rows["rows"]]
+        ok = [b.cmp("slt", r, a["Sq"]) for r in rows["rows"]]
+        even = b.cmp("eq", b.and_(b.or_(b.or_(sb, ss), sh), c(1, b.i64)), c(0, b.i64))
+        then, orelse = b.if_else(even)
+        with then:
+            for h in range(2):
+                with b.if_(ok[h]):
+                    for cc in range(self.D // 8):
+                        pair = self._pack(vals[4 * cc + 2 * h], vals[4 * cc + 2 * h + 1])
+                        b.store(pair, b.gep(ptrs[h], 8 * cc, ty), alignment=4)
+        with orelse:
+            for h in range(2):
+                with b.if_(ok[h]):
+                    for cc in range(self.D // 8):
+                        for e in range(2):
+                            b.store(b.truncf(vals[4 * cc + 2 * h + e], ty), b.gep(ptrs[h], 8 * cc + e, ty),
+                                    alignment=2)
+
+    def _store_lse(self, op: Store, ctx: _Role) -> None:
+        """lse[b, h, row] (float32 [B, Hq, Sq] contiguous) for rows < Sq, by lane 0 of each quad, when the lse
+        pointer is not null."""
+        b, c = self.b, self.b.const
+        a = self.args
+        if list(op.tile) != [self.mma_m]:
+            self._fail(f"Store tile {list(op.tile)}: lse is one value per row, [{self.mma_m}]")
+        rows = self._rows(ctx)
+        lse = ctx.values[op.value]
+        given = b.cmp("ne", b.ptrtoint(a["lse"], b.i64), c(0, b.i64))
+        with b.if_(given):
+            first = b.cmp("eq", b.remu(rows["lane"], c(4)), c(0))
+            # (b * Hq + h) * Sq, in 64 bits
+            plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
+            for h in range(2):
+                r = rows["rows"][h]
+                with b.if_(b.and_(first, b.cmp("slt", r, a["Sq"]))):
+                    idx = b.add(plane, b.ext64(r))
+                    b.store(lse[h], b.gep(a["lse"], idx, b.f32), alignment=4)
