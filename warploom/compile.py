@@ -115,10 +115,11 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
     from warploom.lowering.sm90 import lower_kernel
+    from warploom.lowering.sm90_attention import lower_attention
     from warploom.passes.plan_smem import plan_smem
 
     t0 = time.perf_counter()
-    lowered = lower_kernel(program, name)
+    lowered = (lower_attention if program.kind == "attention" else lower_kernel)(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
     asm = assemble(ptx, spec.target, "ptxas")
@@ -218,10 +219,20 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
     """Compile a graph that fuses to the attention of `spec` (the spec's own graph, or the long way)."""
     if spec.target != "sm_90a":
         raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
+    from warploom.lowering.sm90_attention import kernel_name
     program, records = planned_attention(graph, spec)
-    artifact = _build_artifact(spec, program, records, spec.kernel_name)
+    name = kernel_name(program)             # the lowering's name for it, which the contract check compares
+    artifact = _build_artifact(spec, program, records, name)
     check_attention_artifact(artifact, spec)
     return artifact
+
+
+def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
+                              block_n: int | None = None, stages: int | None = None):
+    """The planning passes' program for the standard attention kernel of (elem, head dim, causal): what
+    warploom.emulate.emulate_attention runs by default."""
+    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages)
+    return planned_attention(attention_graph(spec), spec)[0]
 
 
 def compile_attention(spec: AttentionSpec) -> KernelArtifact:
