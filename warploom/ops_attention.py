@@ -378,11 +378,14 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
             _PREPARED.move_to_end(plan_key)
             prepared.launch(stream)
             return result
-    maps = {}
+    maps, copies = {}, []
     for name, t in inputs.items():
         reason = p.copies[name]
         if reason is not None:       # slower path: a contiguous copy, read through its own (fresh) tensor map
             t = _copy_contiguous(t, name, reason)
+            # held until the launch is queued: a copy freed earlier lets the framework's allocator hand its memory
+            # to the next copy before the kernel has read it (after the launch, stream order keeps it safe)
+            copies.append(t)
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
     args = attention_args(problem, maps, to, lse_ptr, p.scale_log2)
     prepared = default_launcher().prepare(artifact, problem.sizes, args, device=problem.device)
@@ -391,4 +394,5 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
     prepared.launch(stream)
+    del copies
     return result
