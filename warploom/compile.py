@@ -180,7 +180,8 @@ def attention_long_way_graph(spec: AttentionSpec):
 def attention_planning_passes(spec: AttentionSpec) -> list[str]:
     """The target pipeline up to the resource-assigned level, with the spec's key block and stages."""
     from warploom.passes import pipeline_for
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n}}}", "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n}}}", "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}",
+               "wl-specialize": f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"}
     names = pipeline_for(spec.target)
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
 
@@ -209,10 +210,11 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     """The AttentionSpec a planned attention Program implements (its element type, head dim, mask and tile)."""
     if program.kind != "attention":
         raise ValueError(f"kernel of kind {program.kind!r} is not an attention kernel")
+    from warploom.lowering.sm90_attention import overlapped
     bm, bn, d = program.attrs["tile"]
     elem = program.inputs["q"].elem
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
-                         int(program.attrs["stages"]), target, int(bm))
+                         int(program.attrs["stages"]), target, int(bm), overlapped(program))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -228,10 +230,10 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
-                              block_n: int | None = None, stages: int | None = None):
+                              block_n: int | None = None, stages: int | None = None, overlap: bool = True):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal): what
     warploom.emulate.emulate_attention runs by default."""
-    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages)
+    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, overlap=overlap)
     return planned_attention(attention_graph(spec), spec)[0]
 
 

@@ -92,9 +92,12 @@ def default_attention_block_n(head_dim: int) -> int:
     return 64 if head_dim > 128 else 128
 
 
-def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the PTX entry point of an attention kernel."""
-    return f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
+                          overlap: bool = False) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov]: the PTX entry point of an attention kernel (_ov: the
+    consumers' intra-warpgroup overlap, docs/attention-sm90.md)."""
+    return (f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+            f"{'_ov' if overlap else ''}")
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class AttentionSpec:
     target: str = "sm_90a"
 
     block_m: int = ATTENTION_BLOCK_M
+    overlap: bool = True            # FA3's intra-warpgroup overlap: the softmax of block j runs beside P_{j-1} V_{j-1}
 
     def __post_init__(self):
         if self.block_n is None:
@@ -119,12 +123,14 @@ class AttentionSpec:
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"AttentionSpec: {name} = {v!r} must be a positive int")
-        if not isinstance(self.causal, bool):
-            raise ValueError(f"AttentionSpec: causal = {self.causal!r} must be True or False")
+        for name in ("causal", "overlap"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"AttentionSpec: {name} = {getattr(self, name)!r} must be True or False")
 
     @property
     def kernel_name(self) -> str:
-        return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal)
+        return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
+                                     self.overlap)
 
     @property
     def lookup_id(self) -> str:
@@ -133,7 +139,8 @@ class AttentionSpec:
     def describe(self) -> str:
         mask = "causal" if self.causal else "non-causal"
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
-                f"(queries x keys), {self.stages} stages, {self.target}")
+                f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
+                f"{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows, 1, 1),

@@ -9,6 +9,12 @@ explains the schedule; every number below follows from (elem, head_dim, block_n,
     consumer  (warpgroups 1-2, 240 regs each): per key block, S = Q K^T (wgmma, smem x smem), masked online
               softmax in registers, O += P V (wgmma, P from registers); the two warpgroups take turns at the
               tensor cores through the named barriers turn[0], turn[1]; then O / rowsum and LSE stored
+
+With `overlap` (the default: FA3's intra-warpgroup overlap) the consumer's key loop is software pipelined: block
+0 (S_0 and its softmax) is the loop's first section; each later block j issues S_j, then O += P_{j-1} V_{j-1}
+(the V ring one block behind the K ring: lag 1), waits for S_j only (wgmma.wait_group 1) and runs the softmax of
+block j while that P V is in flight, then waits for it (wait_group 0) and rescales O; the last section issues
+the last block's P V. Without it (overlap=False) each block runs S, softmax, P V with every MMA retired at once.
 """
 from __future__ import annotations
 
@@ -28,7 +34,7 @@ def default_block_n(head_dim: int) -> int:
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
-                stages: int = STAGES) -> Program:
+                stages: int = STAGES, overlap: bool = True) -> Program:
     t = targets.get("sm_90a")
     d, bm = head_dim, BLOCK_M
     bn = default_block_n(d) if block_n is None else block_n
@@ -63,23 +69,52 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
             Wait("k_empty", "phase^1"), Arrive("k_full", tx_bytes=kv_bytes), Copy("k", "k", "k_full"),
             Wait("v_empty", "phase^1"), Arrive("v_full", tx_bytes=kv_bytes), Copy("v", "v", "v_full"))),
     ))
+    qk = Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (64, bn, d), k_dim="D",
+             accumulate=False)
+    pv = Mma(Operand("regs", "p", "K"), Operand("smem", "v", "MN"), Operand("regs", "o_acc"), (64, d, bn), k_dim="N",
+             lag=1)                                                    # P_{j-1} V_{j-1}: the V ring's previous stage
+    softmax = Compute("softmax", ("s", "row_max", "row_sum"), ("p", "row_max", "row_sum", "corr"))
+    overlapped = Loop(trip, name="kv", carries=("o_acc", "row_max", "row_sum", "p"), first=(
+        # key block 0: S_0 and its softmax; no P V yet (O is 0)
+        Wait("k_full"), Sync("turn"), qk, Sync("turn", arrive_only=True, slot="next"), MmaWait(0),
+        Arrive("k_empty", per="warpgroup"),
+        softmax,
+    ), body=(
+        # key block j >= 1: S_j, then P_{j-1} V_{j-1}, both in this warpgroup's turn
+        Wait("k_full"),
+        Sync("turn"),
+        qk,
+        Wait("v_full", lag=1),
+        pv,
+        Sync("turn", arrive_only=True, slot="next"),
+        MmaWait(1),                                                    # S_j retired; P_{j-1} V_{j-1} in flight
+        Arrive("k_empty", per="warpgroup"),
+        softmax,                                                       # of block j, while P_{j-1} V_{j-1} runs
+        MmaWait(0),                                                    # P_{j-1} V_{j-1} retired
+        Arrive("v_empty", lag=1, per="warpgroup"),
+        Compute("rescale", ("o_acc", "corr"), ("o_acc",)),             # before P_j V_j accumulates into O
+    ), last=(
+        # after the last block n-1: its P V
+        Wait("v_full", lag=1), pv, MmaWait(0), Arrive("v_empty", lag=1, per="warpgroup"),
+    ))
+    serial = Loop(trip, name="kv", carries=("o_acc", "row_max", "row_sum"), body=(
+        Wait("k_full"),
+        Sync("turn"),                                              # this warpgroup's turn at the tensor cores
+        Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (64, bn, d),
+            k_dim="D", accumulate=False),
+        Sync("turn", arrive_only=True, slot="next"),               # the other warpgroup's turn
+        MmaWait(0),
+        Arrive("k_empty", per="warpgroup"),
+        Compute("online_softmax", ("s", "row_max", "row_sum", "o_acc"), ("p", "row_max", "row_sum", "o_acc")),
+        Wait("v_full"),
+        Mma(Operand("regs", "p", "K"), Operand("smem", "v", "MN"), Operand("regs", "o_acc"), (64, d, bn),
+            k_dim="N"),
+        MmaWait(0),
+        Arrive("v_empty", per="warpgroup")))
     consumer = Role("consumer", 4, 8, "warpgroup", 240, body=(
         Wait("q_full"),
         Sync("turn", arrive_only=True, slot="next", warpgroup=1),     # warpgroup 1 lets warpgroup 0 go first
-        Loop(trip, name="kv", carries=("o_acc", "row_max", "row_sum"), body=(
-            Wait("k_full"),
-            Sync("turn"),                                              # this warpgroup's turn at the tensor cores
-            Mma(Operand("smem", "q", "K"), Operand("smem", "k", "K"), Operand("regs", "s"), (64, bn, d),
-                k_dim="D", accumulate=False),
-            Sync("turn", arrive_only=True, slot="next"),               # the other warpgroup's turn
-            MmaWait(0),
-            Arrive("k_empty", per="warpgroup"),
-            Compute("online_softmax", ("s", "row_max", "row_sum", "o_acc"), ("p", "row_max", "row_sum", "o_acc")),
-            Wait("v_full"),
-            Mma(Operand("regs", "p", "K"), Operand("smem", "v", "MN"), Operand("regs", "o_acc"), (64, d, bn),
-                k_dim="N"),
-            MmaWait(0),
-            Arrive("v_empty", per="warpgroup"))),
+        overlapped if overlap else serial,
         Sync("turn", warpgroup=0),                                     # takes warpgroup 1's last hand-over
         Compute("normalize", ("o_acc", "row_max", "row_sum"), ("o_acc", "lse")),
         Store("o_acc", "out", (64, d)),
@@ -92,7 +127,7 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         roles=[producer, consumer], regions=regions, barriers=barriers,
         named_barriers={"turn": NamedBarrier("turn", 1, 256, count=2)}, rings=rings,
         registers={"s": (64, bn), "p": (64, bn), "o_acc": (64, d), "row_max": (64,), "row_sum": (64,),
-                   "lse": (64,)},
+                   "lse": (64,), **({"corr": (64,)} if overlap else {})},
         smem_bytes=off + t.smem_base_align,
         attrs={"tile": [bm, bn, d], "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]],
                "schedule": "grid", "cluster": [1, 1, 1], "stages": stages, "causal": causal, "acc_elem": "f32"})

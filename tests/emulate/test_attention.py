@@ -4,7 +4,10 @@ by thread against the float64 reference (warploom.reference.ops.attention, botto
 Ragged sizes (Sq, Sk not multiples of the 128-row query block or of the key block; Sq > Sk and Sq < Sk), causal
 and not, GQA ratios 1 and 4, head dims 64 / 128 / 256, bf16 and f16, both layouts (the tensor maps see each input
 through its (D, S, H, B) view; out is written through its strides), three interleavings each (seed and async
-delay). Then hand-broken kernels, to show each protocol check can fail.
+delay). Both consumer schedules: the overlapped one (planned_fa3's default: the softmax of key block j beside
+the P V of block j - 1, a peeled first block and a last P V after the loop; the cases include CTAs with no key
+block, causal Sq > Sk, and exactly one key block) and the serial one (overlap=False). Then hand-broken kernels,
+to show each protocol check can fail.
 
 Tolerance. The kernel rounds P = exp2(S * scale_log2 - max) to the input type before P V (the register-A
 wgmma), while row_sum adds the unrounded f32 p; everything else is f32 (wgmma accumulation, ex2/lg2 approx
@@ -21,11 +24,12 @@ import numpy as np
 import pytest
 
 from warploom import targets
-from warploom.emulate import BarrierError, DeadlockError, EmulatedKernel, emulate_attention
+from warploom.emulate import AccumulatorReadError, BarrierError, DeadlockError, EmulatedKernel, emulate_attention
 from warploom.emulate.launch import emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.emulate.names import SmemNames
-from warploom.kernel import Arrive, Loop, Sync
+from warploom.kernel import Arrive, Compute, Loop, MmaWait, Sync, Wait
+from warploom.kernel.verify import problems
 from warploom.lowering import sm90_attention
 from warploom.reference.ops import attention, round_to
 
@@ -81,11 +85,12 @@ def check(out, lse, q, k, v, elem, causal, layout):
     np.testing.assert_allclose(lse[seen], ref_lse[seen], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_attention_matches_the_reference(case):
+def test_attention_matches_the_reference(case, overlap):
     elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
-    program = planned_fa3(elem, d, causal)
+    program = planned_fa3(elem, d, causal, overlap=overlap)
     first = None
     for seed, delay in SEEDS:
         out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program)
@@ -109,15 +114,16 @@ def test_scale_and_no_lse_pointer():
 
 # ---- hand-broken kernels: each check can fail ---------------------------------------------------------------
 
-def _consumer_edit(program, edit):
-    """The program with the consumer role's body (and its loop's) rewritten by edit(ops) -> ops."""
+def _consumer_edit(program, edit, sections=("first", "body", "last")):
+    """The program with the consumer role's body (and its loop's `sections`) rewritten by edit(ops) -> ops."""
     roles = []
     for role in program.roles:
         if role.name == "consumer":
             body = []
             for op in edit(list(role.body)):
                 if isinstance(op, Loop):
-                    op = dataclasses.replace(op, body=tuple(edit(list(op.body))))
+                    op = dataclasses.replace(op, **{name: tuple(edit(list(ops))) for name, ops in op.sections
+                                                    if name in sections})
                 body.append(op)
             role = dataclasses.replace(role, body=tuple(body))
         roles.append(role)
@@ -140,8 +146,9 @@ def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64,
     return base[..., :64], lse, (q, k, v)
 
 
-def test_the_unbroken_helper_passes():
-    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64), row=72)
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+def test_the_unbroken_helper_passes(overlap):
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, overlap=overlap), row=72)
     check(out, lse, q, k, v, "bf16", False, "bhsd")
 
 
@@ -151,12 +158,51 @@ def test_odd_out_strides_take_the_element_store_path():
     check(out, lse, q, k, v, "bf16", True, "bhsd")
 
 
-def test_missing_v_empty_arrive_deadlocks():
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+def test_missing_v_empty_arrive_deadlocks(overlap):
     """Without the consumers' v_empty arrivals the producer waits forever for the third key block's V stage."""
-    broken = _consumer_edit(planned_fa3("bf16", 64),
+    broken = _consumer_edit(planned_fa3("bf16", 64, overlap=overlap),
                             lambda ops: [o for o in ops if not (isinstance(o, Arrive) and o.barrier == "v_empty")])
     with pytest.raises(DeadlockError, match=r"v_empty"):
         _emulate_program(broken)
+
+
+# ---- the overlapped schedule, broken ---------------------------------------------------------------------------
+
+def _drop_rescale_wait(ops):
+    """The body's wgmma.wait_group 0 (after the softmax, before O *= corr) removed."""
+    at = next((i for i, o in enumerate(ops) if isinstance(o, Compute) and o.kind == "rescale"), 0)
+    return [o for i, o in enumerate(ops) if not (i < at and isinstance(o, MmaWait) and o.pending == 0)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rescale_before_the_p_v_retired_is_caught(seed):
+    """Without wait_group 0 before the rescale, O *= corr reads the accumulator while P_{j-1} V_{j-1} is still in
+    flight: the emulator stops at the first read of O (under every interleaving)."""
+    broken = _consumer_edit(planned_fa3("bf16", 64), _drop_rescale_wait, sections=("body",))
+    assert problems(broken) == []         # no mbarrier protocol is broken: only the emulator sees it
+    with pytest.raises(AccumulatorReadError, match=r"extractvalue loc\(\"o\d+\"\): accumulator register 0 read "
+                       r"before the wgmma.wait_group that retires the wgmma writing it"):
+        _emulate_program(broken, seed=seed)
+
+
+def test_softmax_on_s_in_flight_is_caught():
+    """wait_group 2 in place of 1 leaves S_j in flight too: the softmax reads S before its wgmma retired."""
+    broken = _consumer_edit(planned_fa3("bf16", 64), lambda ops: [MmaWait(2) if o == MmaWait(1) else o for o in ops],
+                            sections=("body",))
+    with pytest.raises(AccumulatorReadError, match=r"accumulator register .* read before the wgmma.wait_group"):
+        _emulate_program(broken)
+
+
+def test_unlagged_v_wait_is_refused_by_the_verifier():
+    """P_{j-1} V_{j-1} guarded by the wait for V_j's barrier (lag 0): the V it reads may not have landed. The kernel
+    verifier names it (the Mma's lag and the Wait's must agree)."""
+    broken = _consumer_edit(planned_fa3("bf16", 64),
+                            lambda ops: [Wait("v_full") if o == Wait("v_full", lag=1) else o for o in ops],
+                            sections=("body",))
+    found = problems(broken)
+    assert [p.check for p in found] == ["protocol"], found
+    assert "without waiting on 'v_full' (lag 1: the stage of iteration - 1) first" in found[0].message
 
 
 def test_swapped_ping_pong_slots_are_caught():

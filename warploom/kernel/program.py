@@ -136,11 +136,24 @@ class Ring:
 class Loop:
     """A loop over `trip` iterations (a rule over runtime sizes, e.g. ("cdiv", "K", 64): warploom.runtime.rules);
     ring stages advance per iteration. `carries` names the register values (accumulators, softmax statistics)
-    that live across iterations."""
+    that live across iterations.
+
+    A software-pipelined loop has sections: when `first` is given, iteration 0 runs `first` instead of `body`
+    (iterations 1 .. trip - 1 run `body`); `last` runs once more after iteration trip - 1, as iteration `trip`,
+    so its ops act on earlier iterations' stages only (lag >= 1: attention's last O += P V). With trip = 0
+    no section runs. Ops with a `lag` act on the stage (and phase) of iteration - lag."""
     trip: tuple
     body: tuple = ()
     carries: tuple[str, ...] = ()
     name: str = "loop"
+    first: tuple = ()
+    last: tuple = ()
+
+    @property
+    def sections(self) -> tuple[tuple[str, tuple], ...]:
+        """(name, ops) of each section present, in execution order: first, body, last."""
+        return tuple((n, ops) for n, ops in (("first", self.first), ("body", self.body), ("last", self.last))
+                     if ops or n == "body")
 
 
 @dataclass(frozen=True)
@@ -154,9 +167,10 @@ class Load:
 
 @dataclass(frozen=True)
 class Wait:
-    """Wait until this iteration's stage of `barrier` completes the phase `parity` asks for."""
+    """Wait until this iteration's stage of `barrier` (of iteration - lag) completes the phase `parity` asks for."""
     barrier: str
     parity: str = "phase"            # PARITIES
+    lag: int = 0
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,7 @@ class Mma:
     shape: tuple[int, int, int]
     k_dim: str = "K"                 # the logical dim summed over (QK^T: the head dim; PV: the key index)
     accumulate: bool = True
+    lag: int = 0                     # reads ring stages of iteration - lag (attention's overlapped P V)
 
 
 @dataclass(frozen=True)
@@ -248,7 +263,8 @@ def walk(ops) -> Iterator[Op]:
     for op in ops:
         yield op
         if isinstance(op, Loop):
-            yield from walk(op.body)
+            for _, ops in op.sections:
+                yield from walk(ops)
 
 
 # ---- the program ---------------------------------------------------------------------------------

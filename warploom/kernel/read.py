@@ -4,7 +4,8 @@ The wl IR is the kernel program's printed form: `wl.buffer` ops are regions,
 `wl.ring` declares a pipeline, `wl.mbarrier` ops are barriers, `wl.named_barrier`
 ops named barriers, `wl.register` ops the register tiles no MMA accumulates into,
 `wl.role` ops hold each role's schedule (`wl.compute`, `wl.named_barrier_sync` and
-`wl.named_barrier_arrive` among its ops). The kernel's results are its outputs,
+`wl.named_barrier_arrive` among its ops; a software-pipelined `wl.k_loop` holds its first and last
+sections as `wl.loop_first` / `wl.loop_last`). The kernel's results are its outputs,
 named by `output_names` (a GEMM: one, `c`). Whatever a pass has not planned yet
 is left None, so the verifier can run after every planning pass. What the IR
 leaves out is derived (see write.py): an MMA operand's source and major from its
@@ -23,6 +24,7 @@ ISSUE = {"one_thread": "thread", "warp": "warp", "warpgroup": "warpgroup"}
 PARITY = {"consumer": "phase", "producer": "phase^1"}
 RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role")   # not schedule ops
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
+SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
 LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem")   # what the program keeps
 
 
@@ -89,13 +91,16 @@ def _ops(body: list[KOp], program: Program) -> list:
     for op in body:
         a = op.attrs
         if op.kind == "k_loop":
-            body = _ops(op.body, program)
+            sections = {s: next((_ops(o.body, program) for o in op.body if o.kind == kind), [])
+                        for s, kind in SECTION_OPS.items()}
+            body = _ops([o for o in op.body if o.kind not in SECTION_OPS.values()], program)
             carries = tuple(a["carries"]) if "carries" in a else implied_carries(body)
-            out.append(Loop(trip=tuple(a["trip"]), body=tuple(body), name=a.get("name", LOOP_NAME), carries=carries))
+            out.append(Loop(trip=tuple(a["trip"]), body=tuple(body), name=a.get("name", LOOP_NAME), carries=carries,
+                            first=tuple(sections["first"]), last=tuple(sections["last"])))
         elif op.kind == "load_tile":
             out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ()))))
         elif op.kind == "wait":
-            out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"])))
+            out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"]), lag=a.get("lag", 0)))
         elif op.kind == "arrive_expect_tx":
             out.append(Arrive(a["barrier"], tx_bytes=a["bytes"]))
         elif op.kind == "arrive":
@@ -114,7 +119,8 @@ def _ops(body: list[KOp], program: Program) -> list:
                 implied = implied_operand(program, a[which], k_dim)
                 ab.append(Operand(a.get(f"{which}_source", implied.source), a[which],
                                   a.get(f"{which}_major", implied.major)))
-            out.append(Mma(*ab, acc, (m, n, k), k_dim=k_dim, accumulate=a.get("accumulate", True)))
+            out.append(Mma(*ab, acc, (m, n, k), k_dim=k_dim, accumulate=a.get("accumulate", True),
+                           lag=a.get("lag", 0)))
         elif op.kind == "mma_wait":
             out.append(MmaWait(a["pending"]))
         elif op.kind == "compute":

@@ -11,11 +11,16 @@ wl-tile and after wl-plan-barriers.
     registers        setmaxnreg budgets in range and, together, within the register file
     names            every op is a planned op and names a barrier, region, input, output or register that exists
     stages           a ring's barriers and regions have the ring's stages; a lag stays inside them
-    loop             an op on a staged barrier or region sits inside a loop (its stage is the iteration's)
+    loop             an op on a staged barrier or region sits inside a loop (its stage is the iteration's); a
+                     pipelined loop's first section has no lag (no earlier iteration), its last section acts on
+                     earlier iterations only (lag >= 1, no copies)
     tx-bytes         an expect_tx arrival announces exactly the bytes its copies land
-    arrivals         a barrier's arrival count equals the arrivals its roles make per phase
+    arrivals         a barrier's arrival count equals the arrivals its roles make per phase; in a pipelined loop
+                     every iteration's stage gets the same arrivals (first = the body's lag-0 ones, last = the
+                     body's lagged ones)
     handoff          every barrier is both arrived at and waited on
     protocol         a copy into a reused slot waits for `empty` first; an MMA on ring data waits for `full`
+                     (of the same iteration: the same lag) earlier in its loop section
     parity           consumers wait on the phase, producers on the phase before it
     overlap          live regions (and barrier storage) do not overlap unless declared aliases
     capacity         smem within the target's limit (and the launch's request), TMEM within its columns
@@ -81,11 +86,25 @@ def _threads(role: Role, warp_size: int) -> int:
 
 
 def _with_loops(body, depth: int = 0):
-    """(op, loop depth, enclosing body) for every op under `body`."""
+    """(op, loop depth, enclosing body: a loop's section) for every op under `body`."""
     for op in body:
         yield op, depth, body
         if isinstance(op, Loop):
-            yield from _with_loops(op.body, depth + 1)
+            for _, ops in op.sections:
+                yield from _with_loops(ops, depth + 1)
+
+
+def _sectioned(body, section: str = "top"):
+    """(op, section) for every op under `body`: section "first", "body" or "last" of the innermost loop, or "top"."""
+    for op in body:
+        yield op, section
+        if isinstance(op, Loop):
+            for name, ops in op.sections:
+                yield from _sectioned(ops, name)
+
+
+def _lag_of(op) -> int:
+    return getattr(op, "lag", 0)
 
 
 # ---- checks ----------------------------------------------------------------------------------
@@ -216,10 +235,15 @@ def check_stages(p: Program):
                 yield Problem("stages", f"ring {ring.name!r}", f"barrier {b!r} has {p.barriers[b].count} slots "
                               f"for {ring.stages} stages: one mbarrier per stage")
     for role, op in p.ops():
-        if isinstance(op, Arrive) and op.barrier in p.barriers:
+        count = None
+        if isinstance(op, (Arrive, Wait)) and op.barrier in p.barriers:
             count = p.barriers[op.barrier].count
-            if not 0 <= op.lag < max(count, 1) or (count == 1 and op.lag):
-                yield Problem("stages", _at(role, op), f"lag {op.lag} with {count} stage(s): use 0..{count - 1}")
+        if isinstance(op, Mma) and op.lag:
+            staged = [p.regions[o.name].stages for o in (op.a, op.b) if o.source != "regs" and o.name in p.regions
+                      and p.regions[o.name].stages > 1]
+            count = min(staged) if staged else 1
+        if count is not None and (not 0 <= op.lag < max(count, 1) or (count == 1 and op.lag)):
+            yield Problem("stages", _at(role, op), f"lag {op.lag} with {count} stage(s): use 0..{count - 1}")
         if isinstance(op, MmaWait) and not 0 <= op.pending <= 7:
             yield Problem("stages", _at(role, op), f"pending = {op.pending}; wait_group takes 0..7")
 
@@ -235,6 +259,21 @@ def check_loop(p: Program):
             if staged and depth == 0:
                 yield Problem("loop", _at(role, op), f"{staged}, and outside a loop no iteration picks the stage: "
                               "move the op into the loop")
+        for op, section in _sectioned(role.body):
+            if section == "first" and _lag_of(op):
+                yield Problem("loop", _at(role, op), f"lag {op.lag} in a loop's first section: iteration 0 has no "
+                              "earlier iteration; move the op to the body")
+            if section == "last":
+                ring = None
+                if isinstance(op, (Wait, Arrive)):
+                    ring = p.ring_of_barrier(op.barrier)
+                elif isinstance(op, Mma):
+                    ring = next((p.ring_of_region(o.name) for o in (op.a, op.b) if o.source != "regs"
+                                 and p.ring_of_region(o.name) and p.ring_of_region(o.name).stages > 1), None)
+                if isinstance(op, Copy) or (ring is not None and ring.stages > 1 and not _lag_of(op)):
+                    yield Problem("loop", _at(role, op), "in a loop's last section, which runs after the last "
+                                  "iteration: there is no stage of its own to use; give it a lag >= 1 (an earlier "
+                                  "iteration's stage) or move it into the body")
 
 
 def check_tx_bytes(p: Program):
@@ -269,14 +308,36 @@ def _arrivals_per_phase(role: Role, op: Arrive, warp_size: int, warpgroup_thread
 
 
 def check_arrivals(p: Program):
+    """Per phase (one iteration's stage) the arrivals of the loop body and the code outside loops; a pipelined
+    loop's first section stands in for the body's lag-0 arrivals at iteration 0, its last section for the
+    lagged ones of the last iteration, so each must make exactly those."""
     t = targets.get(p.target)
     made: dict[str, list[str]] = {}
     total: dict[str, int] = {}
-    for role, op in p.ops():
-        if isinstance(op, Arrive) and op.barrier in p.barriers:
-            n = _arrivals_per_phase(role, op, t.warp_size, t.warpgroup_threads)
-            total[op.barrier] = total.get(op.barrier, 0) + n
-            made.setdefault(op.barrier, []).append(f"{role.name} {n}")
+    for role in p.roles:
+        for op, section in _sectioned(role.body):
+            if isinstance(op, Arrive) and op.barrier in p.barriers and section in ("top", "body"):
+                n = _arrivals_per_phase(role, op, t.warp_size, t.warpgroup_threads)
+                total[op.barrier] = total.get(op.barrier, 0) + n
+                made.setdefault(op.barrier, []).append(f"{role.name} {n}")
+        for loop in (o for o in role.walk() if isinstance(o, Loop)):
+            for section, lagged in (("first", False), ("last", True)):
+                if not getattr(loop, section):
+                    continue
+                want, have = {}, {}
+                for ops, into in ((loop.body, want), (getattr(loop, section), have)):
+                    for op in ops:
+                        if isinstance(op, Arrive) and op.barrier in p.barriers and bool(op.lag) == lagged:
+                            into[op.barrier] = into.get(op.barrier, 0) + _arrivals_per_phase(
+                                role, op, t.warp_size, t.warpgroup_threads)
+                for name in sorted(set(want) | set(have)):
+                    if want.get(name, 0) != have.get(name, 0):
+                        which = "lagged arrivals (for the last iteration)" if lagged else \
+                            "lag-0 arrivals (for iteration 0)"
+                        yield Problem("arrivals", f"role {role.name!r}, loop {loop.name!r} section {section!r}",
+                                      f"makes {have.get(name, 0)} arrivals on {name!r} where the body makes "
+                                      f"{want.get(name, 0)} {which}: that stage's phase would "
+                                      f"{'never complete' if have.get(name, 0) < want.get(name, 0) else 'complete early'}")
     for name, bar in p.barriers.items():
         if name in total and total[name] != bar.arrivals:
             yield Problem("arrivals", f"mbarrier {name!r}", f"initialised for {bar.arrivals} arrivals per phase, but "
@@ -302,7 +363,7 @@ def check_protocol(p: Program):
     for role in p.roles:
         for op, _, body in _with_loops(role.body):
             before = body[: body.index(op)]
-            waits = {(w.barrier, w.parity) for w in before if isinstance(w, Wait)}
+            waits = {(w.barrier, w.lag) for w in before if isinstance(w, Wait)}
             if isinstance(op, Copy):
                 ring = p.ring_of_region(op.region)
                 if ring and ring.empty and not any(b == ring.empty for b, _ in waits):
@@ -311,10 +372,11 @@ def check_protocol(p: Program):
             if isinstance(op, Mma):
                 for operand in (op.a, op.b):
                     ring = p.ring_of_region(operand.name) if operand.source != "regs" else None
-                    if ring and ring.full and not any(b == ring.full for b, _ in waits) and \
+                    if ring and ring.full and (ring.full, op.lag) not in waits and \
                             not _waited_outside(role.body, op, ring.full):
+                        of = f" (lag {op.lag}: the stage of iteration - {op.lag})" if op.lag else ""
                         yield Problem("protocol", _at(role, op), f"reads {operand.name!r} (ring {ring.name!r}) "
-                                      f"without waiting on {ring.full!r}: the data may not have landed")
+                                      f"without waiting on {ring.full!r}{of} first: the data may not have landed")
 
 
 def _waited_outside(body, target, barrier: str) -> bool:
@@ -324,7 +386,7 @@ def _waited_outside(body, target, barrier: str) -> bool:
             return False
         if isinstance(op, Wait) and op.barrier == barrier:
             return True
-        if isinstance(op, Loop) and any(o is target for o in _with_loops_ops(op.body)):
+        if isinstance(op, Loop) and any(o is target for _, ops in op.sections for o in _with_loops_ops(ops)):
             return any(isinstance(o, Wait) and o.barrier == barrier for o in body[: body.index(op)])
     return False
 

@@ -11,7 +11,9 @@ What the reader can derive is not printed, so a GEMM reads as tiles and names:
 an MMA prints its operands' `*_source` / `*_major` only when they are not the
 named region's space and major-ness (or it contracts another dim than K: then
 both are printed, for the reader of the IR), a `wl.k_loop` its `name` and
-`carries` only when they are not "k_loop" and its MMAs' accumulators.
+`carries` only when they are not "k_loop" and its MMAs' accumulators; a `lag` (wl.wait, wl.mma) only when
+not 0. A software-pipelined loop's `first` and `last` sections are `wl.loop_first` / `wl.loop_last` ops, the
+first and last ops of the `wl.k_loop`'s region.
 The kernel attributes the planners own (`stages`, `threads`, `smem_bytes`) are
 set from the program; the launch rules wl-tile wrote stay as they are.
 """
@@ -22,7 +24,7 @@ from warploom.dialect.kernel_ir import before_terminator, body_block, make_op, s
 
 from .program import (Arrive, Compute, Copy, Load, Loop, Mma, MmaWait, Opaque, Program, Role, Store, Sync,
                       Wait, walk)
-from .read import LOOP_NAME, implied_carries, implied_operand
+from .read import LOOP_NAME, SECTION_OPS, implied_carries, implied_operand
 
 ISSUE = {"thread": "one_thread", "warpgroup": "warpgroup", "warp": "warp"}
 PARITY = {"phase": "consumer", "phase^1": "producer"}
@@ -118,8 +120,15 @@ def _op(op, program: Program) -> None:
             attrs["carries"] = list(op.carries)
         loop = make_op("k_loop", attrs, region=True)
         with before_terminator(loop):
-            for child in op.body:
-                _op(child, program)
+            for section, ops in op.sections:
+                if section == "body":
+                    for child in ops:
+                        _op(child, program)
+                    continue
+                part = make_op(SECTION_OPS[section], {}, region=True)     # wl.loop_first / wl.loop_last
+                with before_terminator(part):
+                    for child in ops:
+                        _op(child, program)
     elif isinstance(op, Load):
         make_op("load_tile", {"operand": op.source, "tile": list(op.tile), "dims": list(op.dims)})
     elif isinstance(op, Copy):
@@ -128,7 +137,10 @@ def _op(op, program: Program) -> None:
             attrs["barrier"] = op.barrier
         make_op("async_load", attrs)
     elif isinstance(op, Wait):
-        make_op("wait", {"barrier": op.barrier, "parity": PARITY[op.parity]})
+        attrs = {"barrier": op.barrier, "parity": PARITY[op.parity]}
+        if op.lag:
+            attrs["lag"] = op.lag
+        make_op("wait", attrs)
     elif isinstance(op, Arrive) and op.tx_bytes:
         make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes})
     elif isinstance(op, Arrive):
@@ -146,6 +158,8 @@ def _op(op, program: Program) -> None:
             attrs["acc_source"] = op.acc.source
         if not op.accumulate:
             attrs["accumulate"] = False
+        if op.lag:
+            attrs["lag"] = op.lag
         make_op("mma", attrs)
     elif isinstance(op, MmaWait):
         make_op("mma_wait", {"pending": op.pending})

@@ -388,6 +388,19 @@ class _Sm90Lowering:
         phase = b.and_(b.divu(it, c(self.stages)), c(1))
         return _Loop(kt, it, stage, phase, {})
 
+    def _lagged(self, loop: _Loop, lag: int) -> _Loop:
+        """The ring state of iteration it - lag (an op with a lag acts on an earlier iteration's stage and phase;
+        the program runs it only where that iteration exists)."""
+        if not lag:
+            return loop
+        if not 0 < lag < self.stages:
+            self._fail(f"lag = {lag}: must be 0..{self.stages - 1}")
+        key = ("lag", lag)
+        if key not in loop.cache:
+            c = self.b.const
+            loop.cache[key] = self._loop_state(self.b.sub(loop.kt, c(lag)), self.b.sub(loop.it, c(lag)))
+        return loop.cache[key]
+
     def _barrier(self, name: str, loop: _Loop) -> sync.Mbarrier:
         """This stage's mbarrier of ring `name` (its address computed once per loop body)."""
         key = ("bar", name)
@@ -411,7 +424,7 @@ class _Sm90Lowering:
 
     def _op_wait(self, op: Wait, ctx: _Role) -> None:
         b, c = self.b, self.b.const
-        loop = self._need_loop(op, ctx)
+        loop = self._lagged(self._need_loop(op, ctx), op.lag)
         if op.parity == "phase":
             ph = loop.phase
         elif op.parity == "phase^1":   # the phase before: the first lap over fresh barriers passes at once
@@ -629,6 +642,8 @@ class _GemmLowering(_Sm90Lowering):
         b, c = self.b, self.b.const
         if ctx.loop is not None:
             self._fail("nested wl.k_loop")
+        if op.first or op.last:
+            self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
         # The loop carries the accumulators its MMAs update (zero on entry).
         carried = []
         for mma in (o for o in op.body if isinstance(o, Mma)):
@@ -669,6 +684,8 @@ class _GemmLowering(_Sm90Lowering):
         loop = self._need_loop(op, ctx)
         if ctx.issue != "warpgroup":
             self._fail(f"wl.mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
+        if op.lag:
+            self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
         m, n, k = op.shape
         try:
             T.check_mma_shape(m, n, self.elem)

@@ -46,17 +46,45 @@ LN2 = math.log(2.0)
 CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
 
 
+def overlapped(program: Program) -> bool:
+    """True when the consumers' key loop is software pipelined (FA3's intra-warpgroup overlap: a first section)."""
+    return any(isinstance(op, Loop) and bool(op.first) for r in program.roles for op in r.walk())
+
+
 def kernel_name(program: Program) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the name the sm_90a attention kernel gets."""
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov]: the name the sm_90a attention kernel gets."""
+    from warploom.kernels import attention_kernel_name
     bm, bn, d = program.attrs["tile"]
-    elem = program.inputs["q"].elem
-    causal = "_causal" if program.attrs.get("causal") else ""
-    return f"wl_attn_{elem}_d{d}_{bm}x{bn}_s{program.attrs.get('stages', '?')}{causal}"
+    return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
+                                 bool(program.attrs.get("causal")), overlapped(program))
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
     """Lower a planned attention kernel (planned_fa3); ValueError names what cannot be lowered and why."""
     return _AttentionLowering(program, name).lower(context or make_context())
+
+
+def _flatten(values: dict, names) -> tuple[list, object]:
+    """The values of `names` as one flat list of IR values (a register value is one value, a list of them, or a
+    list of lists: P's register-A fragments), and the function that turns such a list back into {name: value}."""
+    flat, shapes = [], []
+
+    def shape_of(v):
+        if isinstance(v, list):
+            return [shape_of(x) for x in v]
+        flat.append(v)
+        return None
+
+    for name in names:
+        shapes.append((name, shape_of(values[name])))
+
+    def unflatten(items):
+        it = iter(items)
+
+        def build(shape):
+            return next(it) if shape is None else [build(x) for x in shape]
+        return {name: build(shape) for name, shape in shapes}
+    return flat, unflatten
 
 
 class _AttentionLowering(_Sm90Lowering):
@@ -166,6 +194,9 @@ class _AttentionLowering(_Sm90Lowering):
 
     # ---- ops ----------------------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        """scf.for over the key blocks. A software-pipelined loop (sections first / last) becomes
+        `if (trips > 0) { first at block 0; for blocks 1 ..: body; last at block trips }`: with no key block
+        (causal rows before the first key) nothing runs and the carried values keep their initial ones."""
         b, c = self.b, self.b.const
         if ctx.loop is not None:
             self._fail("nested loops")
@@ -173,39 +204,65 @@ class _AttentionLowering(_Sm90Lowering):
             ctx.values = {}
         if ctx.issue == "warpgroup":
             self._rows(ctx)                 # before the loop: the store after it uses the rows too
-        for name in op.carries:
+        if not (op.first or op.last):
+            for name in op.carries:
+                if name not in ctx.values:
+                    ctx.values[name] = self._initial(name, op)
+            self._for(op, c(0), ctx)
+            return
+        # the values that live on after the loop start from their initial values; the others (P) are made by
+        # the first section and carried through the body only
+        outer = [n for n in op.carries if self._has_initial(n, op)]
+        for name in outer:
             if name not in ctx.values:
                 ctx.values[name] = self._initial(name, op)
-        flat, shape = [], []
-        for name in op.carries:
-            v = ctx.values[name]
-            vs = v if isinstance(v, list) else [v]
-            flat += vs
-            shape.append((name, len(vs) if isinstance(v, list) else None))
+        flat, unflatten = _flatten(ctx.values, outer)
+        if_op = scf.IfOp(b.cmp("sgt", self.trips, c(0)), [v.type for v in flat], has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            start = c(0)
+            if op.first:
+                ctx.loop = self._loop_state(c(0), c(0))
+                self._ops(op.first, ctx)
+                ctx.loop = None
+                start = c(1)
+            missing = [n for n in op.carries if n not in ctx.values]
+            if missing:
+                self._fail(f"loop carries {missing}, which no initial value and no first section gives")
+            self._for(op, start, ctx)
+            if op.last:             # iteration `trips`: its ops carry a lag, acting on the last block's stages
+                ctx.loop = self._loop_state(self.trips, self.trips)
+                self._ops(op.last, ctx)
+                ctx.loop = None
+            scf.YieldOp(_flatten(ctx.values, outer)[0])
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp(flat)
+        ctx.values.update(unflatten(list(if_op.results)))
 
-        def unflatten(values):
-            out, i = {}, 0
-            for name, n in shape:
-                out[name] = list(values[i:i + n]) if n is not None else values[i]
-                i += n if n is not None else 1
-            return out
-
-        with b.for_(c(0), self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
+    def _for(self, op: Loop, start: ir.Value, ctx: _Role) -> None:
+        """scf.for over blocks start .. trips - 1 running op.body, carrying op.carries."""
+        b, c = self.b, self.b.const
+        flat, unflatten = _flatten(ctx.values, op.carries)
+        with b.for_(start, self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
             ctx.values.update(unflatten(loop.args))
             ctx.loop = self._loop_state(loop.iv, loop.iv)
             self._ops(op.body, ctx)
             ctx.loop = None
-            loop.yield_(*[x for name in op.carries for x in
-                          (ctx.values[name] if isinstance(ctx.values[name], list) else [ctx.values[name]])])
+            loop.yield_(*_flatten(ctx.values, op.carries)[0])
         if op.carries:
             ctx.values.update(unflatten(loop.results))
+
+    def _accumulator(self, name: str, loop: Loop) -> Mma | None:
+        return next((o for _, ops in loop.sections for o in ops if isinstance(o, Mma) and o.acc.name == name), None)
+
+    def _has_initial(self, name: str, loop: Loop) -> bool:
+        return name in CARRY_INIT or self._accumulator(name, loop) is not None
 
     def _initial(self, name: str, loop: Loop):
         """The value of a loop-carried register before the first iteration."""
         b = self.b
-        for mma in (o for o in loop.body if isinstance(o, Mma)):
-            if mma.acc.name == name:
-                return b.zero(wgmma.acc_type(b, mma.shape[1]), "acc")
+        mma = self._accumulator(name, loop)
+        if mma is not None:
+            return b.zero(wgmma.acc_type(b, mma.shape[1]), "acc")
         if name in CARRY_INIT:
             return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
@@ -239,7 +296,7 @@ class _AttentionLowering(_Sm90Lowering):
 
     def _op_mma(self, op: Mma, ctx: _Role) -> None:
         b, c = self.b, self.b.const
-        loop = self._need_loop(op, ctx)
+        loop = self._lagged(self._need_loop(op, ctx), op.lag)      # lag: an earlier block's stage (P_{j-1} V_{j-1})
         if ctx.issue != "warpgroup":
             self._fail(f"Mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
         m, n, k = op.shape
@@ -329,12 +386,15 @@ class _AttentionLowering(_Sm90Lowering):
     def _op_compute(self, op: Compute, ctx: _Role) -> None:
         if ctx.issue != "warpgroup":
             self._fail(f"Compute in role {ctx.name!r}: register math runs in warpgroup roles")
-        if op.kind == "online_softmax":
+        if op.kind in ("online_softmax", "softmax"):
             self._online_softmax(op, ctx)
+        elif op.kind == "rescale":
+            self._rescale(op, ctx)
         elif op.kind == "normalize":
             self._normalize(op, ctx)
         else:
-            self._fail(f"Compute {op.kind!r}: the attention lowering knows online_softmax and normalize")
+            self._fail(f"Compute {op.kind!r}: the attention lowering knows online_softmax, softmax, rescale and "
+                       "normalize")
 
     def _masked(self, vals: list, ctx: _Role) -> list:
         """S with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA filled
@@ -370,12 +430,20 @@ class _AttentionLowering(_Sm90Lowering):
         return list(op.results)
 
     def _online_softmax(self, op: Compute, ctx: _Role) -> None:
+        """online_softmax: S, statistics, O -> P, statistics, O rescaled; softmax (the overlapped schedule): S,
+        statistics -> P, statistics, corr (O is rescaled later, by `rescale`, once the P V in flight retired)."""
         b = self.b
-        s_name, max_name, sum_name, o_name = op.reads
-        if tuple(op.writes) != ("p", max_name, sum_name, o_name):
-            self._fail(f"Compute online_softmax writes {list(op.writes)}: expected p, {max_name}, {sum_name}, {o_name}")
+        if op.kind == "online_softmax":
+            s_name, max_name, sum_name, o_name = op.reads
+            want = ("p", max_name, sum_name, o_name)
+        else:
+            s_name, max_name, sum_name = op.reads
+            o_name = None
+            want = ("p", max_name, sum_name, op.writes[-1])
+        if tuple(op.writes) != want:
+            self._fail(f"Compute {op.kind} writes {list(op.writes)}: expected {', '.join(want)}")
         if ctx.loop is None:
-            self._fail("Compute online_softmax outside the key loop")
+            self._fail(f"Compute {op.kind} outside the key loop")
         s = ctx.values[s_name]
         nreg = self.BN // 2
         vals = [b.extractvalue(s, i, b.f32, "s") for i in range(nreg)]
@@ -403,15 +471,31 @@ class _AttentionLowering(_Sm90Lowering):
                          for i in range(0, len(total), 2)]
             l_new.append(b.fma(l_old[h], corr[h], total[0]))
             m_new.append(mx)
-        # O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2)
-        o = ctx.values[o_name]
-        for i in range(self.D // 2):
-            o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), corr[(i // 2) % 2]), i)
         # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
         frags = []
         for t in range(nreg // 8):
             frags.append([b.bitcast(self._pack(p[8 * t + 2 * q], p[8 * t + 2 * q + 1]), b.i32) for q in range(4)])
-        ctx.values.update({"p": frags, max_name: m_new, sum_name: l_new, o_name: o})
+        ctx.values.update({"p": frags, max_name: m_new, sum_name: l_new})
+        if o_name is None:
+            ctx.values[op.writes[-1]] = corr
+        else:
+            ctx.values[o_name] = self._scaled(ctx.values[o_name], corr)
+
+    def _scaled(self, o: ir.Value, corr: list) -> ir.Value:
+        """O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2)."""
+        b = self.b
+        for i in range(self.D // 2):
+            o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), corr[(i // 2) % 2]), i)
+        return o
+
+    def _rescale(self, op: Compute, ctx: _Role) -> None:
+        """O *= corr (the overlapped schedule: after the P V that accumulated into O retired)."""
+        o_name, corr_name = op.reads
+        if tuple(op.writes) != (o_name,):
+            self._fail(f"Compute rescale writes {list(op.writes)}: expected {o_name}")
+        if corr_name not in ctx.values:
+            self._fail(f"Compute rescale reads {corr_name!r}, which no softmax before it wrote")
+        ctx.values[o_name] = self._scaled(ctx.values[o_name], ctx.values[corr_name])
 
     def _normalize(self, op: Compute, ctx: _Role) -> None:
         b = self.b

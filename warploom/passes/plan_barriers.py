@@ -68,7 +68,7 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
 def _reads(op, regions) -> bool:
     """True when `op` is (or a loop holding) an MMA reading one of `regions`."""
     if isinstance(op, Loop):
-        return any(_reads(o, regions) for o in op.body)
+        return any(_reads(o, regions) for _, ops in op.sections for o in ops)
     return isinstance(op, Mma) and bool({op.a.name, op.b.name} & set(regions))
 
 
@@ -87,21 +87,40 @@ def _loaded_once(role_body: tuple, regions) -> bool:
     return any(isinstance(op, Copy) and op.region in regions for op in role_body)
 
 
+def _frees_at(body: tuple, at: int) -> tuple[int, int] | None:
+    """(index, lag) of the MmaWait that frees the stage the MMA body[at] reads: the first wait after it that
+    leaves no more groups in flight than were committed after it (so it retired: the arrive frees the MMA's own
+    stage, its lag), else the first wait after it (a GEMM keeping `pending` groups in flight: the stage of
+    `pending` iterations earlier retired)."""
+    after, fallback = 0, None
+    for i in range(at + 1, len(body)):
+        op = body[i]
+        if isinstance(op, Mma):
+            after += 1
+        elif isinstance(op, MmaWait):
+            if op.pending <= after:
+                return i, body[at].lag
+            if fallback is None:
+                fallback = (i, body[at].lag + op.pending - after)
+    return fallback
+
+
 def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, once: bool = False,
                waited: bool = False) -> tuple:
-    """`body` with the ring's protocol added to each loop: the producer waits for a free slot and announces the
-    bytes before its first copy into the ring (copies complete on full); a consumer waits for full before its
-    first MMA on the ring's data (and before the turn syncs just ahead of it), and frees the slot after the wait
-    that retires that MMA (lag = the groups it leaves in flight: the stage freed at iteration i is the one of
-    iteration i - lag). Data loaded `once` (outside the producer's loops) is waited for once, at this level,
-    before the loop that reads it."""
-    out, announced, freed = [], False, False
-    for op in body:
+    """`body` with the ring's protocol added to each loop (to each section of a pipelined one): the producer
+    waits for a free slot and announces the bytes before its first copy into the ring (copies complete on
+    full); a consumer waits for full before its first MMA on the ring's data (and before the turn syncs just
+    ahead of it; with the MMA's lag: the stage it reads), and frees the slot after the wait that retires that
+    MMA (`_frees_at`: the stage freed at iteration i is the one of iteration i - lag). Data loaded `once`
+    (outside the producer's loops) is waited for once, at this level, before the loop that reads it."""
+    out, announced, free_at = [], False, None
+    for i, op in enumerate(body):
         if isinstance(op, Loop):
             if once and not waited and _reads(op, ring.regions):
                 _wait_before(out, Wait(full, "phase"))
                 waited = True
-            out.append(replace(op, body=_hand_offs(op.body, ring, full, empty, tx_bytes, once, waited)))
+            out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited)
+                                      for name, ops in op.sections}))
             continue
         if isinstance(op, Copy) and op.region in ring.regions:
             if not announced:
@@ -111,12 +130,14 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
                 announced = True
             op = replace(op, barrier=full)
         if not waited and _reads(op, ring.regions):
-            _wait_before(out, Wait(full, "phase"))
+            _wait_before(out, Wait(full, "phase", lag=op.lag))
             waited = True
+            if empty is not None:
+                free_at = _frees_at(body, i)
         out.append(op)
-        if isinstance(op, MmaWait) and waited and not freed and empty is not None:
-            out.append(Arrive(empty, lag=op.pending, per="warpgroup"))
-            freed = True
+        if free_at is not None and i == free_at[0]:
+            out.append(Arrive(empty, lag=free_at[1], per="warpgroup"))
+            free_at = None
     return tuple(out)
 
 

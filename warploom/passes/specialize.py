@@ -21,6 +21,18 @@ consumers: everything else, 64 rows per warpgroup) with three differences:
   the loop the last warpgroup arrives on warpgroup 0's instance (warpgroup 0 goes first); after it warpgroup 0
   syncs once more, taking the last hand-over, so every barrier phase completes;
 - budgets default to 24 (producer) and 240 (consumers): the consumers hold S, P, O and the row statistics.
+
+With `overlap` (the default for such kernels; FA3's intra-warpgroup overlap) the consumer loop is software
+pipelined so that the MMAs after the compute (O += P V) of key block j - 1 run while the compute (the softmax)
+of block j does. The loop must be: a run of MMAs (S = Q K^T), one online softmax, a run of MMAs reading its P
+(O += P V). The online softmax splits into `softmax` (S, statistics -> P, statistics, the correction `corr`)
+and `rescale` (O *= corr, once the P V that accumulates into O retired), and the loop gets three sections:
+    first  (block 0)       sync own; S = Q K_0^T; arrive next; wait 0; softmax
+    body   (block j >= 1)  sync own; S = Q K_j^T; O += P_{j-1} V_{j-1} (lag 1); arrive next;
+                           wait 1 (S retired, P V in flight); softmax; wait 0; rescale
+    last   (after block n-1)  O += P_{n-1} V_{n-1} (lag 1); wait 0
+P is carried from one iteration to the next. The turn covers both MMAs issued in an iteration; the last P V
+takes none (each warpgroup still takes one turn per key block, so the hand-overs balance as before).
 """
 from __future__ import annotations
 
@@ -92,9 +104,11 @@ def per_warpgroup_registers(program: Program, rows: int) -> None:
 
 
 TURN = "turn"                 # the named barrier of the consumers' turns at the tensor cores
+CORR = "corr"                 # overlap: the softmax's correction factor of O, one per row
 
 
-def specialize_compute(program: Program, producer_regs: int, consumer_regs: int, mma_in_flight: int) -> None:
+def specialize_compute(program: Program, producer_regs: int, consumer_regs: int, mma_in_flight: int,
+                       overlap: bool = False) -> None:
     """A kernel with register compute between its MMAs (attention): the producer keeps every copy where it is;
     the consumers keep the rest, wait for each run of MMAs, and take turns for the MMAs before the loop's first
     compute (see the module docstring)."""
@@ -129,6 +143,8 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
 
     def consumer_loop(loop: Loop) -> Loop:
         ops = [per_warpgroup(op) for op in loop.body if not isinstance(op, Copy)]
+        if overlap:
+            return overlapped_loop(loop, ops)
         first_compute = next((i for i, op in enumerate(ops) if isinstance(op, Compute)), len(ops))
         out = []
         for i, op in enumerate(ops):
@@ -144,6 +160,26 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
                 out.append(MmaWait(0))                                   # the compute reads the accumulators
         return replace(loop, body=tuple(out))
 
+    def overlapped_loop(loop: Loop, ops: list) -> Loop:
+        kinds = "".join("m" if isinstance(op, Mma) else "c" if isinstance(op, Compute) else "?" for op in ops)
+        n_s = len(kinds) - len(kinds.lstrip("m"))
+        if kinds.strip("m") != "c" or not 0 < n_s < len(kinds) - 1 or ops[n_s].kind != "online_softmax":
+            raise PassError("overlap: the loop must be MMAs, one online softmax, MMAs reading its output (attention's "
+                            f"S = Q K^T, softmax, O += P V); this one is {[type(op).__name__ for op in ops]}: "
+                            "use overlap=false")
+        first_mmas, softmax, later = ops[:n_s], ops[n_s], ops[n_s + 1:]
+        s_name, max_name, sum_name, o_name = softmax.reads
+        p_name = softmax.writes[0]
+        split = (Compute("softmax", (s_name, max_name, sum_name), (p_name, max_name, sum_name, CORR)),
+                 Compute("rescale", (o_name, CORR), (o_name,)))
+        lagged = tuple(replace(op, lag=1) for op in later)
+        sync, hand_over = ((Sync(TURN),), (Sync(TURN, arrive_only=True, slot="next"),)) if pingpong else ((), ())
+        first = (*sync, *first_mmas, *hand_over, MmaWait(0), split[0])
+        body = (*sync, *first_mmas, *lagged, *hand_over, MmaWait(len(lagged)), split[0], MmaWait(0), split[1])
+        last = (*lagged, MmaWait(0))
+        carries = tuple(loop.carries) + ((p_name,) if p_name not in loop.carries else ())
+        return replace(loop, first=first, body=body, last=last, carries=carries)
+
     producer, consumer = [], []
     for op in program.body:
         if isinstance(op, Copy):
@@ -158,6 +194,8 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
         else:
             consumer.append(per_warpgroup(op))
     per_warpgroup_registers(program, rows)
+    if overlap:
+        program.registers[CORR] = (rows,)
     program.roles = [
         Role("producer", 0, warps_per_wg, "thread", producer_regs, body=tuple(producer)),
         Role("consumer", warps_per_wg, warps_per_wg * consumers, "warpgroup", consumer_regs, body=tuple(consumer)),
@@ -168,26 +206,32 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
     program.threads = target.warpgroup_threads * (1 + consumers)
 
 
-# budgets (producer, consumer) and MMA groups left in flight, per kind of kernel
-DEFAULTS = {"gemm": (40, 232, 1), "attention": (24, 240, 0)}
+# budgets (producer, consumer), MMA groups left in flight and intra-warpgroup overlap, per kind of kernel
+DEFAULTS = {"gemm": (40, 232, 1, False), "attention": (24, 240, 0, True)}
 
 
 def specialize_any(program: Program, producer_regs: int | None, consumer_regs: int | None,
-                   mma_in_flight: int | None) -> None:
+                   mma_in_flight: int | None, overlap: bool | None = None) -> None:
     """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s."""
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
-    regs_p, regs_c, flight = (d if v is None else v for v, d in
-                              zip((producer_regs, consumer_regs, mma_in_flight), defaults))
+    regs_p, regs_c, flight, ov = (d if v is None else v for v, d in
+                                  zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))
     computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)
-    (specialize_compute if computes else specialize)(program, regs_p, regs_c, flight)
+    if computes:
+        specialize_compute(program, regs_p, regs_c, flight, ov)
+    elif overlap:
+        raise PassError("overlap = true: the intra-warpgroup overlap pipelines a loop with register compute between "
+                        "its MMAs (attention); this kernel has none (use mma-in-flight for a GEMM)")
+    else:
+        specialize(program, regs_p, regs_c, flight)
 
 
 @register("wl-specialize", "Warp roles: a TMA producer warpgroup and wgmma consumer warpgroups, with setmaxnreg "
-          "budgets (attention: the consumers' ping-pong on a named barrier)",
-          options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int},
+          "budgets (attention: the consumers' ping-pong on a named barrier, and the intra-warpgroup overlap)",
+          options={"producer-regs": int, "consumer-regs": int, "mma-in-flight": int, "overlap": bool},
           after=("wl-tile", "wl-pipeline"))
 def run(module, producer_regs: int | None = None, consumer_regs: int | None = None,
-        mma_in_flight: int | None = None):
-    """Defaults: GEMM 40 / 232 registers, 1 MMA group in flight; attention 24 / 240, none in flight."""
+        mma_in_flight: int | None = None, overlap: bool | None = None):
+    """Defaults: GEMM 40 / 232 registers, 1 MMA group in flight; attention 24 / 240, none in flight, overlap on."""
     for kernel in kernel_ops(module):
-        edit_program(kernel, lambda p: specialize_any(p, producer_regs, consumer_regs, mma_in_flight))
+        edit_program(kernel, lambda p: specialize_any(p, producer_regs, consumer_regs, mma_in_flight, overlap))
