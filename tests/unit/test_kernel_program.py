@@ -347,16 +347,18 @@ def _planned_fa3():
     return module.planned_fa3
 
 
+@pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
 @pytest.mark.parametrize("elem, d, causal", [("bf16", 64, False), ("f16", 128, True), ("bf16", 256, True)])
-def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal):
+def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal, overlap):
     """The planned attention (two outputs, a one-stage ring loaded once, named barriers with per-warpgroup slots,
-    register-A MMAs, computes, loop names and carries) has a wl IR form that reads back as the same program."""
+    register-A MMAs, computes, loop names and carries; overlapped: the loop's first and last sections, lagged
+    waits and MMAs) has a wl IR form that reads back as the same program."""
     import json
     from warploom.dialect import make_context
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel.write import write_program
     from mlir import ir
-    p = _planned_fa3()(elem, d, causal)
+    p = _planned_fa3()(elem, d, causal, overlap=overlap)
     seq, lse = f"tensor<?x?x?x{d}x{elem}>", "tensor<?x?x?xf32>"
     a = p.attrs
     attrs = (f'kind = "attention", tile = {json.dumps(a["tile"])}, grid = {json.dumps(a["grid"])}, '
@@ -371,10 +373,83 @@ def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal):
         write_program(kernel, p)
         printed = str(kernel)
         assert read_program(kernel) == p
-    for line in ('"wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}',
-                 '"wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}',
-                 '"wl.compute"() {kind = "online_softmax", reads = ["s", "row_max", "row_sum", "o_acc"], '
-                 'writes = ["p", "row_max", "row_sum", "o_acc"]}',
-                 'a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", '
-                 'b_source = "smem", k_dim = "N"'):
+    lines = ['"wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}',
+             '"wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}',
+             'a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", '
+             'b_source = "smem", k_dim = "N"']
+    if overlap:
+        lines += ['"wl.loop_first"() ({', '"wl.loop_last"() ({',
+                  '"wl.wait"() {barrier = "v_full", lag = 1 : i64, parity = "consumer"}',
+                  'k_dim = "N", lag = 1 : i64, shape = ',
+                  '"wl.compute"() {kind = "softmax", reads = ["s", "row_max", "row_sum"], '
+                  'writes = ["p", "row_max", "row_sum", "corr"]}',
+                  '"wl.compute"() {kind = "rescale", reads = ["o_acc", "corr"], writes = ["o_acc"]}',
+                  'carries = ["o_acc", "row_max", "row_sum", "p"]']
+    else:
+        lines += ['"wl.compute"() {kind = "online_softmax", reads = ["s", "row_max", "row_sum", "o_acc"], '
+                  'writes = ["p", "row_max", "row_sum", "o_acc"]}']
+    for line in lines:
         assert line in printed, line
+
+
+# ---- the overlapped (software-pipelined) attention schedule: the verifier checks its sections ----------------
+
+def _overlapped_consumer(edit):
+    """planned_fa3's overlapped program with the consumer loop replaced by edit(loop)."""
+    import dataclasses
+    p = _planned_fa3()("bf16", 64, False)
+    roles = []
+    for role in p.roles:
+        if role.name == "consumer":
+            role = dataclasses.replace(role, body=tuple(edit(o) if isinstance(o, Loop) else o for o in role.body))
+        roles.append(role)
+    return dataclasses.replace(p, roles=roles)
+
+
+def test_overlapped_fa3_verifies():
+    assert problems(_planned_fa3()("bf16", 128, True)) == []
+
+
+def test_overlap_last_section_must_free_what_the_body_frees_late():
+    """The body frees V with lag 1 (the previous block's stage); a last section that does not free the last block's
+    stage leaves its v_empty phase incomplete."""
+    import dataclasses
+    found = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, last=tuple(o for o in loop.last if not isinstance(o, Arrive)))))
+    assert [(f.check, f.where) for f in found] == [("arrivals", "role 'consumer', loop 'kv' section 'last'")]
+    assert "makes 0 arrivals on 'v_empty' where the body makes 2 lagged arrivals" in found[0].message
+
+
+def test_overlap_first_section_must_free_what_the_body_frees_at_once():
+    import dataclasses
+    found = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, first=tuple(o for o in loop.first if not isinstance(o, Arrive)))))
+    assert [f.check for f in found] == ["arrivals"]
+    assert "makes 0 arrivals on 'k_empty' where the body makes 2 lag-0 arrivals (for iteration 0)" in found[0].message
+
+
+def test_overlap_sections_lags():
+    """No lag in the first section (block 0 has no predecessor); every ring op of the last section has one (it runs
+    after the last block); a lagged MMA needs the wait of the same lag."""
+    import dataclasses
+    first_lagged = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, first=tuple(dataclasses.replace(o, lag=1) if isinstance(o, Arrive) else o for o in loop.first))))
+    assert "loop" in [f.check for f in first_lagged]
+    assert any("lag 1 in a loop's first section" in f.message for f in first_lagged)
+    last_unlagged = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, last=tuple(dataclasses.replace(o, lag=0) if isinstance(o, (Wait, Mma)) else o for o in loop.last))))
+    assert [f.check for f in last_unlagged] == ["loop", "loop"]
+    assert all("last section" in f.message for f in last_unlagged)
+    wrong_wait = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, body=tuple(dataclasses.replace(o, lag=0) if isinstance(o, Wait) and o.barrier == "v_full" else o
+                         for o in loop.body))))
+    assert [f.check for f in wrong_wait] == ["protocol"]
+    assert "lag 1: the stage of iteration - 1" in wrong_wait[0].message
+
+
+def test_overlap_lag_beyond_the_stages():
+    import dataclasses
+    found = problems(_overlapped_consumer(lambda loop: dataclasses.replace(
+        loop, body=tuple(dataclasses.replace(o, lag=2) if isinstance(o, Mma) and o.lag else o for o in loop.body))))
+    assert "stages" in [f.check for f in found]
+    assert any("lag 2 with 2 stage(s)" in f.message for f in found)

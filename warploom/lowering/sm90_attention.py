@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import nvvm, scf
+from mlir.dialects import llvm, nvvm, scf
 
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
@@ -267,6 +267,16 @@ class _AttentionLowering(_Sm90Lowering):
             return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
 
+    def _ops(self, ops, ctx: _Role) -> None:
+        """The ops in order, counting the MMA groups in flight (a loop section starts with none)."""
+        self.in_flight = 0
+        for op in ops:
+            super()._ops([op], ctx)
+            if isinstance(op, Mma):
+                self.in_flight += 1
+            elif isinstance(op, MmaWait):
+                self.in_flight = min(self.in_flight, op.pending)
+
     def _op_sync(self, op: Sync, ctx: _Role) -> None:
         b, c = self.b, self.b.const
         nb = self.p.named_barriers.get(op.barrier)
@@ -471,6 +481,8 @@ class _AttentionLowering(_Sm90Lowering):
                          for i in range(0, len(total), 2)]
             l_new.append(b.fma(l_old[h], corr[h], total[0]))
             m_new.append(mx)
+        if self.in_flight:              # MMA groups run beside this softmax: keep it before the wait that ends them
+            self._anchor(l_new)
         # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
         frags = []
         for t in range(nreg // 8):
@@ -480,6 +492,21 @@ class _AttentionLowering(_Sm90Lowering):
             ctx.values[op.writes[-1]] = corr
         else:
             ctx.values[o_name] = self._scaled(ctx.values[o_name], corr)
+
+    def _anchor(self, row_sums: list) -> None:
+        """Keep the softmax where the program puts it: beside the MMA groups still in flight (the overlapped
+        schedule), before the wgmma.wait_group that ends the overlap. ptxas 13.0 schedules WARPGROUP.DEPBAR as
+        early as its basic block allows (it put the wait_group 0 before the whole softmax: no overlap left), but
+        never above a volatile shared-memory load; and LLVM may sink pure arithmetic past the wait. So a 4-byte
+        volatile load of the Q tile (landed, never rewritten; the value is not used) follows the softmax, at an
+        address that depends on the new row sums, which depend on every p of the block: Q + 4 when a sum is NaN
+        (still inside Q, so harmless), else Q + 0. Neither compiler can move the load above the softmax, nor the
+        wait above the load."""
+        b, c = self.b, self.b.const
+        q = self.p.regions["q"]
+        nan = b.cmpf("uno", row_sums[0], row_sums[1])
+        addr = b.gep(self.base, b.add(c(q.offset), b.select(nan, c(4), c(0))))
+        llvm.LoadOp(b.i32, addr, alignment=4, volatile_=True, loc=b.loc("anchor"))
 
     def _scaled(self, o: ir.Value, corr: list) -> ir.Value:
         """O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2)."""
