@@ -146,8 +146,8 @@ def test_tools_come_from_the_pip_packages():
 
 # ---- the sm_90a attention kernels (planned_fa3 lowered by warploom.lowering.sm90_attention) ----------------
 
-ATTENTION = [(d, causal) for d in (64, 128, 256) for causal in (False, True)]
-ATTN_IDS = [f"d{d}{'-causal' if c else ''}" for d, c in ATTENTION]
+ATTENTION = [(d, causal, overlap) for d in (64, 128, 256) for causal in (False, True) for overlap in (True, False)]
+ATTN_IDS = [f"d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}" for d, c, ov in ATTENTION]
 ATTN_SASS = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "BAR.SYNC", "BAR.ARV", "SHFL.BFLY", "MUFU.EX2", "MUFU.LG2",
              "LDL", "STL"]
 
@@ -157,10 +157,10 @@ def attention_kernels():
     from tests.emulate.fa3_plan import default_block_n, planned_fa3
     from warploom.lowering.sm90_attention import kernel_name, lower_attention
     out = {}
-    for d, causal in ATTENTION:
-        program = planned_fa3("bf16", d, causal)
+    for d, causal, overlap in ATTENTION:
+        program = planned_fa3("bf16", d, causal, overlap=overlap)
         lowered = lower_attention(program, kernel_name(program))
-        out[(d, causal)] = {"name": lowered.name, "block_n": default_block_n(d),
+        out[(d, causal, overlap)] = {"name": lowered.name, "block_n": default_block_n(d),
                             "ptx": gpu_module_to_ptx(lowered.gpu_module)}
     with ThreadPoolExecutor(max_workers=4) as pool:
         done = pool.map(lambda ptx: (lambda a: (a, disassemble(a.cubin)))(assemble(ptx, tool="ptxas")),
@@ -176,24 +176,44 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     wgmmas, both operands K-major) and one O += P V (block_n/16 register-A wgmmas, V MN-major: .tnspB); TMA: Q
     once, K and V per block, D/64 boxes each; the ping-pong's named barriers (ids 1, 2 picked at run time,
     256 threads); row max / sum over the quad (2 bfly each for 2 rows, 3 times); setmaxnreg 24 / 240.
-    Registers seen (ptxas 13.0, highest R used after setmaxnreg): d64 ~144, d128 ~182, d256 (block_n 64) ~220."""
-    d, causal = key
+    Registers seen (ptxas 13.0, highest R used after setmaxnreg): serial d64 ~144, d128 ~182, d256 (block_n 64)
+    ~220; overlapped (P_{j-1} and O in flight beside S_j, P_j) d64 ~173, d128 ~213, d256 ~234.
+
+    The overlapped schedule has its loop body twice more (the peeled first block: S and softmax; the last P V
+    after the loop), so twice the HGMMAs, one more turn, one more softmax; ptxas reports no wgmma serialization
+    (C7513 "Potential Performance Loss": P_j is made while P_{j-1} V_{j-1} still reads P_{j-1}'s registers), and
+    the whole softmax of block j (its block_n / 2 + 2 ex2) sits between the body's wait_group 1 and wait_group 0:
+    beside the P V in flight."""
+    d, causal, overlap = key
     k = attention_kernels[key]
     a, sass, bn = k["ptxas"], k["sass"], k["block_n"]
-    assert f".entry {k['name']}" in k["ptx"] and k["name"] == f"wl_attn_bf16_d{d}_128x{bn}_s2" + ("_causal" * causal)
+    name = f"wl_attn_bf16_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
+    assert f".entry {k['name']}" in k["ptx"] and k["name"] == name
     assert a.cubin[:4] == b"\x7fELF"
     assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log
     assert a.registers <= 168 and "C7508" not in a.log, a.log
+    assert "C7513" not in a.log and "Potential Performance Loss" not in a.log, a.log
     n = sass_counts(sass, ATTN_SASS)
     assert n["LDL"] == 0 and n["STL"] == 0
-    assert n["HGMMA"] == d // 16 + bn // 16 and n["UTMALDG"] == 3 * d // 64
+    copies = 2 if overlap else 1                                       # the loop body's MMAs and softmax, peeled
+    assert n["HGMMA"] == copies * (d // 16 + bn // 16) and n["UTMALDG"] == 3 * d // 64
     hgmma = re.findall(r"HGMMA\.(\S+)[^;]*", sass)
     assert sorted(set(h.split()[0] for h in hgmma)) == sorted({f"64x{bn}x16.F32.BF16", f"64x{d}x16.F32.BF16"})
     lines = re.findall(r"HGMMA[^;]*", sass)
-    assert sum(".tnspB" in line for line in lines) == bn // 16          # only P V reads B MN-major
-    assert n["BAR.ARV"] == 2 and n["BAR.SYNC"] == 3                     # bar 0; turn[w]; warpgroup 0's last
+    assert sum(".tnspB" in line for line in lines) == copies * bn // 16  # only P V reads B MN-major
+    # bar 0; turn[w] (in the first block and the loop when overlapped); warpgroup 0's last
+    assert n["BAR.ARV"] == 1 + copies and n["BAR.SYNC"] == 2 + copies
     assert re.search(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
-    assert n["SHFL.BFLY"] == 12 and n["MUFU.LG2"] == 2 and n["MUFU.EX2"] == bn // 2 + 2
+    assert n["SHFL.BFLY"] == 4 * copies + 8 and n["MUFU.LG2"] == 2 and n["MUFU.EX2"] == copies * (bn // 2 + 2)
+    waits = [(i, w) for i, w in enumerate(sass.splitlines()) if "WARPGROUP.DEPBAR.LE gsb0" in w]
+    if overlap:
+        body = [i for i, w in waits if w.rstrip(" ;").endswith("0x1")]
+        assert len(body) == 1, waits
+        end = next(i for i, w in waits if i > body[0])
+        beside = sass.splitlines()[body[0]:end]
+        assert sum("MUFU.EX2" in line for line in beside) == bn // 2 + 2, "the softmax is not beside the P V"
+    else:
+        assert all(w.rstrip(" ;").endswith("0x0") for _, w in waits)
     assert n["USETMAXREG"] == 2 and "USETMAXREG.DEALLOC.CTAPOOL 0x18" in sass
     assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL (UP\d+, )?0xf0 ", sass)
     assert max(int(r) for r in re.findall(r"\bR(\d+)\b", sass)) < 240       # within the consumers' 240

@@ -77,6 +77,22 @@ def test_planning_passes_produce_the_planned_fa3_program(elem, d, causal):
     assert program_of(attention_graph(elem, d, causal)) == planned_fa3(elem, d, causal)
 
 
+@pytest.mark.parametrize("elem, d, causal", COMBOS)
+def test_overlap_false_gives_the_serial_program(elem, d, causal):
+    """wl-specialize{overlap=false}: the serial schedule (S, softmax, P V per key block, every MMA retired at once)."""
+    passes = [*PLANNING[:2], "wl-specialize{overlap=false}", *PLANNING[3:]]
+    assert program_of(attention_graph(elem, d, causal), passes) == planned_fa3(elem, d, causal, overlap=False)
+
+
+def test_overlap_is_refused_for_a_gemm():
+    g = wl.Graph("mm")
+    a, b = g.input("a", (256, 128), "bf16"), g.input("b", (128, 256), "bf16")
+    g.output(g.matmul(a, b))
+    fails(g, ["wl-tile", "wl-pipeline", "wl-specialize{overlap=true}"],
+          "overlap = true: the intra-warpgroup overlap pipelines a loop with register compute between its MMAs "
+          "(attention); this kernel has none (use mma-in-flight for a GEMM)")
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_the_long_way_through_wl_fuse_gives_the_same_program(d, causal):

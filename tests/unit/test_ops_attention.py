@@ -116,10 +116,10 @@ def gpu(monkeypatch):
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
     assert s.block_n == 128 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.kernel_name == "wl_attn_bf16_d128_128x128_s2"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2-sm_90a"
-    assert AttentionSpec("f16", 256, True).kernel_name == "wl_attn_f16_d256_128x64_s2_causal"
-    assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == "wl_attn_bf16_d64_128x64_s3_causal"
+    assert s.kernel_name == "wl_attn_bf16_d128_128x128_s2_ov"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2_ov-sm_90a"
+    assert AttentionSpec("f16", 256, True).kernel_name == "wl_attn_f16_d256_128x64_s2_causal_ov"
+    assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == "wl_attn_bf16_d64_128x64_s3_causal_ov"
     assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 128)     # one cache entry, one memo slot
     assert "head dim 256" in AttentionSpec("f16", 256, True).describe()
     assert "causal" in AttentionSpec("f16", 256, True).describe()
@@ -127,6 +127,12 @@ def test_spec_names_and_defaults():
         AttentionSpec(stages=0)
     with pytest.raises(ValueError, match="causal = 1"):
         AttentionSpec(causal=1)
+    # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
+    serial = AttentionSpec("bf16", 128, overlap=False)
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x128_s2" and serial != s
+    assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
+    with pytest.raises(ValueError, match="overlap = 1"):
+        AttentionSpec(overlap=1)
 
 
 def test_standard_sets():
@@ -408,11 +414,11 @@ def test_get_kernel_offline_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WARPLOOM_OFFLINE", "1")
     monkeypatch.setattr(kernels, "_memo", {})
     got = kernels.get_kernel(AttentionSpec("f16", 64, True, block_n=128))
-    assert got.name == "wl_attn_f16_d64_128x128_s2_causal" and got.key == art.key
+    assert got.name == "wl_attn_f16_d64_128x128_s2_causal_ov" and got.key == art.key
     assert (tmp_path / "index" / f"{spec.lookup_id}.json").is_file()
     with pytest.raises(MissingKernelError) as info:
         kernels.get_kernel(AttentionSpec("bf16", 256))
-    assert "wl_attn_bf16_d256_128x64_s2-sm_90a" in str(info.value)
+    assert "wl_attn_bf16_d256_128x64_s2_ov-sm_90a" in str(info.value)
     assert "warploom precompile --target sm_90a" in str(info.value) and "head dim 256" in str(info.value)
 
 
@@ -430,7 +436,7 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert cli.main(["precompile", "--target", "sm_90a", "--cache", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert len(built) == 16 + 8
-    assert "wl_attn_bf16_d256_128x64_s2-sm_90a" in out and "FAILED: smem plan needs too much" in out
+    assert "wl_attn_bf16_d256_128x64_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 1
     assert "no standard kernels for 'sm_100a'" in capsys.readouterr().err

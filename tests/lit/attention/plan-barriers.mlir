@@ -1,4 +1,5 @@
 // RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=SERIAL
 
 // Each ring gets its barriers, named after it, in the rings' order: q_full (Q is loaded once: one barrier, no
 // empty one), then full/empty per stage of K and V. A full barrier completes on the producer's one
@@ -24,26 +25,67 @@
 // CHECK-NEXT: "wl.arrive_expect_tx"() {barrier = "v_full", bytes = 32768 : i64}
 // CHECK-NEXT: "wl.async_load"() {barrier = "v_full", buffer = "v", operand = "v", tile = [128, 128]}
 // CHECK: }) {issue = "one_thread", name = "producer"
-// The consumers wait for Q once, at the top, before any turn hand-off; per key block they wait for K before
-// taking their turn (a turn is never held while data is in flight), free the K slot as soon as S retired
-// (one thread per warpgroup: 2 arrivals), and wait for V just before O += P V, freeing it after.
+// The consumers wait for Q once, at the top, before any turn hand-off. In every section of the (overlapped)
+// key loop they wait for K before taking their turn (a turn is never held while data is in flight) and free
+// the K slot once S retired (one thread per warpgroup: 2 arrivals); the V ring runs one block behind: the
+// P_{j-1} V_{j-1} of block j waits for V of iteration j - 1 (lag 1) just before it and frees that slot after the
+// wait_group 0 that retires it (lag 1); the last section does the same for the last block. The kernel
+// verifier checks that every block's stage gets its arrivals once (first = the body's lag-0 ones, last = the
+// body's lagged ones) and that a lagged MMA waits with the same lag.
 // CHECK-NEXT: "wl.role"() ({
 // CHECK-NEXT: "wl.wait"() {barrier = "q_full", parity = "consumer"}
 // CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
 // CHECK-NEXT: "wl.k_loop"() ({
+// CHECK-NEXT: "wl.loop_first"() ({
 // CHECK-NEXT: "wl.wait"() {barrier = "k_full", parity = "consumer"}
 // CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
 // CHECK-NEXT: "wl.mma"() {a = "q"
 // CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next"}
 // CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
 // CHECK-NEXT: "wl.arrive"() {barrier = "k_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
-// CHECK-NEXT: "wl.compute"() {kind = "online_softmax"
-// CHECK-NEXT: "wl.wait"() {barrier = "v_full", parity = "consumer"}
-// CHECK-NEXT: "wl.mma"() {a = "p"
+// CHECK-NEXT: "wl.compute"() {kind = "softmax"
+// CHECK-NEXT: gpu.yield
+// CHECK-NEXT: })
+// CHECK-NEXT: "wl.wait"() {barrier = "k_full", parity = "consumer"}
+// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
+// CHECK-NEXT: "wl.mma"() {a = "q"
+// CHECK-NEXT: "wl.wait"() {barrier = "v_full", lag = 1 : i64, parity = "consumer"}
+// CHECK-NEXT: "wl.mma"() {a = "p", {{.*}} lag = 1 : i64
+// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next"}
+// CHECK-NEXT: "wl.mma_wait"() {pending = 1 : i64}
+// CHECK-NEXT: "wl.arrive"() {barrier = "k_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
+// CHECK-NEXT: "wl.compute"() {kind = "softmax"
 // CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
-// CHECK-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
-// CHECK: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
+// CHECK-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 1 : i64}
+// CHECK-NEXT: "wl.compute"() {kind = "rescale"
+// CHECK-NEXT: "wl.loop_last"() ({
+// CHECK-NEXT: "wl.wait"() {barrier = "v_full", lag = 1 : i64, parity = "consumer"}
+// CHECK-NEXT: "wl.mma"() {a = "p", {{.*}} lag = 1 : i64
+// CHECK-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// CHECK-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 1 : i64}
+// CHECK-NEXT: gpu.yield
+// CHECK-NEXT: })
+// CHECK-NEXT: gpu.yield
+// CHECK-NEXT: }) {carries = ["o_acc", "row_max", "row_sum", "p"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
 // CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// The serial schedule (overlap=false): per key block K is waited for before the turn and freed as soon as S
+// retired, V waited for just before O += P V and freed after it.
+// SERIAL: "wl.wait"() {barrier = "q_full", parity = "consumer"}
+// SERIAL-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// SERIAL-NEXT: "wl.k_loop"() ({
+// SERIAL-NEXT: "wl.wait"() {barrier = "k_full", parity = "consumer"}
+// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
+// SERIAL-NEXT: "wl.mma"() {a = "q"
+// SERIAL-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next"}
+// SERIAL-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// SERIAL-NEXT: "wl.arrive"() {barrier = "k_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
+// SERIAL-NEXT: "wl.compute"() {kind = "online_softmax"
+// SERIAL-NEXT: "wl.wait"() {barrier = "v_full", parity = "consumer"}
+// SERIAL-NEXT: "wl.mma"() {a = "p"
+// SERIAL-NEXT: "wl.mma_wait"() {pending = 0 : i64}
+// SERIAL-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
+// SERIAL: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
+// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
 func.func @attn(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>, %v: tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16> {
   %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.088388 : f32, layout = "bshd"} : (tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16>
   return %o : tensor<?x?x?x128xbf16>
