@@ -1,5 +1,6 @@
-"""Tile sweep for the sm_90a attention kernel: each (block_n, stages) variant of a head dim beside cuDNN SDPA (bf16)
-in the same process, on the same inputs, to choose the standard tile from measurements.
+"""Tile sweep for the sm_90a attention kernel: each (block_n, stages) variant of a head dim, with the consumers'
+intra-warpgroup overlap and without it (the serial schedule), beside cuDNN SDPA (bf16) in the same process, on the
+same inputs, to choose the standard tile and schedule from measurements.
 
     warploom precompile ... ; python benchmarks/attention_tiles.py --build --cache .wlcache    # CPU host: compile
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python benchmarks/attention_tiles.py --out DIR  # GPU
@@ -27,11 +28,13 @@ VARIANTS = [(64, 128, 2), (64, 128, 3), (64, 128, 4), (64, 192, 2), (64, 64, 4),
             (128, 128, 2), (128, 176, 2), (128, 96, 3), (128, 64, 4),
             (256, 64, 2), (256, 80, 2)]
 SEQLENS = (4096, 16384)
+OVERLAPS = (True, False)        # AttentionSpec.overlap: FA3's intra-warpgroup overlap, then the serial schedule
 
 
 def specs(elem="bf16"):
     from warploom.kernels import AttentionSpec
-    return [AttentionSpec(elem, d, causal, block_n=bn, stages=st) for d, bn, st in VARIANTS for causal in (False, True)]
+    return [AttentionSpec(elem, d, causal, block_n=bn, stages=st, overlap=ov) for d, bn, st in VARIANTS
+            for causal in (False, True) for ov in OVERLAPS]
 
 
 def build(cache_dir: str) -> None:
@@ -68,12 +71,12 @@ def run(args) -> None:
             qq, kk, vv = (t.transpose(1, 2).contiguous() for t in (q, k, v))
             out = torch.empty_like(qq)
             flops = attention_flops(b, h, s, s, d, causal)
-            for dd, bn, st in VARIANTS:
+            for dd, bn, st, ov in ((*v, ov) for v in VARIANTS for ov in OVERLAPS):
                 if dd != d:
                     continue
-                spec = oa.AttentionSpec("bf16", d, causal, block_n=bn, stages=st)
+                spec = oa.AttentionSpec("bf16", d, causal, block_n=bn, stages=st, overlap=ov)
                 oa.pick_spec = lambda elem, head_dim, c, _s=spec: _s   # noqa: E731 - the variant, for this call
-                row = dict(case, block_n=bn, stages=st, kernel=spec.kernel_name, cudnn_ms=cudnn)
+                row = dict(case, block_n=bn, stages=st, overlap=ov, kernel=spec.kernel_name, cudnn_ms=cudnn)
                 try:
                     ops.attention(qq, kk, vv, causal=causal, out=out)
                     err = ((out.transpose(1, 2).float() - ref.float()).abs().max() / ref.float().abs().max()).item()
@@ -85,7 +88,8 @@ def run(args) -> None:
                 rows.append(row)
                 shown = (f"{row['ratio_vs_cudnn']:.3f}x cuDNN  {row['tflops']:.0f} TF/s  err {row['max_rel_err_vs_cudnn']:.1e}"
                          if "ms" in row else row["error"])
-                print(f"D={d:<3} S={s:<5} causal={causal!s:<5} bn={bn:<3} st={st}  {shown}", flush=True)
+                print(f"D={d:<3} S={s:<5} causal={causal!s:<5} bn={bn:<3} st={st} {'ov' if ov else 'serial':<6}  {shown}",
+                      flush=True)
             del q, k, v, qq, kk, vv, out, ref
             torch.cuda.empty_cache()
     date = datetime.date.today().isoformat()
@@ -94,11 +98,12 @@ def run(args) -> None:
         json.dump(dict(machine(), date=date, commit=commit(), warmup=args.warmup, iters=args.iters, rows=rows), f,
                   indent=1)
     for d in sorted({v[0] for v in VARIANTS}):
-        for bn, st in sorted({(r["block_n"], r["stages"]) for r in rows if r["D"] == d}):
-            rs = [r["ratio_vs_cudnn"] for r in rows if r["D"] == d and (r["block_n"], r["stages"]) == (bn, st)
-                  and "ratio_vs_cudnn" in r]
+        for bn, st, ov in sorted({(r["block_n"], r["stages"], r["overlap"]) for r in rows if r["D"] == d}):
+            rs = [r["ratio_vs_cudnn"] for r in rows if r["D"] == d
+                  and (r["block_n"], r["stages"], r["overlap"]) == (bn, st, ov) and "ratio_vs_cudnn" in r]
             if rs:
-                print(f"D={d} bn={bn} stages={st}: geomean {statistics.geometric_mean(rs):.3f}x cuDNN over {len(rs)}")
+                print(f"D={d} bn={bn} stages={st} {'overlap' if ov else 'serial'}: geomean "
+                      f"{statistics.geometric_mean(rs):.3f}x cuDNN over {len(rs)}")
     print("->", path)
 
 

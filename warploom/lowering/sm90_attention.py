@@ -14,8 +14,12 @@ and wgmma descriptors. What is attention's own is here:
   consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked
              at run time from the warpgroup index); Mma on smem x smem (S = Q K^T, scale-d 0 on the first
              k-block) or registers x smem (O += P V, `emit.wgmma.mma_async_reg_a`); Compute "online_softmax"
-             and "normalize" in registers; Store of O rows < Sq through the out strides, and of the LSE when
-             its pointer is not null.
+             (serial schedule), "softmax" and "rescale" (overlapped schedule) and "normalize" in registers;
+             Store of O rows < Sq through the out strides, and of the LSE when its pointer is not null. A
+             software-pipelined loop (sections first / last: FA3's intra-warpgroup overlap) becomes
+             `if (n > 0) { first; for 1 .. n-1 { body }; last }`; ops with a lag use iteration - lag's stage
+             and phase; a softmax run while MMA groups are in flight ends with an anchor load (`_anchor`) that
+             keeps it before the wgmma.wait_group ending the overlap.
 
 Register values of the consumer (per thread, the m64nN wgmma fragment: rows r0 = 16*warp + lane/4 and
 r0 + 8; register 4c + 2h + e holds (r0 + 8h, 8c + 2(lane % 4) + e)): s (the S accumulator struct), p (the
