@@ -23,7 +23,7 @@ from warploom.kernels import AttentionSpec, GemmSpec, check_attention_artifact
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
-SASS_OPCODES = ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "LDL", "STL")
+SASS_OPCODES = ("HGMMA", "UTMALDG", "SYNCS", "BAR", "USETMAXREG", "LDL", "STL")
 
 
 def toolchain() -> dict[str, str]:
