@@ -23,7 +23,7 @@ from warploom.kernels import AttentionSpec, GemmSpec, check_attention_artifact
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
-SASS_OPCODES = ("HGMMA", "UTMALDG", "SYNCS", "USETMAXREG", "LDL", "STL")
+SASS_OPCODES = ("HGMMA", "UTMALDG", "SYNCS", "BAR", "USETMAXREG", "LDL", "STL")
 
 
 def toolchain() -> dict[str, str]:
@@ -78,6 +78,9 @@ def role_table(program) -> str:
         regs = "-" if role.regs is None else role.regs
         ops = ", ".join(type(op).__name__ for op in role.walk())
         lines.append(f"  {role.name:<9} warps {warps:<5} issue {role.issue:<9}  setmaxnreg {regs:>3}  ops: {ops}")
+    if program.registers:
+        tiles = ", ".join(f"{n} {'x'.join(map(str, shape))}" for n, shape in program.registers.items())
+        lines.append(f"  register tiles (per warpgroup): {tiles}")
     return "\n".join(lines)
 
 
@@ -93,6 +96,14 @@ def barrier_table(program) -> str:
     for r in program.rings.values():
         lines.append(f"  {r.name:<12} {r.stages:>8}  {', '.join(r.regions):<16} {r.full or '-':<11} "
                      f"{r.empty or '-':<11} {r.producer or '-'} -> {', '.join(r.consumers) or '-'}")
+    if program.named_barriers:
+        lines.append("named barriers   ids      threads  used by")
+        for nb in program.named_barriers.values():
+            users = sorted({role.name for role, op in program.ops() if getattr(op, "barrier", None) == nb.name
+                            and type(op).__name__ == "Sync"})
+            ids = str(nb.id) if nb.count == 1 else f"{nb.id}..{nb.ids[-1]}"
+            each = " (one per warpgroup)" if nb.count > 1 else ""
+            lines.append(f"  {nb.name:<12} {ids:<8} {nb.threads:>8}  {', '.join(users) or '-'}{each}")
     return "\n".join(lines)
 
 

@@ -87,9 +87,16 @@ ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of e
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
 
+# keys per block of the standard attention kernels, by head dim: measured on the H200 (benchmarks/NOTES.md, run 8:
+# 176 beats 128 by 3.8% at head dim 128, 80 beats 64 by 4.7% at 256; 128 is best at 64), within the consumers'
+# 240 registers (S: block_n / 2, O: head dim / 2, P: block_n / 4 a thread) and the smem limit
+ATTENTION_BLOCK_N = {64: 128, 128: 176, 256: 80}
+
+
 def default_attention_block_n(head_dim: int) -> int:
-    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
-    return 64 if head_dim > 128 else 128
+    """Keys per block of the standard kernel of `head_dim` (ATTENTION_BLOCK_N; 128 for a head dim it has no entry for,
+    which wl-tile then refuses with the head dims it takes)."""
+    return ATTENTION_BLOCK_N.get(head_dim, 128)
 
 
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,

@@ -29,8 +29,8 @@ STAGES = 2
 
 
 def default_block_n(head_dim: int) -> int:
-    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
-    return 64 if head_dim > 128 else 128
+    """Keys per block, as measured best on the H200 (benchmarks/NOTES.md, run 8); wl-tile's default must agree."""
+    return {64: 128, 128: 176, 256: 80}[head_dim]
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,

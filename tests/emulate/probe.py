@@ -1,4 +1,5 @@
-"""The emulator as a bug detector: emulate a few standard sm_90a GEMMs and say whether (and how) they fail.
+"""The emulator as a bug detector: emulate a few standard sm_90a GEMMs and attention kernels and say whether (and
+how) they fail.
 
     python -m tests.emulate.probe [--json]
 
@@ -7,7 +8,9 @@ deliberate bug must be caught by the emulator itself, not only by a lit or unit 
 cover both schedules, both B layouts, both block widths and both dtypes, at ragged sizes whose K
 spans more k-tiles than the ring has stages (phases wrap) and, for persistent kernels, more tiles
 than CTAs (ring iterations count on across tiles) in a grid of tiles that is not square. Inputs are small integers, so any correct
-kernel gives the float64 result exactly; two interleavings per kernel.
+kernel gives the float64 result exactly; two interleavings per kernel. The attention kernels (planned by the
+passes, as warploom.compile plans them) run at ragged sizes, causal with Sq > Sk (query blocks with no key) and
+not, GQA, more key blocks than ring stages, and are judged by warploom.emulate.judge.
 
 The verdict is the first failure: an emulator check (its error class and message), a mismatch with
 the reference (how many elements, the first one), or an exception outside the emulator (the
@@ -33,6 +36,11 @@ CASES = [
 ]
 SEEDS = (0, 1)
 DELAY = 8
+# (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
+ATTENTION_CASES = [
+    ("bf16", 64, True, 1, 200, 100, 2, 1, "bshd"),     # 72 rows see no key; 2 query blocks; GQA 2
+    ("f16", 128, False, 1, 70, 300, 1, 1, "bhsd"),     # 3 key blocks over a 2-stage ring; ragged last block
+]
 
 
 def probe() -> dict:
@@ -68,7 +76,30 @@ def probe() -> dict:
                 return verdict(False, "mismatch", label,
                                f"{len(bad)} of {c.size} elements differ from the float64 reference; first "
                                f"C[{i}, {j}] = {c[i, j]}, expected {ref[i, j]}", start)
-    return verdict(True, "", "", f"{len(CASES)} kernels x {len(SEEDS)} interleavings match", start)
+    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout in ATTENTION_CASES:
+        from warploom.compile import planned_attention_program
+        from warploom.emulate import emulate_attention
+        from warploom.emulate.judge import judge_attention
+        rng = np.random.default_rng(12)
+        shape = (lambda s_, h_: (bsz, s_, h_, d)) if layout == "bshd" else (lambda s_, h_: (bsz, h_, s_, d))
+        q, k, v = (round_to(rng.standard_normal(shape(s_, h_)), dtype) for s_, h_ in ((sq, hq), (sk, hkv), (sk, hkv)))
+        where = f"attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} H={hq}/{hkv} {layout}"
+        for seed in SEEDS:
+            label = f"{where} seed {seed}"
+            try:
+                program = planned_attention_program(dtype, d, causal)
+                out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
+                                             program=program)
+            except EmulationError as e:
+                return verdict(False, type(e).__name__, label, str(e), start)
+            except Exception as e:     # the planning, the lowering or the harness broke
+                tb = traceback.format_exc(limit=-3)
+                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
+            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
+            if not judged.ok:
+                return verdict(False, "mismatch", label, judged.problem, start)
+    return verdict(True, "", "", f"{len(CASES)} GEMM and {len(ATTENTION_CASES)} attention kernels x {len(SEEDS)} "
+                   "interleavings match", start)
 
 
 def verdict(ok: bool, check: str, where: str, message: str, start: float) -> dict:

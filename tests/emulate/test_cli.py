@@ -63,7 +63,6 @@ def test_an_emulation_error_exits_2_with_its_message_and_timeline(capsys, monkey
     (["--shape", "128x128"], "MxNxK"),
     (["--shape", "130x136x100"], "K = 100 is not a multiple of 8"),
     (["--target", "sm_100a"], "no sm_100a lowering exists yet"),
-    (["--op", "attention"], "no attention kernels yet"),
     (["--shape", "1100x1024x64"], "72 output tiles of 128x128 (72 CTAs, grid (8, 9, 1))"),
     (["--shape", "1100x1024x64"], "more than --max-ctas 64: pass --max-ctas 72"),
     (["--timeline", "--cta", "2,0"], "the grid is (2, 2, 1)"),
@@ -159,3 +158,49 @@ def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
     monkeypatch.setattr(ops, "SCHEDULE", "auto")                           # persistent from 2 waves of tiles on
     assert ops.pick_spec("bf16", "kn", 8192, 8192, 132).schedule == "persistent"
     assert ops.pick_spec("bf16", "kn", 8192, 8192, lambda: 1100).schedule == "grid"   # 2048 tiles < 2 x 1100
+
+
+# ---- --op attention ----------------------------------------------------------------------------------------
+
+ATTN = ["emulate", "--op", "attention", "--shape", "1,130,200,2,1,64"]       # 2 query blocks x 2 heads, GQA 2
+
+
+def test_attention_match_exits_0(capsys):
+    rc = main(ATTN + ["--causal", "--seeds", "2", "--layout", "bhsd"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "picks wl_attn_bf16_d64_128x128_s2_causal" in out
+    rows = [line for line in out.splitlines() if re.match(r"\s+\d+\s+wl_attn_", line)]
+    assert len(rows) == 2 and all(row.endswith("OK") for row in rows), out
+
+
+def test_attention_mismatch_exits_1(capsys, monkeypatch):
+    """A lowering whose causal mask uses the other row of each thread: the CLI must say MISMATCH and exit 1."""
+    from warploom.emulate import launch
+    from warploom.lowering import sm90_attention
+
+    from .test_attention import _WrongMaskRow
+    monkeypatch.setattr(launch, "_KERNELS", {})          # no kernel compiled from the right lowering
+    monkeypatch.setattr(sm90_attention, "_AttentionLowering", _WrongMaskRow)
+    rc = main(["emulate", "--op", "attention", "--shape", "1,100,100,1,1,64", "--causal"])
+    out, err = capsys.readouterr()
+    assert rc == 1, out + err
+    assert "MISMATCH: " in out and "beyond the bound" in out
+    assert "does not match the float64 reference" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--shape", "1,130,200,2"], "attention takes B,Sq,Sk,H,Hkv,D"),
+    (["--shape", "1,0,200,2,1,64"], "must be at least 1"),
+    (["--shape", "1,130,200,3,2,64"], "H = 3 query heads is not a multiple of Hkv = 2"),
+    (["--shape", "1,130,200,2,1,96"], "head dim 96; the attention kernels take 64, 128, 256"),
+    (["--target", "sm_100a"], "attention kernels exist for sm_90a only"),
+    (["--shape", "2,1000,64,8,1,64"], "takes 128 CTAs (cdiv(Sq, 128) x H x B); that is more than --max-ctas 64"),
+    (["--timeline"], "traced for --op matmul only"),
+])
+def test_attention_refused_input_exits_2(capsys, extra, message):
+    rc = main(ATTN + extra)
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert message in err, err
+    assert "Traceback" not in err

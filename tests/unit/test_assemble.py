@@ -176,8 +176,9 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     wgmmas, both operands K-major) and one O += P V (block_n/16 register-A wgmmas, V MN-major: .tnspB); TMA: Q
     once, K and V per block, D/64 boxes each; the ping-pong's named barriers (ids 1, 2 picked at run time,
     256 threads); row max / sum over the quad (2 bfly each for 2 rows, 3 times); setmaxnreg 24 / 240.
-    Registers seen (ptxas 13.0, highest R used after setmaxnreg): serial d64 ~144, d128 ~182, d256 (block_n 64)
-    ~220; overlapped (P_{j-1} and O in flight beside S_j, P_j) d64 ~173, d128 ~213, d256 ~234.
+    Registers seen (ptxas 13.0, highest R used after setmaxnreg, standard tiles: block_n 128 / 176 / 80): serial
+    d64 ~144, d128 ~214, d256 ~225; overlapped (P_{j-1} and O in flight beside S_j, P_j) d64 ~173, d128 ~236,
+    d256 ~237.
 
     The overlapped schedule has its loop body twice more (the peeled first block: S and softmax; the last P V
     after the loop), so twice the HGMMAs, one more turn, one more softmax; ptxas reports no wgmma serialization

@@ -115,12 +115,12 @@ def gpu(monkeypatch):
 
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
-    assert s.block_n == 128 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.kernel_name == "wl_attn_bf16_d128_128x128_s2_ov"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2_ov-sm_90a"
-    assert AttentionSpec("f16", 256, True).kernel_name == "wl_attn_f16_d256_128x64_s2_causal_ov"
+    assert s.block_n == 176 and s.stages == 2 and s.block_m == 128 and not s.causal
+    assert s.kernel_name == "wl_attn_bf16_d128_128x176_s2_ov"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x176_s2_ov-sm_90a"
+    assert AttentionSpec("f16", 256, True).kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
     assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == "wl_attn_bf16_d64_128x64_s3_causal_ov"
-    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 128)     # one cache entry, one memo slot
+    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 176)     # one cache entry, one memo slot
     assert "head dim 256" in AttentionSpec("f16", 256, True).describe()
     assert "causal" in AttentionSpec("f16", 256, True).describe()
     with pytest.raises(ValueError, match="stages = 0"):
@@ -129,7 +129,7 @@ def test_spec_names_and_defaults():
         AttentionSpec(causal=1)
     # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
     serial = AttentionSpec("bf16", 128, overlap=False)
-    assert serial.kernel_name == "wl_attn_bf16_d128_128x128_s2" and serial != s
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x176_s2" and serial != s
     assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
     with pytest.raises(ValueError, match="overlap = 1"):
         AttentionSpec(overlap=1)
@@ -149,7 +149,7 @@ def test_standard_sets():
 def test_tensor_map_contract():
     maps = AttentionSpec("f16", 256).tensor_map_specs()
     assert maps["q"] == TensorMapSpec("q", "q", "f16", (64, 128, 1, 1), 128, ("D", "S", "H", "B"))
-    assert maps["k"].box == maps["v"].box == (64, 64, 1, 1)
+    assert maps["k"].box == maps["v"].box == (64, 80, 1, 1)
     assert AttentionSpec("bf16", 64).tensor_map_specs()["k"].box == (64, 128, 1, 1)
 
 
@@ -162,7 +162,7 @@ def test_check_attention_artifact():
         check_attention_artifact(fake_artifact(spec, params=swapped), spec)
     maps = spec.tensor_map_specs()
     maps["k"] = TensorMapSpec("k", "k", "bf16", (64, 64, 1, 1), 128, ("D", "S", "H", "B"))
-    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 128, 1, 1\)"):
+    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 176, 1, 1\)"):
         check_attention_artifact(fake_artifact(spec, tensor_maps=maps), spec)
     with pytest.raises(ValueError, match="entry name is 'other'"):
         check_attention_artifact(fake_artifact(spec, name="other"), spec)
@@ -254,7 +254,7 @@ def test_contiguous_inputs_go_zero_copy(gpu, layout):
     else:
         assert lay["q"].global_strides == (128 * 2, 100 * 128 * 2, 8 * 100 * 128 * 2)
         assert lay["k"].global_strides == (128 * 2, 300 * 128 * 2, 2 * 300 * 128 * 2)
-    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 128, 1, 1)
+    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 176, 1, 1)
     assert lay["q"].address == BASE and lay["k"].address == BASE + 2**32
 
 
@@ -334,7 +334,7 @@ def test_return_lse_allocates_float32_b_hq_sq(gpu):
     (rec, _), = gpu.launches
     assert lse == ("allocated", rec["args"]["lse"]) and rec["args"]["lse"] != 0
     assert rec["args"]["scale_log2"] == float(np.float32(LOG2E / 16))
-    assert gpu.kernels == [AttentionSpec("bf16", 256, False)] and gpu.kernels[0].block_n == 64
+    assert gpu.kernels == [AttentionSpec("bf16", 256, False)] and gpu.kernels[0].block_n == 80
 
 
 def test_out_is_checked_and_its_strides_passed(gpu):
@@ -418,7 +418,7 @@ def test_get_kernel_offline_from_the_cache(tmp_path, monkeypatch):
     assert (tmp_path / "index" / f"{spec.lookup_id}.json").is_file()
     with pytest.raises(MissingKernelError) as info:
         kernels.get_kernel(AttentionSpec("bf16", 256))
-    assert "wl_attn_bf16_d256_128x64_s2_ov-sm_90a" in str(info.value)
+    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in str(info.value)
     assert "warploom precompile --target sm_90a" in str(info.value) and "head dim 256" in str(info.value)
 
 
@@ -436,7 +436,7 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert cli.main(["precompile", "--target", "sm_90a", "--cache", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert len(built) == 16 + 8
-    assert "wl_attn_bf16_d256_128x64_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
+    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 1
     assert "no standard kernels for 'sm_100a'" in capsys.readouterr().err
@@ -471,8 +471,8 @@ def test_explain_attention(monkeypatch, capsys):
     monkeypatch.setattr(kernels, "get_kernel", fake_get_kernel)
     assert cli.main(["explain", "--op", "attention", "--head-dim", "256", "--causal", "--dtype", "f16"]) == 0
     out = capsys.readouterr().out
-    assert asked[-1] == AttentionSpec("f16", 256, True, 64, 2)
-    assert "kernel wl_attn_f16_d256_128x64_s2_causal" in out and "SMEM" in out and "ROLES" in out
+    assert asked[-1] == AttentionSpec("f16", 256, True, 80, 2)
+    assert "kernel wl_attn_f16_d256_128x80_s2_causal_ov" in out and "SMEM" in out and "ROLES" in out
     assert cli.main(["explain", "--op", "attention", "--head-dim", "64"]) == 1
     err = capsys.readouterr().err
     assert "warploom explain: no compiled kernel" in err and "Traceback" not in err

@@ -43,6 +43,8 @@ from warploom.dialect.shapes import TensorType
 from warploom.kernel import Compute, Load, Loop, Mma, Operand, Store
 from warploom.layout import SWIZZLE_128B
 
+from warploom.kernels import default_attention_block_n as default_block_n
+
 from .registry import PassError, edit_program, register
 
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
@@ -111,9 +113,6 @@ ATTENTION_ELEMENTS = ("bf16", "f16")
 F32_NORMAL = (2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127)   # the positive normal f32 range
 
 
-def default_block_n(head_dim: int) -> int:
-    """Keys per block: 128 up to head dim 128; 64 at head dim 256 (O alone takes 128 registers a thread)."""
-    return 64 if head_dim > 128 else 128
 
 
 def check_attention_tile(block_m: int, block_n: int, elem: str, op) -> None:

@@ -2,17 +2,18 @@
 
 With the compiler installed (MLIR):
 - builds an attention written the long way (matmul, scale, causal mask, softmax,
-  matmul) and runs the registered sm_100a pipeline on it, printing every pass
-  with its time: that pipeline is graph level only today (wl-verify, wl-fuse),
-  because the sm_100a back end is not built yet; wl-fuse turns the five ops into
-  one `wl.attention`, checked in float64 on the CPU;
+  matmul); wl-fuse turns the five ops into one `wl.attention` (checked in float64
+  on the CPU), and the sm_90a pipeline plans it into the FA3-style kernel, printing
+  every pass with its time; the lowered kernel runs in the CPU emulator against the
+  reference; its smem, barrier and role plans and PTX/SASS summary are printed;
 - builds a GEMM, runs the sm_90a pipeline printing every pass with its time and
   the resource-assigned IR, lowers it and runs the lowered kernel in the CPU
   emulator against the reference, then compiles it to PTX and a cubin and prints the smem and
   barrier plans and the PTX/SASS summaries.
 Without MLIR (a GPU box running from an AOT cache) it prints the same plans from
-the cached kernel. On a machine with a GPU and torch it also launches the GEMM
-and compares with torch. sm_100a code is never run here (no Blackwell GPU).
+the cached kernels. On a machine with a GPU and torch it also launches the GEMM
+and the attention and compares them with torch. sm_100a code is never run here
+(no Blackwell GPU).
 """
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ import re
 
 import numpy as np
 
-from warploom.kernels import GemmSpec, get_kernel, mlir_available
+from warploom.kernels import AttentionSpec, GemmSpec, get_kernel, mlir_available
+
+# the long-way attention below: bf16, 8 heads, head dim 64, causal (its kernel is a standard one)
+DEMO_ATTENTION = AttentionSpec("bf16", 64, True)
 
 
 def build_unfused_attention():
@@ -39,31 +43,41 @@ def section(title: str) -> None:
     print(f"\n== {title} ==")
 
 
-def demo_fusion(dump_dir) -> bool:
+def demo_attention(dump_dir) -> bool:
+    """The long-way attention: fused (checked in float64), planned through the sm_90a pipeline, emulated."""
+    from warploom.compile import planned_attention
+    from warploom.emulate import emulate_attention
+    from warploom.emulate.judge import judge_attention
     from warploom.reference.interpret import evaluate
     from warploom.reference.ops import round_to
 
     from .cli import print_records
 
-    from warploom.passes import pipeline_for
-
     attention = build_unfused_attention()
     section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")
     print(attention)
-    module, records = attention.run_pipeline("sm_100a", dump_dir=dump_dir and f"{dump_dir}/attention")
-    section("attention through the sm_100a pipeline")
-    print(f"The sm_100a pipeline is graph level only today ({', '.join(pipeline_for('sm_100a'))}): the sm_100a\n"
-          "back end (TMEM planning, tcgen05 lowering) is not built yet. Once it is, sm_100a code will be\n"
-          "assembled and emulated here, never run: there is no Blackwell GPU.")
-    print_records(records)
-    section("the IR after the pipeline: wl-fuse made the five ops one wl.attention")
-    print(records[-1].ir)
+    fused, _ = attention.run_pipeline(["wl-verify", "wl-fuse"])
     rng = np.random.default_rng(0)
     inputs = {n: round_to(rng.standard_normal((2, 8, 37, 64)), "bf16") for n in ("q", "k", "v")}
-    before, after = evaluate(attention.module, inputs)[0], evaluate(module, inputs)[0]
+    before, after = evaluate(attention.module, inputs)[0], evaluate(fused, inputs)[0]
     err = np.linalg.norm(after - before) / np.linalg.norm(before)
-    print(f"CPU check (numpy float64): fused vs unfused attention, B=2 H=8 S=37 D=64: relative error {err:.1e}")
-    return err < 1e-12
+    program, records = planned_attention(attention, DEMO_ATTENTION)
+    section(f"attention through the sm_90a pipeline ({DEMO_ATTENTION.describe()})")
+    print_records(records)
+    print(f"CPU check (numpy float64): wl-fuse's one wl.attention vs the five ops, B=2 H=8 S=37 D=64: "
+          f"relative error {err:.1e}")
+    q, k, v = (round_to(rng.standard_normal((1, 4, s, 64)), "bf16") for s in (200, 200, 200))
+    reports, ok = [], err < 1e-12
+    for seed in range(2):
+        out, lse = emulate_attention(q, k, v, causal=True, seed=seed, layout="bhsd", program=program, report=reports)
+        verdict = judge_attention(out, lse, q, k, v, "bf16", True, "bhsd")
+        ok &= verdict.ok
+    section("CPU check: the emulator runs the lowered attention kernel, every thread of every CTA")
+    print(f"B=1 H=4 S=200 D=64 causal, 2 interleavings: no deadlock, no race; max |out - ref| "
+          f"{verdict.max_error:.1e}, LSE {verdict.lse_error:.1e}: {'within' if verdict.ok else 'BEYOND'} the bound of "
+          "warploom.emulate.judge")
+    print(f"  {reports[-1]}")
+    return ok
 
 
 def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
@@ -101,7 +115,7 @@ def demo_emulator(spec: GemmSpec) -> bool:
     return worst < 1e-2
 
 
-def demo_kernel(spec: GemmSpec) -> None:
+def demo_kernel(spec) -> None:
     artifact = get_kernel(spec)
     meta = artifact.meta
     section(f"kernel {artifact.name}")
@@ -114,7 +128,8 @@ def demo_kernel(spec: GemmSpec) -> None:
     ptx = artifact.ptx
     mix = {k: len(re.findall(p, ptx)) for k, p in (("wgmma.mma_async", r"wgmma\.mma_async"),
                                                    ("cp.async.bulk.tensor", r"cp\.async\.bulk\.tensor"),
-                                                   ("mbarrier", r"mbarrier\."), ("setmaxnreg", r"setmaxnreg"))}
+                                                   ("mbarrier", r"mbarrier\."), ("bar.sync/arrive", r"\bbar\.(?:sync|arrive)"),
+                                                   ("setmaxnreg", r"setmaxnreg"))}
     print(f"PTX: {ptx.count(chr(10))} lines; " + ", ".join(f"{k} x{v}" for k, v in mix.items()))
     p = meta["ptxas"]
     print(f"ptxas: {p['registers']} registers, {p['spill_bytes']} B spills, {p['stack_bytes']} B stack; "
@@ -172,15 +187,43 @@ def demo_gpu(spec: GemmSpec) -> bool:
     return ok
 
 
+def demo_gpu_attention(spec: AttentionSpec) -> bool:
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        return True
+    if not torch.cuda.is_available():
+        return True
+    from warploom import ops
+    section(f"attention launch on {torch.cuda.get_device_name()}")
+    ok = True
+    for b, h, s in ((2, 8, 1000), (1, 32, 4096)):
+        q, k, v = (torch.randn(b, h, s, spec.head_dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        out = torch.full_like(q, float("nan"))
+        ops.attention(q, k, v, causal=spec.causal, layout="bhsd", out=out)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=spec.causal)
+        err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
+        flops = 4 * b * h * s * s * spec.head_dim / (2 if spec.causal else 1)
+        ms = median_ms(torch, lambda: ops.attention(q, k, v, causal=spec.causal, layout="bhsd", out=out))
+        ms_t = median_ms(torch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=spec.causal))
+        ok &= err <= 2e-2 and not torch.isnan(out).any().item()
+        print(f"  B={b} H={h} S={s} D={spec.head_dim} causal: relative error vs torch fp32 {err:.1e}; warploom "
+              f"{flops/ms/1e9:.0f} TFLOP/s, torch SDPA {flops/ms_t/1e9:.0f} TFLOP/s")
+    return ok
+
+
 def run_demo(args) -> int:
     spec = GemmSpec("bf16", "kn", 256)
     ok = True
     if mlir_available():
-        ok &= demo_fusion(args.dump_ir)
+        ok &= demo_attention(args.dump_ir)
         demo_gemm_pipeline(spec, args.dump_ir)
         ok &= demo_emulator(spec)
     else:
         print("MLIR is not installed here: showing kernels from the AOT cache (compiled elsewhere).")
+    demo_kernel(DEMO_ATTENTION)
+    ok &= demo_gpu_attention(DEMO_ATTENTION)
     demo_kernel(spec)
     ok &= demo_gpu(spec)
     print("\ndemo " + ("OK" if ok else "FAILED"))

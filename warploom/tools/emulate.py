@@ -1,7 +1,8 @@
-"""`warploom emulate`: run the GEMM kernel warploom.ops.matmul would pick on the CPU emulator, check it.
+"""`warploom emulate`: run the kernel warploom.ops would pick (matmul or attention) on the CPU emulator, check it.
 
     warploom emulate --op matmul --target sm_90a --shape 130x136x328 [--dtype bf16|f16] [--b-layout kn|nk]
                      [--seeds 3] [--exact] [--timeline [--cta 0,0] [--timeline-limit 40]] [--sms 2] [--max-ctas 64]
+    warploom emulate --op attention --shape B,Sq,Sk,H,Hkv,D [--causal] [--layout bshd|bhsd] [--dtype] [--seeds 3]
 
 The kernel is the one `warploom.ops.pick_spec` chooses for the problem on an H200 (132 SMs), lowered like
 warploom.compile lowers it; each seed is one interleaving of warps, TMA landings and wgmma completions, all
@@ -34,7 +35,10 @@ class Refused(Exception):
 def add_arguments(sp) -> None:
     sp.add_argument("--op", default="matmul", choices=["matmul", "attention"])
     sp.add_argument("--target", default="sm_90a", choices=TARGETS)
-    sp.add_argument("--shape", required=True, metavar="MxNxK", help="C[M,N] = A[M,K] @ B, e.g. 130x136x328")
+    sp.add_argument("--shape", required=True, metavar="MxNxK",
+                    help="matmul: C[M,N] = A[M,K] @ B, e.g. 130x136x328; attention: B,Sq,Sk,H,Hkv,D, e.g. 1,130,200,4,1,64")
+    sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal mask")
+    sp.add_argument("--layout", default="bshd", choices=["bshd", "bhsd"], help="attention: the inputs' layout")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] (kn) or as a [N,K] weight (nk)")
     sp.add_argument("--schedule", choices=["auto", "grid", "persistent"],
@@ -71,9 +75,6 @@ def select(args, m: int, n: int, k: int):
     """The GemmSpec warploom.ops.matmul would run for this problem on an H200 (its own selection function)."""
     from warploom import ops
     from warploom.kernels import STANDARD_KERNELS
-    if args.op == "attention":
-        raise Refused("--op attention: there are no attention kernels yet (wl.attention is not lowered to a kernel "
-                      "on any target), so there is nothing to emulate: use --op matmul")
     if args.target not in STANDARD_KERNELS:
         raise Refused(f"--target {args.target}: no {args.target} lowering exists yet (wl-lower-sm90 is the only "
                       f"kernel lowering; kernels exist for {', '.join(STANDARD_KERNELS)}): emulate --target sm_90a")
@@ -120,6 +121,8 @@ def compare(c: np.ndarray, ref: np.ndarray, elem: str, exact: bool) -> tuple[flo
 
 
 def run(args, out=None, err=None) -> int:
+    if args.op == "attention":
+        return run_attention(args, out or sys.stdout, err or sys.stderr)
     from warploom.emulate import EmulationError, emulate_gemm, gemm_kernel
     from warploom.runtime import rules
     out, err = out or sys.stdout, err or sys.stderr
@@ -191,6 +194,96 @@ def run(args, out=None, err=None) -> int:
     if failed is not None:
         print(f"warploom emulate: seed {failed} does not match the float64 reference (see its max error above)",
               file=err)
+        return 1
+    print(f"all {args.seeds} seed(s) match the float64 reference", file=out)
+    return 0
+
+
+# ---- attention -----------------------------------------------------------------------------------------
+
+ATTENTION_HEAD_DIMS = (64, 128, 256)
+ATTENTION_BLOCK_M = 128
+
+
+def parse_attention_shape(text: str) -> tuple[int, ...]:
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 6 or not all(p.isdigit() for p in parts):
+        raise Refused(f"--shape {text!r}: attention takes B,Sq,Sk,H,Hkv,D (batch, query and key sequence lengths, "
+                      "query and kv heads, head dim) as non-negative integers, e.g. --shape 1,130,200,4,1,64")
+    b, sq, sk, h, hkv, d = (int(p) for p in parts)
+    if min(b, sq, sk, h, hkv) < 1:
+        raise Refused(f"--shape {text!r}: B, Sq, Sk, H and Hkv must be at least 1 (ops.attention answers empty "
+                      "problems without a kernel, so there is nothing to emulate)")
+    if d not in ATTENTION_HEAD_DIMS:
+        raise Refused(f"--shape {text!r}: head dim {d}; the attention kernels take {', '.join(map(str, ATTENTION_HEAD_DIMS))}")
+    if h % hkv:
+        raise Refused(f"--shape {text!r}: H = {h} query heads is not a multiple of Hkv = {hkv} kv heads (GQA)")
+    return b, sq, sk, h, hkv, d
+
+
+def run_attention(args, out, err) -> int:
+    """`--op attention`: the kernel ops.attention picks, emulated on random inputs, judged by warploom.emulate.judge."""
+    from warploom.emulate import EmulationError, emulate_attention
+    from warploom.emulate.judge import judge_attention
+    from warploom.reference.ops import round_to
+
+    def refuse(msg: str) -> int:
+        print(f"warploom emulate: {msg}", file=err)
+        return 2
+
+    try:
+        if args.target != "sm_90a":
+            raise Refused(f"--target {args.target}: attention kernels exist for sm_90a only (the sm_100a attention "
+                          "is not built yet): emulate --target sm_90a")
+        if args.timeline:
+            raise Refused("--timeline: traced for --op matmul only so far; drop --timeline")
+        b, sq, sk, h, hkv, d = parse_attention_shape(args.shape)
+        if args.seeds < 1 or args.delay < 0:
+            raise Refused("--seeds must be at least 1 and --delay at least 0")
+        from warploom.compile import planned_attention_program
+        from warploom.ops_attention import pick_spec
+        spec = pick_spec(args.dtype, d, args.causal)
+        program = planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages)
+    except Refused as e:
+        return refuse(str(e))
+    except (ValueError, TypeError) as e:
+        return refuse(f"cannot build the kernel: {e}")
+    ctas = -(-sq // ATTENTION_BLOCK_M) * h * b
+    if ctas > args.max_ctas:
+        return refuse(f"--shape {args.shape} takes {ctas} CTAs (cdiv(Sq, {ATTENTION_BLOCK_M}) x H x B); that is more "
+                      f"than --max-ctas {args.max_ctas}: pass --max-ctas {ctas} to run it anyway, or emulate fewer "
+                      "heads or a shorter Sq (ragged sizes exercise the same code)")
+    rng = np.random.default_rng(args.input_seed)
+    shape = (lambda s, hh: (b, s, hh, d)) if args.layout == "bshd" else (lambda s, hh: (b, hh, s, d))
+    q, k, v = (round_to(rng.standard_normal(shape(s, hh)), spec.elem) for s, hh in ((sq, h), (sk, hkv), (sk, hkv)))
+    mask = "causal (bottom-right)" if args.causal else "no mask"
+    print(f"attention B={b} Sq={sq} Sk={sk} H={h} Hkv={hkv} D={d} {spec.elem} {args.layout}, {mask}: "
+          f"warploom.ops.attention picks {spec.kernel_name} ({spec.target})", file=out)
+    print(f"inputs standard normal in {spec.elem} (numpy seed {args.input_seed}); check warploom.emulate.judge "
+          f"(|out - ref| <= u max|v| + u |ref| + 1e-4, LSE within 1e-5, rows with no key exactly 0); "
+          f"delay {args.delay}", file=out)
+    kw = max(36, len(spec.kernel_name))
+    print(f"{'seed':>4}  {'kernel':<{kw}} {'CTAs':>4} {'seconds':>8}  {'max error':>9}  {'lse error':>9}  result",
+          file=out)
+    failed = None
+    for seed in range(args.seeds):
+        reports = []
+        try:
+            o, lse = emulate_attention(q, k, v, causal=args.causal, seed=seed, layout=args.layout, program=program,
+                                       delay=args.delay, report=reports)
+        except EmulationError as e:
+            print(f"{seed:>4}  {spec.kernel_name:<{kw}} {ctas:>4} {'-':>8}  {'-':>9}  {'-':>9}  {type(e).__name__}",
+                  file=out)
+            print(f"warploom emulate: seed {seed}: {type(e).__name__}: {e}", file=err)
+            return 2
+        verdict = judge_attention(o, lse, q, k, v, spec.elem, args.causal, args.layout)
+        print(f"{seed:>4}  {spec.kernel_name:<{kw}} {ctas:>4} {reports[0].seconds:8.2f}  {verdict.max_error:9.2e}  "
+              f"{verdict.lse_error:9.2e}  {'OK' if verdict.ok else 'MISMATCH: ' + verdict.problem}", file=out,
+              flush=True)
+        if not verdict.ok and failed is None:
+            failed = seed
+    if failed is not None:
+        print(f"warploom emulate: seed {failed} does not match the float64 reference", file=err)
         return 1
     print(f"all {args.seeds} seed(s) match the float64 reference", file=out)
     return 0

@@ -1,5 +1,5 @@
-// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
-// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=SERIAL
+// RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
+// RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=SERIAL
 
 // Each ring gets its barriers, named after it, in the rings' order: q_full (Q is loaded once: one barrier, no
 // empty one), then full/empty per stage of K and V. A full barrier completes on the producer's one

@@ -1,7 +1,7 @@
-// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize | FileCheck %s
-// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=overlap=false | FileCheck %s --check-prefix=SERIAL
-// RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=consumer-regs=256 2>&1 | FileCheck %s --check-prefix=BUDGET
-// RUN: not warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=mma-in-flight=1 2>&1 | FileCheck %s --check-prefix=FLIGHT
+// RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize | FileCheck %s
+// RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=overlap=false | FileCheck %s --check-prefix=SERIAL
+// RUN: not warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=consumer-regs=256 2>&1 | FileCheck %s --check-prefix=BUDGET
+// RUN: not warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=mma-in-flight=1 2>&1 | FileCheck %s --check-prefix=FLIGHT
 
 // The two consumer warpgroups take turns at the tensor cores through named barriers 1 and 2 (one per
 // warpgroup, 256 threads each: both consumer warpgroups).
