@@ -39,7 +39,8 @@ CASES = [
     ("bf16", 64, True, 63, 300, 1, 1, "bshd", 2),        # Sq < Sk: 3 key blocks (ring wraps), 2 batches
     ("bf16", 128, False, 63, 130, 4, 4, "bhsd", 1),
     ("bf16", 128, True, 130, 130, 4, 1, "bshd", 1),      # the diagonal crosses both query blocks
-    ("bf16", 256, False, 1, 200, 1, 1, "bshd", 1),       # 4 key blocks of 64
+    ("bf16", 128, True, 100, 400, 2, 1, "bshd", 1),      # 3 key blocks of 176 (ring wraps, ragged last); GQA 2
+    ("bf16", 256, False, 1, 200, 1, 1, "bshd", 1),       # 3 key blocks of 80
     ("bf16", 256, True, 130, 63, 2, 1, "bhsd", 1),
     ("f16", 64, True, 130, 200, 4, 1, "bhsd", 1),
     ("f16", 128, False, 200, 1, 1, 1, "bshd", 1),        # one key
