@@ -17,6 +17,11 @@ barrier: the producer announces its bytes once, the consumers wait for it once, 
 that reads it. A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
 v_full, v_empty, in the rings' order). A consumer's wait goes ahead of the named-barrier syncs just
 before the MMA (or loop) it guards: it takes its turn at the tensor cores only once its data landed.
+
+A software-pipelined loop (attention's intra-warpgroup overlap: sections first, body, last) gets the protocol
+in each section. An MMA with a lag (P_{j-1} V_{j-1}) is guarded by a wait with the same lag, and its slot is
+freed after the first wait_group that retires it (here the wait_group 0 after the softmax, not the
+wait_group 1 that retires S_j): the arrive carries the MMA's lag.
 """
 from __future__ import annotations
 
