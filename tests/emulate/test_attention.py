@@ -44,7 +44,14 @@ CASES = [
     ("bf16", 256, True, 130, 63, 2, 1, "bhsd", 1),
     ("f16", 64, True, 130, 200, 4, 1, "bhsd", 1),
     ("f16", 128, False, 200, 1, 1, 1, "bshd", 1),        # one key
+    ("f16", 64, False, 70, 129, 2, 2, "bshd", 1),        # the rest of the 12 standard kernels, small
+    ("f16", 128, True, 64, 200, 1, 1, "bhsd", 1),        # Sq < Sk: 2 key blocks, the second crosses the diagonal
+    ("f16", 256, False, 40, 90, 1, 1, "bhsd", 1),        # 2 key blocks of 80, ragged
+    ("f16", 256, True, 90, 90, 2, 2, "bshd", 1),
 ]
+# every standard kernel (elem x head dim x causal) is among the cases
+assert {(e, d, c) for e, d, c, *_ in CASES} == {(e, d, c) for e in ("bf16", "f16") for d in (64, 128, 256)
+                                                for c in (False, True)}
 IDS = [f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}-h{hq}/{hkv}-{lay}-b{b}"
        for e, d, c, sq, sk, hq, hkv, lay, b in CASES]
 

@@ -146,8 +146,11 @@ def test_tools_come_from_the_pip_packages():
 
 # ---- the sm_90a attention kernels (planned_fa3 lowered by warploom.lowering.sm90_attention) ----------------
 
-ATTENTION = [(d, causal, overlap) for d in (64, 128, 256) for causal in (False, True) for overlap in (True, False)]
-ATTN_IDS = [f"d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}" for d, c, ov in ATTENTION]
+SASS_AB = {"bf16": ".BF16", "f16": ""}        # nvdisasm spells the A/B type of HGMMA for bf16 only (f16 is the default)
+# every standard kernel (bf16 and f16, the overlapped schedule) and the serial schedule in bf16
+ATTENTION = [(elem, d, causal, overlap) for elem, overlap in (("bf16", True), ("f16", True), ("bf16", False))
+             for d in (64, 128, 256) for causal in (False, True)]
+ATTN_IDS = [f"{e}-d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}" for e, d, c, ov in ATTENTION]
 ATTN_SASS = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "BAR.SYNC", "BAR.ARV", "SHFL.BFLY", "MUFU.EX2", "MUFU.LG2",
              "LDL", "STL"]
 
@@ -157,10 +160,10 @@ def attention_kernels():
     from tests.emulate.fa3_plan import default_block_n, planned_fa3
     from warploom.lowering.sm90_attention import kernel_name, lower_attention
     out = {}
-    for d, causal, overlap in ATTENTION:
-        program = planned_fa3("bf16", d, causal, overlap=overlap)
+    for elem, d, causal, overlap in ATTENTION:
+        program = planned_fa3(elem, d, causal, overlap=overlap)
         lowered = lower_attention(program, kernel_name(program))
-        out[(d, causal, overlap)] = {"name": lowered.name, "block_n": default_block_n(d),
+        out[(elem, d, causal, overlap)] = {"name": lowered.name, "block_n": default_block_n(d),
                             "ptx": gpu_module_to_ptx(lowered.gpu_module)}
     with ThreadPoolExecutor(max_workers=4) as pool:
         done = pool.map(lambda ptx: (lambda a: (a, disassemble(a.cubin)))(assemble(ptx, tool="ptxas")),
@@ -172,7 +175,7 @@ def attention_kernels():
 
 @pytest.mark.parametrize("key", ATTENTION, ids=ATTN_IDS)
 def test_attention_ptxas_and_sass(attention_kernels, key):
-    """Each bf16 attention kernel assembles with no spill and no stack; per key block one S = Q K^T (D/16 k16
+    """Each attention kernel assembles with no spill and no stack; per key block one S = Q K^T (D/16 k16
     wgmmas, both operands K-major) and one O += P V (block_n/16 register-A wgmmas, V MN-major: .tnspB); TMA: Q
     once, K and V per block, D/64 boxes each; the ping-pong's named barriers (ids 1, 2 picked at run time,
     256 threads); row max / sum over the quad (2 bfly each for 2 rows, 3 times); setmaxnreg 24 / 240.
@@ -185,10 +188,10 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     (C7513 "Potential Performance Loss": P_j is made while P_{j-1} V_{j-1} still reads P_{j-1}'s registers), and
     the whole softmax of block j (its block_n / 2 + 2 ex2) sits between the body's wait_group 1 and wait_group 0:
     beside the P V in flight."""
-    d, causal, overlap = key
+    elem, d, causal, overlap = key
     k = attention_kernels[key]
     a, sass, bn = k["ptxas"], k["sass"], k["block_n"]
-    name = f"wl_attn_bf16_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
+    name = f"wl_attn_{elem}_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
     assert f".entry {k['name']}" in k["ptx"] and k["name"] == name
     assert a.cubin[:4] == b"\x7fELF"
     assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log
@@ -199,7 +202,7 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     copies = 2 if overlap else 1                                       # the loop body's MMAs and softmax, peeled
     assert n["HGMMA"] == copies * (d // 16 + bn // 16) and n["UTMALDG"] == 3 * d // 64
     hgmma = re.findall(r"HGMMA\.(\S+)[^;]*", sass)
-    assert sorted(set(h.split()[0] for h in hgmma)) == sorted({f"64x{bn}x16.F32.BF16", f"64x{d}x16.F32.BF16"})
+    assert sorted(set(h.split()[0] for h in hgmma)) == sorted({f"64x{n}x16.F32{SASS_AB[elem]}" for n in (bn, d)})
     lines = re.findall(r"HGMMA[^;]*", sass)
     assert sum(".tnspB" in line for line in lines) == copies * bn // 16  # only P V reads B MN-major
     # bar 0; turn[w] (in the first block and the loop when overlapped); warpgroup 0's last
