@@ -21,6 +21,7 @@ class Mutation(NamedTuple):
 SM90 = "warploom/lowering/sm90.py"
 TILING = "warploom/layout/tiling.py"
 SYNC = "warploom/lowering/emit/sync.py"
+ATTN = "warploom/lowering/sm90_attention.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
@@ -122,4 +123,30 @@ MUTATIONS: list[Mutation] = [
              "warploom/runtime/rules.py", "{m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), "
              "n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}",
              "{m: ops.mul(ops.remu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.divu(tile, n_tiles), ops.const(bn))}"),
+    # ---- the sm_90a attention kernel ----
+    Mutation("attn-mask-row-swap",
+             "the causal mask of each thread's first row uses its second row's limit (r0 + 8) and vice versa: "
+             "keys past the diagonal leak into one row, keys before it vanish from the other",
+             ATTN, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))'),
+    Mutation("attn-scale-not-folded",
+             "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
+             "scaled (the FMA lost its multiplier)",
+             ATTN, "p[i] = b.exp2(b.fma(vals[i], sl2, neg))", "p[i] = b.exp2(b.addf(vals[i], neg))"),
+    Mutation("attn-gqa-kv-head",
+             "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
+             "head's keys, or none (out of bounds: zeros)",
+             ATTN, 'self.kv_head = b.divu(self.head, b.divu(a["Hq"], a["Hkv"]))', "self.kv_head = self.head"),
+    Mutation("attn-quad-half",
+             "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
+             ATTN, "for x in (1, 2):", "for x in (1,):"),
+    Mutation("attn-blind-row-nan",
+             "a row whose keys so far are all masked keeps max = -inf in exp2(s * scale - max * scale): "
+             "-inf - -inf = NaN instead of 0",
+             ATTN, 'safe = b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx)', "safe = mx"),
+    Mutation("attn-lse-units",
+             "the LSE is left in log2 units (no final * ln 2)",
+             ATTN, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))"),
+    Mutation("attn-pingpong-own-only",
+             "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
+             ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w"),
 ]

@@ -32,7 +32,9 @@ REPO = Path(__file__).resolve().parents[2]
 SELECTION = (
     "tests/lit/lower-sm90",
     "tests/lit/plan-barriers",
+    "tests/lit/attention",
     "tests/unit/test_lowering_sm90.py",
+    "tests/emulate/test_attention.py",
 )
 
 # Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.

@@ -1,0 +1,95 @@
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s
+// RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s --check-prefix=SERIAL
+
+// The sm_90a attention kernel (head dim 64, causal, the standard 128 x 128 tile, 2 stages, the overlapped
+// schedule) as NVVM. Checked: the launch; the mbarriers in plan order (q_full 1, k_full 1 1, k_empty 2 2, v_full
+// 1 1, v_empty 2 2 arrivals); the producer's 4-D TMA boxes (64, row, head, batch); the consumers' ping-pong on
+// named barriers of 256 threads; S = Q K^T as smem x smem wgmmas (A row = K-major, B col = K-major; the first
+// k16 overwrites S); O += P V as register-A wgmmas (m64n64k16, trans-b 1: V MN-major) issued in the same turn;
+// wait_group 1 before the softmax (S done, P V still in flight), its quad reductions and ex2, then wait_group 0.
+// CHECK: "wl.launch"(%arg0, %arg1, %arg2) {block = [384, 1, 1], cluster = [1, 1, 1], grid = {{\[\["cdiv", "Sq", 128\], \["cdiv", "Hq", 1\], \["cdiv", "B", 1\]\]}}, kernel = "wl_attn_bf16_d64_128x128_s2_causal_ov", smem_bytes = 83016 : i64}
+// CHECK: llvm.func @wl_attn_bf16_d64_128x128_s2_causal_ov(
+// CHECK-SAME: %arg3: !llvm.ptr<1>, %arg4: !llvm.ptr<1>, %arg5: i32, %arg6: i32, %arg7: i32, %arg8: i32, %arg9: i64, %arg10: i64, %arg11: i64, %arg12: f32)
+// CHECK: %[[B0:.*]] = llvm.getelementptr %{{.*}}[%c81920_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B0]], %c1_i32
+// CHECK-NEXT: %[[B1:.*]] = llvm.getelementptr %{{.*}}[%c81928_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B1]], %c1_i32
+// CHECK-NEXT: %[[B2:.*]] = llvm.getelementptr %{{.*}}[%c81936_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B2]], %c1_i32
+// CHECK-NEXT: %[[B3:.*]] = llvm.getelementptr %{{.*}}[%c81944_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B3]], %c2_i32
+// CHECK-NEXT: %[[B4:.*]] = llvm.getelementptr %{{.*}}[%c81952_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B4]], %c2_i32
+// CHECK-NEXT: %[[B5:.*]] = llvm.getelementptr %{{.*}}[%c81960_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B5]], %c1_i32
+// CHECK-NEXT: %[[B6:.*]] = llvm.getelementptr %{{.*}}[%c81968_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B6]], %c1_i32
+// CHECK-NEXT: %[[B7:.*]] = llvm.getelementptr %{{.*}}[%c81976_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B7]], %c2_i32
+// CHECK-NEXT: %[[B8:.*]] = llvm.getelementptr %{{.*}}[%c81984_i32]
+// CHECK-NEXT: nvvm.mbarrier.init %[[B8]], %c2_i32
+// CHECK-NEXT: nvvm.fence.mbarrier.init
+// Producer: Q once (16384 B), then per key block K and V (16384 B each) behind their empty barriers.
+// CHECK: nvvm.setmaxregister  decrease 24
+// CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg0, %{{.*}}, box[%c0_i32, %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK: scf.for
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg1, %{{.*}}, box[%c0_i32, %[[ROW:.*]], %[[KVH:.*]], %[[B:.*]]]
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg2, %{{.*}}, box[%c0_i32, %[[ROW]], %[[KVH]], %[[B]]]
+// Consumers: Q landed; warpgroup 1 hands warpgroup 0 the first turn (named barrier 1).
+// CHECK: nvvm.setmaxregister  increase 240
+// CHECK: nvvm.mbarrier.try_wait.parity %{{.*}}, %c0_i32
+// CHECK: nvvm.barrier.arrive id = %c1_i32 number_of_threads = %c256_i32
+// The peeled first key block: the turn, S = Q K_0^T, the hand-over, wait_group 0.
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// The loop over key blocks 1 .. n-1: k_full (offset 81928), the turn, S_j, then (V_{j-1} landed) O += P_{j-1} V_{j-1}
+// with P in registers, both in this turn; then the hand-over and wait_group 1: S_j done, P V in flight.
+// CHECK: scf.for %{{.*}} = %c1_i32 to
+// CHECK: arith.addi %c81928_i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// CHECK: nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>, <wrapped>]
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects "{\0A.reg .pred p;\0Asetp.ne.b32 p, $69, 0;\0Awgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $68, p, 1, 1, 1;
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// The softmax of block j: row max over the quad (shfl.bfly 1, 2), exp2 of one FMA, then the anchor load that keeps it
+// before wait_group 0, which ends the P V; only then is O rescaled.
+// CHECK: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c1_i32, %c31_i32
+// CHECK-NEXT: arith.maxnumf
+// CHECK-NEXT: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c2_i32, %c31_i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.load volatile
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: arith.mulf
+// After the loop: the last P V, warpgroup 0 takes the last hand-over, normalize (log2 of the row sum for the LSE).
+// CHECK: llvm.inline_asm {{.*}}m64n64k16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
+// CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+
+// The serial schedule: one turn per S only; wait_group 0 before the softmax; P V after it.
+// SERIAL: kernel = "wl_attn_bf16_d64_128x128_s2_causal"
+// SERIAL: scf.for
+// SERIAL: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// SERIAL-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// SERIAL: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
+// SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SERIAL: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// SERIAL-COUNT-8: llvm.inline_asm {{.*}}m64n64k16
+// SERIAL-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+func.func @attn(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16> {
+  %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.125 : f32, layout = "bshd"} : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
+  return %o : tensor<?x?x?x64xbf16>
+}
