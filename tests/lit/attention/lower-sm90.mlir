@@ -68,7 +68,7 @@
 // CHECK: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c1_i32, %c31_i32
 // CHECK-NEXT: arith.maxnumf
 // CHECK-NEXT: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c2_i32, %c31_i32
-// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // CHECK: llvm.load volatile
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: arith.mulf
@@ -85,7 +85,7 @@
 // SERIAL-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
 // SERIAL: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// SERIAL: llvm.call_intrinsic "llvm.nvvm.ex2.approx.f32"
+// SERIAL: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 // SERIAL-COUNT-8: llvm.inline_asm {{.*}}m64n64k16
 // SERIAL-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // SERIAL-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
