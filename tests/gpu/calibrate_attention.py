@@ -1,0 +1,51 @@
+"""Record H200 outputs of the standard sm_90a attention kernels, to compare the CPU emulator with the hardware.
+
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate_attention.py OUT.npz
+
+One case per (dtype, head dim, causal) standard kernel, at ragged sizes (Sq, Sk not multiples of the tiles; causal
+cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through warploom.ops.attention (out and lse
+poisoned with NaN first). Saves q, k, v (as float32: exact for bf16/f16), out and lse of each case, and a manifest.
+The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`: ex2/lg2.approx differ
+from the emulator's correctly rounded exp2/log2 in the last bits, so the comparison is a measured difference,
+not bitwise equality.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
+from warploom import ops  # noqa: E402
+from warploom.ops_attention import pick_spec  # noqa: E402
+
+# (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv)
+CASES = [(elem, d, causal, 1, 200 if causal else 130, 150 if causal else 300, 2, 1)
+         for elem in ("bf16", "f16") for d in (64, 128, 256) for causal in (False, True)]
+TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
+def main(path: str) -> None:
+    arrays, manifest = {}, []
+    for i, (elem, d, causal, b, sq, sk, hq, hkv) in enumerate(CASES):
+        g = torch.Generator(device="cuda").manual_seed(100 + i)
+        q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(TORCH[elem])
+        k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(TORCH[elem])
+        v = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(TORCH[elem])
+        out = torch.full_like(q, float("nan"))
+        out, lse = ops.attention(q, k, v, causal=causal, out=out, return_lse=True)
+        torch.cuda.synchronize()
+        for name, t in (("q", q), ("k", k), ("v", v), ("out", out), ("lse", lse)):
+            arrays[f"{i}_{name}"] = t.float().cpu().numpy()
+        spec = pick_spec(elem, d, causal)
+        manifest.append({"case": i, "elem": elem, "head_dim": d, "causal": causal, "B": b, "Sq": sq, "Sk": sk,
+                         "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name})
+        print(f"{spec.kernel_name}: B={b} Sq={sq} Sk={sk} H={hq}/{hkv} recorded", flush=True)
+    np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
+    print(f"-> {path}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
