@@ -375,6 +375,17 @@ class _Sm90Lowering:
                            f"{', '.join(self.OP_NAMES)}")
             getattr(self, f"_op_{kind}")(op, ctx)
 
+    def _mma_shape(self, op, what: str = "wl.mma") -> tuple[int, int, int]:
+        """(m, n, k) of an Mma, checked against the target's wgmma shapes and the instruction k."""
+        m, n, k = op.shape
+        try:
+            T.check_mma_shape(m, n, self.elem)
+            if k % self.mma_k:
+                raise ValueError(f"k = {k} is not a multiple of the wgmma k = {self.mma_k}")
+        except ValueError as e:
+            self._fail(f"{what} shape {list(op.shape)}: {e}")
+        return m, n, k
+
     def _need_loop(self, op, ctx: _Role) -> _Loop:
         if ctx.loop is None:
             self._fail(f"{type(op).__name__} in role {ctx.name!r} is outside a wl.k_loop; its stage would be "
@@ -686,13 +697,7 @@ class _GemmLowering(_Sm90Lowering):
             self._fail(f"wl.mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
         if op.lag:
             self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
-        m, n, k = op.shape
-        try:
-            T.check_mma_shape(m, n, self.elem)
-            if k % self.mma_k:
-                raise ValueError(f"k = {k} is not a multiple of the wgmma k = {self.mma_k}")
-        except ValueError as e:
-            self._fail(f"wl.mma shape {list(op.shape)}: {e}")
+        m, n, k = self._mma_shape(op)
         if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "regs":
             self._fail(f"wl.mma reads a from {op.a.source}, b from {op.b.source} into {op.acc.source}: this lowering "
                        "takes a and b from smem descriptors and accumulates in registers")

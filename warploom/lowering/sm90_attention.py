@@ -35,6 +35,7 @@ from mlir.dialects import llvm, nvvm, scf
 
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
+from warploom.kernels import ATTENTION_MAP_DIMS, attention_kernel_name
 from warploom.lowering.emit import sync, wgmma
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
@@ -44,7 +45,6 @@ from .sm90 import ELEM_TYPES, T, LoweredKernel, _Loop, _Role, _Sm90Lowering
 OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", MmaWait: "mma_wait",
        Store: "store", Compute: "compute", Sync: "sync"}
 OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Compute", "Sync")
-TMAP_DIMS = ("D", "S", "H", "B")          # innermost first
 LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators: their value before the first key block
 CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
@@ -57,7 +57,6 @@ def overlapped(program: Program) -> bool:
 
 def kernel_name(program: Program) -> str:
     """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov]: the name the sm_90a attention kernel gets."""
-    from warploom.kernels import attention_kernel_name
     bm, bn, d = program.attrs["tile"]
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
                                  bool(program.attrs.get("causal")), overlapped(program))
@@ -149,7 +148,7 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail(f"async load of {op.source!r}: attention loads q, k and v")
         tile = self.tiles[self._region(op.region).name]
         return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box + (1, 1),
-                             swizzle=tile.swizzle.bytes, dims=TMAP_DIMS)
+                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
 
     def _param_list(self) -> list[tuple[str, str]]:
         return ([(n, "tensormap") for n in self.tmaps] + [("out", "ptr"), ("lse", "ptr")]
@@ -313,13 +312,7 @@ class _AttentionLowering(_Sm90Lowering):
         loop = self._lagged(self._need_loop(op, ctx), op.lag)      # lag: an earlier block's stage (P_{j-1} V_{j-1})
         if ctx.issue != "warpgroup":
             self._fail(f"Mma in role {ctx.name!r}: wgmma is issued by whole warpgroups")
-        m, n, k = op.shape
-        try:
-            T.check_mma_shape(m, n, self.elem)
-            if k % self.mma_k:
-                raise ValueError(f"k = {k} is not a multiple of the wgmma k = {self.mma_k}")
-        except ValueError as e:
-            self._fail(f"Mma shape {list(op.shape)}: {e}")
+        m, n, k = self._mma_shape(op, "Mma")
         if op.b.source != "smem" or op.acc.source != "regs":
             self._fail("Mma: B must come from smem and the accumulator live in registers")
         if ctx.values is None:

@@ -124,14 +124,16 @@ class Builder:
         ty = ty or self.i32
         key = (value, str(ty))
         if key not in self._consts:
-            name = f"c{ty}_{'m' if value < 0 else ''}{abs(value)}"
-            op = arith.ConstantOp(ty, value, loc=ir.Location.name(name),
-                                  ip=ir.InsertionPoint.at_block_begin(self.entry))
-            if self._last_const is not None:
-                op.operation.move_after(self._last_const)
-            self._last_const = op.operation
-            self._consts[key] = op.result
+            self._consts[key] = self._hoisted_const(ty, value, f"c{ty}_{'m' if value < 0 else ''}{abs(value)}")
         return self._consts[key]
+
+    def _hoisted_const(self, ty: ir.Type, value, name: str) -> ir.Value:
+        """arith.constant in the entry block, after the constants made before it (first-use order)."""
+        op = arith.ConstantOp(ty, value, loc=ir.Location.name(name), ip=ir.InsertionPoint.at_block_begin(self.entry))
+        if self._last_const is not None:
+            op.operation.move_after(self._last_const)
+        self._last_const = op.operation
+        return op.result
 
     # ---- arithmetic (integer, the type of the operands) -------------------------------------------
     def _binary(self, op, a: ir.Value, b: ir.Value) -> ir.Value:
@@ -192,12 +194,7 @@ class Builder:
         if key not in self._consts:
             text = {float("inf"): "inf", float("-inf"): "minf"}.get(float(value), repr(float(value)))
             name = f"c{ty}_" + text.replace("-", "m").replace(".", "p").replace("+", "")
-            op = arith.ConstantOp(ty, ir.FloatAttr.get(ty, float(value)), loc=ir.Location.name(name),
-                                  ip=ir.InsertionPoint.at_block_begin(self.entry))
-            if self._last_const is not None:
-                op.operation.move_after(self._last_const)
-            self._last_const = op.operation
-            self._consts[key] = op.result
+            self._consts[key] = self._hoisted_const(ty, ir.FloatAttr.get(ty, float(value)), name)
         return self._consts[key]
 
     def addf(self, a, b):
