@@ -4,7 +4,7 @@
 
 One case per (dtype, head dim, causal) standard kernel, at ragged sizes (Sq, Sk not multiples of the tiles; causal
 cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through warploom.ops.attention (out and lse
-poisoned with NaN first). Saves q, k, v (as float32: exact for bf16/f16), out and lse of each case, and a manifest.
+poisoned with NaN first). Saves q, k, v and out as their 16-bit patterns (int16), lse as float32, and a manifest.
 The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`: ex2/lg2.approx differ
 from the emulator's correctly rounded exp2/log2 in the last bits, so the comparison is a measured difference,
 not bitwise equality.
@@ -37,8 +37,9 @@ def main(path: str) -> None:
         out = torch.full_like(q, float("nan"))
         out, lse = ops.attention(q, k, v, causal=causal, out=out, return_lse=True)
         torch.cuda.synchronize()
-        for name, t in (("q", q), ("k", k), ("v", v), ("out", out), ("lse", lse)):
-            arrays[f"{i}_{name}"] = t.float().cpu().numpy()
+        for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
+            arrays[f"{i}_{name}"] = t.cpu().view(torch.int16).numpy()
+        arrays[f"{i}_lse"] = lse.cpu().numpy()
         spec = pick_spec(elem, d, causal)
         manifest.append({"case": i, "elem": elem, "head_dim": d, "causal": causal, "B": b, "Sq": sq, "Sk": sk,
                          "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name})

@@ -1,0 +1,91 @@
+"""Compare the emulated attention kernels with the H200: replay tests/gpu/calibrate_attention.py's recording.
+
+    python -m tests.emulate.calibration_attention tests/gpu/calibration/attention-run10.npz [--seeds 2]
+
+Each recorded case is one standard sm_90a attention kernel run by warploom.ops.attention on the H200 (random
+inputs, ragged sizes, GQA 2, causal cases with rows that see no key). The emulator runs the same kernel (the
+manifest's name must be the one the compiler builds now) on the same inputs. Bitwise equality is not expected:
+the hardware's ex2.approx / lg2.approx carry ~2^-22 relative error where the emulator rounds exp2 / log2
+correctly, and a P that lands on the other side of a bf16 rounding boundary moves an output by an ulp. So the
+table reports how many outputs differ, by how many units in the last place (of the 16-bit output type), the
+largest LSE difference, and whether the H200's own output passes the bound the emulator's outputs are held to
+(warploom.emulate.judge): the bound must hold for the hardware, or it is too tight to mean anything.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+DTYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+@dataclass
+class AttentionComparison:
+    kernel: str
+    shape: str
+    seed: int
+    differ: int              # outputs whose 16-bit patterns differ
+    total: int
+    max_ulps: int            # the largest difference in units in the last place of the output type
+    lse_diff: float          # max |lse emulated - lse H200| over rows that see a key
+    h200_within_bound: bool  # the H200's output passes warploom.emulate.judge against float64
+    h200_problem: str
+
+
+def _ordered(bits: np.ndarray) -> np.ndarray:
+    """16-bit float patterns -> integers in float order (so a difference counts ulps across zero too)."""
+    b = bits.astype(np.int32) & 0xFFFF
+    return np.where(b & 0x8000, 0x8000 - (b & 0x7FFF), 0x8000 + b)
+
+
+def compare(path, seeds: int = 1) -> list[AttentionComparison]:
+    from warploom.compile import planned_attention_program
+    from warploom.emulate import emulate_attention
+    from warploom.emulate.judge import judge_attention
+    from warploom.lowering.sm90_attention import kernel_name
+
+    data = np.load(path)
+    rows = []
+    for case in json.loads(str(data["manifest"])):
+        i, elem, d, causal, layout = case["case"], case["elem"], case["head_dim"], case["causal"], case["layout"]
+        dt = DTYPES[elem]
+        q, k, v, out = (data[f"{i}_{n}"].view(np.uint16).view(dt) for n in ("q", "k", "v", "out"))
+        lse = data[f"{i}_lse"]
+        program = planned_attention_program(elem, d, causal)
+        if kernel_name(program) != case["kernel"]:
+            raise ValueError(f"case {i}: recorded with {case['kernel']}, the compiler builds {kernel_name(program)} "
+                             "now: record a new run (tests/gpu/calibrate_attention.py)")
+        h200 = judge_attention(out, lse, q, k, v, elem, causal, layout)
+        shape = f"B{case['B']} Sq{case['Sq']} Sk{case['Sk']} H{case['Hq']}/{case['Hkv']}"
+        for seed in range(seeds):
+            o, l = emulate_attention(q, k, v, causal=causal, seed=seed, layout=layout, program=program)
+            a, b = o.view(np.uint16), out.view(np.uint16)
+            seen = np.isfinite(lse)
+            rows.append(AttentionComparison(
+                case["kernel"], shape, seed, int((a != b).sum()), a.size,
+                int(np.abs(_ordered(a) - _ordered(b)).max()),
+                float(np.abs(l[seen].astype(np.float64) - lse[seen]).max()) if seen.any() else 0.0,
+                h200.ok, h200.problem))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.emulate.calibration_attention", description=__doc__.split("\n")[0])
+    ap.add_argument("npz")
+    ap.add_argument("--seeds", type=int, default=1)
+    args = ap.parse_args(argv)
+    rows = compare(args.npz, args.seeds)
+    print(f"{'kernel':<40} {'shape':<22} {'seed':>4} {'differ':>12} {'max ulps':>8} {'lse diff':>9}  H200 within bound")
+    for r in rows:
+        print(f"{r.kernel:<40} {r.shape:<22} {r.seed:>4} {r.differ:>6}/{r.total:<6} {r.max_ulps:>8} {r.lse_diff:9.2e}  "
+              f"{'yes' if r.h200_within_bound else 'NO: ' + r.h200_problem}")
+    return 0 if all(r.h200_within_bound for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
