@@ -349,9 +349,34 @@ def _kernel(spec: AttentionSpec):
     return artifact
 
 
+_FAST: OrderedDict = OrderedDict()            # a torch call's identity -> (PreparedLaunch, device)
+_FAST_SLOTS = 64
+
+
+def _torch_call_key(q, k, v, out, causal, scale, layout) -> tuple | None:
+    """What every check of a call on torch tensors and its prepared launch depend on: each tensor's address, shape,
+    strides, dtype and device, and the options. None for tensors of other frameworks (they take the checked path)."""
+    try:
+        return (causal, scale, layout) + tuple((t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
+                                               for t in (q, k, v, out))
+    except (AttributeError, TypeError):
+        return None
+
+
 def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = False, out=None,
               layout: str = "bshd"):
-    """softmax(q kᵀ · scale [+ causal mask]) v per batch and query head; `out`, or `(out, lse)` with return_lse."""
+    """softmax(q kᵀ · scale [+ causal mask]) v per batch and query head; `out`, or `(out, lse)` with return_lse.
+
+    A repeated call on the same torch tensors with out= (same addresses, shapes, strides, dtypes and options)
+    launches the kernel prepared by the first call without checking anything again: the checks and the tensor-map
+    lookups cost ~0.15 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md)."""
+    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout) if out is not None and not return_lse else None
+    hit = _FAST.get(fast_key) if fast_key is not None else None
+    if hit is not None:
+        import torch
+        prepared, device = hit
+        prepared.launch(torch.cuda.current_stream(device).cuda_stream)
+        return out
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
     p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout)
     problem = p.problem
@@ -393,6 +418,10 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
+        if fast_key is not None:           # torch tensors, out= given, no lse: the next identical call skips the checks
+            _FAST[fast_key] = (prepared, out.device)
+            if len(_FAST) > _FAST_SLOTS:
+                _FAST.popitem(last=False)
     prepared.launch(stream)
     del copies
     return result

@@ -324,3 +324,25 @@ def test_long_way_graph_kernel_runs():
     long_way_ref = torch.softmax(scores, dim=-1) @ vf
     out = ops.attention(q, k, v, causal=True, layout="bhsd")
     assert rel_max_err(out, long_way_ref) <= TOL
+
+
+def test_repeated_calls_take_the_prepared_launch_and_see_new_data():
+    """A second call on the same tensors with out= skips every check (ops_attention._FAST): it must still compute
+    on the tensors' current values, and a call that differs in any option must not take the first call's launch."""
+    from warploom import ops_attention
+    b, s, h, d = 2, 300, 4, 64
+    q, k, v = make_inputs(b, s, s, h, h, d, torch.bfloat16, "bshd", seed=21)
+    out = torch.empty_like(q)
+    ops.attention(q, k, v, out=out)
+    hits = len(ops_attention._FAST)
+    for seed in (22, 23):
+        nq, nk, nv = make_inputs(b, s, s, h, h, d, torch.bfloat16, "bshd", seed=seed)
+        q.copy_(nq), k.copy_(nk), v.copy_(nv)
+        out.fill_(float("nan"))
+        ops.attention(q, k, v, out=out)
+        assert rel_max_err(out, reference(q, k, v)[0]) <= TOL
+    assert len(ops_attention._FAST) == hits                          # the repeats were hits, not new entries
+    for causal, scale in ((True, None), (False, 0.3), (True, 0.3)):
+        out.fill_(float("nan"))
+        ops.attention(q, k, v, out=out, causal=causal, scale=scale)
+        assert rel_max_err(out, reference(q, k, v, causal=causal, scale=scale)[0]) <= TOL, (causal, scale)
