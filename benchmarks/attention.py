@@ -81,6 +81,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--layout", choices=("bshd", "bhsd"), default="bshd", help="the layout warploom reads")
     p.add_argument("--warmup", type=int, default=10, help="calls before timing")
     p.add_argument("--iters", type=int, default=50, help="timed calls (the median is kept)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of timing every torch-side peer in turn (the "
+                   "median of the rounds' medians is kept)")
     p.add_argument("--jax", choices=("subprocess", "in-process", "off"), default="subprocess",
                    help="how to run the JAX Mosaic GPU peer (default: a child process of this job)")
     p.add_argument("--jax-worker", metavar="JSON", help=argparse.SUPPRESS)   # the child: write JAX rows to JSON
@@ -89,8 +91,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         bad = [x for x in getattr(args, name) if x < 1]
         if bad:
             p.error(f"--{name.replace('_', '-')}: {bad} must be positive")
-    if args.tokens < 1 or args.hidden < 1 or args.warmup < 0 or args.iters < 1:
-        p.error("--tokens, --hidden and --iters must be >= 1, --warmup >= 0")
+    if args.tokens < 1 or args.hidden < 1 or args.warmup < 0 or args.iters < 1 or args.rounds < 1:
+        p.error("--tokens, --hidden, --iters and --rounds must be >= 1, --warmup >= 0")
     return args
 
 
@@ -230,14 +232,17 @@ def run_torch_case(case: dict, args) -> dict:
     row = dict(case, ms={}, errors={})
     g = torch.Generator(device="cuda").manual_seed(s * 3 + d + int(causal))
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
-    ref = None
+    ref, calls = None, {}
     for peer, backend in (("cudnn_bf16", SDPBackend.CUDNN_ATTENTION), ("fa2_bf16", SDPBackend.FLASH_ATTENTION)):
         try:
             with sdpa_kernel([backend]):
                 out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                row["ms"][peer] = time_cuda(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                            args.warmup, args.iters)
             ref = out if ref is None else ref
+
+            def sdpa(backend=backend):
+                with sdpa_kernel([backend]):
+                    return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            calls[peer] = sdpa
         except Exception as e:  # noqa: BLE001 - a peer that cannot run is recorded, the others go on
             row["ms"][peer], row["errors"][peer] = None, first_line(e)
     for peer, dtype in (("warploom_bf16", torch.bfloat16), ("warploom_f16", torch.float16)):
@@ -247,16 +252,28 @@ def run_torch_case(case: dict, args) -> dict:
                 qq, kk, vv = (t.transpose(1, 2).contiguous() for t in (qq, kk, vv))
             out = torch.empty_like(qq)
 
-            def call():
+            def call(qq=qq, kk=kk, vv=vv, out=out):
                 return ops.attention(qq, kk, vv, causal=causal, out=out, layout=args.layout)
             call()
             if ref is not None:
                 got = out.transpose(1, 2) if args.layout == "bshd" else out
                 row.setdefault("max_rel_err_vs_sdpa", {})[peer] = (
                     (got.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-            row["ms"][peer] = time_cuda(call, args.warmup, args.iters)
+            calls[peer] = call
         except Exception as e:  # noqa: BLE001
             row["ms"][peer], row["errors"][peer] = None, first_line(e)
+    # rounds: every peer timed once per round, in turn, so that a drift of the GPU's clocks during the case
+    # reaches all of them alike; a peer's time is the median of its rounds' medians
+    rounds: dict[str, list[float]] = {peer: [] for peer in calls}
+    for _ in range(args.rounds):
+        for peer, fn in calls.items():
+            try:
+                rounds[peer].append(time_cuda(fn, args.warmup, args.iters))
+            except Exception as e:  # noqa: BLE001
+                row["errors"][peer] = first_line(e)
+    for peer, times in rounds.items():
+        row["ms"][peer] = statistics.median(times) if times and peer not in row["errors"] else None
+        row.setdefault("ms_rounds", {})[peer] = times
     del q, k, v, ref
     torch.cuda.empty_cache()
     return row
@@ -373,7 +390,8 @@ def main(argv=None) -> int:
         fill_rates(row)
     date = datetime.date.today().isoformat()
     meta = dict(machine(), date=date, commit=commit(), layout=args.layout, tokens=args.tokens, hidden=args.hidden,
-                warmup=args.warmup, iters=args.iters, timing="median of CUDA-event timings after warm-up",
+                warmup=args.warmup, iters=args.iters, timing="median of CUDA-event timings after warm-up; torch-side peers in interleaved rounds, median of the rounds",
+                rounds=args.rounds,
                 flops="4*B*H*S^2*D, halved when causal")
     print(table(rows))
     paths = write_results(rows, meta, args.out, args.tag)
