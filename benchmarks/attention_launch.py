@@ -9,7 +9,6 @@ event time. A call is host-bound when its host time exceeds the kernel's.
 """
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
@@ -18,24 +17,17 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0])
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
 import warploom.ops_attention as oa  # noqa: E402
+from attention import time_cuda  # noqa: E402
 from warploom import ops  # noqa: E402
 
 CASES = [(16, 32, 1024, 64, True), (16, 32, 1024, 64, False), (16, 16, 1024, 128, True), (16, 16, 1024, 128, False),
          (4, 16, 4096, 128, False), (2, 8, 1000, 64, True)]
 
 
-def events(fn, iters=50, warmup=10) -> float:
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    for s, e in pairs:
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) for s, e in pairs)
+def events(fn) -> float:
+    return time_cuda(fn, warmup=10, iters=50)
 
 
 def main() -> None:
