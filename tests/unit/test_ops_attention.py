@@ -478,3 +478,18 @@ def test_explain_attention(monkeypatch, capsys):
     assert "warploom explain: no compiled kernel" in err and "Traceback" not in err
     with pytest.raises(SystemExit):
         cli.main(["explain", "--op", "attention", "--head-dim", "96"])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["explain", "--op", "attention", "--head-dim", "128", "--stages", "5"],
+     "smem plan needs 484520 B (q 32768 B, k 225280 B, v 225280 B"),
+    (["explain", "--op", "attention", "--head-dim", "64", "--block-n", "300"], "block-n = 300"),
+    (["explain", "--block-n", "100"], "block-n = 100"),
+])
+def test_explain_reports_a_refused_config_without_a_traceback(argv, message, capsys, tmp_path, monkeypatch):
+    from warploom.tools import cli
+    monkeypatch.setenv("WARPLOOM_CACHE_DIR", str(tmp_path))
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("warploom explain: cannot build the ") and message in err, err
+    assert "Traceback" not in err and "compile.py" not in err

@@ -109,7 +109,14 @@ def cmd_explain(args) -> int:
                              args.target)
     else:
         spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target)
-    artifact = get_kernel(spec)
+    try:
+        artifact = get_kernel(spec)
+    except Exception as e:   # noqa: BLE001 - the planners' refusals arrive as MLIRError (no mlir import here)
+        if type(e).__name__ != "MLIRError":
+            raise
+        found = "; ".join(d.message for d in getattr(e, "error_diagnostics", ())) or str(e)
+        print(f"warploom explain: cannot build the {spec.describe()}: {found}", file=sys.stderr)
+        return 2
     meta = artifact.meta
     print(f"kernel {artifact.name}  ({spec.describe()})")
     print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
@@ -152,13 +159,14 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="attention")
     sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal kernel")
     sp.add_argument("--block-n", type=int, default=None,
-                    help="GEMM: 256 by default; attention: keys a block, 128 (64 at head dim 256) by default")
+                    help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
+                         "(128, 176, 80 at head dim 64, 128, 256)")
     sp.add_argument("--stages", type=int, default=None, help="GEMM: 4 by default; attention: 2")
     sp.add_argument("--target", default="sm_90a")
     sp.set_defaults(fn=cmd_explain)
-    sp = sub.add_parser("emulate", help="run the GEMM kernel warploom.ops.matmul would pick on the CPU emulator "
-                        "and check it against the float64 reference (exit 0 match, 1 mismatch, 2 emulation error "
-                        "or bad input)")
+    sp = sub.add_parser("emulate", help="run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
+                        "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "
+                        "2 emulation error or bad input)")
     from .emulate import add_arguments
     add_arguments(sp)
     sp.set_defaults(fn=cmd_emulate)
