@@ -13,6 +13,8 @@ The grid of ../shared/PEERS.md: head dims 64 and 128, seqlen 1024 .. 16384 at 16
                process with XLA_PYTHON_CLIENT_PREALLOCATE=false so that JAX and torch do not fight over memory
   warploom_bf16, warploom_f16: warploom.ops.attention, layout (B, S, H, D) (--layout bhsd for (B, H, S, D)),
                out= preallocated
+  warploom_grid_bf16 (with --compare-grid): warploom bf16 with the grid-schedule kernels (a CTA per tile) in
+               place of ops_attention.SCHEDULE's, to measure the persistent schedule against it in the same run
 Timing: median of CUDA-event timings (one event pair per call) after warm-up, random inputs; JAX through its
 Mosaic GPU profiler when present (else wall clock around block_until_ready, marked in the JSON).
 FLOPs = 4 * B * H * Sq * Sk * D, halved when causal (the FlashAttention papers' convention).
@@ -41,12 +43,14 @@ HEAD_DIMS = (64, 128)
 SEQLENS = (1024, 4096, 8192, 16384)
 TOKENS = 16384
 HIDDEN = 2048
-PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16", "jax_mgpu_f16")
-TORCH_PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16")
+PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16", "jax_mgpu_f16", "warploom_grid_bf16")
+TORCH_PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16", "warploom_grid_bf16")
 LABELS = {"warploom_bf16": "warploom bf16", "cudnn_bf16": "cuDNN SDPA bf16", "fa2_bf16": "FlashAttention-2 SDPA bf16",
-          "warploom_f16": "warploom fp16", "jax_mgpu_f16": "JAX Mosaic GPU fp16"}
+          "warploom_f16": "warploom fp16", "jax_mgpu_f16": "JAX Mosaic GPU fp16",
+          "warploom_grid_bf16": "warploom bf16, grid schedule"}
 RATIOS = {"warploom_vs_cudnn": ("warploom_bf16", "cudnn_bf16"), "warploom_vs_fa2": ("warploom_bf16", "fa2_bf16"),
-          "warploom_f16_vs_jax": ("warploom_f16", "jax_mgpu_f16")}
+          "warploom_f16_vs_jax": ("warploom_f16", "jax_mgpu_f16"),
+          "warploom_vs_grid": ("warploom_bf16", "warploom_grid_bf16")}
 
 
 # ---- what is measured (no GPU needed) --------------------------------------------------------
@@ -83,6 +87,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--iters", type=int, default=50, help="timed calls (the median is kept)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of timing every torch-side peer in turn (the "
                    "median of the rounds' medians is kept)")
+    p.add_argument("--compare-grid", action="store_true",
+                   help="also time warploom bf16 with the grid-schedule kernels (warploom_grid_bf16)")
     p.add_argument("--jax", choices=("subprocess", "in-process", "off"), default="subprocess",
                    help="how to run the JAX Mosaic GPU peer (default: a child process of this job)")
     p.add_argument("--jax-worker", metavar="JSON", help=argparse.SUPPRESS)   # the child: write JAX rows to JSON
@@ -140,12 +146,13 @@ def fmt(x, spec="6.0f") -> str:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'D':>4} {'S':>6} {'B':>3} {'H':>3} {'causal':>6}  " + " ".join(f"{p[:13]:>13}" for p in PEERS)
-            + f"  {'wl/cuDNN':>8} {'wl16/JAX':>8}")
+            + f"  {'wl/cuDNN':>8} {'wl16/JAX':>8} {'wl/grid':>8}")
     lines = [head + "   (TFLOP/s; ratios of TFLOP/s)"]
     for r in rows:
         lines.append(f"{r['D']:>4} {r['S']:>6} {r['B']:>3} {r['H']:>3} {str(r['causal']):>6}  "
                      + " ".join(fmt(r["tflops"].get(p), "13.0f") for p in PEERS)
-                     + f"  {fmt(r['warploom_vs_cudnn'], '8.3f')} {fmt(r['warploom_f16_vs_jax'], '8.3f')}")
+                     + f"  {fmt(r['warploom_vs_cudnn'], '8.3f')} {fmt(r['warploom_f16_vs_jax'], '8.3f')}"
+                     f" {fmt(r['warploom_vs_grid'], '8.3f')}")
     return "\n".join(lines)
 
 
@@ -226,6 +233,7 @@ def run_torch_case(case: dict, args) -> dict:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    import warploom.ops_attention as oa
     from warploom import ops
 
     b, h, s, d, causal = case["B"], case["H"], case["S"], case["D"], case["causal"]
@@ -245,15 +253,23 @@ def run_torch_case(case: dict, args) -> dict:
             calls[peer] = sdpa
         except Exception as e:  # noqa: BLE001 - a peer that cannot run is recorded, the others go on
             row["ms"][peer], row["errors"][peer] = None, first_line(e)
-    for peer, dtype in (("warploom_bf16", torch.bfloat16), ("warploom_f16", torch.float16)):
+    standard = oa.SCHEDULE
+    warploom_peers = [("warploom_bf16", torch.bfloat16, standard), ("warploom_f16", torch.float16, standard)]
+    if args.compare_grid:
+        warploom_peers.append(("warploom_grid_bf16", torch.bfloat16, "grid"))
+    for peer, dtype, schedule in warploom_peers:
         try:
             qq, kk, vv = (t.to(dtype) for t in (q, k, v))
             if args.layout == "bshd":
                 qq, kk, vv = (t.transpose(1, 2).contiguous() for t in (qq, kk, vv))
-            out = torch.empty_like(qq)
+            out = torch.empty_like(qq)      # its own out: a repeated call's prepared launch is keyed by its tensors
 
-            def call(qq=qq, kk=kk, vv=vv, out=out):
-                return ops.attention(qq, kk, vv, causal=causal, out=out, layout=args.layout)
+            def call(qq=qq, kk=kk, vv=vv, out=out, schedule=schedule):
+                oa.SCHEDULE = schedule
+                try:
+                    return ops.attention(qq, kk, vv, causal=causal, out=out, layout=args.layout)
+                finally:
+                    oa.SCHEDULE = standard
             call()
             if ref is not None:
                 got = out.transpose(1, 2) if args.layout == "bshd" else out

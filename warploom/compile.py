@@ -44,11 +44,14 @@ def gemm_graph(spec: GemmSpec):
     return g
 
 
-def planning_passes(spec: GemmSpec) -> list[str]:
-    """The target pipeline up to the resource-assigned level, with the spec's tile options."""
+def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
+    """The target pipeline up to the resource-assigned level, with the spec's tile options (an attention's key block,
+    stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
+    if isinstance(spec, AttentionSpec):
+        options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
     names = pipeline_for(spec.target)
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
 
@@ -188,13 +191,7 @@ def attention_long_way_graph(spec: AttentionSpec):
     return g
 
 
-def attention_planning_passes(spec: AttentionSpec) -> list[str]:
-    """The target pipeline up to the resource-assigned level, with the spec's key block and stages."""
-    from warploom.passes import pipeline_for
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n}}}", "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}",
-               "wl-specialize": f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"}
-    names = pipeline_for(spec.target)
-    return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
+attention_planning_passes = planning_passes
 
 
 def planned_attention(graph, spec: AttentionSpec):
@@ -225,7 +222,8 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     bm, bn, d = program.attrs["tile"]
     elem = program.inputs["q"].elem
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
-                         int(program.attrs["stages"]), target, int(bm), overlapped(program))
+                         int(program.attrs["stages"]), target, int(bm), overlapped(program),
+                         str(program.attrs.get("schedule", "grid")))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -241,10 +239,12 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
-                              block_n: int | None = None, stages: int | None = None, overlap: bool = True):
+                              block_n: int | None = None, stages: int | None = None, overlap: bool = True,
+                              schedule: str | None = None):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal): what
     warploom.emulate.emulate_attention runs by default."""
-    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, overlap=overlap)
+    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, overlap=overlap,
+                         schedule=schedule or AttentionSpec.schedule)
     return planned_attention(attention_graph(spec), spec)[0]
 
 

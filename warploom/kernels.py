@@ -83,6 +83,13 @@ ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
     ("q", "tensormap"), ("k", "tensormap"), ("v", "tensormap"), ("out", "ptr"), ("lse", "ptr"),
     ("Sq", "i32"), ("Sk", "i32"), ("Hq", "i32"), ("Hkv", "i32"),
     ("out_stride_b", "i64"), ("out_stride_s", "i64"), ("out_stride_h", "i64"), ("scale_log2", "f32"))
+# a persistent attention kernel takes two more: the batch (it counts the tiles itself) and the order it walks them
+# in (rules.TILE_ORDERS)
+ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
+ATTENTION_SCHEDULES = ("grid", "persistent")
+# the standard kernels' schedule, which ops.attention runs: persistent measured ahead of grid on the H200
+# (benchmarks/NOTES.md, run 13)
+ATTENTION_SCHEDULE = "persistent"
 ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of every q/k/v tensor map
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
@@ -100,11 +107,12 @@ def default_attention_block_n(head_dim: int) -> int:
 
 
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
-                          overlap: bool = False) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov]: the PTX entry point of an attention kernel (_ov: the
-    consumers' intra-warpgroup overlap, docs/attention-sm90.md)."""
+                          overlap: bool = False, schedule: str = "grid") -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent]: the PTX entry point of an attention
+    kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles;
+    docs/attention-sm90.md)."""
     return (f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
-            f"{'_ov' if overlap else ''}")
+            f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}")
 
 
 @dataclass(frozen=True)
@@ -122,6 +130,7 @@ class AttentionSpec:
 
     block_m: int = ATTENTION_BLOCK_M
     overlap: bool = True            # FA3's intra-warpgroup overlap: the softmax of block j runs beside P_{j-1} V_{j-1}
+    schedule: str = ATTENTION_SCHEDULE  # "grid": a CTA per (query block, head, batch); "persistent": one per SM
 
     def __post_init__(self):
         if self.block_n is None:
@@ -133,11 +142,18 @@ class AttentionSpec:
         for name in ("causal", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"AttentionSpec: {name} = {getattr(self, name)!r} must be True or False")
+        if self.schedule not in ATTENTION_SCHEDULES:
+            raise ValueError(f"AttentionSpec: schedule = {self.schedule!r}: one of {', '.join(ATTENTION_SCHEDULES)}")
 
     @property
     def kernel_name(self) -> str:
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
-                                     self.overlap)
+                                     self.overlap, self.schedule)
+
+    @property
+    def params(self) -> tuple[tuple[str, str], ...]:
+        """The kernel's parameters (name, kind) in launch order: the runtime contract."""
+        return ATTENTION_PERSISTENT_PARAMS if self.schedule == "persistent" else ATTENTION_PARAMS
 
     @property
     def lookup_id(self) -> str:
@@ -147,7 +163,7 @@ class AttentionSpec:
         mask = "causal" if self.causal else "non-causal"
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
                 f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
-                f"{self.target}")
+                f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows, 1, 1),
@@ -178,8 +194,8 @@ def check_attention_artifact(artifact: KernelArtifact, spec: AttentionSpec) -> N
     if artifact.name != spec.kernel_name:
         problems.append(f"entry name is {artifact.name!r}, the spec names {spec.kernel_name!r}")
     got = tuple((p.name, p.kind) for p in artifact.params)
-    if got != ATTENTION_PARAMS:
-        problems.append(f"parameters are {list(got)}, the contract is {list(ATTENTION_PARAMS)}")
+    if got != spec.params:
+        problems.append(f"parameters are {list(got)}, the contract is {list(spec.params)}")
     for name, want in spec.tensor_map_specs().items():
         have = artifact.tensor_maps.get(name)
         if have is None:

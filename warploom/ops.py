@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from warploom.kernels import GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
-from warploom.runtime.launch import default_launcher
+from warploom.runtime.launch import default_launcher, sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
@@ -124,17 +124,6 @@ def _tensor_map(spec, t: DeviceTensor):
     return tmap
 
 
-_SM_COUNTS: dict[int, int] = {}
-
-
-def _sm_count(device: int) -> int:
-    """Multiprocessors of the device: a persistent kernel launches at most one CTA per SM."""
-    if device not in _SM_COUNTS:
-        from cuda.bindings import driver
-
-        from warploom.runtime._cuda import device_attribute
-        _SM_COUNTS[device] = device_attribute(device, driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-    return _SM_COUNTS[device]
 
 
 def _pick_schedule(m: int, n: int, block_n: int, sms) -> str:

@@ -28,6 +28,7 @@ sees no key) and lse = -inf. Bad input is refused before any launch with the val
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections import OrderedDict
@@ -35,9 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, AttentionSpec, check_attention_artifact,
-                              get_kernel)
+from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_SCHEDULE, AttentionSpec,
+                              check_attention_artifact, get_kernel)
+from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
+from warploom.runtime.launch import sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
@@ -196,9 +199,18 @@ class AttentionPlan:
         return not any(self.copies.values())
 
 
+SCHEDULE = ATTENTION_SCHEDULE  # "grid" or "persistent": the kernels ops.attention runs (set it to compare)
+
+
 def pick_spec(elem: str, head_dim: int, causal: bool) -> AttentionSpec:
-    """The kernel ops.attention runs: the standard one of (dtype, head dim, causal), default tile."""
-    return AttentionSpec(elem, head_dim, causal)
+    """The kernel ops.attention runs: the standard one of (dtype, head dim, causal), default tile, SCHEDULE."""
+    return AttentionSpec(elem, head_dim, causal, schedule=SCHEDULE)
+
+
+@functools.lru_cache(maxsize=256)
+def _tile_order(sq: int, sk: int, hq: int, batch: int, block_m: int, block_n: int, causal: bool, sms: int) -> int:
+    return rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": batch}, block_m, block_n, causal,
+                                 min(sms, rules.cdiv(sq, block_m) * hq * batch))
 
 
 def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
@@ -220,6 +232,10 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     problem = check_inputs(q, k, v, layout)
     scale, scale_log2 = scale_log2_of(scale, problem.head_dim)
     spec = pick_spec(problem.elem, problem.head_dim, bool(causal))
+    tiles = rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch
+    if spec.schedule == "persistent" and tiles > MAX_I32:
+        raise ValueError(f"attention: {tiles} tiles of {spec.block_m} query rows (batch x heads x query blocks) "
+                         f"exceed {MAX_I32}, the persistent kernel's i32 tile count; split the batch")
     maps = spec.tensor_map_specs()
     copies = {name: copy_reason(t, maps[name], layout) for name, t in (("q", q), ("k", k), ("v", v))}
     return AttentionPlan(problem, spec, scale, scale_log2, copies)
@@ -270,13 +286,19 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
 
 
 def attention_args(problem: AttentionProblem, maps: dict, out: DeviceTensor, lse_ptr: int,
-                   scale_log2: float) -> dict:
-    """The kernel's arguments by name (docs/attention-sm90.md, "Kernel parameters"); pack_params orders them."""
+                   scale_log2: float, spec: AttentionSpec | None = None, sms: int | None = None) -> dict:
+    """The kernel's arguments by name (docs/attention-sm90.md, "Kernel parameters"); pack_params orders them. A
+    persistent kernel (spec) also takes the batch and its tile order, chosen for `sms` SMs."""
     a = AXES[problem.layout]
-    return {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": out.ptr, "lse": lse_ptr,
+    args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": out.ptr, "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "out_stride_b": out.strides[a["B"]], "out_stride_s": out.strides[a["S"]],
             "out_stride_h": out.strides[a["H"]], "scale_log2": scale_log2}
+    if spec is not None and spec.schedule == "persistent":
+        args["B"] = problem.batch
+        args["tile_order"] = _tile_order(problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch,
+                                         spec.block_m, spec.block_n, spec.causal, sms)
+    return args
 
 
 def _copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
@@ -412,8 +434,9 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
             # to the next copy before the kernel has read it (after the launch, stream order keeps it safe)
             copies.append(t)
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
-    args = attention_args(problem, maps, to, lse_ptr, p.scale_log2)
-    prepared = default_launcher().prepare(artifact, problem.sizes, args, device=problem.device)
+    sms = _sm_count(problem.device)
+    args = attention_args(problem, maps, to, lse_ptr, p.scale_log2, p.spec, sms)
+    prepared = default_launcher().prepare(artifact, {**problem.sizes, "SMS": sms}, args, device=problem.device)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:

@@ -10,6 +10,11 @@ explains the schedule; every number below follows from (elem, head_dim, block_n,
               softmax in registers, O += P V (wgmma, P from registers); the two warpgroups take turns at the
               tensor cores through the named barriers turn[0], turn[1]; then O / rowsum and LSE stored
 
+With schedule="persistent" the grid is one CTA per SM (at most), each walking (query block, head, batch) tiles
+(runtime/rules.py: `attention_tile`, the order a kernel argument); every role runs its body once per tile, the
+K/V rings counting on across tiles; Q gets an empty barrier (q_empty) that the consumers arrive on after their
+key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q.
+
 With `overlap` (the default: FA3's intra-warpgroup overlap) the consumer's key loop is software pipelined: block
 0 (S_0 and its softmax) is the loop's first section; each later block j issues S_j, then O += P_{j-1} V_{j-1}
 (the V ring one block behind the K ring: lag 1), waits for S_j only (wgmma.wait_group 1) and runs the softmax of
@@ -34,7 +39,7 @@ def default_block_n(head_dim: int) -> int:
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
-                stages: int = STAGES, overlap: bool = True) -> Program:
+                stages: int = STAGES, overlap: bool = True, schedule: str = "grid") -> Program:
     t = targets.get("sm_90a")
     d, bm = head_dim, BLOCK_M
     bn = default_block_n(d) if block_n is None else block_n
@@ -48,22 +53,24 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
     }
     bar0 = q_bytes + 2 * stages * kv_bytes
     mb = t.mbarrier_bytes
-    count = 1 + 4 * stages
+    persistent = schedule == "persistent"          # Q is loaded once per tile: the Q ring gets an empty barrier
+    count = 1 + persistent + 4 * stages
     regions[BARRIER_STORAGE] = Region(BARRIER_STORAGE, "smem", "i64", (count,), offset=bar0, size=count * mb,
                                       align=mb)
     barriers, off = {}, bar0
-    for name, n, arrivals, tx in (("q_full", 1, 1, q_bytes), ("k_full", stages, 1, kv_bytes),
-                                  ("k_empty", stages, 2, 0), ("v_full", stages, 1, kv_bytes),
-                                  ("v_empty", stages, 2, 0)):
+    for name, n, arrivals, tx in (("q_full", 1, 1, q_bytes), *((("q_empty", 1, 2, 0),) if persistent else ()),
+                                  ("k_full", stages, 1, kv_bytes), ("k_empty", stages, 2, 0),
+                                  ("v_full", stages, 1, kv_bytes), ("v_empty", stages, 2, 0)):
         barriers[name] = MBarrier(name, n, arrivals, tx, offset=off)
         off += n * mb
     rings = {
-        "q": Ring("q", 1, ("q",), "producer", ("consumer",), full="q_full"),
+        "q": Ring("q", 1, ("q",), "producer", ("consumer",), full="q_full", empty="q_empty" if persistent else None),
         "k": Ring("k", stages, ("k",), "producer", ("consumer",), full="k_full", empty="k_empty"),
         "v": Ring("v", stages, ("v",), "producer", ("consumer",), full="v_full", empty="v_empty"),
     }
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
     producer = Role("producer", 0, 4, "thread", 24, body=(
+        *((Wait("q_empty", "phase^1"),) if persistent else ()),        # the last tile's consumers are done with Q
         Arrive("q_full", tx_bytes=q_bytes), Copy("q", "q", "q_full"),
         Loop(trip, name="kv", body=(
             Wait("k_empty", "phase^1"), Arrive("k_full", tx_bytes=kv_bytes), Copy("k", "k", "k_full"),
@@ -113,9 +120,10 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         Arrive("v_empty", per="warpgroup")))
     consumer = Role("consumer", 4, 8, "warpgroup", 240, body=(
         Wait("q_full"),
-        Sync("turn", arrive_only=True, slot="next", warpgroup=1),     # warpgroup 1 lets warpgroup 0 go first
+        Sync("turn", arrive_only=True, slot="next", warpgroup=1, tiles="first"),    # warpgroup 0 goes first
         overlapped if overlap else serial,
-        Sync("turn", warpgroup=0),                                     # takes warpgroup 1's last hand-over
+        Sync("turn", warpgroup=0, tiles="last"),           # takes warpgroup 1's last hand-over (the CTA's last tile)
+        *((Arrive("q_empty", per="warpgroup"),) if persistent else ()),    # Q may be reloaded for the next tile
         Compute("normalize", ("o_acc", "row_max", "row_sum"), ("o_acc", "lse")),
         Store("o_acc", "out", (64, d)),
         Store("lse", "lse", (64,)),
@@ -129,5 +137,7 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         registers={"s": (64, bn), "p": (64, bn), "o_acc": (64, d), "row_max": (64,), "row_sum": (64,),
                    "lse": (64,), **({"corr": (64,)} if overlap else {})},
         smem_bytes=off + t.smem_base_align,
-        attrs={"tile": [bm, bn, d], "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]],
-               "schedule": "grid", "cluster": [1, 1, 1], "stages": stages, "causal": causal, "acc_elem": "f32"})
+        attrs={"tile": [bm, bn, d],
+               "grid": ([["attention_persistent", "Sq", bm, "Hq", "B", "SMS"], ["const", 1], ["const", 1]]
+                        if persistent else [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]]),
+               "schedule": schedule, "cluster": [1, 1, 1], "stages": stages, "causal": causal, "acc_elem": "f32"})

@@ -19,7 +19,8 @@ import torch
 
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
 from warploom import ops  # noqa: E402
-from warploom.ops_attention import pick_spec  # noqa: E402
+from warploom.ops_attention import _tile_order, pick_spec  # noqa: E402
+from warploom.runtime.launch import sm_count  # noqa: E402
 
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv)
 CASES = [(elem, d, causal, 1, 200 if causal else 130, 150 if causal else 300, 2, 1)
@@ -41,8 +42,10 @@ def main(path: str) -> None:
             arrays[f"{i}_{name}"] = t.cpu().view(torch.int16).numpy()
         arrays[f"{i}_lse"] = lse.cpu().numpy()
         spec = pick_spec(elem, d, causal)
+        order = (_tile_order(sq, sk, hq, b, spec.block_m, spec.block_n, causal, sm_count(q.device.index or 0))
+                 if spec.schedule == "persistent" else None)
         manifest.append({"case": i, "elem": elem, "head_dim": d, "causal": causal, "B": b, "Sq": sq, "Sk": sk,
-                         "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name})
+                         "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name, "tile_order": order})
         print(f"{spec.kernel_name}: B={b} Sq={sq} Sk={sk} H={hq}/{hkv} recorded", flush=True)
     np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
     print(f"-> {path}")

@@ -30,9 +30,9 @@ def test_long_way_fuses_to_the_spec_graph(spec):
 
 def test_planning_options():
     passes = attention_planning_passes(AttentionSpec("bf16", 256, True))
-    assert "wl-tile{block-n=80}" in passes and "wl-pipeline{stages=2}" in passes
+    assert "wl-tile{block-n=80 schedule=persistent}" in passes and "wl-pipeline{stages=2}" in passes
     assert passes[-1] == "wl-plan-barriers" and "wl-lower-sm90" not in passes
-    assert "wl-tile{block-n=128}" in attention_planning_passes(AttentionSpec("f16", 64))
+    assert "wl-tile{block-n=128 schedule=persistent}" in attention_planning_passes(AttentionSpec("f16", 64))
     assert "wl-specialize{overlap=true}" in attention_planning_passes(AttentionSpec("f16", 64))
     assert "wl-specialize{overlap=false}" in attention_planning_passes(AttentionSpec("f16", 64, overlap=False))
 
@@ -42,9 +42,11 @@ def test_planning_options():
 def test_spec_of_the_contract_program(d, causal):
     """The planned FA3 program of tests/emulate/fa3_plan.py (the contract) reads back as the standard spec."""
     for elem in ("bf16", "f16"):
-        assert attention_spec_of(planned_fa3(elem, d, causal)) == AttentionSpec(elem, d, causal)
-        assert attention_spec_of(planned_fa3(elem, d, causal, overlap=False)) == AttentionSpec(elem, d, causal,
-                                                                                               overlap=False)
+        for schedule in ("grid", "persistent"):
+            assert attention_spec_of(planned_fa3(elem, d, causal, schedule=schedule)) == \
+                AttentionSpec(elem, d, causal, schedule=schedule)
+            assert attention_spec_of(planned_fa3(elem, d, causal, overlap=False, schedule=schedule)) == \
+                AttentionSpec(elem, d, causal, overlap=False, schedule=schedule)
 
 
 def _planned_or_skip(spec):
@@ -69,7 +71,7 @@ def test_long_way_compiles_to_the_same_kernel():
     _planned_or_skip(spec)
     ours = compile_attention(spec)
     long_way = compile_attention_graph(attention_long_way_graph(spec), spec)
-    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x176_s2_causal_ov"
+    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x176_s2_causal_ov_persistent"
     assert long_way.ptx == ours.ptx and long_way.key == ours.key
 
 

@@ -77,6 +77,19 @@ def test_planning_passes_produce_the_planned_fa3_program(elem, d, causal):
     assert program_of(attention_graph(elem, d, causal)) == planned_fa3(elem, d, causal)
 
 
+@pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
+@pytest.mark.parametrize("elem, d, causal", COMBOS)
+def test_persistent_schedule_gives_the_persistent_program(elem, d, causal, overlap):
+    """wl-tile{schedule=persistent}: one CTA per SM walking the tiles; Q's ring gains an empty barrier (q_empty,
+    one arrival per consumer warpgroup), the producer waits on it before each Q load, the consumers arrive on it
+    after the key loop and the closing turn sync; the turns' first and last hand-overs are once per CTA."""
+    passes = ["wl-tile{schedule=persistent}", *PLANNING[1:]]
+    if not overlap:
+        passes = [*passes[:2], "wl-specialize{overlap=false}", *passes[3:]]
+    assert program_of(attention_graph(elem, d, causal), passes) == planned_fa3(elem, d, causal, overlap=overlap,
+                                                                                schedule="persistent")
+
+
 @pytest.mark.parametrize("elem, d, causal", COMBOS)
 def test_overlap_false_gives_the_serial_program(elem, d, causal):
     """wl-specialize{overlap=false}: the serial schedule (S, softmax, P V per key block, every MMA retired at once)."""
@@ -177,9 +190,8 @@ def test_write_is_the_inverse_of_read_after_each_pass(passes):
      "as an f32 runtime argument, which must be a positive normal f32 (1.18e-38 .. 3.4e+38); fold part of the "
      "scale into q"),
     (lambda: attention_graph(scale=1e-39), ["wl-tile"], "must be a positive normal f32"),
-    (lambda: attention_graph(), ["wl-tile{schedule=persistent}"],
-     "wl-tile: schedule = 'persistent': the attention kernel has a grid schedule only (one CTA per query block, "
-     "head and batch); use schedule=grid"),
+    (lambda: attention_graph(), ["wl-tile{schedule=stream-k}"],
+     "wl-tile: schedule = 'stream-k': use one of persistent, grid"),
     (lambda: attention_graph(), ["wl-tile{block-m=64}"],
      "block-m = 64: the sm_90a attention splits 128 query rows over 2 consumer warpgroups (m64 each); use "
      "block-m=128"),

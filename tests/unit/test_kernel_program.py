@@ -348,8 +348,9 @@ def _planned_fa3():
 
 
 @pytest.mark.parametrize("overlap", [False, True], ids=["serial", "overlap"])
-@pytest.mark.parametrize("elem, d, causal", [("bf16", 64, False), ("f16", 128, True), ("bf16", 256, True)])
-def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal, overlap):
+@pytest.mark.parametrize("elem, d, causal, schedule", [("bf16", 64, False, "grid"), ("f16", 128, True, "grid"),
+                                                       ("bf16", 256, True, "grid"), ("bf16", 64, True, "persistent")])
+def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal, schedule, overlap):
     """The planned attention (two outputs, a one-stage ring loaded once, named barriers with per-warpgroup slots,
     register-A MMAs, computes, loop names and carries; overlapped: the loop's first and last sections, lagged
     waits and MMAs) has a wl IR form that reads back as the same program."""
@@ -358,11 +359,11 @@ def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal, ove
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel.write import write_program
     from mlir import ir
-    p = _planned_fa3()(elem, d, causal, overlap=overlap)
+    p = _planned_fa3()(elem, d, causal, overlap=overlap, schedule=schedule)
     seq, lse = f"tensor<?x?x?x{d}x{elem}>", "tensor<?x?x?xf32>"
     a = p.attrs
     attrs = (f'kind = "attention", tile = {json.dumps(a["tile"])}, grid = {json.dumps(a["grid"])}, '
-             f'schedule = "grid", cluster = [1, 1, 1], causal = {str(causal).lower()}, acc_elem = "f32", '
+             f'schedule = "{schedule}", cluster = [1, 1, 1], causal = {str(causal).lower()}, acc_elem = "f32", '
              'input_names = ["q", "k", "v"], output_names = ["out", "lse"]')
     text = (f'func.func @f(%q: {seq}, %k: {seq}, %v: {seq}) -> {seq} {{\n'
             f'  %o:2 = "wl.kernel"(%q, %k, %v) ({{\n    gpu.yield\n  }}) {{{attrs}}} : ({seq}, {seq}, {seq}) -> '
@@ -374,7 +375,8 @@ def test_write_then_read_gives_the_planned_fa3_program_back(elem, d, causal, ove
         printed = str(kernel)
         assert read_program(kernel) == p
     lines = ['"wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}',
-             '"wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}',
+             '"wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}',
+             '"wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}',
              'a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", '
              'b_source = "smem", k_dim = "N"']
     if overlap:

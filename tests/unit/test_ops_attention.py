@@ -15,6 +15,7 @@ from cuda.bindings import driver
 from warploom import kernels, ops, ops_attention as oa
 from warploom.kernels import (ATTENTION_PARAMS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, AttentionSpec, GemmSpec,
                               check_attention_artifact, precompile_set)
+from warploom.runtime import rules
 from warploom.runtime.artifact import KernelArtifact, ParamSpec, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError
 from warploom.runtime.launch import pack_params
@@ -23,6 +24,7 @@ from warploom.runtime.tensors import DeviceTensor, contiguous_strides
 
 BASE = 0x7F00_0000_0000
 LOG2E = math.log2(math.e)
+SMS = 132                       # the fake GPU's SM count (an H200's)
 
 
 def tensor(shape, dtype="bf16", strides=None, ptr=BASE, framework="fake", device=0):
@@ -41,8 +43,9 @@ def qkv(layout="bshd", b=2, sq=100, sk=300, hq=8, hkv=2, d=128, dtype="bf16"):
 def fake_artifact(spec: AttentionSpec, **over) -> KernelArtifact:
     fields = dict(name=spec.kernel_name, target=spec.target, cubin=b"fake", ptx="", smem_bytes=164936,
                   block=(384, 1, 1), cluster=(1, 1, 1),
-                  grid=(("cdiv", "Sq", 128), ("cdiv", "Hq", 1), ("cdiv", "B", 1)),
-                  params=[ParamSpec(n, k) for n, k in ATTENTION_PARAMS], tensor_maps=spec.tensor_map_specs(),
+                  grid=((("attention_persistent", "Sq", 128, "Hq", "B", "SMS"), ("const", 1), ("const", 1))
+                        if spec.schedule == "persistent" else (("cdiv", "Sq", 128), ("cdiv", "Hq", 1), ("cdiv", "B", 1))),
+                  params=[ParamSpec(n, k) for n, k in spec.params], tensor_maps=spec.tensor_map_specs(),
                   key=f"fake-{spec.lookup_id}")
     fields.update(over)
     return KernelArtifact(**fields)
@@ -104,6 +107,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_copy_contiguous", rec.copy)
     monkeypatch.setattr(oa, "_fill", rec.fill)
     monkeypatch.setattr(oa, "default_launcher", rec)
+    monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
         memo.clear()
     yield rec
@@ -116,10 +120,15 @@ def gpu(monkeypatch):
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
     assert s.block_n == 176 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.kernel_name == "wl_attn_bf16_d128_128x176_s2_ov"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x176_s2_ov-sm_90a"
-    assert AttentionSpec("f16", 256, True).kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
-    assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == "wl_attn_bf16_d64_128x64_s3_causal_ov"
+    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x176_s2_ov_persistent"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x176_s2_ov_persistent-sm_90a"
+    assert AttentionSpec("f16", 256, True, schedule="grid").kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
+    assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == \
+        "wl_attn_bf16_d64_128x64_s3_causal_ov_persistent"
+    assert s.params[-2:] == (("B", "i32"), ("tile_order", "i32"))
+    assert AttentionSpec("bf16", 128, schedule="grid").params == ATTENTION_PARAMS
+    with pytest.raises(ValueError, match="schedule = 'stream-k': one of grid, persistent"):
+        AttentionSpec(schedule="stream-k")
     assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 176)     # one cache entry, one memo slot
     assert "head dim 256" in AttentionSpec("f16", 256, True).describe()
     assert "causal" in AttentionSpec("f16", 256, True).describe()
@@ -129,7 +138,7 @@ def test_spec_names_and_defaults():
         AttentionSpec(causal=1)
     # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
     serial = AttentionSpec("bf16", 128, overlap=False)
-    assert serial.kernel_name == "wl_attn_bf16_d128_128x176_s2" and serial != s
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x176_s2_persistent" and serial != s
     assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
     with pytest.raises(ValueError, match="overlap = 1"):
         AttentionSpec(overlap=1)
@@ -156,7 +165,7 @@ def test_tensor_map_contract():
 def test_check_attention_artifact():
     spec = AttentionSpec("bf16", 128, True)
     check_attention_artifact(fake_artifact(spec), spec)
-    swapped = [ParamSpec(n, k) for n, k in ATTENTION_PARAMS]
+    swapped = [ParamSpec(n, k) for n, k in spec.params]
     swapped[5], swapped[6] = swapped[6], swapped[5]
     with pytest.raises(ValueError, match="parameters are .*the contract is"):
         check_attention_artifact(fake_artifact(spec, params=swapped), spec)
@@ -308,9 +317,9 @@ def test_params_in_contract_order(gpu, layout):
     o = ops.attention(q, k, v, causal=True, layout=layout, scale=0.1)
     (rec, stream), = gpu.launches
     assert stream == 0 and o == ("allocated", rec["args"]["out"])
-    assert rec["grid"] == (8, 16, 3)                              # (cdiv(Sq, 128), Hq, B)
+    assert rec["grid"] == (min(8 * 16 * 3, SMS), 1, 1)            # persistent: a CTA per SM, at most one per tile
     assert gpu.kernels == [AttentionSpec("f16", 128, True)]
-    names = [n for n, _ in ATTENTION_PARAMS]
+    names = [n for n, _ in AttentionSpec("f16", 128, True).params]
     values = dict(zip(names, rec["values"]))
     out_strides = contiguous_strides((b, sq, hq, d) if layout == "bshd" else (b, hq, sq, d))
     a = oa.AXES[layout]
@@ -323,8 +332,11 @@ def test_params_in_contract_order(gpu, layout):
         assert (values["out_stride_s"], values["out_stride_h"]) == (d, sq * d)
     assert values["lse"] == 0                                     # no LSE asked: a null pointer, no stores
     assert values["scale_log2"] == float(np.float32(0.1 * LOG2E))
+    # the persistent kernel's own two: the batch, and the tile order the host picked for these sizes on 132 SMs
+    assert values["B"] == b
+    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 176, True, SMS)
     assert rec["types"] == (None, None, None, ctypes.c_void_p, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
-        (ctypes.c_int64,) * 3 + (ctypes.c_float,)
+        (ctypes.c_int64,) * 3 + (ctypes.c_float,) + (ctypes.c_int32,) * 2
     assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:3])
 
 
@@ -414,11 +426,11 @@ def test_get_kernel_offline_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WARPLOOM_OFFLINE", "1")
     monkeypatch.setattr(kernels, "_memo", {})
     got = kernels.get_kernel(AttentionSpec("f16", 64, True, block_n=128))
-    assert got.name == "wl_attn_f16_d64_128x128_s2_causal_ov" and got.key == art.key
+    assert got.name == "wl_attn_f16_d64_128x128_s2_causal_ov_persistent" and got.key == art.key
     assert (tmp_path / "index" / f"{spec.lookup_id}.json").is_file()
     with pytest.raises(MissingKernelError) as info:
         kernels.get_kernel(AttentionSpec("bf16", 256))
-    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in str(info.value)
+    assert "wl_attn_bf16_d256_128x80_s2_ov_persistent-sm_90a" in str(info.value)
     assert "warploom precompile --target sm_90a" in str(info.value) and "head dim 256" in str(info.value)
 
 
@@ -436,7 +448,7 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert cli.main(["precompile", "--target", "sm_90a", "--cache", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert len(built) == 16 + 8
-    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
+    assert "wl_attn_bf16_d256_128x80_s2_ov_persistent-sm_90a" in out and "FAILED: smem plan needs too much" in out
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 1
     assert "no standard kernels for 'sm_100a'" in capsys.readouterr().err
@@ -472,7 +484,7 @@ def test_explain_attention(monkeypatch, capsys):
     assert cli.main(["explain", "--op", "attention", "--head-dim", "256", "--causal", "--dtype", "f16"]) == 0
     out = capsys.readouterr().out
     assert asked[-1] == AttentionSpec("f16", 256, True, 80, 2)
-    assert "kernel wl_attn_f16_d256_128x80_s2_causal_ov" in out and "SMEM" in out and "ROLES" in out
+    assert "kernel wl_attn_f16_d256_128x80_s2_causal_ov_persistent" in out and "SMEM" in out and "ROLES" in out
     assert cli.main(["explain", "--op", "attention", "--head-dim", "64"]) == 1
     err = capsys.readouterr().err
     assert "warploom explain: no compiled kernel" in err and "Traceback" not in err
@@ -482,7 +494,7 @@ def test_explain_attention(monkeypatch, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["explain", "--op", "attention", "--head-dim", "128", "--stages", "5"],
-     "smem plan needs 484520 B (q 32768 B, k 225280 B, v 225280 B"),
+     "smem plan needs 484528 B (q 32768 B, k 225280 B, v 225280 B"),
     (["explain", "--op", "attention", "--head-dim", "64", "--block-n", "300"], "block-n = 300"),
     (["explain", "--block-n", "100"], "block-n = 100"),
 ])

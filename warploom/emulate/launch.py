@@ -345,7 +345,8 @@ def _default_attention_program(elem: str, head_dim: int, causal: bool):
 
 def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
                       layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
-                      delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None):
+                      delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
+                      sms: int = 3, tile_order: int | None = None):
     """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
 
     q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
@@ -354,7 +355,9 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     runtime encodes the caller's strides; out comes back in the input's layout, written through its strides
     (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
     when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
-    ctas: the CTA ids (m, h, b) to run (default all); report, trace as emulate_gemm's."""
+    ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
+    emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
+    tiles) in tile order `tile_order` (default: the one the runtime would pick, rules.best_tile_order)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
     if elem is None:
@@ -382,8 +385,12 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": out, "lse": lse,
             "out_stride_b": st[0], "out_stride_s": st[s_ax], "out_stride_h": st[h_ax],
             "scale_log2": np.float32(scale * np.log2(np.e))}
-    r = emulate_launch(kernel, args, {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz}, seed=seed, delay=delay,
-                       ctas=ctas, trace=trace)
+    sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
+    if program.attrs.get("schedule") == "persistent":
+        bm, bn, _ = program.attrs["tile"]
+        args["tile_order"] = (rules.best_tile_order(sizes, bm, bn, bool(causal), sms) if tile_order is None
+                              else tile_order)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, trace=trace)
     if report is not None:
         report.append(r)
     return out, lse

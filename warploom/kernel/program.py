@@ -234,6 +234,7 @@ class Compute:
 
 
 SLOTS = ("own", "next")                           # a warpgroup's own named barrier, or the next warpgroup's
+SYNC_TILES = ("each", "first", "last")   # Sync.tiles: at every tile, or at the CTA's first / last only
 
 
 @dataclass(frozen=True)
@@ -242,11 +243,15 @@ class Sync:
 
     For a barrier with one instance per warpgroup, `slot` "own" is this warpgroup's (id + w), "next" the next
     one's (id + (w + 1) % count): FA3's ping-pong is sync(own) before the MMAs, arrive(next) after them.
-    `warpgroup` = i restricts the op to warpgroup i of the role (the one-off hand-over that starts the turns)."""
+    `warpgroup` = i restricts the op to warpgroup i of the role (the one-off hand-over that starts the turns).
+    `tiles` "first" / "last" runs the op only at the first / last tile of its CTA (a persistent kernel runs each
+    role's body once per tile, and the turns go on from one tile to the next: the hand-over that starts them, and
+    the one that takes the last, happen once per CTA); "each" at every tile."""
     barrier: str
     arrive_only: bool = False
     slot: str = "own"                # SLOTS
     warpgroup: int | None = None
+    tiles: str = "each"              # SYNC_TILES
 
 
 @dataclass(frozen=True)

@@ -127,7 +127,7 @@ def _ops(body: list[KOp], program: Program) -> list:
             out.append(Compute(a["kind"], tuple(a["reads"]), tuple(a["writes"])))
         elif op.kind in ("named_barrier_sync", "named_barrier_arrive"):
             out.append(Sync(a["barrier"], arrive_only=op.kind == "named_barrier_arrive", slot=a.get("slot", "own"),
-                            warpgroup=a.get("warpgroup")))
+                            warpgroup=a.get("warpgroup"), tiles=a.get("tiles", "each")))
         elif op.kind == "store_tile":
             out.append(Store(value=a["acc"], output=a["operand"], tile=tuple(a["tile"])))
         else:

@@ -171,6 +171,8 @@ def _op(op, program: Program) -> None:
         attrs = {"barrier": op.barrier, "slot": op.slot}
         if op.warpgroup is not None:
             attrs["warpgroup"] = op.warpgroup
+        if op.tiles != "each":
+            attrs["tiles"] = op.tiles
         make_op("named_barrier_arrive" if op.arrive_only else "named_barrier_sync", attrs)
     elif isinstance(op, Opaque):
         raise ValueError(f"wl.{op.kind} has no kernel-program form to write back")

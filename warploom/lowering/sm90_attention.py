@@ -29,6 +29,7 @@ register-A fragments of P, 4 i32 per k16 block), o_acc (the O accumulator struct
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from mlir import ir
 from mlir.dialects import llvm, nvvm, scf
@@ -56,10 +57,12 @@ def overlapped(program: Program) -> bool:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov]: the name the sm_90a attention kernel gets."""
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent]: the name the sm_90a attention kernel
+    gets."""
     bm, bn, d = program.attrs["tile"]
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
-                                 bool(program.attrs.get("causal")), overlapped(program))
+                                 bool(program.attrs.get("causal")), overlapped(program),
+                                 program.attrs.get("schedule", "grid"))
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -124,14 +127,16 @@ class _AttentionLowering(_Sm90Lowering):
                        f"{ELEM_TYPES}, lse f32")
         self.mma_m = T.mma_shapes[0].m[0]
         self.mma_k = T.mma_k_of(self.elem)
-        want = (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1))
+        self.persistent = a.get("schedule", "grid") == "persistent"
+        want = ((("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1))
+                if self.persistent else (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1)))
         try:
             self.grid = tuple(rules.check(g) for g in a["grid"])
         except (KeyError, ValueError) as e:
             self._fail(f"grid {a.get('grid')}: {e}")
         if self.grid != want:
-            self._fail(f"grid {[rules.text(g) for g in self.grid]}: expected "
-                       f"{[rules.text(g) for g in want]} (query blocks, heads, batch)")
+            self._fail(f"grid {[rules.text(g) for g in self.grid]}: expected {[rules.text(g) for g in want]} "
+                       f"({'one CTA per SM walking the tiles' if self.persistent else 'query blocks, heads, batch'})")
         self.trip = (("causal_blocks", "Sq", "Sk", "m", self.BM, self.BN) if self.causal
                      else ("cdiv", "Sk", self.BN))
         for loop in (o for r in p.roles for o in r.walk() if isinstance(o, Loop)):
@@ -153,25 +158,83 @@ class _AttentionLowering(_Sm90Lowering):
     def _param_list(self) -> list[tuple[str, str]]:
         return ([(n, "tensormap") for n in self.tmaps] + [("out", "ptr"), ("lse", "ptr")]
                 + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")]
-                + [(s, "i64") for s in ("out_stride_b", "out_stride_s", "out_stride_h")] + [("scale_log2", "f32")])
+                + [(s, "i64") for s in ("out_stride_b", "out_stride_s", "out_stride_h")] + [("scale_log2", "f32")]
+                + ([("B", "i32"), ("tile_order", "i32")] if self.persistent else []))
 
     def _bind_args(self, args: dict) -> None:
         self.args = args
 
     # ---- prologue ------------------------------------------------------------------------------
     def _prologue(self) -> None:
-        b, c = self.b, self.b.const
+        b = self.b
         self.tid = b.sreg("tid", "x", "tid")
-        self.m_block = b.sreg("ctaid", "x", "mblk")
-        self.head = b.sreg("ctaid", "y", "head")
-        self.batch = b.sreg("ctaid", "z", "batch")
-        self.row0 = b.mul(self.m_block, c(self.BM))
         self._smem_base()
         a = self.args
-        self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": self.m_block}, b)
-        # GQA: query head h reads kv head h / (Hq / Hkv)
-        self.kv_head = b.divu(self.head, b.divu(a["Hq"], a["Hkv"]))
+        self.group = b.divu(a["Hq"], a["Hkv"])          # GQA: query head h reads kv head h / (Hq / Hkv)
+        self.it_base = self.tile_phase = self.has_keys = self.tile_first = self.tile_last = None
+        if not self.persistent:                          # the CTA's one tile: (ctaid.x, ctaid.y, ctaid.z)
+            self._at_tile(b.sreg("ctaid", "x", "mblk"), b.sreg("ctaid", "y", "head"), b.sreg("ctaid", "z", "batch"))
         self._init_barriers()
+
+    def _at_tile(self, m_block, head, batch) -> None:
+        """The tile (query block, head, batch) the ops act on: its first row, kv head and key-block count."""
+        b, a = self.b, self.args
+        self.m_block, self.head, self.batch = m_block, head, batch
+        self.row0 = b.mul(m_block, b.const(self.BM))
+        self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
+        self.kv_head = b.divu(head, self.group)
+
+    def _tile_loop(self, ops, ctx: _Role) -> None:
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent): CTA c of P takes the
+        tiles of `rules.snake_tile` in the order `tile_order` names; every role walks the same tiles, so the ring
+        iteration of a key block is the key blocks of the CTA's earlier tiles (it_base) plus its index, and Q's
+        phase is the tile count's parity."""
+        if not self.persistent:
+            self._ops(ops, ctx)
+            return
+        b, c, a = self.b, self.b.const, self.args
+        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+        mine = rules.snake_count(b.mul(blocks, pairs), cta, ctas, b)
+        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0)], iv=b.fresh("round")) as loop:
+            tile = rules.snake_tile(loop.iv, cta, ctas, b)
+            self._at_tile(*rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], self.causal, b))
+            self.it_base, q_tiles = loop.args
+            self.tile_first = b.cmp("eq", loop.iv, c(0))
+            self.tile_last = b.cmp("eq", loop.iv, b.sub(mine, c(1)))
+            self.tile_phase = b.and_(q_tiles, c(1))
+            self.has_keys = b.cmp("sgt", self.trips, c(0))
+            outer, ctx.values = ctx.values, None           # register values live within one tile
+            self._ops(ops, ctx)
+            ctx.values = outer
+            loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))))
+        self.it_base = self.tile_phase = self.has_keys = self.tile_first = self.tile_last = None
+
+    def _ops(self, ops, ctx: _Role) -> None:
+        """The ops in order, counting the MMA groups in flight (a loop section starts with none). In a persistent
+        kernel a tile with no key block (causal rows before the first key) skips Q's protocol: nothing would read
+        the Q tile, so it is not loaded, waited for or freed, and Q's phase counts only tiles with key blocks."""
+        self.in_flight = 0
+        for op in ops:
+            if self.has_keys is not None and ctx.loop is None and self._on_once_ring(op):
+                with self.b.if_(self.has_keys):
+                    super()._ops([op], ctx)
+                continue
+            super()._ops([op], ctx)
+            if isinstance(op, Mma):
+                self.in_flight += 1
+            elif isinstance(op, MmaWait):
+                self.in_flight = min(self.in_flight, op.pending)
+
+    def _on_once_ring(self, op) -> bool:
+        """True for a Wait, Arrive or Copy on the barriers of a ring of one stage (Q's)."""
+        bar = op.barrier if isinstance(op, (Wait, Arrive, Copy)) else None
+        return any(bar in (r.full, r.empty) for r in self.p.rings.values() if r.stages == 1)
+
+    def _ring_it(self, kt: ir.Value) -> ir.Value:
+        """The ring iteration of key block kt of this tile (persistent: after the CTA's earlier tiles' blocks)."""
+        return kt if self.it_base is None else self.b.add(self.it_base, kt)
 
     # ---- ring plumbing --------------------------------------------------------------------------
     def _need_loop(self, op, ctx: _Role) -> _Loop:
@@ -179,7 +242,7 @@ class _AttentionLowering(_Sm90Lowering):
         if ctx.loop is not None:
             return ctx.loop
         c = self.b.const
-        return _Loop(None, None, c(0), c(0), {}, once=True)
+        return _Loop(None, None, c(0), self.tile_phase if self.tile_phase is not None else c(0), {}, once=True)
 
     def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
         if dim == "D":
@@ -224,7 +287,7 @@ class _AttentionLowering(_Sm90Lowering):
         with ir.InsertionPoint(if_op.then_block):
             start = c(0)
             if op.first:
-                ctx.loop = self._loop_state(c(0), c(0))
+                ctx.loop = self._loop_state(c(0), self._ring_it(c(0)))
                 self._ops(op.first, ctx)
                 ctx.loop = None
                 start = c(1)
@@ -233,7 +296,7 @@ class _AttentionLowering(_Sm90Lowering):
                 self._fail(f"loop carries {missing}, which no initial value and no first section gives")
             self._for(op, start, ctx)
             if op.last:             # iteration `trips`: its ops carry a lag, acting on the last block's stages
-                ctx.loop = self._loop_state(self.trips, self.trips)
+                ctx.loop = self._loop_state(self.trips, self._ring_it(self.trips))
                 self._ops(op.last, ctx)
                 ctx.loop = None
             scf.YieldOp(_flatten(ctx.values, outer)[0])
@@ -247,7 +310,7 @@ class _AttentionLowering(_Sm90Lowering):
         flat, unflatten = _flatten(ctx.values, op.carries)
         with b.for_(start, self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
             ctx.values.update(unflatten(loop.args))
-            ctx.loop = self._loop_state(loop.iv, loop.iv)
+            ctx.loop = self._loop_state(loop.iv, self._ring_it(loop.iv))
             self._ops(op.body, ctx)
             ctx.loop = None
             loop.yield_(*_flatten(ctx.values, op.carries)[0])
@@ -270,15 +333,6 @@ class _AttentionLowering(_Sm90Lowering):
             return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
 
-    def _ops(self, ops, ctx: _Role) -> None:
-        """The ops in order, counting the MMA groups in flight (a loop section starts with none)."""
-        self.in_flight = 0
-        for op in ops:
-            super()._ops([op], ctx)
-            if isinstance(op, Mma):
-                self.in_flight += 1
-            elif isinstance(op, MmaWait):
-                self.in_flight = min(self.in_flight, op.pending)
 
     def _op_sync(self, op: Sync, ctx: _Role) -> None:
         b, c = self.b, self.b.const
@@ -293,6 +347,12 @@ class _AttentionLowering(_Sm90Lowering):
         emit = sync.named_barrier_arrive if op.arrive_only else sync.named_barrier_sync
         if op.slot not in ("own", "next"):
             self._fail(f"Sync slot {op.slot!r}: 'own' or 'next'")
+        if op.tiles not in ("each", "first", "last"):
+            self._fail(f"Sync tiles {op.tiles!r}: 'each', 'first' or 'last'")
+        if op.tiles != "each" and self.tile_first is not None:      # persistent: the CTA's first / last tile only
+            with b.if_(self.tile_first if op.tiles == "first" else self.tile_last):
+                self._op_sync(replace(op, tiles="each"), ctx)
+            return
         if op.warpgroup is not None:            # one warpgroup only: its barrier is known here
             w = op.warpgroup
             idx = w if op.slot == "own" else (w + 1) % nb.count

@@ -14,7 +14,10 @@ comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BIT
 
 A ring of one stage loaded once, outside the producer's loops (attention's Q), has only a full
 barrier: the producer announces its bytes once, the consumers wait for it once, before the loop
-that reads it. A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
+that reads it. In a persistent kernel "once" is once per tile, so such a ring gets an empty barrier
+too (one arrival per consumer warpgroup): the consumers free it after the loop that reads it and the
+named-barrier syncs that close that loop, and the producer waits for it before loading the next
+tile's Q (its phase is the CTA's tile count). A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
 v_full, v_empty, in the rings' order). A consumer's wait goes ahead of the named-barrier syncs just
 before the MMA (or loop) it guards: it takes its turn at the tensor cores only once its data landed.
 
@@ -64,7 +67,7 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
         full, empty = barrier_names(ring.name, len(program.rings))
         out.append(BarrierRing(full, ring.stages, 1, tx, f"TMA of {' + '.join(ring.regions)} landed", ring.name,
                                "full"))
-        if ring.stages > 1:
+        if ring.stages > 1 or program.attrs.get("schedule") == "persistent":
             out.append(BarrierRing(empty, ring.stages, consumers, 0, "consumers' MMAs on the stage retired",
                                    ring.name, "empty"))
     return out
@@ -118,12 +121,17 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
     ahead of it; with the MMA's lag: the stage it reads), and frees the slot after the wait that retires that
     MMA (`_frees_at`: the stage freed at iteration i is the one of iteration i - lag). Data loaded `once`
     (outside the producer's loops) is waited for once, at this level, before the loop that reads it."""
-    out, announced, free_at = [], False, None
+    out, announced, free_at, free_after = [], False, None, False
     for i, op in enumerate(body):
+        if free_after and not isinstance(op, Sync):     # a once-loaded tile, read by the loop just closed
+            out.append(Arrive(empty, per="warpgroup"))
+            free_after = False
         if isinstance(op, Loop):
-            if once and not waited and _reads(op, ring.regions):
+            reads = _reads(op, ring.regions)
+            if once and not waited and reads:
                 _wait_before(out, Wait(full, "phase"))
                 waited = True
+                free_after = empty is not None
             out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited)
                                       for name, ops in op.sections}))
             continue
@@ -143,6 +151,8 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
         if free_at is not None and i == free_at[0]:
             out.append(Arrive(empty, lag=free_at[1], per="warpgroup"))
             free_at = None
+    if free_after:
+        out.append(Arrive(empty, per="warpgroup"))
     return tuple(out)
 
 

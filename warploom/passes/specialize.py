@@ -187,10 +187,10 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
         elif isinstance(op, Loop):
             producer.append(replace(op, body=tuple(c for c in op.body if isinstance(c, Copy)), carries=()))
             if pingpong:        # the last warpgroup hands warpgroup 0 the first turn
-                consumer.append(Sync(TURN, arrive_only=True, slot="next", warpgroup=consumers - 1))
+                consumer.append(Sync(TURN, arrive_only=True, slot="next", warpgroup=consumers - 1, tiles="first"))
             consumer.append(consumer_loop(op))
             if pingpong:        # warpgroup 0 takes the last warpgroup's last hand-over
-                consumer.append(Sync(TURN, warpgroup=0))
+                consumer.append(Sync(TURN, warpgroup=0, tiles="last"))
         else:
             consumer.append(per_warpgroup(op))
     per_warpgroup_registers(program, rows)

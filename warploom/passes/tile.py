@@ -26,7 +26,9 @@ An attention (rank-4 q, k, v; bf16/f16; head dim D in 64/128/256; Dv = D) become
 of one head of one batch (grid cdiv(Sq, 128) x Hq x B) whose body loads the Q tile once, loops over blocks of
 block_n keys (`("cdiv", "Sk", bn)`, or under the causal mask `("causal_blocks", "Sq", "Sk", "m", 128, bn)`:
 only the blocks query block m sees), computing S = Q K^T, the online softmax and O += P V per block, then
-normalizes O and stores it and the LSE (a second result, f32 [B, Hq, Sq]). Sizes, strides, GQA and the scale
+normalizes O and stores it and the LSE (a second result, f32 [B, Hq, Sq]). With schedule = "persistent" the grid
+is min(tiles, SMS) CTAs, each walking (query block, head, batch) tiles in the static order of
+`rules.attention_tile` (the tile order a runtime argument), the key blocks counting on across its tiles. Sizes, strides, GQA and the scale
 are runtime arguments, so the kernel takes tensors of any B, S, H (a `tensor.cast` to `?` dims where the
 graph's are static); `scale` and `layout` stay on the kernel for the launch but the kernel program ignores them.
 """
@@ -167,20 +169,20 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
         raise PassError(f"wl-tile: attention scale = {scale}: the kernel takes scale * log2(e) = {scale_log2} as an "
                         f"f32 runtime argument, which must be a positive normal f32 ({F32_NORMAL[0]:.3g} .. "
                         f"{F32_NORMAL[1]:.3g}); fold part of the scale into q", attention)
-    if schedule != "grid":
-        raise PassError(f"wl-tile: schedule = {schedule!r}: the attention kernel has a grid schedule only (one "
-                        "CTA per query block, head and batch); use schedule=grid", attention)
+    if schedule not in SCHEDULES:
+        raise PassError(f"wl-tile: schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", attention)
     bm, bn = block_m, default_block_n(d) if block_n is None else block_n
     check_attention_tile(bm, bn, elem, attention)
     causal = bool(attrs["causal"])
     # the kernel is generic in B, S and H (runtime sizes): its tensors have only the head dim static
     seq = TensorType((None, None, None, d), elem)
-    grid = [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]]
+    grid = ([["attention_persistent", "Sq", bm, "Hq", "B", "SMS"], ["const", 1], ["const", 1]]
+            if schedule == "persistent" else [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]])
     with ir.InsertionPoint(attention), attention.operation.location:
         generic, lse = mlir_tensor_type(seq), mlir_tensor_type(TensorType((None, None, None), "f32"))
         inputs = [_cast(v, generic) for v in attention.operation.operands]
         kernel = make_op("kernel", {
-            "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "grid": grid, "schedule": "grid",
+            "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "grid": grid, "schedule": schedule,
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             # for the launch only (scale_log2 and the strides are runtime arguments): the program ignores them
             "scale": attrs["scale"], "layout": attrs["layout"]},

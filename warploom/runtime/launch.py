@@ -209,3 +209,16 @@ def default_launcher() -> Launcher:
     if _default is None:
         _default = Launcher()
     return _default
+
+
+_SM_COUNTS: dict[int, int] = {}
+
+
+def sm_count(device: int) -> int:
+    """Multiprocessors of the device: a persistent kernel launches at most one CTA per SM."""
+    if device not in _SM_COUNTS:
+        from cuda.bindings import driver
+
+        from warploom.runtime._cuda import device_attribute
+        _SM_COUNTS[device] = device_attribute(device, driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+    return _SM_COUNTS[device]

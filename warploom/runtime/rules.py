@@ -12,6 +12,9 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
                                        sees under the bottom-right causal mask (query i sees key j <= i + Sk - Sq):
                                        min(ceil(Sk / bn), ceil(max(0, (m + 1) * bm + Sk - Sq) / bn)); m is a
                                        size the caller gives (in a kernel, the CTA's query block index)
+    ("attention_persistent", Sq, bm, Hq, B, P)
+                                       min(ceil(Sq / bm) * Hq * B, P): one CTA per SM (P) walking the attention
+                                       tiles (query block, head, batch) in a static order (see `attention_tile`)
 
 wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, `trip = ["cdiv", "K", 64]`);
 the runtime (and the emulator, for its launches) evaluates the grid on Python ints; the lowering evaluates
@@ -21,7 +24,7 @@ Imports nothing but the standard library: the runtime (which never imports MLIR)
 """
 from __future__ import annotations
 
-ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "causal_blocks": 5}
+ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "causal_blocks": 5, "attention_persistent": 5}
 
 
 class IntOps:
@@ -39,6 +42,11 @@ class IntOps:
     and_ = staticmethod(lambda a, b: a & b)
     minu = staticmethod(min)
     maxs = staticmethod(max)          # signed max (the one place a rule's intermediate may go negative)
+    select = staticmethod(lambda cond, a, b: a if cond else b)
+
+    @staticmethod
+    def cmp(pred: str, a: int, b: int) -> bool:
+        return {"ult": a < b, "ne": a != b, "eq": a == b}[pred]
 
 
 INT = IntOps()
@@ -59,6 +67,11 @@ def check(rule) -> tuple:
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
             raise ValueError(f"rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
                              "and positive tile sizes")
+    if op == "attention_persistent":
+        if not (isinstance(args[0], str) and isinstance(args[1], int) and args[1] >= 1
+                and all(isinstance(n, str) for n in args[2:])):
+            raise ValueError(f"rule {rule!r}: expected (\"attention_persistent\", Sq, bm, Hq, B, P) with size "
+                             "names and a positive block size")
     if op == "causal_blocks":
         names, steps = args[:3], args[3:]
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
@@ -112,6 +125,8 @@ def evaluate(rule, sizes: dict, ops=INT):
         bm, bn = rule[4:]
         seen = ops.sub(ops.add(ops.mul(ops.add(m, ops.const(1)), ops.const(bm)), sk), sq)
         return ops.minu(cdiv(sk, bn, ops), cdiv(ops.maxs(seen, ops.const(0)), bn, ops))
+    if op == "attention_persistent":
+        return ops.minu(attention_tiles(rule, sizes, ops), _size(sizes, rule[5], rule, ops))
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
     return ops.minu(tiles, _size(sizes, p, rule, ops))
@@ -137,3 +152,87 @@ def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
     m, bm, n, bn, _ = rule[1:]
     return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}
+
+
+# ---- the persistent attention schedule ----------------------------------------------------------------------
+# P CTAs (one per SM) walk the T = ceil(Sq / bm) * Hq * B tiles (query block, head, batch). The tiles are dealt
+# round by round, snake-wise: in round r CTA c takes tile r * P + c when r is even and r * P + (P - 1 - c) when
+# it is odd, so a CTA that took a heavy tile of a sorted stretch takes a light one in the next round. Two tile
+# orders (a kernel argument, `tile_order`, chosen by the host with `best_tile_order`):
+#   0  query block fastest (the tiles of one head run side by side and share its K and V in L2); causal blocks
+#      heaviest first within each head (query block nb - 1 - i)
+#   1  query block slowest, heaviest first (every head's last query block, then the one before ...): the
+#      balanced deal for few heads with many blocks, at the price of less K/V reuse in L2
+TILE_ORDERS = (0, 1)
+
+
+def attention_tiles(rule, sizes: dict, ops=INT):
+    """T = ceil(Sq / bm) * Hq * B: the tiles of a persistent attention rule."""
+    rule = check(rule)
+    if rule[0] != "attention_persistent":
+        raise ValueError(f"rule {text(rule)} is not a persistent attention rule")
+    sq, bm, hq, b = rule[1:5]
+    return ops.mul(ops.mul(cdiv(_size(sizes, sq, rule, ops), bm, ops), _size(sizes, hq, rule, ops)),
+                   _size(sizes, b, rule, ops))
+
+
+def _place(r, cta, ctas, ops):
+    """CTA `cta`'s place in round r of the snake deal: cta when r is even, ctas - 1 - cta when it is odd."""
+    odd = ops.cmp("ne", ops.and_(r, ops.const(1)), ops.const(0))
+    return ops.select(odd, ops.sub(ops.sub(ctas, ops.const(1)), cta), cta)
+
+
+def snake_count(tiles, cta, ctas, ops=INT):
+    """How many of `tiles` CTA `cta` of `ctas` takes: the full rounds, plus one when its place in the last,
+    partial round is below the tiles left for that round."""
+    rounds = ops.divu(tiles, ctas)
+    extra = ops.cmp("ult", _place(rounds, cta, ctas, ops), ops.remu(tiles, ctas))
+    return ops.add(rounds, ops.select(extra, ops.const(1), ops.const(0)))
+
+
+def snake_tile(r, cta, ctas, ops=INT):
+    """The tile CTA `cta` of `ctas` takes in round r: r * ctas + its place."""
+    return ops.add(ops.mul(r, ctas), _place(r, cta, ctas, ops))
+
+
+def attention_tile(tile, order, blocks, pairs, heads, causal: bool, ops=INT) -> tuple:
+    """(query block, head, batch) of tile `tile` in tile order `order` (see TILE_ORDERS) for `blocks` query blocks,
+    `pairs` = heads * batch and `heads` query heads; causal query blocks heaviest first (the last one first)."""
+    by_block = ops.cmp("ne", order, ops.const(0))           # order 1: query block slowest
+    i = ops.select(by_block, ops.divu(tile, pairs), ops.remu(tile, blocks))
+    bh = ops.select(by_block, ops.remu(tile, pairs), ops.divu(tile, blocks))
+    m = ops.sub(ops.sub(blocks, ops.const(1)), i) if causal else i
+    return m, ops.remu(bh, heads), ops.divu(bh, heads)
+
+
+def tile_weights(sizes: dict, bm: int, bn: int, causal: bool, order: int) -> list[int]:
+    """The key blocks of every tile, in tile order `order` (Python ints): what the snake deal balances."""
+    blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
+    per_block = [evaluate(trip, {**sizes, "m": m}) for m in range(blocks)]
+    out = []
+    for t in range(blocks * pairs):
+        m, _, _ = attention_tile(t, order, blocks, pairs, sizes["Hq"], causal)
+        out.append(per_block[m])
+    return out
+
+
+FIXED_COST_BLOCKS = 1      # a tile's cost beyond its key blocks (Q wait, first softmax, epilogue), in key blocks
+
+
+def best_tile_order(sizes: dict, bm: int, bn: int, causal: bool, ctas: int) -> int:
+    """The tile order whose snake deal over `ctas` CTAs leaves the busiest CTA least work (key blocks plus a fixed
+    cost per tile); order 0 (L2-friendly) unless order 1 is at least 3% better. Non-causal tiles all weigh the
+    same: order 0."""
+    if not causal:
+        return 0
+    loads = []
+    for order in TILE_ORDERS:
+        w = tile_weights(sizes, bm, bn, causal, order)
+        per_cta = [0] * max(1, min(ctas, len(w)))
+        p = len(per_cta)
+        for t, x in enumerate(w):
+            r, place = divmod(t, p)
+            per_cta[place if r % 2 == 0 else p - 1 - place] += x + FIXED_COST_BLOCKS
+        loads.append(max(per_cta))
+    return 1 if loads[1] < 0.97 * loads[0] else 0

@@ -1,5 +1,6 @@
 // RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
 // RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=SERIAL
+// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=PERSIST
 
 // Each ring gets its barriers, named after it, in the rings' order: q_full (Q is loaded once: one barrier, no
 // empty one), then full/empty per stage of K and V. A full barrier completes on the producer's one
@@ -34,7 +35,7 @@
 // body's lagged ones) and that a lagged MMA waits with the same lag.
 // CHECK-NEXT: "wl.role"() ({
 // CHECK-NEXT: "wl.wait"() {barrier = "q_full", parity = "consumer"}
-// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}
 // CHECK-NEXT: "wl.k_loop"() ({
 // CHECK-NEXT: "wl.loop_first"() ({
 // CHECK-NEXT: "wl.wait"() {barrier = "k_full", parity = "consumer"}
@@ -67,11 +68,11 @@
 // CHECK-NEXT: })
 // CHECK-NEXT: gpu.yield
 // CHECK-NEXT: }) {carries = ["o_acc", "row_max", "row_sum", "p"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
-// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
 // The serial schedule (overlap=false): per key block K is waited for before the turn and freed as soon as S
 // retired, V waited for just before O += P V and freed after it.
 // SERIAL: "wl.wait"() {barrier = "q_full", parity = "consumer"}
-// SERIAL-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// SERIAL-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}
 // SERIAL-NEXT: "wl.k_loop"() ({
 // SERIAL-NEXT: "wl.wait"() {barrier = "k_full", parity = "consumer"}
 // SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
@@ -85,7 +86,28 @@
 // SERIAL-NEXT: "wl.mma_wait"() {pending = 0 : i64}
 // SERIAL-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
 // SERIAL: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
-// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
+// The persistent schedule: Q is loaded once per tile, so its ring gets an empty barrier (one arrival per consumer
+// warpgroup) right after q_full, and every later barrier moves up by one. The producer waits for it (the phase
+// before: the first tile passes) before announcing Q; the consumers arrive on it after the key loop and the
+// closing hand-over, before the epilogue; the first and last hand-overs of the turns are once per CTA.
+// PERSIST: "wl.ring"() {consumers = ["consumer"], empty = "q_empty", full = "q_full", name = "q", producer = "producer", regions = ["q"], stages = 1 : i64}
+// PERSIST: "wl.mbarrier"() {arrivals = 1 : i64, count = 1 : i64, name = "q_full", offset = 163840 : i64, ring = "q", tx_bytes = 32768 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 1 : i64, name = "q_empty", offset = 163848 : i64, ring = "q", tx_bytes = 0 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "k_full", offset = 163856 : i64, ring = "k", tx_bytes = 32768 : i64}
+// PERSIST: "wl.role"() ({
+// PERSIST-NEXT: "wl.wait"() {barrier = "q_empty", parity = "producer"}
+// PERSIST-NEXT: "wl.arrive_expect_tx"() {barrier = "q_full", bytes = 32768 : i64}
+// PERSIST-NEXT: "wl.async_load"() {barrier = "q_full", buffer = "q", operand = "q", tile = [128, 128]}
+// PERSIST: "wl.role"() ({
+// PERSIST-NEXT: "wl.wait"() {barrier = "q_full", parity = "consumer"}
+// PERSIST-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}
+// PERSIST: }) {carries = ["o_acc", "row_max", "row_sum", "p"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
+// PERSIST-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
+// PERSIST-NEXT: "wl.arrive"() {barrier = "q_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
+// PERSIST-NEXT: "wl.compute"() {kind = "normalize"
+// PERSIST: grid = {{\[}}["attention_persistent", "Sq", 128, "Hq", "B", "SMS"], ["const", 1], ["const", 1]]
+// PERSIST-SAME: schedule = "persistent"
 func.func @attn(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>, %v: tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16> {
   %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.088388 : f32, layout = "bshd"} : (tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16>
   return %o : tensor<?x?x?x128xbf16>

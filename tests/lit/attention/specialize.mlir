@@ -23,7 +23,7 @@
 // block's P V. P is carried from one iteration to the next. After the loop warpgroup 0 takes warpgroup 1's last
 // hand-over.
 // CHECK-NEXT: "wl.role"() ({
-// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// CHECK-NEXT: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}
 // CHECK-NEXT: "wl.k_loop"() ({
 // CHECK-NEXT: "wl.loop_first"() ({
 // CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
@@ -48,7 +48,7 @@
 // CHECK-NEXT: })
 // CHECK-NEXT: gpu.yield
 // CHECK-NEXT: }) {carries = ["o_acc", "row_max", "row_sum", "p"], name = "kv", trip = ["cdiv", "Sk", 128]}
-// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
 // CHECK-NEXT: "wl.compute"() {kind = "normalize"
 // CHECK-NEXT: "wl.store_tile"() {acc = "o_acc", operand = "out", tile = [64, 128]}
 // CHECK-NEXT: "wl.store_tile"() {acc = "lse", operand = "lse", tile = [64]}
@@ -56,7 +56,7 @@
 // The serial schedule (overlap=false): per key block each warpgroup syncs on its own barrier, issues S = Q K^T,
 // hands the turn to the other (arrive on the next barrier), then waits for S (nothing stays in flight: the
 // softmax reads S, and O is rescaled before the next P V).
-// SERIAL: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", warpgroup = 1 : i64}
+// SERIAL: "wl.named_barrier_arrive"() {barrier = "turn", slot = "next", tiles = "first", warpgroup = 1 : i64}
 // SERIAL-NEXT: "wl.k_loop"() ({
 // SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own"}
 // SERIAL-NEXT: "wl.mma"() {a = "q", a_major = "K", a_source = "smem", acc = "s", accumulate = false, b = "k", b_major = "K", b_source = "smem", k_dim = "D", shape = [64, 128, 128]}
@@ -66,7 +66,7 @@
 // SERIAL-NEXT: "wl.mma"() {a = "p", a_major = "K", a_source = "regs", acc = "o_acc", b = "v", b_major = "MN", b_source = "smem", k_dim = "N", shape = [64, 128, 128]}
 // SERIAL-NEXT: "wl.mma_wait"() {pending = 0 : i64}
 // SERIAL: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["cdiv", "Sk", 128]}
-// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", warpgroup = 0 : i64}
+// SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
 // SERIAL-NEXT: "wl.compute"() {kind = "normalize"
 // CHECK: threads = 384 : i64
 // BUDGET: error: register budget 24 + 2 x 256 per thread needs 68608 registers; the register file holds 65536: lower consumer-regs to 240
