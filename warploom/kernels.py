@@ -87,23 +87,30 @@ ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
 # in (rules.TILE_ORDERS)
 ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
 ATTENTION_SCHEDULES = ("grid", "persistent")
-# the standard kernels' schedule, which ops.attention runs: persistent measured ahead of grid on the H200
-# (benchmarks/NOTES.md, run 13)
-ATTENTION_SCHEDULE = "persistent"
 ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of every q/k/v tensor map
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
 
-# keys per block of the standard attention kernels, by head dim: measured on the H200 (benchmarks/NOTES.md, run 8:
-# 176 beats 128 by 3.8% at head dim 128, 80 beats 64 by 4.7% at 256; 128 is best at 64), within the consumers'
-# 240 registers (S: block_n / 2, O: head dim / 2, P: block_n / 4 a thread) and the smem limit
-ATTENTION_BLOCK_N = {64: 128, 128: 176, 256: 80}
+# keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,
+# P: block_n / 4 a thread) and the smem limit. Grid: measured on the H200 (benchmarks/NOTES.md, run 8: 176 beats
+# 128 by 3.8% at head dim 128, 80 beats 64 by 4.7% at 256; 128 is best at 64). Persistent: the walk over tiles
+# keeps a few more registers live across the key loop, so 176 spills at head dim 128 (ptxas: 56-92 B) and 160 is
+# the largest block without spills; at head dim 256 (O alone is 128 registers) every block_n spills.
+ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 160, 256: 80}}
+# the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
+# spills, measured ahead of grid on the H200 (benchmarks/NOTES.md, run 13)
+ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}
 
 
-def default_attention_block_n(head_dim: int) -> int:
-    """Keys per block of the standard kernel of `head_dim` (ATTENTION_BLOCK_N; 128 for a head dim it has no entry for,
-    which wl-tile then refuses with the head dims it takes)."""
-    return ATTENTION_BLOCK_N.get(head_dim, 128)
+def default_attention_schedule(head_dim: int) -> str:
+    return ATTENTION_SCHEDULE.get(head_dim, "grid")
+
+
+def default_attention_block_n(head_dim: int, schedule: str | None = None) -> int:
+    """Keys per block of the standard kernel of `head_dim` under `schedule` (default: the head dim's standard one);
+    128 for a head dim or schedule it has no entry for (wl-tile then refuses what it does not take)."""
+    schedule = schedule or default_attention_schedule(head_dim)
+    return ATTENTION_BLOCK_N.get(schedule, {}).get(head_dim, 128)
 
 
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
@@ -124,17 +131,20 @@ class AttentionSpec:
     elem: str = "bf16"
     head_dim: int = 128
     causal: bool = False
-    block_n: int | None = None      # None: default_attention_block_n(head_dim)
+    block_n: int | None = None      # None: default_attention_block_n(head_dim, schedule)
     stages: int = ATTENTION_STAGES
     target: str = "sm_90a"
 
     block_m: int = ATTENTION_BLOCK_M
     overlap: bool = True            # FA3's intra-warpgroup overlap: the softmax of block j runs beside P_{j-1} V_{j-1}
-    schedule: str = ATTENTION_SCHEDULE  # "grid": a CTA per (query block, head, batch); "persistent": one per SM
+    schedule: str | None = None     # "grid": a CTA per (query block, head, batch); "persistent": one per SM;
+    #                                 None: default_attention_schedule(head_dim)
 
     def __post_init__(self):
+        if self.schedule is None:
+            object.__setattr__(self, "schedule", default_attention_schedule(self.head_dim))
         if self.block_n is None:
-            object.__setattr__(self, "block_n", default_attention_block_n(self.head_dim))
+            object.__setattr__(self, "block_n", default_attention_block_n(self.head_dim, self.schedule))
         for name in ("head_dim", "block_n", "stages", "block_m"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:

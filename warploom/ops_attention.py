@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_SCHEDULE, AttentionSpec,
-                              check_attention_artifact, get_kernel)
+from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, AttentionSpec, check_attention_artifact,
+                              get_kernel)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
@@ -199,11 +199,13 @@ class AttentionPlan:
         return not any(self.copies.values())
 
 
-SCHEDULE = ATTENTION_SCHEDULE  # "grid" or "persistent": the kernels ops.attention runs (set it to compare)
+SCHEDULE = None     # None: each head dim's standard schedule; "grid" or "persistent" forces one (to compare them)
+TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces a persistent kernel's tile order
 
 
 def pick_spec(elem: str, head_dim: int, causal: bool) -> AttentionSpec:
-    """The kernel ops.attention runs: the standard one of (dtype, head dim, causal), default tile, SCHEDULE."""
+    """The kernel ops.attention runs: the standard one of (dtype, head dim, causal), or with SCHEDULE set, that
+    schedule's default tile."""
     return AttentionSpec(elem, head_dim, causal, schedule=SCHEDULE)
 
 
@@ -296,8 +298,9 @@ def attention_args(problem: AttentionProblem, maps: dict, out: DeviceTensor, lse
             "out_stride_h": out.strides[a["H"]], "scale_log2": scale_log2}
     if spec is not None and spec.schedule == "persistent":
         args["B"] = problem.batch
-        args["tile_order"] = _tile_order(problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch,
-                                         spec.block_m, spec.block_n, spec.causal, sms)
+        args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else _tile_order(
+            problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch, spec.block_m, spec.block_n, spec.causal,
+            sms)
     return args
 
 

@@ -33,16 +33,17 @@ BLOCK_M = 128                   # query rows per CTA: 64 per consumer warpgroup 
 STAGES = 2
 
 
-def default_block_n(head_dim: int) -> int:
-    """Keys per block, as measured best on the H200 (benchmarks/NOTES.md, run 8); wl-tile's default must agree."""
-    return {64: 128, 128: 176, 256: 80}[head_dim]
+def default_block_n(head_dim: int, schedule: str = "grid") -> int:
+    """Keys per block: measured best on the H200 for the grid schedule (benchmarks/NOTES.md, run 8); the largest
+    without spills for the persistent one (warploom/kernels.py); wl-tile's default must agree."""
+    return {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 160, 256: 80}}[schedule][head_dim]
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
                 stages: int = STAGES, overlap: bool = True, schedule: str = "grid") -> Program:
     t = targets.get("sm_90a")
     d, bm = head_dim, BLOCK_M
-    bn = default_block_n(d) if block_n is None else block_n
+    bn = default_block_n(d, schedule) if block_n is None else block_n
     esize = targets.ELEMENT_BITS[elem] // 8
     q_bytes, kv_bytes = bm * d * esize, bn * d * esize
     regions = {

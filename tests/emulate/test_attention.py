@@ -93,8 +93,9 @@ def test_persistent_schedule_matches_the_grid_bit_for_bit(case):
     on which CTA runs it, or after which tiles)."""
     elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
-    grid_out, grid_lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=planned_fa3(elem, d, causal))
     program = planned_fa3(elem, d, causal, schedule="persistent")
+    grid = planned_fa3(elem, d, causal, block_n=program.attrs["tile"][1])      # the same tile, a CTA per tile
+    grid_out, grid_lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=grid)
     for (seed, delay), order in zip(SEEDS, (0, 1, None)):
         out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program,
                                      sms=3, tile_order=order)

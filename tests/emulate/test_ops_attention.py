@@ -98,7 +98,8 @@ class HostGPU:
     def prepare(self, artifact, sizes, args, device=None):
         pack_params(artifact, args)                   # every argument checked as for a real launch
         spec = next(s for a, s in self.artifacts.values() if a is artifact)
-        kernel = attention_kernel(planned_attention_program(spec.elem, spec.head_dim, spec.causal))
+        kernel = attention_kernel(planned_attention_program(spec.elem, spec.head_dim, spec.causal, spec.block_n,
+                                                            schedule=spec.schedule))
         assert kernel.name == artifact.name
         dt = NUMPY_ELEMS[spec.elem]
         eargs = {}
@@ -109,8 +110,10 @@ class HostGPU:
             eargs[name] = self.view(lay.address, (b, h, s, d), (sb, sh, ss, np.dtype(dt).itemsize), dt)
         eargs["out"] = self.flat_from(args["out"], dt)
         eargs["lse"] = None if args["lse"] == 0 else self.flat_from(args["lse"], np.float32)
-        for n in ("Sq", "Sk", "Hq", "Hkv", "out_stride_b", "out_stride_s", "out_stride_h", "scale_log2"):
-            eargs[n] = args[n]
+        for n in ("Sq", "Sk", "Hq", "Hkv", "out_stride_b", "out_stride_s", "out_stride_h", "scale_log2", "B",
+                  "tile_order"):
+            if n in args:                             # B and tile_order: a persistent kernel's
+                eargs[n] = args[n]
         gpu = self
 
         class Prepared:
@@ -118,6 +121,9 @@ class HostGPU:
                 gpu.launches += 1
                 emulate_launch(kernel, eargs, sizes, seed=gpu.launches)
         return Prepared()
+
+
+SMS = 3     # the host GPU's SM count: a persistent kernel's CTAs each walk several tiles
 
 
 @pytest.fixture
@@ -129,6 +135,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_copy_contiguous", g.copy_contiguous)
     monkeypatch.setattr(oa, "_fill", g.fill)
     monkeypatch.setattr(oa, "default_launcher", g)
+    monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
         memo.clear()
     yield g

@@ -1,4 +1,4 @@
-"""Two attention launches for compute-sanitizer (memcheck, racecheck): ragged sizes, so the last query block, the
+"""Three attention launches for compute-sanitizer (memcheck, racecheck): ragged sizes, so the last query block, the
 last key block and (causal) the blocks that cross the diagonal are all exercised; GQA; one Sq > Sk case whose
 first rows see no key.
 
@@ -18,7 +18,10 @@ if mode not in ("causal", "full"):
     sys.exit(f"usage: sanitize_attention.py causal|full (got {mode!r})")
 causal = mode == "causal"
 print(f"attention, {mode}")
-for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333, 129, 4, 4, 64, "bhsd")):
+# the third: 216 tiles on 132 SMs, so the persistent kernels' CTAs each walk one or two tiles (rings, Q's phase and
+# the turns carried across tiles; with Sq > Sk, tiles with no key block)
+for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333, 129, 4, 4, 64, "bhsd"),
+                                      (3, 700, 650, 12, 4, 64, "bshd")):
     shape = (lambda s, h: (b, s, h, d)) if layout == "bshd" else (lambda s, h: (b, h, s, d))
     q = torch.randn(shape(sq, hq), device="cuda", dtype=torch.bfloat16)
     k = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)

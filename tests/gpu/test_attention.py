@@ -302,6 +302,40 @@ def test_bad_input_is_refused_before_launch(make, error, text):
         ops.attention(*make())
 
 
+# ---- the persistent schedule -----------------------------------------------------------------
+
+PERSISTENT_CASES = [  # (b, sq, sk, hq, hkv, d, causal): more tiles than SMs, so every CTA walks several
+    (4, 1100, 1100, 16, 4, 64, True), (4, 1100, 900, 16, 16, 64, False), (3, 700, 2000, 16, 2, 128, True),
+    (1, 4096, 4096, 8, 8, 128, True), (2, 1500, 1000, 32, 8, 128, True), (8, 1024, 1024, 32, 32, 64, True)]
+
+
+@pytest.mark.parametrize("b, sq, sk, hq, hkv, d, causal", PERSISTENT_CASES)
+def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, causal):
+    """The standard persistent kernel (one CTA per SM walking 100s of tiles, K/V rings and Q's phase carried from
+    tile to tile; Sq > Sk cases have tiles with no key block) in both tile orders: within TOL of the reference,
+    and bit for bit the output of the grid-schedule kernel of the same tile (a tile's arithmetic does not depend
+    on which CTA runs it, or after which tiles)."""
+    import warploom.ops_attention as oa
+    q, k, v = make_inputs(b, sq, sk, hq, hkv, d, torch.bfloat16, "bshd", seed=sq + sk + d)
+    spec = oa.pick_spec("bf16", d, causal)
+    assert spec.schedule == "persistent"
+    grid = AttentionSpec("bf16", d, causal, spec.block_n, schedule="grid")   # the same tile, a CTA per tile
+    outs, pick_spec = [], oa.pick_spec
+    try:
+        for order, chosen in ((0, spec), (1, spec), (None, grid)):
+            oa.TILE_ORDER = order
+            oa.pick_spec = lambda elem, head_dim, c, _s=chosen: _s
+            out = torch.full_like(q, float("nan"))
+            outs.append(ops.attention(q, k, v, causal=causal, out=out))
+    finally:
+        oa.TILE_ORDER, oa.pick_spec = None, pick_spec
+    ref, _ = reference(q, k, v, causal=causal)
+    torch.cuda.synchronize()
+    assert rel_max_err(outs[0], ref) <= TOL
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16)), "tile orders 0 and 1 differ"
+    assert torch.equal(outs[0].view(torch.int16), outs[2].view(torch.int16)), "persistent and grid kernels differ"
+
+
 # ---- the long way ----------------------------------------------------------------------------
 
 def test_long_way_graph_kernel_runs():
@@ -311,7 +345,7 @@ def test_long_way_graph_kernel_runs():
     in torch. Where MLIR is installed the long-way graph is also compiled here and compared with the cache."""
     spec = AttentionSpec("bf16", 128, causal=True)
     artifact = get_kernel(spec)
-    assert artifact.name == spec.kernel_name == "wl_attn_bf16_d128_128x176_s2_causal_ov"
+    assert artifact.name == spec.kernel_name == "wl_attn_bf16_d128_128x160_s2_causal_ov_persistent"
     if importlib.util.find_spec("mlir") is not None:
         from warploom.compile import attention_long_way_graph, compile_attention_graph
         long_way = compile_attention_graph(attention_long_way_graph(spec), spec)

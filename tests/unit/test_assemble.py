@@ -7,6 +7,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from warploom.kernels import default_attention_schedule
+
 from warploom.lowering import assemble as asm_mod
 from warploom.lowering.assemble import ToolError, assemble, disassemble, find_tool, parse_report, sass_counts
 from warploom.lowering.ptx import gpu_module_to_ptx
@@ -147,10 +149,14 @@ def test_tools_come_from_the_pip_packages():
 # ---- the sm_90a attention kernels (planned_fa3 lowered by warploom.lowering.sm90_attention) ----------------
 
 SASS_AB = {"bf16": ".BF16", "f16": ""}        # nvdisasm spells the A/B type of HGMMA for bf16 only (f16 is the default)
-# every standard kernel (bf16 and f16, the overlapped schedule) and the serial schedule in bf16
-ATTENTION = [(elem, d, causal, overlap) for elem, overlap in (("bf16", True), ("f16", True), ("bf16", False))
-             for d in (64, 128, 256) for causal in (False, True)]
-ATTN_IDS = [f"{e}-d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}" for e, d, c, ov in ATTENTION]
+# every standard kernel (bf16 and f16, the overlapped schedule, each head dim's standard schedule: persistent at 64
+# and 128, grid at 256), the grid schedule's overlapped kernels at 64 and 128 in bf16, and the serial schedule in
+# bf16 (grid)
+ATTENTION = ([(elem, d, causal, True, default_attention_schedule(d)) for elem in ("bf16", "f16")
+              for d in (64, 128, 256) for causal in (False, True)]
+             + [("bf16", d, causal, True, "grid") for d in (64, 128) for causal in (False, True)]
+             + [("bf16", d, causal, False, "grid") for d in (64, 128, 256) for causal in (False, True)])
+ATTN_IDS = [f"{e}-d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}-{sch}" for e, d, c, ov, sch in ATTENTION]
 ATTN_SASS = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "BAR.SYNC", "BAR.ARV", "SHFL.BFLY", "MUFU.EX2", "MUFU.LG2",
              "LDL", "STL"]
 
@@ -160,10 +166,10 @@ def attention_kernels():
     from tests.emulate.fa3_plan import default_block_n, planned_fa3
     from warploom.lowering.sm90_attention import kernel_name, lower_attention
     out = {}
-    for elem, d, causal, overlap in ATTENTION:
-        program = planned_fa3(elem, d, causal, overlap=overlap)
+    for elem, d, causal, overlap, schedule in ATTENTION:
+        program = planned_fa3(elem, d, causal, overlap=overlap, schedule=schedule)
         lowered = lower_attention(program, kernel_name(program))
-        out[(elem, d, causal, overlap)] = {"name": lowered.name, "block_n": default_block_n(d),
+        out[(elem, d, causal, overlap, schedule)] = {"name": lowered.name, "block_n": default_block_n(d, schedule),
                             "ptx": gpu_module_to_ptx(lowered.gpu_module)}
     with ThreadPoolExecutor(max_workers=4) as pool:
         done = pool.map(lambda ptx: (lambda a: (a, disassemble(a.cubin)))(assemble(ptx, tool="ptxas")),
@@ -179,19 +185,21 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     wgmmas, both operands K-major) and one O += P V (block_n/16 register-A wgmmas, V MN-major: .tnspB); TMA: Q
     once, K and V per block, D/64 boxes each; the ping-pong's named barriers (ids 1, 2 picked at run time,
     256 threads); row max / sum over the quad (2 bfly each for 2 rows, 3 times); setmaxnreg 24 / 240.
-    Registers seen (ptxas 13.0, highest R used after setmaxnreg, standard tiles: block_n 128 / 176 / 80): serial
+    Registers seen (ptxas 13.0, highest R used after setmaxnreg, grid tiles: block_n 128 / 176 / 80): serial
     d64 ~144, d128 ~214, d256 ~225; overlapped (P_{j-1} and O in flight beside S_j, P_j) d64 ~173, d128 ~236,
-    d256 ~237.
+    d256 ~237. The persistent schedule (the standard at 64 and 128) runs the same code once per tile: the same
+    instruction counts; its tile walk keeps a few more registers live, hence block_n 160 at head dim 128.
 
     The overlapped schedule has its loop body twice more (the peeled first block: S and softmax; the last P V
     after the loop), so twice the HGMMAs, one more turn, one more softmax; ptxas reports no wgmma serialization
     (C7513 "Potential Performance Loss": P_j is made while P_{j-1} V_{j-1} still reads P_{j-1}'s registers), and
     the whole softmax of block j (its block_n / 2 + 2 ex2) sits between the body's wait_group 1 and wait_group 0:
     beside the P V in flight."""
-    elem, d, causal, overlap = key
+    elem, d, causal, overlap, schedule = key
     k = attention_kernels[key]
     a, sass, bn = k["ptxas"], k["sass"], k["block_n"]
-    name = f"wl_attn_{elem}_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
+    name = (f"wl_attn_{elem}_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
+            + ("_persistent" * (schedule == "persistent")))
     assert f".entry {k['name']}" in k["ptx"] and k["name"] == name
     assert a.cubin[:4] == b"\x7fELF"
     assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log

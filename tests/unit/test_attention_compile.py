@@ -30,7 +30,7 @@ def test_long_way_fuses_to_the_spec_graph(spec):
 
 def test_planning_options():
     passes = attention_planning_passes(AttentionSpec("bf16", 256, True))
-    assert "wl-tile{block-n=80 schedule=persistent}" in passes and "wl-pipeline{stages=2}" in passes
+    assert "wl-tile{block-n=80 schedule=grid}" in passes and "wl-pipeline{stages=2}" in passes
     assert passes[-1] == "wl-plan-barriers" and "wl-lower-sm90" not in passes
     assert "wl-tile{block-n=128 schedule=persistent}" in attention_planning_passes(AttentionSpec("f16", 64))
     assert "wl-specialize{overlap=true}" in attention_planning_passes(AttentionSpec("f16", 64))
@@ -71,7 +71,7 @@ def test_long_way_compiles_to_the_same_kernel():
     _planned_or_skip(spec)
     ours = compile_attention(spec)
     long_way = compile_attention_graph(attention_long_way_graph(spec), spec)
-    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x176_s2_causal_ov_persistent"
+    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x160_s2_causal_ov_persistent"
     assert long_way.ptx == ours.ptx and long_way.key == ours.key
 
 

@@ -152,7 +152,9 @@ def test_block_n_and_stages_options_override_the_defaults(passes, want):
 
 def test_default_block_n_matches_the_contract():
     from warploom.passes.tile import default_block_n
-    assert [default_block_n(d) for d in (64, 128, 256)] == [fa3_plan.default_block_n(d) for d in (64, 128, 256)]
+    for schedule in ("grid", "persistent"):
+        assert [default_block_n(d, schedule) for d in (64, 128, 256)] == \
+            [fa3_plan.default_block_n(d, schedule) for d in (64, 128, 256)]
 
 
 @pytest.mark.parametrize("passes", range(1, 6))

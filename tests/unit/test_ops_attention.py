@@ -119,9 +119,11 @@ def gpu(monkeypatch):
 
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
-    assert s.block_n == 176 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x176_s2_ov_persistent"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x176_s2_ov_persistent-sm_90a"
+    assert s.block_n == 160 and s.stages == 2 and s.block_m == 128 and not s.causal
+    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x160_s2_ov_persistent"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x160_s2_ov_persistent-sm_90a"
+    assert AttentionSpec("bf16", 128, schedule="grid").block_n == 176     # the grid schedule's measured best
+    assert AttentionSpec("bf16", 256).schedule == "grid"                   # persistent spills at head dim 256
     assert AttentionSpec("f16", 256, True, schedule="grid").kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
     assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == \
         "wl_attn_bf16_d64_128x64_s3_causal_ov_persistent"
@@ -129,7 +131,7 @@ def test_spec_names_and_defaults():
     assert AttentionSpec("bf16", 128, schedule="grid").params == ATTENTION_PARAMS
     with pytest.raises(ValueError, match="schedule = 'stream-k': one of grid, persistent"):
         AttentionSpec(schedule="stream-k")
-    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 176)     # one cache entry, one memo slot
+    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 160)     # one cache entry, one memo slot
     assert "head dim 256" in AttentionSpec("f16", 256, True).describe()
     assert "causal" in AttentionSpec("f16", 256, True).describe()
     with pytest.raises(ValueError, match="stages = 0"):
@@ -138,7 +140,7 @@ def test_spec_names_and_defaults():
         AttentionSpec(causal=1)
     # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
     serial = AttentionSpec("bf16", 128, overlap=False)
-    assert serial.kernel_name == "wl_attn_bf16_d128_128x176_s2_persistent" and serial != s
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x160_s2_persistent" and serial != s
     assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
     with pytest.raises(ValueError, match="overlap = 1"):
         AttentionSpec(overlap=1)
@@ -171,7 +173,7 @@ def test_check_attention_artifact():
         check_attention_artifact(fake_artifact(spec, params=swapped), spec)
     maps = spec.tensor_map_specs()
     maps["k"] = TensorMapSpec("k", "k", "bf16", (64, 64, 1, 1), 128, ("D", "S", "H", "B"))
-    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 176, 1, 1\)"):
+    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 160, 1, 1\)"):
         check_attention_artifact(fake_artifact(spec, tensor_maps=maps), spec)
     with pytest.raises(ValueError, match="entry name is 'other'"):
         check_attention_artifact(fake_artifact(spec, name="other"), spec)
@@ -263,7 +265,7 @@ def test_contiguous_inputs_go_zero_copy(gpu, layout):
     else:
         assert lay["q"].global_strides == (128 * 2, 100 * 128 * 2, 8 * 100 * 128 * 2)
         assert lay["k"].global_strides == (128 * 2, 300 * 128 * 2, 2 * 300 * 128 * 2)
-    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 176, 1, 1)
+    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 160, 1, 1)
     assert lay["q"].address == BASE and lay["k"].address == BASE + 2**32
 
 
@@ -334,7 +336,7 @@ def test_params_in_contract_order(gpu, layout):
     assert values["scale_log2"] == float(np.float32(0.1 * LOG2E))
     # the persistent kernel's own two: the batch, and the tile order the host picked for these sizes on 132 SMs
     assert values["B"] == b
-    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 176, True, SMS)
+    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 160, True, SMS)
     assert rec["types"] == (None, None, None, ctypes.c_void_p, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
         (ctypes.c_int64,) * 3 + (ctypes.c_float,) + (ctypes.c_int32,) * 2
     assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:3])
@@ -430,7 +432,7 @@ def test_get_kernel_offline_from_the_cache(tmp_path, monkeypatch):
     assert (tmp_path / "index" / f"{spec.lookup_id}.json").is_file()
     with pytest.raises(MissingKernelError) as info:
         kernels.get_kernel(AttentionSpec("bf16", 256))
-    assert "wl_attn_bf16_d256_128x80_s2_ov_persistent-sm_90a" in str(info.value)
+    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in str(info.value)
     assert "warploom precompile --target sm_90a" in str(info.value) and "head dim 256" in str(info.value)
 
 
@@ -448,7 +450,7 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert cli.main(["precompile", "--target", "sm_90a", "--cache", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
     assert len(built) == 16 + 8
-    assert "wl_attn_bf16_d256_128x80_s2_ov_persistent-sm_90a" in out and "FAILED: smem plan needs too much" in out
+    assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 1
     assert "no standard kernels for 'sm_100a'" in capsys.readouterr().err
@@ -484,7 +486,7 @@ def test_explain_attention(monkeypatch, capsys):
     assert cli.main(["explain", "--op", "attention", "--head-dim", "256", "--causal", "--dtype", "f16"]) == 0
     out = capsys.readouterr().out
     assert asked[-1] == AttentionSpec("f16", 256, True, 80, 2)
-    assert "kernel wl_attn_f16_d256_128x80_s2_causal_ov_persistent" in out and "SMEM" in out and "ROLES" in out
+    assert "kernel wl_attn_f16_d256_128x80_s2_causal_ov" in out and "SMEM" in out and "ROLES" in out
     assert cli.main(["explain", "--op", "attention", "--head-dim", "64"]) == 1
     err = capsys.readouterr().err
     assert "warploom explain: no compiled kernel" in err and "Traceback" not in err
@@ -494,7 +496,7 @@ def test_explain_attention(monkeypatch, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["explain", "--op", "attention", "--head-dim", "128", "--stages", "5"],
-     "smem plan needs 484528 B (q 32768 B, k 225280 B, v 225280 B"),
+     "smem plan needs 443568 B (q 32768 B, k 204800 B, v 204800 B"),
     (["explain", "--op", "attention", "--head-dim", "64", "--block-n", "300"], "block-n = 300"),
     (["explain", "--block-n", "100"], "block-n = 100"),
 ])

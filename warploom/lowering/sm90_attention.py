@@ -6,9 +6,11 @@ GEMM comes from `warploom.lowering.sm90._Sm90Lowering`: the plan checks, the ker
 smem base, mbarrier init, the role dispatch with setmaxnreg, ring stage/phase, waits, arrivals, TMA box loops
 and wgmma descriptors. What is attention's own is here:
 
-  prologue   CTA (m, h, b) = ctaid (x, y, z); query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
+  prologue   grid schedule: the tile (m, h, b) = ctaid (x, y, z); persistent: each role walks its CTA's tiles
+             (`_tile_loop`: rules.snake_tile / attention_tile, the order a kernel argument), the ring iteration
+             counting on across tiles; per tile: query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
              count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks
-             with m = ctaid.x), shared by both roles so they agree on every stage and phase;
+             with m = the tile's query block), shared by both roles so they agree on every stage and phase;
   producer   Q once (a 1-stage ring outside the loop: stage 0, phase 0), then K and V per key block; 4-D TMA
              boxes (64, rows, 1, 1) at (64j, row0, head, batch);
   consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked

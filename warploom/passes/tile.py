@@ -171,7 +171,7 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
                         f"{F32_NORMAL[1]:.3g}); fold part of the scale into q", attention)
     if schedule not in SCHEDULES:
         raise PassError(f"wl-tile: schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", attention)
-    bm, bn = block_m, default_block_n(d) if block_n is None else block_n
+    bm, bn = block_m, default_block_n(d, schedule) if block_n is None else block_n
     check_attention_tile(bm, bn, elem, attention)
     causal = bool(attrs["causal"])
     # the kernel is generic in B, S and H (runtime sizes): its tensors have only the head dim static
@@ -221,7 +221,7 @@ def _cast(value, to: ir.Type):
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str}, after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid"):
-    """block-n defaults to 256 for a GEMM and to `default_block_n(head dim)` for an attention; block-k is the
+    """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim)."""
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule)

@@ -103,10 +103,10 @@ def cmd_precompile(args) -> int:
 
 
 def cmd_explain(args) -> int:
-    from warploom.kernels import ATTENTION_SCHEDULE, ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
+    from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
     if args.op == "attention":
         spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or ATTENTION_STAGES,
-                             args.target, schedule=args.schedule or ATTENTION_SCHEDULE)
+                             args.target, schedule=args.schedule)
     else:
         spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
                         args.schedule or "grid")
@@ -165,8 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stages", type=int, default=None, help="GEMM: 4 by default; attention: 2")
     sp.add_argument("--target", default="sm_90a")
     sp.add_argument("--schedule", choices=("grid", "persistent"),
-                    help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's: grid for "
-                         "a GEMM, persistent for an attention)")
+                    help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
     sp.set_defaults(fn=cmd_explain)
     sp = sub.add_parser("emulate", help="run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
                         "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "

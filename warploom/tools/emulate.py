@@ -243,12 +243,13 @@ def run_attention(args, out, err) -> int:
         from warploom.compile import planned_attention_program
         from warploom.ops_attention import pick_spec
         spec = pick_spec(args.dtype, d, args.causal)
-        program = planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages)
+        program = planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
+                                            schedule=spec.schedule)
     except Refused as e:
         return refuse(str(e))
     except (ValueError, TypeError) as e:
         return refuse(f"cannot build the kernel: {e}")
-    ctas = -(-sq // ATTENTION_BLOCK_M) * h * b
+    ctas = -(-sq // ATTENTION_BLOCK_M) * h * b           # tiles: a CTA each, or walked by --sms CTAs (persistent)
     if ctas > args.max_ctas:
         return refuse(f"--shape {args.shape} takes {ctas} CTAs (cdiv(Sq, {ATTENTION_BLOCK_M}) x H x B); that is more "
                       f"than --max-ctas {args.max_ctas}: pass --max-ctas {ctas} to run it anyway, or emulate fewer "
@@ -270,7 +271,7 @@ def run_attention(args, out, err) -> int:
         reports = []
         try:
             o, lse = emulate_attention(q, k, v, causal=args.causal, seed=seed, layout=args.layout, program=program,
-                                       delay=args.delay, report=reports)
+                                       delay=args.delay, report=reports, sms=args.sms)
         except EmulationError as e:
             print(f"{seed:>4}  {spec.kernel_name:<{kw}} {ctas:>4} {'-':>8}  {'-':>9}  {'-':>9}  {type(e).__name__}",
                   file=out)

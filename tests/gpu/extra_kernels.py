@@ -1,0 +1,35 @@
+"""Build into an AOT cache the non-standard kernels the GPU attention tests and `benchmarks/attention.py
+--compare-grid` launch beside the standard ones: the grid-schedule kernels of head dims 64 and 128, at the grid
+schedule's own block_n (the benchmark's comparison) and at the persistent kernels' block_n (the bitwise test).
+
+    warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
+"""
+from __future__ import annotations
+
+import argparse
+
+from warploom.kernels import AttentionSpec, default_attention_block_n, get_kernel
+from warploom.runtime.cache import KernelCache
+
+
+def extra_specs() -> list[AttentionSpec]:
+    out = []
+    for d in (64, 128):
+        for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
+            out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--cache", required=True)
+    args = p.parse_args(argv)
+    cache = KernelCache(args.cache)
+    for spec in extra_specs():
+        a = get_kernel(spec, cache)
+        print(f"  {spec.lookup_id:<52} {a.smem_bytes:>7} B smem")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
