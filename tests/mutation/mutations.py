@@ -135,7 +135,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
-             ATTN, 'self.kv_head = b.divu(self.head, b.divu(a["Hq"], a["Hkv"]))', "self.kv_head = self.head"),
+             ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head"),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
              ATTN, "for x in (1, 2):", "for x in (1,):"),
@@ -149,4 +149,17 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
              ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w"),
+    # the persistent schedule: what carries from one tile of a CTA to the next
+    Mutation("attn-persistent-q-phase",
+             "every tile waits for phase 0 of Q's barriers: the second tile of a CTA reads Q before it landed "
+             "(and the producer overwrites it while the first tile's MMAs may still read it)",
+             ATTN, "self.tile_phase = b.and_(q_tiles, c(1))", "self.tile_phase = c(0)"),
+    Mutation("attn-persistent-ring-restart",
+             "each tile starts the K/V rings over at iteration 0 instead of counting on from the CTA's earlier "
+             "tiles: stage and phase disagree with the barriers' state",
+             ATTN, "return kt if self.it_base is None else self.b.add(self.it_base, kt)", "return kt"),
+    Mutation("attn-persistent-turns-per-tile",
+             "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
+             "twice before warpgroup 0 took the first",
+             ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:"),
 ]
