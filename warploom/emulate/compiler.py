@@ -601,7 +601,7 @@ def _smem_store(c, op, info, val: int, addr: int, space: int):
 
     def fn(w):
         e = w.env
-        w.cta.smem_store(lanes(e[addr], np.uint64), pack(e[val]), w.mask, align, space == 7, what)
+        w.cta.smem_store(lanes(e[addr], np.uint64), pack(e[val]), w.mask, align, space == 7, what, w.index)
     return False, fn
 
 
@@ -847,6 +847,10 @@ def _ordering_fence(c, op, info):
     elif op.name == "nvvm.fence.mbarrier.init":
         def fn(w):
             w.cta.fence_mbarrier_init(w.index)
+    elif op.name == "nvvm.fence.proxy" and _enum(op.attributes["kind"]) in ("async", "async.shared"):
+        # fence.proxy.async(.shared::cta): checked, by the TMA store that reads what the generic proxy wrote
+        def fn(w):
+            w.cta.fence_proxy_async(w.index)
     else:
         def fn(w):
             pass
@@ -1070,6 +1074,53 @@ def _tma_load(c, op, info):
             w.cta.tma_load(info, d, int(lanes(e[tmap])[lane]), int(lanes(e[bar])[lane]), box, m, w.index)
         w.last_op = info
         yield None
+    return True, gen
+
+
+@handles("nvvm.cp.async.bulk.tensor.global.shared.cta")
+def _tma_store(c, op, info):
+    # 9.7.9.25 cp.async.bulk.tensor.global.shared::cta.tile.bulk_group: smem box -> global through the tensor map,
+    # completing in the issuing thread's bulk async-group (machine.CTA.tma_store)
+    v = op.opview
+    _no_extras(op, "l2CacheHint", "predicate")
+    if "mode" in op.attributes and _enum(op.attributes["mode"]) != "tile":
+        raise UnknownOpError("TMA store in a non-tile mode: only tile mode is modelled")
+    src, tmap = c.slot(v.srcMem), c.slot(v.tmaDescriptor)
+    coords = [(c.slot(x), TypeInfo(x.type).width) for x in v.coordinates]
+
+    def gen(w):
+        e = w.env
+        for lane, s_ in per_lane(e[src], w.mask):
+            box = [signed(int(lanes(e[x])[lane]), width) for x, width in coords]
+            w.cta.tma_store(info, s_, int(lanes(e[tmap])[lane]), box, w.index, lane)
+        w.last_op = info
+        yield None
+    return True, gen
+
+
+@handles("nvvm.cp.async.bulk.commit.group")
+def _bulk_commit(c, op, info):
+    # 9.7.9.27 cp.async.bulk.commit_group: per thread
+    def fn(w):
+        for lane in np.flatnonzero(w.mask):
+            w.cta.bulk_commit(w.index, int(lane))
+    return False, fn
+
+
+@handles("nvvm.cp.async.bulk.wait_group")
+def _bulk_wait(c, op, info):
+    # 9.7.9.28 cp.async.bulk.wait_group[.read] N: per thread
+    n = _int_attr(op, "group")
+    read = "read" in op.attributes
+
+    def gen(w):
+        w.last_op = info
+        for lane in np.flatnonzero(w.mask):
+            while True:
+                wait = w.cta.bulk_wait(w.index, int(lane), n, read)
+                if wait is None:
+                    break
+                yield wait
     return True, gen
 
 

@@ -263,6 +263,13 @@ class CTA:
         self.written = np.zeros(self.size, bool)              # bytes some TMA copy has landed in
         self.mma_reading = np.zeros(self.size, np.int16)     # unretired wgmma / unreleased tcgen05.mma operand bytes
         self.unread = np.zeros(self.size, bool)               # bytes a TMA copy wrote (or will) that no MMA read yet
+        # TMA stores (9.7.9.25 cp.async.bulk.tensor.global.shared::cta): bytes they still have to read; bytes the
+        # generic proxy (st.shared) wrote with no fence.proxy.async by the writing warp since (-1: fenced or never),
+        # so that an async-proxy read of them is caught; each thread's bulk async-groups (9.7.9.27)
+        self.bulk_reading = np.zeros(self.size, np.int16)
+        self.unfenced = np.full(self.size, -1, np.int16)
+        self.bulk_open: dict = {}          # (warp, lane) -> TMA stores issued since the last commit_group
+        self.bulk_groups: dict = {}        # (warp, lane) -> committed groups (lists of stores), oldest first
         self.writer = np.full(self.size, -1, np.int32)        # which copy (index into copy_names) wrote each byte
         self.copy_names: list[str] = []
         self.tmem = None                                      # tcgen05.TensorMemory, made by the CTA's first tcgen05 op
@@ -317,9 +324,10 @@ class CTA:
 
     # ---- generic-proxy ld/st.shared::{cta,cluster} (PTX ISA "Data movement and conversion instructions: ld, st") --
     def smem_store(self, addr: np.ndarray, data: np.ndarray, mask: np.ndarray, align: int, cluster_space: bool,
-                   what: str) -> None:
+                   what: str, warp: int | None = None) -> None:
         """Write data[lane] (uint8 rows) at addr[lane] (shared::cta, or shared::cluster when cluster_space) for the
-        active lanes. Bytes an in-flight TMA copy writes, or an unretired wgmma reads, are a race."""
+        active lanes. Bytes an in-flight TMA copy writes, an unretired wgmma reads, or a TMA store has still to
+        read are a race. The bytes stay unfenced for the async proxy until `warp` runs fence.proxy.async."""
         nbytes = data.shape[1]
         act = np.flatnonzero(mask)
         a = addr[act].astype(np.int64)
@@ -329,6 +337,7 @@ class CTA:
             self._check_generic_access(t, cells, what, write=True)
             t.smem[cells] = data[act[idx]]
             t.written[cells] = True
+            t.unfenced[cells] = -2 if warp is None else warp
 
     def smem_load(self, addr: np.ndarray, mask: np.ndarray, nbytes: int, align: int, cluster_space: bool,
                   what: str) -> np.ndarray:
@@ -366,6 +375,12 @@ class CTA:
                 off = int(cells.reshape(-1)[np.argmax(reading.reshape(-1))])
                 raise SmemRaceError(f"{what} writes smem 0x{t.base + off:x}{where} while an unretired wgmma group "
                                     f"still reads it ({t._reader_of(off)}): wgmma.wait_group first")
+            storing = t.bulk_reading[cells]
+            if storing.any():
+                off = int(cells.reshape(-1)[np.argmax(storing.reshape(-1))])
+                raise SmemRaceError(f"{what} writes smem 0x{t.base + off:x}{where} while a TMA store still reads it: "
+                                    "the thread that issued the store must cp.async.bulk.wait_group.read (and a "
+                                    "barrier tell the writers) before the buffer is written again")
         else:
             unwritten = ~t.written[cells]
             if unwritten.any():
@@ -578,6 +593,102 @@ class CTA:
                                        f"mbarrier 0x{mbar:x} (now phase {bar.phase}, {bar.tx} tx B pending)")
 
         t._async(info, what, land)
+
+    # ---- TMA stores: PTX ISA 9.7.9.25 cp.async.bulk.tensor.global.shared::cta.tile.bulk_group ---------------
+    def fence_proxy_async(self, warp: int) -> None:
+        """fence.proxy.async(.shared::cta) by `warp`: its generic-proxy smem writes so far are ordered before later
+        async-proxy accesses (PTX ISA "membar/fence", proxy fences)."""
+        self.unfenced[self.unfenced == warp] = -1
+
+    def tma_store(self, info: OpInfo, src: int, tmap_addr: int, coords: list[int], warp: int, lane: int) -> None:
+        """Issue a TMA store of one box from smem `src` (shared::cta) through the tensor map at `tmap_addr`: the async
+        proxy reads the box later (before the issuing thread's wait_group.read passes) and writes global memory,
+        elements outside the tensor dropped."""
+        tmap = self.launch.tensor_map_at(tmap_addr)
+        spec, array = tmap.spec, tmap.array
+        if len(coords) != len(spec.box):
+            raise UnknownOpError(f"TMA store with {len(coords)} coordinates through tensor map {spec.name!r} of rank "
+                                 f"{len(spec.box)}: give one coordinate per dim, innermost first")
+        sw = swizzle(spec.swizzle)
+        eb = array.dtype.itemsize
+        if sw.swizzled and spec.box[0] * eb != sw.span_bytes:
+            raise UnknownOpError(f"tensor map {spec.name!r}: inner box {spec.box[0] * eb} B under the {sw} swizzle; "
+                                 "only boxes exactly one swizzle span wide are modelled")
+        if src % TMA_SMEM_ALIGN:
+            raise OutOfBoundsError(f"TMA store source smem 0x{src:x} is not {TMA_SMEM_ALIGN}-byte aligned "
+                                   "(cp.async.bulk.tensor requires it); align the region")
+        nbytes = int(np.prod(spec.box)) * eb
+        what = f"TMA store of {spec.name!r} box {coords} from smem 0x{src:x}"
+        self.smem_offset(src, nbytes, what)
+        phys = sw.apply(np.arange(src, src + nbytes, dtype=np.int64)) - self.base
+        for bad, why in ((~self.written[phys], "nothing has written"),
+                         (self.tma_pending[phys] > 0, "an in-flight TMA load still writes"),
+                         (self.unfenced[phys] != -1, "a generic st.shared by warp {w} wrote with no fence.proxy.async "
+                                                     "by that warp since (the async proxy may not see the data)")):
+            hit = np.flatnonzero(bad)
+            if hit.size:
+                byte = int(phys[hit[0]])
+                raise SmemRaceError(f"{what} reads smem 0x{self.base + byte:x} (byte {byte} of dynamic smem), which "
+                                    f"{why.format(w=int(self.unfenced[byte]))}: write the tile, fence.proxy.async in "
+                                    "every writing thread, then a barrier, then the store")
+        self.bulk_reading[phys] += 1
+        record = {"what": what, "read": False, "written": False}
+        self.bulk_open.setdefault((warp, lane), []).append(record)
+        self.stats["tma_stores"] += 1
+        if self.trace is not None:
+            self.note(warp, "copy", f"{what}, {nbytes} B")
+
+        def land():
+            if self.exited:
+                raise OutOfBoundsError(f"{what} reads smem after CTA {self.id} exited: wait for the store "
+                                       "(cp.async.bulk.wait_group.read 0) before the CTA exits")
+            data = self.smem[phys].copy().view(array.dtype).reshape(spec.box[::-1])
+            self.bulk_reading[phys] -= 1
+            record["read"] = True
+            self._write_box(array, spec, coords, data)
+            record["written"] = True
+        self._async(info, what, land)
+
+    def bulk_commit(self, warp: int, lane: int) -> None:
+        """cp.async.bulk.commit_group: the thread's stores since its last commit become one bulk async-group."""
+        self.bulk_groups.setdefault((warp, lane), []).append(self.bulk_open.pop((warp, lane), []))
+
+    def bulk_wait(self, warp: int, lane: int, pending: int, read: bool) -> Wait | None:
+        """cp.async.bulk.wait_group[.read] N: until at most N of the thread's newest groups are pending (.read: their
+        smem has been read; otherwise: their writes are done too)."""
+        groups = self.bulk_groups.get((warp, lane), [])
+        must = groups[:max(0, len(groups) - pending)]
+        key = "read" if read else "written"
+
+        def done() -> bool:
+            return all(r[key] for g in must for r in g)
+        if done():
+            return None
+        return Wait(done, f"cp.async.bulk.wait_group{'.read' if read else ''} {pending} (lane {lane})")
+
+    def check_bulk_at_exit(self) -> None:
+        """A CTA whose TMA stores have still to read its smem may not exit (the smem is released at exit)."""
+        stores = [r for rs in self.bulk_open.values() for r in rs]
+        stores += [r for gs in self.bulk_groups.values() for g in gs for r in g]
+        left = [r["what"] for r in stores if not r["read"]]
+        if left:
+            raise SmemRaceError(f"CTA {self.id} exits while {left[0]} has not read its smem yet: "
+                                "cp.async.bulk.wait_group.read 0 before exit")
+
+    @staticmethod
+    def _write_box(array: np.ndarray, spec, coords: list[int], data: np.ndarray) -> None:
+        """Write the box at `coords` (innermost first) into a row-major array, dropping elements outside it."""
+        rank = len(spec.box)
+        shape = array.shape[::-1]
+        src, dst = [], []
+        for i in reversed(range(rank)):
+            lo, hi = coords[i], coords[i] + spec.box[i]
+            clo, chi = max(lo, 0), min(hi, shape[i])
+            if chi <= clo:
+                return
+            dst.append(slice(clo, chi))
+            src.append(slice(clo - lo, chi - lo))
+        array[tuple(dst)] = data[tuple(src)]
 
     @staticmethod
     def _read_box(array: np.ndarray, spec, coords: list[int]) -> np.ndarray:
@@ -1038,6 +1149,7 @@ class Cluster:
                 cta._release_bars()
                 if cta.live_warps == 0:
                     cta.check_bars_at_exit()
+                    cta.check_bulk_at_exit()
                 self._barrier_exit(warp)
         self.launch.stats["steps"] += self.step
 
