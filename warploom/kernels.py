@@ -80,9 +80,8 @@ ATTENTION_ELEMENTS = ("bf16", "f16")
 ATTENTION_HEAD_DIMS = (64, 128, 256)
 # The runtime contract of every attention kernel (docs/attention-sm90.md, "Kernel parameters"), in launch order.
 ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
-    ("q", "tensormap"), ("k", "tensormap"), ("v", "tensormap"), ("out", "ptr"), ("lse", "ptr"),
-    ("Sq", "i32"), ("Sk", "i32"), ("Hq", "i32"), ("Hkv", "i32"),
-    ("out_stride_b", "i64"), ("out_stride_s", "i64"), ("out_stride_h", "i64"), ("scale_log2", "f32"))
+    ("q", "tensormap"), ("k", "tensormap"), ("v", "tensormap"), ("out", "tensormap"), ("lse", "ptr"),
+    ("Sq", "i32"), ("Sk", "i32"), ("Hq", "i32"), ("Hkv", "i32"), ("scale_log2", "f32"))
 # a persistent attention kernel takes two more: the batch (it counts the tiles itself) and the order it walks them
 # in (rules.TILE_ORDERS)
 ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
@@ -176,9 +175,10 @@ class AttentionSpec:
                 f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
-        """The q, k, v tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows, 1, 1),
-        rows = block_m for q and block_n for k and v, 128-byte swizzle, out-of-bounds reads as zero."""
-        rows = {"q": self.block_m, "k": self.block_n, "v": self.block_n}
+        """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,
+        1, 1), rows = block_m for q, block_n for k and v, and one consumer warpgroup's rows (block_m / 2) for out
+        (each stores its own), 128-byte swizzle, out-of-bounds reads as zero (and stores dropped)."""
+        rows = {"q": self.block_m, "k": self.block_n, "v": self.block_n, "out": self.block_m // 2}
         return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
                 for name, r in rows.items()}
 

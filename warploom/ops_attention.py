@@ -50,7 +50,7 @@ LAYOUT_HELP = {"bshd": "[batch, seqlen, heads, head_dim] as flash_attn_func take
 # where each logical axis sits in a rank-4 tensor of each layout
 AXES = {"bshd": {"B": 0, "S": 1, "H": 2, "D": 3}, "bhsd": {"B": 0, "H": 1, "S": 2, "D": 3}}
 LOG2E = math.log2(math.e)
-OUT_ALIGN_BYTES = 16           # out's base and strides: what the kernel's vector stores may assume
+OUT_ALIGN_BYTES = 16           # out's base and strides: what the kernel's TMA store (out's tensor map) requires
 MAX_I32 = 2**31 - 1            # Sq, Sk, Hq, Hkv are i32 kernel parameters
 MAX_GRID_YZ = 65535            # grid (cdiv(Sq, 128), Hq, B): heads along y, batch along z
 F32_MAX = float(np.finfo(np.float32).max)
@@ -287,15 +287,13 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
     return to
 
 
-def attention_args(problem: AttentionProblem, maps: dict, out: DeviceTensor, lse_ptr: int,
-                   scale_log2: float, spec: AttentionSpec | None = None, sms: int | None = None) -> dict:
+def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_log2: float,
+                   spec: AttentionSpec | None = None, sms: int | None = None) -> dict:
     """The kernel's arguments by name (docs/attention-sm90.md, "Kernel parameters"); pack_params orders them. A
     persistent kernel (spec) also takes the batch and its tile order, chosen for `sms` SMs."""
-    a = AXES[problem.layout]
-    args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": out.ptr, "lse": lse_ptr,
+    args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
-            "out_stride_b": out.strides[a["B"]], "out_stride_s": out.strides[a["S"]],
-            "out_stride_h": out.strides[a["H"]], "scale_log2": scale_log2}
+            "scale_log2": scale_log2}
     if spec is not None and spec.schedule == "persistent":
         args["B"] = problem.batch
         args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else _tile_order(
@@ -437,8 +435,9 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
             # to the next copy before the kernel has read it (after the launch, stream order keeps it safe)
             copies.append(t)
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
+    maps["out"] = _tensor_map(artifact.tensor_maps["out"], to, layout)   # check_out kept it TMA-writable
     sms = _sm_count(problem.device)
-    args = attention_args(problem, maps, to, lse_ptr, p.scale_log2, p.spec, sms)
+    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms)
     prepared = default_launcher().prepare(artifact, {**problem.sizes, "SMS": sms}, args, device=problem.device)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared

@@ -8,7 +8,8 @@ explains the schedule; every number below follows from (elem, head_dim, block_n,
     producer  (warpgroup 0, one elected thread, 24 regs): Q once; per key block: K then V through 2-stage rings
     consumer  (warpgroups 1-2, 240 regs each): per key block, S = Q K^T (wgmma, smem x smem), masked online
               softmax in registers, O += P V (wgmma, P from registers); the two warpgroups take turns at the
-              tensor cores through the named barriers turn[0], turn[1]; then O / rowsum and LSE stored
+              tensor cores through the named barriers turn[0], turn[1]; then O / rowsum written into the
+              staging tile o and stored by TMA (each warpgroup its 64 rows, synced on epilogue[w]), LSE stored
 
 With schedule="persistent" the grid is one CTA per SM (at most), each walking (query block, head, batch) tiles
 (runtime/rules.py: `attention_tile`, the order a kernel argument); every role runs its body once per tile, the
@@ -52,10 +53,17 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         "v": Region("v", "smem", elem, (bn, d), ("N", "D"), stages, 128, q_bytes + stages * kv_bytes,
                     stages * kv_bytes, 1024),
     }
-    bar0 = q_bytes + 2 * stages * kv_bytes
-    mb = t.mbarrier_bytes
     persistent = schedule == "persistent"          # Q is loaded once per tile: the Q ring gets an empty barrier
+    mb = t.mbarrier_bytes
     count = 1 + persistent + 4 * stages
+    # O's staging tile for the TMA store: on Q's bytes in the grid schedule (Q is dead after the key loop); its own
+    # in the persistent one (the next tile's Q loads while O is stored) where that fits, else Q's again, and then Q
+    # is freed (q_empty) only after O's store
+    own = persistent and 2 * q_bytes + 2 * stages * kv_bytes + count * mb + t.smem_base_align <= t.smem_limit
+    o_at = q_bytes + 2 * stages * kv_bytes if own else 0
+    regions["o"] = Region("o", "smem", elem, (bm, d), ("M", "D"), 1, 128, o_at, q_bytes, 1024,
+                          aliases=() if own else ("q",))
+    bar0 = q_bytes + 2 * stages * kv_bytes + (q_bytes if own else 0)
     regions[BARRIER_STORAGE] = Region(BARRIER_STORAGE, "smem", "i64", (count,), offset=bar0, size=count * mb,
                                       align=mb)
     barriers, off = {}, bar0
@@ -124,9 +132,10 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         Sync("turn", arrive_only=True, slot="next", warpgroup=1, tiles="first"),    # warpgroup 0 goes first
         overlapped if overlap else serial,
         Sync("turn", warpgroup=0, tiles="last"),           # takes warpgroup 1's last hand-over (the CTA's last tile)
-        *((Arrive("q_empty", per="warpgroup"),) if persistent else ()),    # Q may be reloaded for the next tile
+        *((Arrive("q_empty", per="warpgroup"),) if persistent and own else ()),    # the next tile's Q may load
         Compute("normalize", ("o_acc", "row_max", "row_sum"), ("o_acc", "lse")),
-        Store("o_acc", "out", (64, d)),
+        Store("o_acc", "out", (64, d), region="o", barrier="epilogue"),     # through smem o, by TMA
+        *((Arrive("q_empty", per="warpgroup"),) if persistent and not own else ()),   # O's store read Q's bytes
         Store("lse", "lse", (64,)),
     ))
     seq = TensorType((None, None, None, d), elem)
@@ -134,7 +143,8 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
         kind="attention", target="sm_90a", inputs={"q": seq, "k": seq, "v": seq},
         outputs={"out": seq, "lse": TensorType((None, None, None), "f32")}, threads=384,
         roles=[producer, consumer], regions=regions, barriers=barriers,
-        named_barriers={"turn": NamedBarrier("turn", 1, 256, count=2)}, rings=rings,
+        named_barriers={"turn": NamedBarrier("turn", 1, 256, count=2),
+                        "epilogue": NamedBarrier("epilogue", 3, 128, count=2)}, rings=rings,
         registers={"s": (64, bn), "p": (64, bn), "o_acc": (64, d), "row_max": (64,), "row_sum": (64,),
                    "lse": (64,), **({"corr": (64,)} if overlap else {})},
         smem_bytes=off + t.smem_base_align,

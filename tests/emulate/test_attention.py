@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from warploom import targets
-from warploom.emulate import AccumulatorReadError, BarrierError, DeadlockError, EmulatedKernel, emulate_attention
+from warploom.emulate import (AccumulatorReadError, BarrierError, DeadlockError, EmulatedKernel, SmemRaceError,
+                              emulate_attention)
 from warploom.emulate.judge import judge_attention
 from warploom.emulate.launch import emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
@@ -134,15 +135,15 @@ def _consumer_edit(program, edit, sections=("first", "body", "last")):
 
 def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64, sk=300, seed=0,
                      row=64):
-    """One head, bhsd inputs, D = 64; O written into rows of `row` elements (> 64: a strided view)."""
+    """One head, bhsd inputs, D = 64; O stored by TMA into rows of `row` elements (> 64: a strided view, read by
+    the emulator's tensor map through the view)."""
     name = sm90_attention.kernel_name(program) + "_broken"
     kernel = EmulatedKernel.of(lowering(program, name).lower(sm90_attention.make_context()))
     kernel.names = SmemNames.of_program(program, targets.get("sm_90a"))     # barrier names in messages
     q, k, v = (x.astype(NUMPY_ELEMS["bf16"]) for x in inputs("bf16", 64, sq, sk, 1, 1, "bhsd", 1, np.random.default_rng(9)))
     base = np.full((1, 1, sq, row), np.nan, NUMPY_ELEMS["bf16"])
     lse = np.full((1, 1, sq), np.nan, np.float32)
-    args = {"q": q, "k": k, "v": v, "out": base, "lse": lse, "out_stride_b": base.size, "out_stride_s": row,
-            "out_stride_h": sq * row, "scale_log2": np.float32(np.log2(np.e) / 8)}
+    args = {"q": q, "k": k, "v": v, "out": base[..., :64], "lse": lse, "scale_log2": np.float32(np.log2(np.e) / 8)}
     emulate_launch(kernel, args, {"Sq": sq, "Sk": sk, "Hq": 1, "Hkv": 1, "B": 1}, seed=seed)
     assert np.isnan(base[..., 64:].astype(np.float32)).all()        # nothing written past D
     return base[..., :64], lse, (q, k, v)
@@ -154,10 +155,30 @@ def test_the_unbroken_helper_passes(overlap):
     check(out, lse, q, k, v, "bf16", False, "bhsd")
 
 
-def test_odd_out_strides_take_the_element_store_path():
-    """Rows of 65 elements: O pairs are not 4-byte aligned, so each element is stored alone."""
-    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), sq=70, sk=90, row=65)
+def test_ragged_rows_are_dropped_by_the_tma_store():
+    """Sq = 70: the second warpgroup's 64-row TMA box reaches row 127; rows 70.. are outside the tensor and dropped
+    (the strided view's other columns stay NaN)."""
+    out, lse, (q, k, v) = _emulate_program(planned_fa3("bf16", 64, True), sq=70, sk=90, row=80)
     check(out, lse, q, k, v, "bf16", True, "bhsd")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_o_store_without_the_proxy_fence_is_caught(seed, monkeypatch):
+    """The threads' st.shared of O not fenced for the async proxy before the TMA store reads them."""
+    from warploom.lowering.emit import sync
+    monkeypatch.setattr(sync, "fence_proxy_async_smem", lambda: None)
+    with pytest.raises(SmemRaceError, match=r"TMA store of 'out' box \[0, \d+, 0, 0\] .* a generic st.shared by warp "
+                                            r"\d+ wrote with no fence.proxy.async by that warp since"):
+        _emulate_program(planned_fa3("bf16", 64), seed=seed)
+
+
+def test_o_store_without_waiting_for_its_read_is_caught(monkeypatch):
+    """Without cp.async.bulk.wait_group.read the CTA may exit (grid) before the TMA store has read O's smem."""
+    from warploom.lowering.emit import tma
+    monkeypatch.setattr(tma, "bulk_wait_group", lambda pending, read=True: None)
+    with pytest.raises(SmemRaceError, match=r"exits while TMA store of 'out' .* has not read its smem yet"):
+        for seed in range(6):
+            _emulate_program(planned_fa3("bf16", 64), seed=seed)
 
 
 @pytest.mark.parametrize("overlap", [True, False], ids=["overlap", "serial"])
@@ -236,13 +257,9 @@ def test_unbalanced_ping_pong_is_caught_at_exit():
 
 class _WrongMaskRow(sm90_attention._AttentionLowering):
     """The causal mask of each thread's row r0 computed with row r0 + 8's limit and vice versa."""
-    def _masked(self, vals, ctx):
-        real = ctx.values["_rows"]
-        ctx.values["_rows"] = dict(real, rows=real["rows"][::-1])
-        try:
-            return super()._masked(vals, ctx)
-        finally:
-            ctx.values["_rows"] = real
+    def _rows(self, ctx):
+        rows = super()._rows(ctx)
+        return dict(rows, rows=rows["rows"][::-1]) if ctx.loop is not None else rows    # in the key loop: the mask
 
 
 def test_wrong_mask_row_gives_a_mismatch():

@@ -103,15 +103,13 @@ class HostGPU:
         assert kernel.name == artifact.name
         dt = NUMPY_ELEMS[spec.elem]
         eargs = {}
-        for name in ("q", "k", "v"):
+        for name in ("q", "k", "v", "out"):       # out too: the kernel stores O through its tensor map (a view)
             lay = self.maps[id(args[name])][1]
             d, s, h, b = lay.global_dims
             ss, sh, sb = lay.global_strides
             eargs[name] = self.view(lay.address, (b, h, s, d), (sb, sh, ss, np.dtype(dt).itemsize), dt)
-        eargs["out"] = self.flat_from(args["out"], dt)
         eargs["lse"] = None if args["lse"] == 0 else self.flat_from(args["lse"], np.float32)
-        for n in ("Sq", "Sk", "Hq", "Hkv", "out_stride_b", "out_stride_s", "out_stride_h", "scale_log2", "B",
-                  "tile_order"):
+        for n in ("Sq", "Sk", "Hq", "Hkv", "scale_log2", "B", "tile_order"):
             if n in args:                             # B and tile_order: a persistent kernel's
                 eargs[n] = args[n]
         gpu = self

@@ -157,7 +157,8 @@ ATTENTION = ([(elem, d, causal, True, default_attention_schedule(d)) for elem in
              + [("bf16", d, causal, True, "grid") for d in (64, 128) for causal in (False, True)]
              + [("bf16", d, causal, False, "grid") for d in (64, 128, 256) for causal in (False, True)])
 ATTN_IDS = [f"{e}-d{d}{'-causal' if c else ''}{'-overlap' if ov else '-serial'}-{sch}" for e, d, c, ov, sch in ATTENTION]
-ATTN_SASS = ["HGMMA", "UTMALDG", "USETMAXREG", "ELECT", "BAR.SYNC", "BAR.ARV", "SHFL.BFLY", "MUFU.EX2", "MUFU.LG2",
+ATTN_SASS = ["HGMMA", "UTMALDG", "UTMASTG", "UTMACMDFLUSH", "STS", "STG.E", "FENCE.VIEW.ASYNC.S", "USETMAXREG", "ELECT",
+             "BAR.SYNC", "BAR.ARV", "SHFL.BFLY", "MUFU.EX2", "MUFU.LG2",
              "LDL", "STL"]
 
 
@@ -213,8 +214,13 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     assert sorted(set(h.split()[0] for h in hgmma)) == sorted({f"64x{n}x16.F32{SASS_AB[elem]}" for n in (bn, d)})
     lines = re.findall(r"HGMMA[^;]*", sass)
     assert sum(".tnspB" in line for line in lines) == copies * bn // 16  # only P V reads B MN-major
-    # bar 0; turn[w] (in the first block and the loop when overlapped); warpgroup 0's last
-    assert n["BAR.ARV"] == 1 + copies and n["BAR.SYNC"] == 2 + copies
+    # bar 0; turn[w] (in the first block and the loop when overlapped); warpgroup 0's last; epilogue[w] twice
+    assert n["BAR.ARV"] == 1 + copies and n["BAR.SYNC"] == 4 + copies
+    assert len(re.findall(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x80", sass)) == 2      # 128 threads: one warpgroup
+    # O through smem: one 4-byte st.shared per column pair and row (D / 4 a thread), fenced for the async proxy,
+    # then one TMA store per 64 columns, one bulk group; global stores only for the LSE (2 rows a thread)
+    assert n["STS"] == d // 4 and n["FENCE.VIEW.ASYNC.S"] >= 1
+    assert n["UTMASTG"] == d // 64 and n["UTMACMDFLUSH"] == 1 and n["STG.E"] == 2
     assert re.search(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
     assert n["SHFL.BFLY"] == 4 * copies + 8 and n["MUFU.LG2"] == 2 and n["MUFU.EX2"] == copies * (bn // 2 + 2)
     waits = [(i, w) for i, w in enumerate(sass.splitlines()) if "WARPGROUP.DEPBAR.LE gsb0" in w]

@@ -208,7 +208,7 @@ def test_write_is_the_inverse_of_read_after_each_pass(passes):
      "register budget 24 + 2 x 256 per thread needs 68608 registers; the register file holds 65536: lower "
      "consumer-regs to 240"),
     (lambda: attention_graph(d=256), ["wl-tile", "wl-pipeline{stages=3}", "wl-specialize", "wl-plan-smem"],
-     "smem plan needs 312424 B (q 65536 B, k 122880 B, v 122880 B, mbarriers 104 B, + 1024 B alignment slack) "
+     "smem plan needs 312424 B (q 65536 B, k 122880 B, v 122880 B, o 65536 B (on q's bytes), mbarriers 104 B, + 1024 B alignment slack) "
      "for 3 stages; the limit is 232448 B: use 2 stages (wl-pipeline{stages=2}) or a smaller block-n"),
     (lambda: attention_graph(d=256), ["wl-tile{block-n=256}", "wl-pipeline", "wl-specialize", "wl-plan-smem"],
      "for 2 stages; the limit is 232448 B: no pipeline of 2 or more stages fits: use a smaller block-n"),

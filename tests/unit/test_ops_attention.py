@@ -318,28 +318,25 @@ def test_params_in_contract_order(gpu, layout):
     q, k, v = qkv(layout, b, sq, sk, hq, hkv, d, "f16")
     o = ops.attention(q, k, v, causal=True, layout=layout, scale=0.1)
     (rec, stream), = gpu.launches
-    assert stream == 0 and o == ("allocated", rec["args"]["out"])
+    assert stream == 0 and o[0] == "allocated" and isinstance(rec["args"]["out"], driver.CUtensorMap)
     assert rec["grid"] == (min(8 * 16 * 3, SMS), 1, 1)            # persistent: a CTA per SM, at most one per tile
     assert gpu.kernels == [AttentionSpec("f16", 128, True)]
     names = [n for n, _ in AttentionSpec("f16", 128, True).params]
     values = dict(zip(names, rec["values"]))
-    out_strides = contiguous_strides((b, sq, hq, d) if layout == "bshd" else (b, hq, sq, d))
-    a = oa.AXES[layout]
     assert (values["Sq"], values["Sk"], values["Hq"], values["Hkv"]) == (sq, sk, hq, hkv)
-    assert (values["out_stride_b"], values["out_stride_s"], values["out_stride_h"]) == \
-        (out_strides[a["B"]], out_strides[a["S"]], out_strides[a["H"]])
-    if layout == "bshd":
-        assert (values["out_stride_s"], values["out_stride_h"]) == (hq * d, d)
-    else:
-        assert (values["out_stride_s"], values["out_stride_h"]) == (d, sq * d)
+    # out through its own tensor map: (D, S, H, B) over the allocated tensor, a box of one warpgroup's 64 rows
+    lay = {name: l for name, _, l in gpu.maps}
+    assert lay["out"].global_dims == (d, sq, hq, b) and lay["out"].box == (64, 64, 1, 1)
+    assert lay["out"].global_strides == ((hq * d * 2, d * 2, sq * hq * d * 2) if layout == "bshd"
+                                         else (d * 2, sq * d * 2, hq * sq * d * 2))
     assert values["lse"] == 0                                     # no LSE asked: a null pointer, no stores
     assert values["scale_log2"] == float(np.float32(0.1 * LOG2E))
     # the persistent kernel's own two: the batch, and the tile order the host picked for these sizes on 132 SMs
     assert values["B"] == b
     assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 160, True, SMS)
-    assert rec["types"] == (None, None, None, ctypes.c_void_p, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
-        (ctypes.c_int64,) * 3 + (ctypes.c_float,) + (ctypes.c_int32,) * 2
-    assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:3])
+    assert rec["types"] == (None, None, None, None, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
+        (ctypes.c_float,) + (ctypes.c_int32,) * 2
+    assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:4])
 
 
 def test_return_lse_allocates_float32_b_hq_sq(gpu):
@@ -351,7 +348,7 @@ def test_return_lse_allocates_float32_b_hq_sq(gpu):
     assert gpu.kernels == [AttentionSpec("bf16", 256, False)] and gpu.kernels[0].block_n == 80
 
 
-def test_out_is_checked_and_its_strides_passed(gpu):
+def test_out_is_checked_and_stored_through_its_own_tensor_map(gpu):
     b, sq, hq, d = 2, 100, 8, 128
     q, k, v = qkv(b=b, sq=sq, hq=hq, d=d)
     # out as a view into a wider buffer [B, S, H, D + 64]: last dim contiguous, other strides arbitrary
@@ -360,9 +357,8 @@ def test_out_is_checked_and_its_strides_passed(gpu):
     out = tensor((b, sq, hq, d), strides=ws, ptr=BASE + 2**35)
     got = ops.attention(q, k, v, out=out)
     assert got is None                                # the fake out's obj: the caller's object comes back
-    args = gpu.launches[0][0]["args"]
-    assert (args["out"], args["out_stride_b"], args["out_stride_s"], args["out_stride_h"]) == \
-        (BASE + 2**35, ws[0], ws[1], ws[2])
+    lay = {name: l for name, _, l in gpu.maps}["out"]          # TMA writes the view through its strides
+    assert lay.address == BASE + 2**35 and lay.global_strides == tuple(2 * x for x in (ws[1], ws[2], ws[0]))
     bad = [
         (tensor((b, sq, hq, 64), ptr=BASE + 2**35), "must be [2, 100, 8, 128] bf16"),
         (tensor((b, sq, hq, d), "f16", ptr=BASE + 2**35), "must be [2, 100, 8, 128] bf16"),
@@ -407,9 +403,9 @@ def test_repeated_calls_reuse_the_prepared_launch(gpu):
     out = tensor(q.shape, ptr=BASE + 2**35)
     for _ in range(3):
         ops.attention(q, k, v, out=out)
-    assert len(gpu.prepared) == 1 and len(gpu.launches) == 3 and len(gpu.maps) == 3
+    assert len(gpu.prepared) == 1 and len(gpu.launches) == 3 and len(gpu.maps) == 4
     ops.attention(q, k, v, out=out, scale=0.5)                     # another scale: another launch record
-    assert len(gpu.prepared) == 2 and len(gpu.maps) == 3           # same tensors: tensor maps reused
+    assert len(gpu.prepared) == 2 and len(gpu.maps) == 4           # same tensors: tensor maps reused
     misaligned = tensor(k.shape, ptr=k.ptr + 2)
     for _ in range(2):
         ops.attention(q, misaligned, v, out=out)                  # copies are fresh each call: never memoized

@@ -273,7 +273,7 @@ def _input(args: dict, name: str, dtype: str, rank: int) -> np.ndarray:
         got = f"{a.dtype} {a.shape}" if isinstance(a, np.ndarray) else type(a).__name__
         raise TypeError(f"tensor-map parameter {name!r} needs a {rank}-d {dtype} numpy array, got {got}: "
                         f"convert it with .astype(warploom.emulate.machine.NUMPY_ELEMS[{dtype!r}])")
-    return np.ascontiguousarray(a)
+    return a            # a view is fine (TMA sees its shape); a TMA store writes through it into the caller's array
 
 
 # ---- GEMM convenience -------------------------------------------------------------------------------
@@ -352,8 +352,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
     program's, else q's dtype when it is bf16/f16, else bf16) unless they already are. scale defaults to 1/sqrt(D); the kernel takes
     scale * log2(e) as its f32 parameter. The tensor maps see each input through its (D, S, H, B) view, as the
-    runtime encodes the caller's strides; out comes back in the input's layout, written through its strides
-    (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
+    runtime encodes the caller's strides; out comes back in the input's layout, stored by TMA through its own
+    (D, S, H, B) view (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
     when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
@@ -381,9 +381,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     to_bhsd = (lambda x: x) if layout == "bhsd" else (lambda x: x.transpose(0, 2, 1, 3))
     out = np.full(q.shape, np.nan, dt)
     lse = np.full((bsz, hq, sq), np.nan, np.float32) if with_lse else None
-    st = [x // out.itemsize for x in out.strides]
-    args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": out, "lse": lse,
-            "out_stride_b": st[0], "out_stride_s": st[s_ax], "out_stride_h": st[h_ax],
+    args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": to_bhsd(out), "lse": lse,
             "scale_log2": np.float32(scale * np.log2(np.e))}
     sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
     if program.attrs.get("schedule") == "persistent":

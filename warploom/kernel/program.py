@@ -219,10 +219,16 @@ class MmaWait:
 
 @dataclass(frozen=True)
 class Store:
-    """Store register (or TMEM) value `value` as a tile of kernel output `output`."""
+    """Store register (or TMEM) value `value` as a tile of kernel output `output`: straight to global memory, or,
+    with `region`, staged through that smem region and stored from there by TMA (the output's tensor map). A
+    staged store by a warpgroup role syncs each warpgroup on its instance of named barrier `barrier` before
+    writing (the previous store, waited for by its issuing thread, has read the region) and between the writes
+    (each thread fences them for the async proxy) and the one thread's TMA store."""
     value: str
     output: str
     tile: tuple[int, int]
+    region: str | None = None
+    barrier: str | None = None
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,8 @@ def _ops(body: list[KOp], program: Program) -> list:
             out.append(Sync(a["barrier"], arrive_only=op.kind == "named_barrier_arrive", slot=a.get("slot", "own"),
                             warpgroup=a.get("warpgroup"), tiles=a.get("tiles", "each")))
         elif op.kind == "store_tile":
-            out.append(Store(value=a["acc"], output=a["operand"], tile=tuple(a["tile"])))
+            out.append(Store(value=a["acc"], output=a["operand"], tile=tuple(a["tile"]), region=a.get("buffer"),
+                             barrier=a.get("barrier")))
         else:
             out.append(Opaque(op.kind, tuple(sorted(a.items()))))
     return out

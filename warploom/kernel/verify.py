@@ -208,6 +208,11 @@ def check_names(p: Program):
                           "only planned ops (loops, waits, arrives, copies, MMAs, stores) belong there")
         if isinstance(op, Store) and op.output not in p.outputs:
             yield Problem("names", _at(role, op), f"no kernel output {op.output!r} (outputs: {', '.join(p.outputs)})")
+        if isinstance(op, Store) and op.region is not None:
+            staging = p.regions.get(op.region)
+            if staging is None or staging.space != "smem" or staging.stages != 1:
+                yield Problem("names", _at(role, op), f"stores {op.output!r} through {op.region!r}, which is not a "
+                              "one-stage smem region")
     for region in p.regions.values():
         for alias in region.aliases:
             if alias not in p.regions:
@@ -492,7 +497,17 @@ def check_named_barriers(p: Program):
     seen: dict[int, str] = {}
     users: dict[str, set[str]] = {}
     wg_warps = t.warpgroup_threads // t.warp_size
+    private: dict = {}          # barriers a staged Store syncs its own warpgroup on: one instance per warpgroup
     for role, op in p.ops():
+        if isinstance(op, Store) and op.barrier is not None:
+            nb = p.named_barriers.get(op.barrier)
+            wgs = max(1, role.warps // wg_warps)
+            if nb is None:
+                yield Problem("named-barriers", _at(role, op), f"no named barrier {op.barrier!r}")
+            elif nb.count != wgs:
+                yield Problem("named-barriers", _at(role, op), f"{nb.name!r} has {nb.count} instances but role "
+                              f"{role.name!r} has {wgs} warpgroups, each syncing on its own: set count = {wgs}")
+            private.setdefault(op.barrier, set()).add(role.name)
         if isinstance(op, Sync):
             users.setdefault(op.barrier, set()).add(role.name)
             nb = p.named_barriers.get(op.barrier)
@@ -521,7 +536,13 @@ def check_named_barriers(p: Program):
         if nb.threads % t.warp_size:
             yield Problem("named-barriers", f"named barrier {nb.name!r}", f"{nb.threads} threads; bar.sync counts "
                           f"whole warps (a multiple of {t.warp_size})")
-        if nb.name in users:
+        if nb.name in private:
+            have = sum(_threads(p.role(r), t.warp_size) for r in private[nb.name]) // nb.count
+            if have != nb.threads:
+                yield Problem("named-barriers", f"named barrier {nb.name!r}",
+                              f"counts {nb.threads} threads but each warpgroup of roles "
+                              f"{', '.join(sorted(private[nb.name]))} brings {have}: set threads = {have}")
+        elif nb.name in users:
             have = sum(_threads(p.role(r), t.warp_size) for r in users[nb.name])
             if have != nb.threads:
                 yield Problem("named-barriers", f"named barrier {nb.name!r}",

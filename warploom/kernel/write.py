@@ -164,7 +164,12 @@ def _op(op, program: Program) -> None:
     elif isinstance(op, MmaWait):
         make_op("mma_wait", {"pending": op.pending})
     elif isinstance(op, Store):
-        make_op("store_tile", {"operand": op.output, "acc": op.value, "tile": list(op.tile)})
+        attrs = {"operand": op.output, "acc": op.value, "tile": list(op.tile)}
+        if op.region is not None:
+            attrs["buffer"] = op.region
+        if op.barrier is not None:
+            attrs["barrier"] = op.barrier
+        make_op("store_tile", attrs)
     elif isinstance(op, Compute):
         make_op("compute", {"kind": op.kind, "reads": list(op.reads), "writes": list(op.writes)})
     elif isinstance(op, Sync):

@@ -62,6 +62,13 @@ class Swizzle:
         mask = ((1 << self.xor_bits) - 1) << (self.granule_log2 + self.row_shift)
         return offset ^ ((offset & mask) >> self.row_shift)
 
+    def apply_with(self, ops, offset):
+        """`apply` in an arithmetic namespace (the IR builder: const, and_, shru, xor), for run-time offsets."""
+        if not self.swizzled:
+            return offset
+        mask = ((1 << self.xor_bits) - 1) << (self.granule_log2 + self.row_shift)
+        return ops.xor(offset, ops.shru(ops.and_(offset, ops.const(mask)), ops.const(self.row_shift)))
+
     def __str__(self) -> str:
         return self.name
 

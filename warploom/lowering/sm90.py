@@ -234,6 +234,8 @@ class _Sm90Lowering:
             self._fail(f"async loads cover inputs {sorted(self.tmaps)}; the kernel needs one per input "
                        f"{list(self.p.inputs)} (each input is read through its TMA tensor map)")
         self.tmaps = {n: self.tmaps[n] for n in self.p.inputs}     # params in input order
+        for op in (o for r in self.p.roles for o in r.walk() if isinstance(o, Store) and o.region is not None):
+            self.tmaps.setdefault(op.output, self._store_map(op))   # then outputs stored by TMA, in store order
         with context, ir.Location.unknown():
             holder = ir.Module.create()
             self.b = self._kernel_function(holder.body)
@@ -250,6 +252,10 @@ class _Sm90Lowering:
     def _param_list(self) -> list[tuple[str, str]]:
         """The kernel's parameters in launch order: (name, ParamSpec kind); tensor maps by input name."""
         raise NotImplementedError
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """The TMA descriptor an output staged through smem is stored with."""
+        self._fail(f"store of {op.output!r} through smem {op.region!r}: this lowering stores from registers")
 
     def _bind_args(self, args: dict) -> None:
         """Keep the kernel's parameter values (by name; tensor maps under 'tmap_<input>')."""

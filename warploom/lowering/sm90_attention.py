@@ -39,7 +39,7 @@ from mlir.dialects import llvm, nvvm, scf
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernels import ATTENTION_MAP_DIMS, attention_kernel_name
-from warploom.lowering.emit import sync, wgmma
+from warploom.lowering.emit import sync, tma, wgmma
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
@@ -158,10 +158,17 @@ class _AttentionLowering(_Sm90Lowering):
                              swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
 
     def _param_list(self) -> list[tuple[str, str]]:
-        return ([(n, "tensormap") for n in self.tmaps] + [("out", "ptr"), ("lse", "ptr")]
-                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")]
-                + [(s, "i64") for s in ("out_stride_b", "out_stride_s", "out_stride_h")] + [("scale_log2", "f32")]
+        return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
+                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
                 + ([("B", "i32"), ("tile_order", "i32")] if self.persistent else []))
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one warpgroup's 64 rows."""
+        if op.output != "out":
+            self._fail(f"store of {op.output!r} through smem: attention stages out only")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.mma_m, 1, 1),
+                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
 
     def _bind_args(self, args: dict) -> None:
         self.args = args
@@ -270,8 +277,6 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail("nested loops")
         if ctx.values is None:
             ctx.values = {}
-        if ctx.issue == "warpgroup":
-            self._rows(ctx)                 # before the loop: the store after it uses the rows too
         if not (op.first or op.last):
             for name in op.carries:
                 if name not in ctx.values:
@@ -427,15 +432,18 @@ class _AttentionLowering(_Sm90Lowering):
 
     # ---- the thread's rows and the fragment ------------------------------------------------------
     def _rows(self, ctx: _Role) -> dict:
-        """Per thread: lane, quad column offset, and the two query rows (global index) it holds."""
-        if "_rows" not in ctx.values:
+        """Per thread: lane, quad column offset, and the two query rows (global index) it holds. Computed where
+        they are used (in the key loop: in its masked blocks only, not held in registers across the loop)."""
+        if ctx.loop is not None or "_rows" not in ctx.values:
             b, c = self.b, self.b.const
             lane = b.remu(self.tid, c(T.warp_size))
             warp = b.divu(ctx.thread_in_wg, c(T.warp_size))
             r0 = b.add(b.add(self.row0, b.mul(ctx.wg_index, c(self.mma_m))),
                        b.add(b.mul(warp, c(16)), b.divu(lane, c(4))))
-            ctx.values["_rows"] = {"lane": lane, "col": b.mul(b.remu(lane, c(4)), c(2)),
-                                   "rows": [r0, b.add(r0, c(8))]}
+            rows = {"lane": lane, "col": b.mul(b.remu(lane, c(4)), c(2)), "rows": [r0, b.add(r0, c(8))]}
+            if ctx.loop is not None:
+                return rows
+            ctx.values["_rows"] = rows
         return ctx.values["_rows"]
 
     def _quad(self, value: ir.Value, combine) -> ir.Value:
@@ -616,35 +624,56 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail(f"Store to {op.output!r}: attention stores out and lse")
 
     def _store_out(self, op: Store, ctx: _Role) -> None:
-        """O rows < Sq at out + b*sb + s*ss + h*sh + d: pairs of columns as one 4-byte store when every stride is
-        even (4-byte aligned pairs), else one 2-byte store per element."""
+        """O through smem and TMA: the warpgroup syncs on its epilogue barrier (the previous tile's store, waited for
+        with wait_group.read by its issuing thread, has read the staging tile), each thread writes its fragment
+        rows (pairs of columns as one 4-byte st.shared at the 128B-swizzled address of the tile's layout) into the
+        warpgroup's 64 rows of the staging region, fences them for the async proxy, syncs again, and the
+        warpgroup's first thread stores its rows with one TMA box per 64 columns at (64j, row0 + 64w, head,
+        batch): rows past Sq fall outside the tensor and are dropped. It commits the bulk group and waits until
+        the smem has been read (so the region may be written again, and the CTA may exit)."""
         b, c = self.b, self.b.const
-        a = self.args
         if list(op.tile) != [self.mma_m, self.D]:
             self._fail(f"Store tile {list(op.tile)}: the O fragment is [{self.mma_m}, {self.D}]")
+        if op.region is None or op.barrier is None:
+            self._fail("Store of out: the attention lowering stores O through a staging smem region (wl-pipeline) "
+                       "with a named barrier per warpgroup (wl-specialize)")
+        region, nb = self._region(op.region), self.p.named_barriers.get(op.barrier)
+        if nb is None or nb.count != 2 or nb.threads != T.warpgroup_threads:
+            self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of {T.warpgroup_threads} threads per "
+                       "consumer warpgroup")
+        tile = self.tiles[region.name]
+        if tile.rows != 2 * self.mma_m or tile.shape[1] != self.D:
+            self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{2 * self.mma_m}, {self.D}] O")
+        bar = b.add(c(nb.id), ctx.wg_index)
+        sync.named_barrier_sync(b, bar, nb.threads)              # the previous store has read the region
         o = ctx.values[op.value]
-        rows = self._rows(ctx)
-        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
         vals = [b.extractvalue(o, i, b.f32, "o") for i in range(self.D // 2)]
-        sb, ss, sh = a["out_stride_b"], a["out_stride_s"], a["out_stride_h"]
-        base = b.add(b.add(b.mul(b.ext64(self.batch), sb), b.mul(b.ext64(self.head), sh)), b.ext64(rows["col"]))
-        ptrs = [b.gep(a["out"], b.add(base, b.mul(b.ext64(r), ss)), ty) for r in rows["rows"]]
-        ok = [b.cmp("slt", r, a["Sq"]) for r in rows["rows"]]
-        even = b.cmp("eq", b.and_(b.or_(b.or_(sb, ss), sh), c(1, b.i64)), c(0, b.i64))
-        then, orelse = b.if_else(even)
-        with then:
-            for h in range(2):
-                with b.if_(ok[h]):
-                    for cc in range(self.D // 8):
-                        pair = self._pack(vals[4 * cc + 2 * h], vals[4 * cc + 2 * h + 1])
-                        b.store(pair, b.gep(ptrs[h], 8 * cc, ty), alignment=4)
-        with orelse:
-            for h in range(2):
-                with b.if_(ok[h]):
-                    for cc in range(self.D // 8):
-                        for e in range(2):
-                            b.store(b.truncf(vals[4 * cc + 2 * h + e], ty), b.gep(ptrs[h], 8 * cc + e, ty),
-                                    alignment=2)
+        rows = self._rows(ctx)
+        lane, wg_row = rows["lane"], b.mul(ctx.wg_index, c(self.mma_m))
+        warp = b.divu(ctx.thread_in_wg, c(T.warp_size))
+        elem_bytes = tile.elem_bits // 8
+        for h in range(2):
+            row = b.add(wg_row, b.add(b.add(b.mul(warp, c(16)), b.divu(lane, c(4))), c(8 * h)))
+            # the thread's pair of row `row`, columns 8cc + col: logical byte box * box_bytes + row * span + within;
+            # the swizzle moves the 16-byte granule within its row only, so it is applied to the row's first
+            # byte plus the pair's offset in its box (the box offset, a multiple of the repeat, passes through)
+            row_at = b.add(b.mul(row, c(tile.span)), b.mul(rows["col"], c(elem_bytes)))
+            for cc in range(self.D // 8):
+                box, within = divmod(8 * cc * elem_bytes, tile.span)      # the pair stays in its 16-byte granule
+                at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
+                addr = b.add(at, c(region.offset + box * tile.box_bytes))
+                pair = self._pack(vals[4 * cc + 2 * h], vals[4 * cc + 2 * h + 1])
+                b.store(b.bitcast(pair, b.i32), b.gep(self.base, addr), alignment=4)
+        sync.fence_proxy_async_smem()                            # the writes, for the TMA store's async reads
+        sync.named_barrier_sync(b, bar, nb.threads)
+        with b.if_(ctx.wg_leader):
+            coords = [None, b.add(self.row0, wg_row), self.head, self.batch]
+            for j in range(tile.num_boxes):
+                src = b.add(c(region.offset + tile.box_offset(j)), b.mul(wg_row, c(tile.span)))
+                coords[0] = c(tile.box_start(j))
+                tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, src), list(coords))
+            tma.bulk_commit_group()
+            tma.bulk_wait_group(0, read=True)
 
     def _store_lse(self, op: Store, ctx: _Role) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq] contiguous) for rows < Sq, by lane 0 of each quad, when the lse

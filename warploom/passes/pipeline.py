@@ -10,13 +10,18 @@ An attention's K and V tiles feed different MMAs (S = Q K^T, then O += P V), so
 each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
 computed, while V is still in use. A load outside any loop (attention's Q tile,
 loaded once per CTA) gets a region and a ring of one stage.
+
+An attention's output tile gets a staging region `o` (one stage, the tile's shape): the consumers write O
+there and TMA stores it. It may alias Q's region (`aliases = ("q",)`): wl-plan-smem lets them share bytes
+where Q is dead by the epilogue (the grid schedule), and keeps them apart where the next tile's Q is loaded
+during it (the persistent schedule). A GEMM still stores C from registers.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring
+from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring, Store
 
 from .registry import PassError, edit_program, register
 
@@ -51,6 +56,10 @@ def pipeline(program: Program, stages: int) -> None:
         if isinstance(op, Load):
             op = add(op, 1)
             program.rings[op.region] = Ring(op.region, 1, (op.region,))
+        elif isinstance(op, Store) and program.kind == "attention" and op.output == "out":
+            program.regions["o"] = Region("o", "smem", program.outputs["out"].elem, tuple(op.tile), ("M", "D"), 1,
+                                          aliases=("q",))
+            op = replace(op, region="o")
         elif isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body):
             groups = _ring_groups(op)
             op = replace(op, body=tuple(add(c, stages) if isinstance(c, Load) else c for c in op.body))

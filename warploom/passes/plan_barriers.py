@@ -16,8 +16,9 @@ A ring of one stage loaded once, outside the producer's loops (attention's Q), h
 barrier: the producer announces its bytes once, the consumers wait for it once, before the loop
 that reads it. In a persistent kernel "once" is once per tile, so such a ring gets an empty barrier
 too (one arrival per consumer warpgroup): the consumers free it after the loop that reads it and the
-named-barrier syncs that close that loop, and the producer waits for it before loading the next
-tile's Q (its phase is the CTA's tile count). A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
+named-barrier syncs that close that loop (or, when a staged store's region shares the tile's bytes, after
+that store), and the producer waits for it before loading the next tile's Q (its phase is the CTA's tile
+count). A kernel with several rings names its barriers after them (q_full, k_full, k_empty,
 v_full, v_empty, in the rings' order). A consumer's wait goes ahead of the named-barrier syncs just
 before the MMA (or loop) it guards: it takes its turn at the tensor cores only once its data landed.
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Sync, Wait
+from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
 
 from .registry import PassError, edit_program, register
@@ -114,7 +115,7 @@ def _frees_at(body: tuple, at: int) -> tuple[int, int] | None:
 
 
 def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, once: bool = False,
-               waited: bool = False) -> tuple:
+               waited: bool = False, sharers: frozenset = frozenset()) -> tuple:
     """`body` with the ring's protocol added to each loop (to each section of a pipelined one): the producer
     waits for a free slot and announces the bytes before its first copy into the ring (copies complete on
     full); a consumer waits for full before its first MMA on the ring's data (and before the turn syncs just
@@ -123,7 +124,10 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
     (outside the producer's loops) is waited for once, at this level, before the loop that reads it."""
     out, announced, free_at, free_after = [], False, None, False
     for i, op in enumerate(body):
-        if free_after and not isinstance(op, Sync):     # a once-loaded tile, read by the loop just closed
+        # a once-loaded tile, read by the loop just closed: free after the syncs closing it, or after the last
+        # staged store into a region sharing its bytes
+        later = any(isinstance(o, Store) and o.region in sharers for o in body[i:])
+        if free_after and not isinstance(op, Sync) and not later:
             out.append(Arrive(empty, per="warpgroup"))
             free_after = False
         if isinstance(op, Loop):
@@ -132,7 +136,7 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
                 _wait_before(out, Wait(full, "phase"))
                 waited = True
                 free_after = empty is not None
-            out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited)
+            out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited, sharers)
                                       for name, ops in op.sections}))
             continue
         if isinstance(op, Copy) and op.region in ring.regions:
@@ -171,7 +175,9 @@ def plan_barriers(program: Program) -> None:
         full, empty = sides["full"], sides.get("empty")
         ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None)
         once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
-        program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once))
+        sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
+        program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,
+                                                       sharers=sharers))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
 
 

@@ -2,7 +2,11 @@
 
 The plan is data (`SmemPlan`): the pass writes each row's offset, size and
 alignment onto the `wl.buffer` ops, the lowering reads them from there, and
-`warploom explain` prints the same table. A tile region is aligned as its
+`warploom explain` prints the same table. A region that declares aliases (attention's
+O staging tile may alias Q) lands on the first aliased region's bytes when it fits there:
+always in the grid schedule (one tile per CTA: Q is dead after the key loop); in a persistent
+kernel only when its own bytes do not fit, since the next tile's Q would otherwise load while
+O is stored (wl-plan-barriers then frees Q only after O's store). A tile region is aligned as its
 `SmemTile` says: 128-byte-swizzled tiles to the swizzle repeat (1024 B: 8 rows of
 128 B), so MMA descriptors can use base offset 0. The kernel rounds its dynamic
 smem base up to the target's `smem_base_align` at run time, so it asks for the
@@ -25,13 +29,15 @@ from .registry import PassError, edit_program, register
 
 @dataclass(frozen=True)
 class PlanRow:
-    """One row of the smem plan: a region (or the barrier storage) and where it lands."""
+    """One row of the smem plan: a region (or the barrier storage) and where it lands (on the bytes of `shares`,
+    a region it aliases, or on its own)."""
     name: str
     offset: int
     bytes: int
     align: int
     swizzle: int
     notes: str
+    shares: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,9 +83,21 @@ def tile_align(region: Region, swizzle: Swizzle) -> int:
 
 
 def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
-    """Place every region of a specialized kernel, then the barrier storage; `limit` defaults to the target's."""
+    """Place every region of a specialized kernel, then the barrier storage; `limit` defaults to the target's. A
+    persistent kernel gives an aliasing region its own bytes when they fit, else shares them (the barrier planner
+    then frees the shared region only after the aliasing one is done with it)."""
     target = targets.get(program.target)
     limit = target.smem_limit if limit is None else limit
+    persistent = program.attrs.get("schedule") == "persistent"
+    if persistent:
+        plan = _plan(program, limit, share=False)
+        if plan.requested <= limit:
+            return plan
+    return _plan(program, limit, share=True, check=True)
+
+
+def _plan(program: Program, limit: int, share: bool, check: bool = False) -> SmemPlan:
+    target = targets.get(program.target)
     slack, mbarrier_bytes = target.smem_base_align, target.mbarrier_bytes
     rows, offset = [], 0
     data = [r for r in program.regions.values() if r.name != BARRIER_STORAGE and r.space == "smem"]
@@ -87,11 +105,15 @@ def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
         swizzle = swizzle_for(region)
         align = tile_align(region, swizzle)
         size = region.stage_bytes * region.stages
-        offset = align_up(offset, align)
         shape = "x".join(map(str, region.shape))
-        rows.append(PlanRow(region.name, offset, size, align, swizzle.bytes,
-                            f"{region.stages} x {shape} {region.elem}"
-                            + (f", {swizzle} swizzle" if swizzle.swizzled else "")))
+        notes = f"{region.stages} x {shape} {region.elem}" + (f", {swizzle} swizzle" if swizzle.swizzled else "")
+        host = next((r for r in rows if r.name in region.aliases), None)
+        if host is not None and share and size <= host.bytes and host.offset % align == 0:
+            rows.append(PlanRow(region.name, host.offset, size, align, swizzle.bytes,
+                                f"{notes}, on {host.name}'s bytes", shares=host.name))
+            continue
+        offset = align_up(offset, align)
+        rows.append(PlanRow(region.name, offset, size, align, swizzle.bytes, notes))
         offset += size
     rings = barrier_rings(program)
     count = sum(r.count for r in rings)
@@ -100,12 +122,13 @@ def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
     rows.append(PlanRow(BARRIER_STORAGE, offset, count * mbarrier_bytes, mbarrier_bytes, 0,
                         f"{count} x {mbarrier_bytes}: {names}"))
     plan = SmemPlan(rows, limit, slack)
-    if plan.requested > limit:
+    if check and plan.requested > limit:
         stages = program.attrs["stages"]
         per_stage = sum(r.stage_bytes for r in data if r.stages > 1)        # what one more stage costs
-        once = sum(r.stage_bytes * r.stages for r in data if r.stages == 1)  # tiles loaded once (attention's Q)
+        shared = {r.name for r in rows if r.shares}
+        once = sum(r.stage_bytes for r in data if r.stages == 1 and r.name not in shared)  # Q, O (own bytes)
         fit = (limit - slack - count * mbarrier_bytes - once) // per_stage if per_stage else 0
-        listing = ", ".join(f"{r.name} {r.bytes} B" for r in rows)
+        listing = ", ".join(f"{r.name} {r.bytes} B" + (f" (on {r.shares}'s bytes)" if r.shares else "") for r in rows)
         fix = (f"use {fit} stages (wl-pipeline{{stages={fit}}}) or a smaller block-n" if fit >= 2 else
                "no pipeline of 2 or more stages fits: use a smaller block-n")
         raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
@@ -119,7 +142,8 @@ def apply_plan(program: Program, plan: SmemPlan) -> None:
     for row in plan.regions:
         region = program.regions.get(row.name) or Region(row.name, "smem", "i64", (row.bytes // row.align,))
         program.regions[row.name] = replace(region, offset=row.offset, size=row.bytes, align=row.align,
-                                            swizzle=row.swizzle)
+                                            swizzle=row.swizzle,
+                                            aliases=(row.shares,) if row.shares else ())
     program.smem_bytes = plan.requested
 
 

@@ -104,6 +104,7 @@ def per_warpgroup_registers(program: Program, rows: int) -> None:
 
 
 TURN = "turn"                 # the named barrier of the consumers' turns at the tensor cores
+EPILOGUE = "epilogue"         # per consumer warpgroup: its O tile is in the staging smem, one thread may store it
 CORR = "corr"                 # overlap: the softmax's correction factor of O, one per row
 
 
@@ -133,12 +134,19 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
                             f"consumers' turns; {program.target} has ids {lo}..{hi}")
         program.named_barriers[TURN] = NamedBarrier(TURN, first, consumers * target.warpgroup_threads,
                                                     count=consumers)
+    if any(isinstance(op, Store) and op.region is not None for op in program.body):
+        lo, hi = target.named_barrier_ids
+        first = lo + sum(nb.count for nb in program.named_barriers.values())
+        if first + consumers - 1 > hi:
+            raise PassError(f"wl-specialize needs named barriers {first}..{first + consumers - 1} for the "
+                            f"consumers' staged stores; {program.target} has ids {lo}..{hi}")
+        program.named_barriers[EPILOGUE] = NamedBarrier(EPILOGUE, first, target.warpgroup_threads, count=consumers)
 
     def per_warpgroup(op):
         if isinstance(op, Mma):
             return replace(op, shape=(rows, *op.shape[1:]))
         if isinstance(op, Store):
-            return replace(op, tile=(rows, *op.tile[1:]))
+            return replace(op, tile=(rows, *op.tile[1:]), barrier=EPILOGUE if op.region is not None else None)
         return op
 
     def consumer_loop(loop: Loop) -> Loop:

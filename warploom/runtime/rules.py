@@ -199,8 +199,11 @@ def attention_tile(tile, order, blocks, pairs, heads, causal: bool, ops=INT) -> 
     """(query block, head, batch) of tile `tile` in tile order `order` (see TILE_ORDERS) for `blocks` query blocks,
     `pairs` = heads * batch and `heads` query heads; causal query blocks heaviest first (the last one first)."""
     by_block = ops.cmp("ne", order, ops.const(0))           # order 1: query block slowest
-    i = ops.select(by_block, ops.divu(tile, pairs), ops.remu(tile, blocks))
-    bh = ops.select(by_block, ops.remu(tile, pairs), ops.divu(tile, blocks))
+    # one division: order 0 splits tile by blocks (i = the remainder), order 1 by pairs (i = the quotient)
+    d = ops.select(by_block, pairs, blocks)
+    quo = ops.divu(tile, d)
+    rem = ops.sub(tile, ops.mul(quo, d))
+    i, bh = ops.select(by_block, quo, rem), ops.select(by_block, rem, quo)
     m = ops.sub(ops.sub(blocks, ops.const(1)), i) if causal else i
     return m, ops.remu(bh, heads), ops.divu(bh, heads)
 

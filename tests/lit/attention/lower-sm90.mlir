@@ -6,10 +6,11 @@
 // 1 1, v_empty 2 2 arrivals); the producer's 4-D TMA boxes (64, row, head, batch); the consumers' ping-pong on
 // named barriers of 256 threads; S = Q K^T as smem x smem wgmmas (A row = K-major, B col = K-major; the first
 // k16 overwrites S); O += P V as register-A wgmmas (m64n64k16, trans-b 1: V MN-major) issued in the same turn;
-// wait_group 1 before the softmax (S done, P V still in flight), its quad reductions and ex2, then wait_group 0.
+// wait_group 1 before the softmax (S done, P V still in flight), its quad reductions and ex2, then wait_group 0;
+// O stored through smem by TMA.
 // CHECK: "wl.launch"(%arg0, %arg1, %arg2) {block = [384, 1, 1], cluster = [1, 1, 1], grid = {{\[\["cdiv", "Sq", 128\], \["cdiv", "Hq", 1\], \["cdiv", "B", 1\]\]}}, kernel = "wl_attn_bf16_d64_128x128_s2_causal_ov", smem_bytes = 83016 : i64}
 // CHECK: llvm.func @wl_attn_bf16_d64_128x128_s2_causal_ov(
-// CHECK-SAME: %arg3: !llvm.ptr<1>, %arg4: !llvm.ptr<1>, %arg5: i32, %arg6: i32, %arg7: i32, %arg8: i32, %arg9: i64, %arg10: i64, %arg11: i64, %arg12: f32)
+// CHECK-SAME: %arg3: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %arg4: !llvm.ptr<1>, %arg5: i32, %arg6: i32, %arg7: i32, %arg8: i32, %arg9: f32)
 // CHECK: %[[B0:.*]] = llvm.getelementptr %{{.*}}[%c81920_i32]
 // CHECK-NEXT: nvvm.mbarrier.init %[[B0]], %c1_i32
 // CHECK-NEXT: %[[B1:.*]] = llvm.getelementptr %{{.*}}[%c81928_i32]
@@ -77,6 +78,20 @@
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: nvvm.barrier id = %c1_i32 number_of_threads = %c256_i32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"
+// The epilogue: the warpgroup syncs on its own epilogue barrier (id 3 + w, 128 threads), each thread writes its
+// 16 column pairs (8 per row, 2 rows) of O into the staging tile (Q's bytes: offset 0) as 4-byte st.shared,
+// fences them for the async proxy, syncs again; the warpgroup's first thread stores its 64 rows with one TMA
+// box (head dim 64) through out's tensor map (%arg3) at (0, row0 + 64 w, head, batch), commits, and waits until
+// the smem has been read. Then the LSE goes to global memory directly.
+// CHECK: %[[EPI:.*]] = arith.addi %c3_i32,
+// CHECK-NEXT: nvvm.barrier id = %[[EPI]] number_of_threads = %c128_i32
+// CHECK-COUNT-16: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.barrier id = %[[EPI]] number_of_threads = %c128_i32
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta %arg3, %{{.*}}, box[%c0_i32, %{{.*}}, %{{.*}}, %{{.*}}]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// CHECK: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
 
 // The serial schedule: one turn per S only; wait_group 0 before the softmax; P V after it.
 // SERIAL: kernel = "wl_attn_bf16_d64_128x128_s2_causal"

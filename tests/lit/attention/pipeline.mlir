@@ -7,6 +7,8 @@
 // CHECK: "wl.buffer"() {dims = ["M", "D"], elem = "bf16", name = "q", shape = [128, 64], stages = 1 : i64}
 // CHECK-NEXT: "wl.buffer"() {dims = ["N", "D"], elem = "bf16", name = "k", shape = [128, 64], stages = 2 : i64}
 // CHECK-NEXT: "wl.buffer"() {dims = ["N", "D"], elem = "bf16", name = "v", shape = [128, 64], stages = 2 : i64}
+// O's staging tile for the TMA store: one stage, the output tile, allowed to share Q's bytes (wl-plan-smem decides).
+// CHECK-NEXT: "wl.buffer"() {aliases = ["q"], dims = ["M", "D"], elem = "bf16", name = "o", shape = [128, 64], stages = 1 : i64}
 // CHECK-NEXT: "wl.ring"() {name = "q", regions = ["q"], stages = 1 : i64}
 // CHECK-NEXT: "wl.ring"() {name = "k", regions = ["k"], stages = 2 : i64}
 // CHECK-NEXT: "wl.ring"() {name = "v", regions = ["v"], stages = 2 : i64}
@@ -15,6 +17,7 @@
 // CHECK-NEXT: "wl.k_loop"() ({
 // CHECK-NEXT: "wl.async_load"() {buffer = "k", operand = "k", tile = [128, 64]}
 // CHECK: "wl.async_load"() {buffer = "v", operand = "v", tile = [128, 64]}
+// CHECK: "wl.store_tile"() {acc = "o_acc", buffer = "o", operand = "out", tile = [128, 64]}
 // CHECK: stages = 2 : i64
 // STAGES3: "wl.ring"() {name = "q", regions = ["q"], stages = 1 : i64}
 // STAGES3-NEXT: "wl.ring"() {name = "k", regions = ["k"], stages = 3 : i64}

@@ -92,9 +92,10 @@
 // before: the first tile passes) before announcing Q; the consumers arrive on it after the key loop and the
 // closing hand-over, before the epilogue; the first and last hand-overs of the turns are once per CTA.
 // PERSIST: "wl.ring"() {consumers = ["consumer"], empty = "q_empty", full = "q_full", name = "q", producer = "producer", regions = ["q"], stages = 1 : i64}
-// PERSIST: "wl.mbarrier"() {arrivals = 1 : i64, count = 1 : i64, name = "q_full", offset = 163840 : i64, ring = "q", tx_bytes = 32768 : i64}
-// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 1 : i64, name = "q_empty", offset = 163848 : i64, ring = "q", tx_bytes = 0 : i64}
-// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "k_full", offset = 163856 : i64, ring = "k", tx_bytes = 32768 : i64}
+// (O's staging tile has its own 32 KiB here, so the barriers start at 196608.)
+// PERSIST: "wl.mbarrier"() {arrivals = 1 : i64, count = 1 : i64, name = "q_full", offset = 196608 : i64, ring = "q", tx_bytes = 32768 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 1 : i64, name = "q_empty", offset = 196616 : i64, ring = "q", tx_bytes = 0 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "k_full", offset = 196624 : i64, ring = "k", tx_bytes = 32768 : i64}
 // PERSIST: "wl.role"() ({
 // PERSIST-NEXT: "wl.wait"() {barrier = "q_empty", parity = "producer"}
 // PERSIST-NEXT: "wl.arrive_expect_tx"() {barrier = "q_full", bytes = 32768 : i64}

@@ -6,6 +6,9 @@
 // The two consumer warpgroups take turns at the tensor cores through named barriers 1 and 2 (one per
 // warpgroup, 256 threads each: both consumer warpgroups).
 // CHECK: "wl.named_barrier"() {count = 2 : i64, id = 1 : i64, name = "turn", threads = 256 : i64}
+// Each consumer warpgroup syncs on its own epilogue barrier (ids 3 and 4, 128 threads) around writing O into the
+// staging tile, so that one of its threads may store it by TMA.
+// CHECK-NEXT: "wl.named_barrier"() {count = 2 : i64, id = 3 : i64, name = "epilogue", threads = 128 : i64}
 // The producer warpgroup (one thread, 24 registers) issues every copy: Q once, then K and V per key block.
 // CHECK: "wl.role"() ({
 // CHECK-NEXT: "wl.async_load"() {buffer = "q", operand = "q", tile = [128, 128]}
@@ -50,7 +53,7 @@
 // CHECK-NEXT: }) {carries = ["o_acc", "row_max", "row_sum", "p"], name = "kv", trip = ["cdiv", "Sk", 128]}
 // CHECK-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
 // CHECK-NEXT: "wl.compute"() {kind = "normalize"
-// CHECK-NEXT: "wl.store_tile"() {acc = "o_acc", operand = "out", tile = [64, 128]}
+// CHECK-NEXT: "wl.store_tile"() {acc = "o_acc", barrier = "epilogue", buffer = "o", operand = "out", tile = [64, 128]}
 // CHECK-NEXT: "wl.store_tile"() {acc = "lse", operand = "lse", tile = [64]}
 // CHECK: }) {issue = "warpgroup", name = "consumer", regs = 240 : i64, warpgroups = [1, 2]}
 // The serial schedule (overlap=false): per key block each warpgroup syncs on its own barrier, issues S = Q K^T,
