@@ -102,8 +102,9 @@ def barrier_table(program) -> str:
     if program.named_barriers:
         lines.append("named barriers   ids      threads  used by")
         for nb in program.named_barriers.values():
-            users = sorted({role.name for role, op in program.ops() if getattr(op, "barrier", None) == nb.name
-                            and type(op).__name__ == "Sync"})
+            users = sorted({role.name + (" (its staged stores)" if type(op).__name__ == "Store" else "")
+                            for role, op in program.ops() if getattr(op, "barrier", None) == nb.name
+                            and type(op).__name__ in ("Sync", "Store")})
             ids = str(nb.id) if nb.count == 1 else f"{nb.id}..{nb.ids[-1]}"
             each = " (one per warpgroup)" if nb.count > 1 else ""
             lines.append(f"  {nb.name:<12} {ids:<8} {nb.threads:>8}  {', '.join(users) or '-'}{each}")
