@@ -39,7 +39,7 @@ DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
 # the standard kernels of head dims 64 and 128 are persistent: emulated on 3 CTAs, each walks 2 tiles
 ATTENTION_CASES = [
-    ("bf16", 64, True, 1, 300, 60, 2, 1, "bshd"),      # 240 rows see no key: tiles with no key block; GQA 2
+    ("bf16", 64, True, 1, 300, 60, 4, 1, "bshd"),      # 240 rows see no key: tiles with no key block; GQA 4
     ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd"),     # 3 key blocks over a 2-stage ring; ragged last block
 ]
 
