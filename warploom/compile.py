@@ -48,17 +48,19 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     """The target pipeline up to the resource-assigned level, with the spec's tile options (an attention's key block,
     stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}}}",
+    target = "" if spec.target == "sm_90a" else f" target={spec.target}"
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
     if isinstance(spec, AttentionSpec):
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
-    names = pipeline_for(spec.target)
+    names = [n.split("{")[0] for n in pipeline_for(spec.target)]    # the spec's options replace the pipeline's
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
 
 
 def build_gemm_module(spec: GemmSpec, lower: bool = True):
-    """The GEMM graph of `spec` through the planning passes (and wl-lower-sm90 when `lower`)."""
-    passes = planning_passes(spec) + (["wl-lower-sm90"] if lower else [])
+    """The GEMM graph of `spec` through the planning passes (and the target's lowering pass when `lower`)."""
+    from warploom.passes import pipeline_for
+    passes = planning_passes(spec) + ([pipeline_for(spec.target)[-1]] if lower else [])
     module, _ = gemm_graph(spec).run_pipeline(passes)
     return module
 
@@ -112,8 +114,7 @@ def barrier_table(program) -> str:
 
 
 def compile_gemm(spec: GemmSpec) -> KernelArtifact:
-    if spec.target != "sm_90a":
-        raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
+    """sm_90a (wgmma) or sm_100a (tcgen05; assembled and checked here, never run on a Blackwell GPU)."""
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
     from warploom.lowering.sm90 import kernel_name
@@ -129,11 +130,12 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     """A planned kernel program -> NVVM (lower_kernel) -> PTX -> cubin (ptxas), with its plans and reports."""
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
-    from warploom.lowering.sm90 import lower_kernel
+    from warploom.lowering import sm90, sm100
     from warploom.lowering.sm90_attention import lower_attention
     from warploom.passes.plan_smem import plan_smem
 
     t0 = time.perf_counter()
+    lower_kernel = sm100.lower_kernel if program.target == "sm_100a" else sm90.lower_kernel
     lowered = (lower_attention if program.kind == "attention" else lower_kernel)(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
@@ -146,7 +148,8 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
         "smem_plan": plan_smem(program).table(),     # the limit of the kernel's target
         "barrier_plan": barrier_table(program), "roles": role_table(program),
         "passes": [{"name": r.name, "ms": round(r.seconds * 1e3, 3)} for r in records[1:]]
-                  + [{"name": "lower-sm90 + ptx", "ms": round((t1 - t0) * 1e3, 3)},
+                  + [{"name": f"lower-{program.target.removesuffix('a').replace('_', '')} + ptx",
+                      "ms": round((t1 - t0) * 1e3, 3)},
                      {"name": "ptxas", "ms": round((t2 - t1) * 1e3, 3)}],
         "ptxas": {"registers": asm.registers, "spill_bytes": asm.spill_stores + asm.spill_loads,
                   "stack_bytes": asm.stack_bytes},

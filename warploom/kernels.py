@@ -26,12 +26,13 @@ COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowerin
                     "kernels.py")
 
 
-def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid") -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent]: the PTX entry point of a GEMM kernel
-    (the lowering names the kernel it builds with this; specs name the kernel they ask for)."""
+def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a") -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_sm100a]: the PTX entry point of a GEMM
+    kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for)."""
     bm, bn, bk = tile
     sched = "" if schedule == "grid" else f"_{schedule}"
-    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}"
+    arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
+    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{arch}"
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class GemmSpec:
 
     @property
     def kernel_name(self) -> str:
-        return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule)
+        return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target)
 
     @property
     def lookup_id(self) -> str:

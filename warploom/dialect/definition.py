@@ -87,8 +87,9 @@ KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
           results=0),
     OpDef("async_load", (), {"operand": "str", "buffer": "str", "tile": "array"},
           "asynchronous copy (TMA) of a tile into the current stage of a buffer", results=0),
-    OpDef("role", (), {"name": "str", "warpgroups": "array", "regs": "int"},
-          "the program of some warpgroups, with their register budget", results=0, region=True),
+    OpDef("role", (), {"name": "str"},
+          "the program of some warps (`warpgroups = [..]`, or `warps = [first, count]`), with its issue mode and "
+          "register budget (`regs`, when it sets one)", results=0, region=True),
     OpDef("mbarrier", (), {"name": "str", "count": "int", "arrivals": "int"},
           "a ring of `count` mbarriers, each completing after `arrivals` arrivals (and its tx bytes)",
           results=0),

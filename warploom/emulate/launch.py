@@ -286,9 +286,9 @@ def gemm_kernel(spec) -> EmulatedKernel:
     emulator once per spec."""
     if spec not in _KERNELS:
         from warploom.compile import planned_program
-        from warploom.lowering.sm90 import kernel_name, lower_kernel
-        if spec.target != "sm_90a":
-            raise ValueError(f"emulate_gemm: target {spec.target} has no lowering yet (sm_90a only)")
+        from warploom.lowering import sm90, sm100
+        lower_kernel = {"sm_90a": sm90.lower_kernel, "sm_100a": sm100.lower_kernel}[spec.target]
+        kernel_name = sm90.kernel_name
         program = planned_program(spec)
         kernel = EmulatedKernel.of(lower_kernel(program, kernel_name(program)))
         kernel.names = SmemNames.of_program(program, get_target(spec.target))

@@ -29,6 +29,8 @@ SPACES = ("smem", "tmem")
 SOURCES = ("smem", "regs", "tmem")                # where an MMA operand is read from
 MAJORS = ("K", "MN")                              # which logical dim of an operand is contiguous
 PARITIES = ("phase", "phase^1")                   # a consumer waits for the phase; a producer for the one before
+ARRIVERS = ("role", "warpgroup", "thread", "commit")   # Arrive.per
+RING_COUNTS = ("iteration", "tile")               # Ring.counts: what advances a ring's stage
 
 
 # ---- who runs: roles ------------------------------------------------------------------------------
@@ -119,8 +121,11 @@ class NamedBarrier:
 class Ring:
     """A pipeline of `stages` slots over `regions`, filled by `producer`, drained by `consumers`.
 
-    Declared by wl-pipeline; wl-plan-barriers gives it a `full` barrier (the data of a slot landed) and,
-    when slots are reused, an `empty` one (every consumer is done with the slot)."""
+    Declared by wl-pipeline (operand tiles) or wl-specialize (sm_100a's TMEM accumulators); wl-plan-barriers
+    gives it a `full` barrier (the data of a slot landed) and, when slots are reused, an `empty` one (every
+    consumer is done with the slot). `counts` says what moves it to its next slot: each iteration of the loop
+    its ops sit in, or ("tile") each tile a persistent kernel's role walks (an accumulator ring: the ops on it
+    sit outside the K loop, once per tile)."""
     name: str
     stages: int
     regions: tuple[str, ...]
@@ -128,6 +133,7 @@ class Ring:
     consumers: tuple[str, ...] = ()
     full: str | None = None
     empty: str | None = None
+    counts: str = "iteration"        # RING_COUNTS
 
 
 # ---- what runs: ops --------------------------------------------------------------------------------
@@ -176,11 +182,13 @@ class Wait:
 @dataclass(frozen=True)
 class Arrive:
     """Arrive on this iteration's stage of `barrier` (of iteration - lag); with tx_bytes, also expect that many
-    bytes of async copies. `per` says who arrives: the role's issuing thread, or one thread per warpgroup."""
+    bytes of async copies. `per` says who arrives: the role's issuing thread, one thread per warpgroup, every
+    thread of the role (each after its own tcgen05.wait::ld), or ("commit", sm_100a) the tensor core for the issuing thread, once every MMA that
+    thread issued before has completed (tcgen05.commit: one arrival)."""
     barrier: str
     lag: int = 0
     tx_bytes: int = 0
-    per: str = "role"                # "role" | "warpgroup"
+    per: str = "role"                # ARRIVERS
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,12 @@ from .program import (Arrive, Compute, Copy, Load, Loop, MBarrier, Mma, MmaWait,
 
 ISSUE = {"one_thread": "thread", "warp": "warp", "warpgroup": "warpgroup"}
 PARITY = {"consumer": "phase", "producer": "phase^1"}
+ARRIVE_PER = {"one_thread": "role", "one_thread_per_warpgroup": "warpgroup", "each_thread": "thread",
+              "mma_commit": "commit"}
 RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role")   # not schedule ops
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
-LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem")   # what the program keeps
+LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns")   # what the program keeps
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -46,12 +48,13 @@ def read_program(kernel_op, target: str | None = None) -> Program:
             program.regions[b["name"]] = Region(
                 name=b["name"], space=b.get("space", "smem"), elem=b["elem"], shape=tuple(b["shape"]),
                 dims=tuple(b.get("dims", ())), stages=b["stages"], swizzle=b.get("swizzle", 0),
-                offset=b.get("offset"), size=b.get("bytes"), align=b.get("align", 1),
+                offset=b.get("offset"), size=b.get("columns", b.get("bytes")), align=b.get("align", 1),
                 aliases=tuple(b.get("aliases", ())))
         elif op.kind == "ring":
             program.rings[b["name"]] = Ring(
                 name=b["name"], stages=b["stages"], regions=tuple(b["regions"]), producer=b.get("producer"),
-                consumers=tuple(b.get("consumers", ())), full=b.get("full"), empty=b.get("empty"))
+                consumers=tuple(b.get("consumers", ())), full=b.get("full"), empty=b.get("empty"),
+                counts=b.get("counts", "iteration"))
         elif op.kind == "mbarrier":
             program.barriers[b["name"]] = MBarrier(
                 name=b["name"], count=b["count"], arrivals=b["arrivals"], tx_bytes=b.get("tx_bytes", 0),
@@ -82,8 +85,8 @@ def implied_operand(program: Program, name: str, k_dim: str) -> Operand:
 
 
 def implied_carries(body: list) -> tuple[str, ...]:
-    """The values a loop carries when its `wl.k_loop` does not list them: the accumulators of its MMAs."""
-    return tuple(sorted({o.acc.name for o in body if isinstance(o, Mma)}))
+    """The values a loop carries when its `wl.k_loop` does not list them: its MMAs' register accumulators."""
+    return tuple(sorted({o.acc.name for o in body if isinstance(o, Mma) and o.acc.source == "regs"}))
 
 
 def _ops(body: list[KOp], program: Program) -> list:
@@ -104,8 +107,7 @@ def _ops(body: list[KOp], program: Program) -> list:
         elif op.kind == "arrive_expect_tx":
             out.append(Arrive(a["barrier"], tx_bytes=a["bytes"]))
         elif op.kind == "arrive":
-            out.append(Arrive(a["barrier"], lag=a.get("lag", 0),
-                              per="warpgroup" if a.get("issue") == "one_thread_per_warpgroup" else "role"))
+            out.append(Arrive(a["barrier"], lag=a.get("lag", 0), per=ARRIVE_PER.get(a.get("issue"), "role")))
         elif op.kind == "async_load":
             out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier")))
         elif op.kind == "mma":

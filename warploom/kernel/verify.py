@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 
 from warploom import targets
 
-from .program import (BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
+from .program import (ARRIVERS, BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
                       Region, Role, Store, Sync, Wait)
 
 
@@ -176,6 +176,12 @@ def check_names(p: Program):
         if isinstance(op, (Wait, Arrive, Copy)) and barrier is not None and barrier not in p.barriers:
             yield Problem("names", _at(role, op), f"no mbarrier named {barrier!r} (have: "
                           f"{', '.join(p.barriers) or 'none'}); run wl-plan-barriers or fix the name")
+        if isinstance(op, Arrive) and op.per not in ARRIVERS:
+            yield Problem("names", _at(role, op), f"arrives per {op.per!r}; use one of {', '.join(ARRIVERS)}")
+        if isinstance(op, Arrive) and op.per == "commit" and (
+                role.issue != "thread" or "tmem" not in targets.get(p.target).mma_sources["acc"]):
+            yield Problem("names", _at(role, op), f"a tcgen05.commit arrival needs a one-thread role issuing MMAs "
+                          f"into Tensor Memory; role {role.name!r} issues as {role.issue!r} on {p.target}")
         if isinstance(op, Sync) and barrier not in p.named_barriers:
             yield Problem("names", _at(role, op), f"no named barrier {barrier!r} (have: "
                           f"{', '.join(p.named_barriers) or 'none'})")
@@ -253,11 +259,22 @@ def check_stages(p: Program):
             yield Problem("stages", _at(role, op), f"pending = {op.pending}; wait_group takes 0..7")
 
 
+def _per_tile(p: Program, barrier: str) -> bool:
+    """True for a barrier of a ring that advances once per tile (a persistent kernel's accumulator ring)."""
+    ring = p.ring_of_barrier(barrier)
+    return ring is not None and ring.counts == "tile"
+
+
 def check_loop(p: Program):
     for role in p.roles:
         for op, depth, _ in _with_loops(role.body):
             staged = None
             if isinstance(op, (Wait, Arrive)) and op.barrier in p.barriers and p.barriers[op.barrier].count > 1:
+                if _per_tile(p, op.barrier):
+                    if depth:
+                        yield Problem("loop", _at(role, op), f"barrier {op.barrier!r} advances once per tile, but "
+                                      "the op sits in a loop (it would advance per iteration): move it out of the loop")
+                    continue
                 staged = f"barrier {op.barrier!r} has {p.barriers[op.barrier].count} stages"
             if isinstance(op, Copy) and op.region in p.regions and p.regions[op.region].stages > 1:
                 staged = f"region {op.region!r} has {p.regions[op.region].stages} stages"
@@ -305,6 +322,10 @@ def check_tx_bytes(p: Program):
 
 
 def _arrivals_per_phase(role: Role, op: Arrive, warp_size: int, warpgroup_threads: int) -> int:
+    if op.per == "commit":                 # tcgen05.commit: one arrival, made for the issuing thread
+        return 1
+    if op.per == "thread":
+        return role.warps * warp_size
     if op.per == "warpgroup":
         return max(role.warps * warp_size // warpgroup_threads, 1)
     if role.issue == "thread":

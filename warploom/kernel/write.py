@@ -24,10 +24,11 @@ from warploom.dialect.kernel_ir import before_terminator, body_block, make_op, s
 
 from .program import (Arrive, Compute, Copy, Load, Loop, Mma, MmaWait, Opaque, Program, Role, Store, Sync,
                       Wait, walk)
-from .read import LOOP_NAME, SECTION_OPS, implied_carries, implied_operand
+from .read import ARRIVE_PER, LOOP_NAME, SECTION_OPS, implied_carries, implied_operand
 
 ISSUE = {"thread": "one_thread", "warpgroup": "warpgroup", "warp": "warp"}
 PARITY = {"phase": "consumer", "phase^1": "producer"}
+ARRIVE_ISSUE = {per: issue for issue, per in ARRIVE_PER.items()}
 WARPGROUP_WARPS = 4
 
 
@@ -57,7 +58,9 @@ def write_program(kernel_op, program: Program) -> None:
                 attrs["space"] = r.space
             if r.aliases:
                 attrs["aliases"] = list(r.aliases)
-            if r.offset is not None:
+            if r.offset is not None and r.space == "tmem":      # a first column and a column count
+                attrs.update(offset=r.offset, columns=r.size)
+            elif r.offset is not None:
                 attrs.update(offset=r.offset, bytes=r.size, align=r.align, swizzle=r.swizzle)
             make_op("buffer", attrs)
         for ring in program.rings.values():
@@ -68,6 +71,8 @@ def write_program(kernel_op, program: Program) -> None:
                 attrs["full"] = ring.full
             if ring.empty is not None:
                 attrs["empty"] = ring.empty
+            if ring.counts != "iteration":
+                attrs["counts"] = ring.counts
             make_op("ring", attrs)
         for bar in program.barriers.values():
             ring = program.ring_of_barrier(bar.name)
@@ -86,7 +91,8 @@ def write_program(kernel_op, program: Program) -> None:
             _role(role, program)
         for op in program.body:
             _op(op, program)
-    planned = {"stages": program.attrs.get("stages"), "threads": program.threads, "smem_bytes": program.smem_bytes}
+    planned = {"stages": program.attrs.get("stages"), "threads": program.threads, "smem_bytes": program.smem_bytes,
+               "tmem_columns": program.attrs.get("tmem_columns")}
     set_attrs(kernel_op, **{k: v for k, v in planned.items() if v is not None})
 
 
@@ -100,12 +106,16 @@ def implied_registers(program: Program) -> dict[str, tuple[int, ...]]:
 
 
 def _role(role: Role, program: Program) -> None:
+    """A role of whole warpgroups prints `warpgroups = [..]`, any other `warps = [first, count]`."""
+    attrs = {"name": role.name}
     if role.first_warp % WARPGROUP_WARPS or role.warps % WARPGROUP_WARPS:
-        raise ValueError(f"role {role.name!r} spans warps {role.first_warp}..{role.warp_range.stop - 1}: the wl IR "
-                         "holds roles of whole warpgroups only so far")
-    first = role.first_warp // WARPGROUP_WARPS
-    op = make_op("role", {"name": role.name, "warpgroups": list(range(first, first + role.warps // WARPGROUP_WARPS)),
-                          "regs": role.regs, "issue": ISSUE[role.issue]}, region=True)
+        attrs["warps"] = [role.first_warp, role.warps]
+    else:
+        first = role.first_warp // WARPGROUP_WARPS
+        attrs["warpgroups"] = list(range(first, first + role.warps // WARPGROUP_WARPS))
+    if role.regs is not None:
+        attrs["regs"] = role.regs
+    op = make_op("role", {**attrs, "issue": ISSUE[role.issue]}, region=True)
     with before_terminator(op):
         for child in role.body:
             _op(child, program)
@@ -144,8 +154,7 @@ def _op(op, program: Program) -> None:
     elif isinstance(op, Arrive) and op.tx_bytes:
         make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes})
     elif isinstance(op, Arrive):
-        make_op("arrive", {"barrier": op.barrier, "lag": op.lag,
-                           "issue": "one_thread_per_warpgroup" if op.per == "warpgroup" else "one_thread"})
+        make_op("arrive", {"barrier": op.barrier, "lag": op.lag, "issue": ARRIVE_ISSUE[op.per]})
     elif isinstance(op, Mma):
         attrs = {"a": op.a.name, "b": op.b.name, "acc": op.acc.name, "shape": list(op.shape)}
         if op.k_dim != "K":

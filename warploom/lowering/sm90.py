@@ -46,7 +46,7 @@ from warploom.runtime import rules
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
 
 T = targets.get("sm_90a")
-TARGET = (T.name, T.ptx_features, 3)  # #nvvm.target: chip, PTX features, LLVM -O level
+LLVM_OPT = 3                          # #nvvm.target's LLVM -O level
 ELEM_TYPES = ("bf16", "f16")          # what this lowering takes: wgmma f16-kind inputs with f32 accumulation
 WAIT_TICKS = 0x989680                 # try_wait suspend-time hint (CUTLASS's value)
 TMAP_BYTES, TMAP_ALIGN = 128, 64     # a CUtensorMap, passed by value as a grid constant
@@ -81,7 +81,7 @@ def kernel_name(program: Program) -> str:
     b = program.regions.get("b")
     b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
     return gemm_kernel_name(next(iter(program.inputs.values())).elem, b_layout, program.attrs["tile"],
-                            program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"))
+                            program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target)
 
 
 def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -140,6 +140,8 @@ class _Sm90Lowering:
     Subclasses read their kind's configuration (`_read_config`), name their parameters (`_param_list`,
     `_bind_args`), write the prologue and the ops only they have."""
     OPS: dict = {}
+    T = T                                   # the target: its hardware numbers (an sm_100a lowering sets its own)
+    WARPGROUP_ROLES = True                  # roles are whole warpgroups (sm_90a); sm_100a's are warps
 
     def __init__(self, program: Program, name: str):
         self.p = program
@@ -148,7 +150,7 @@ class _Sm90Lowering:
 
     # ---- configuration: read and check the plan --------------------------------------------
     def _fail(self, msg: str):
-        raise ValueError(f"sm_90a lowering of kernel {self.name!r}: {msg}")
+        raise ValueError(f"{self.T.name} lowering of kernel {self.name!r}: {msg}")
 
     def _read_config(self) -> None:
         raise NotImplementedError
@@ -159,36 +161,36 @@ class _Sm90Lowering:
         p = self.p
         # Roles: whole warpgroups here (a one-thread role elects its lane in the first warp); together
         # they must cover every warpgroup exactly once.
-        warps_per_wg = T.warpgroup_threads // T.warp_size
+        warps_per_wg = self.T.warpgroup_threads // self.T.warp_size
         wgs = []
         for role in p.roles:
             if role.first_warp % warps_per_wg or role.warps % warps_per_wg:
                 self._fail(f"role {role.name!r} spans warps {role.first_warp}..{role.warp_range.stop - 1}; the "
                            "sm_90a lowering takes roles of whole warpgroups")
             wgs += range(role.first_warp // warps_per_wg, role.warp_range.stop // warps_per_wg)
-        if sorted(wgs) != list(range(self.threads // T.warpgroup_threads)):
+        if sorted(wgs) != list(range(self.threads // self.T.warpgroup_threads)):
             self._fail(f"roles cover warpgroups {sorted(wgs)}; {self.threads} threads need each of "
-                       f"0..{self.threads // T.warpgroup_threads - 1} exactly once")
+                       f"0..{self.threads // self.T.warpgroup_threads - 1} exactly once")
         # What every thread gets at launch; setmaxnreg then moves registers from roles below it to roles above it.
-        self.launch_regs = T.launch_regs(self.threads)
-        used = sum(T.warp_size * r.warps * self._regs(r) for r in p.roles)
-        if used > T.register_file:
-            self._fail(f"role register budgets need {used} registers; the register file holds {T.register_file}")
+        self.launch_regs = self.T.launch_regs(self.threads)
+        used = sum(self.T.warp_size * r.warps * self._regs(r) for r in p.roles)
+        if used > self.T.register_file:
+            self._fail(f"role register budgets need {used} registers; the register file holds {self.T.register_file}")
 
         for region in p.regions.values():
             if region.offset is None or region.size is None:
                 self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem first")
         for bar in p.barriers.values():
-            if bar.offset is None or bar.offset % T.mbarrier_bytes:
-                self._fail(f"mbarrier ring {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset "
+            if bar.offset is None or bar.offset % self.T.mbarrier_bytes:
+                self._fail(f"mbarrier ring {bar.name!r} needs an {self.T.mbarrier_bytes}-byte aligned offset "
                            "(run wl-plan-barriers)")
         # The kernel rounds the dynamic smem base up at run time (losing up to align - 1 bytes),
         # so the launch must ask for the plan's end plus that much.
         end = max([r.offset + r.size for r in p.regions.values()]
-                  + [b.offset + T.mbarrier_bytes * b.count for b in p.barriers.values()])
-        if self.smem_bytes < end + T.smem_base_align - 1:
+                  + [b.offset + self.T.mbarrier_bytes * b.count for b in p.barriers.values()])
+        if self.smem_bytes < end + self.T.smem_base_align - 1:
             self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
-                       f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
+                       f"{self.T.smem_base_align - 1} B for the run-time {self.T.smem_base_align} B alignment of the base")
         self.tiles = {name: self._tile(region) for name, region in p.regions.items() if name != BARRIER_STORAGE}
 
     def _regs(self, role: Role) -> int:
@@ -274,12 +276,12 @@ class _Sm90Lowering:
         args = [kinds[kind]() for _, kind in plist]
         names = [f"tmap_{n}" if kind == "tensormap" else n for n, kind in plist]
         b = emit.Builder.kernel_module(
-            block, f"{self.name}_mod", self.name, nvvm_target(*TARGET), args,
+            block, f"{self.name}_mod", self.name, nvvm_target(self.T.name, self.T.ptx_features, LLVM_OPT), args,
             [tmap_attrs if kind == "tensormap" else {} for _, kind in plist], names,
             # nvvm.maxntid: ptxas honours setmaxnreg only when the kernel declares its block size
             {"nvvm.kernel": ir.UnitAttr.get(), "nvvm.maxntid": ir.DenseI32ArrayAttr.get([self.threads, 1, 1])},
             # extern .shared aligned like the base: the base is also rounded up at run time (see _smem_base)
-            smem=(self.smem_symbol, T.smem_base_align))
+            smem=(self.smem_symbol, self.T.smem_base_align))
         self.tmap_args = {n: v for (n, kind), v in zip(plist, b.args) if kind == "tensormap"}
         self._bind_args(dict(zip(names, b.args)))
         return b
@@ -293,7 +295,7 @@ class _Sm90Lowering:
         swizzle repeat); self.base_enc: its descriptor encoding."""
         b, c = self.b, self.b.const
         # Dynamic smem base rounded up so swizzled tiles start on a swizzle repeat.
-        align = T.smem_base_align
+        align = self.T.smem_base_align
         raw = b.addressof(self.smem_symbol, b.ptr(3), "smem")
         raw_i = b.ptrtoint(raw, b.i32)
         aligned = b.and_(b.add(raw_i, c(align - 1)), c(-align))
@@ -307,22 +309,30 @@ class _Sm90Lowering:
         b, c = self.b, self.b.const
         # Thread 0 initialises every planned barrier with its arrival count; the fence makes the
         # init visible to the async proxy (TMA), the CTA barrier to the other threads.
-        self.rings = {name: sync.MbarrierRing(b, self.base, r.offset, r.count, T.mbarrier_bytes, WAIT_TICKS)
+        self.rings = {name: sync.MbarrierRing(b, self.base, r.offset, r.count, self.T.mbarrier_bytes, WAIT_TICKS)
                       for name, r in self.p.barriers.items()}
         with b.if_(b.cmp("eq", self.tid, c(0))):
             for ring in sorted(self.p.barriers.values(), key=lambda r: r.offset):
                 self.rings[ring.name].init(ring.arrivals)
             sync.fence_mbarrier_init()
+        self._before_cta_barrier()
         # bar.sync 0 with every thread, before the role split. No CTA-wide barrier may follow:
         # the idle threads of a one-thread role exit early.
         sync.cta_barrier()
-        self.wg = b.divu(self.tid, c(T.warpgroup_threads))
+        self.wg = b.divu(self.tid, c(self.T.warpgroup_threads))
+        self._after_cta_barrier()
+
+    def _before_cta_barrier(self) -> None:
+        """What the prologue does before the CTA-wide barrier besides the mbarrier init (sm_100a: alloc TMEM)."""
+
+    def _after_cta_barrier(self) -> None:
+        """What every thread does after it (sm_100a: read the TMEM address)."""
 
     def _roles(self) -> None:
         """if wg in role0 { role0 } else if wg in role1 { ... } else { last role }."""
         b, c = self.b, self.b.const
         roles = sorted(self.p.roles, key=lambda r: r.first_warp)
-        warps_per_wg = T.warpgroup_threads // T.warp_size
+        warps_per_wg = self.T.warpgroup_threads // self.T.warp_size
 
         def chain(i: int) -> None:
             if i == len(roles) - 1:
@@ -343,11 +353,11 @@ class _Sm90Lowering:
 
     def _role(self, role: Role) -> None:
         b, c = self.b, self.b.const
-        ctx = _Role(role=role, first_wg=role.first_warp * T.warp_size // T.warpgroup_threads, accs={}, acc_n={})
+        ctx = _Role(role=role, first_wg=role.first_warp * self.T.warp_size // self.T.warpgroup_threads, accs={}, acc_n={})
         sync.role_registers(self._regs(role), self.launch_regs)
         if role.issue == "thread":
             # One elected lane of the role's first warp issues everything; the others fall through.
-            warp = b.divu(self.tid, c(T.warp_size))
+            warp = b.divu(self.tid, c(self.T.warp_size))
             with b.if_(b.cmp("eq", warp, c(role.first_warp))):
                 with b.if_(sync.elect_sync(b)):
                     for source in self._loaded_inputs(role):
@@ -355,7 +365,7 @@ class _Sm90Lowering:
                     self._tile_loop(role.body, ctx)
         elif role.issue == "warpgroup":
             ctx.wg_index = b.sub(self.wg, c(ctx.first_wg))
-            ctx.thread_in_wg = b.remu(self.tid, c(T.warpgroup_threads))
+            ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
             ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
             self._tile_loop(role.body, ctx)
         else:
@@ -385,7 +395,7 @@ class _Sm90Lowering:
         """(m, n, k) of an Mma, checked against the target's wgmma shapes and the instruction k."""
         m, n, k = op.shape
         try:
-            T.check_mma_shape(m, n, self.elem)
+            self.T.check_mma_shape(m, n, self.elem)
             if k % self.mma_k:
                 raise ValueError(f"k = {k} is not a multiple of the wgmma k = {self.mma_k}")
         except ValueError as e:
@@ -559,7 +569,7 @@ class _GemmLowering(_Sm90Lowering):
             self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
         if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
             self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
-        if self.threads % T.warpgroup_threads:
+        if self.WARPGROUP_ROLES and self.threads % self.T.warpgroup_threads:
             self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
         if list(p.inputs) != ["a", "b"]:
             self._fail(f"inputs {list(p.inputs)}: the GEMM kernel takes exactly 'a' and 'b'")
@@ -567,8 +577,8 @@ class _GemmLowering(_Sm90Lowering):
         elems = {t.elem for t in p.inputs.values()} | {t.elem for t in p.outputs.values()}
         if self.elem not in ELEM_TYPES or elems != {self.elem}:
             self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
-        self.mma_m = T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
-        self.mma_k = T.mma_k_of(self.elem)           # K of one wgmma instruction
+        self.mma_m = self.T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
+        self.mma_k = self.T.mma_k_of(self.elem)           # K of one wgmma instruction
 
         # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
         try:
@@ -712,7 +722,7 @@ class _GemmLowering(_Sm90Lowering):
         if a_tile.major(op.k_dim) != "K":
             self._fail("A must be K-major")
         # The smem tiles must be exactly what the wgmma reads: A = (warpgroups x m) x k, B = k x n.
-        n_wgs = ctx.role.warps * T.warp_size // T.warpgroup_threads
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
         extent = dict(zip(b_tile.dims, b_tile.shape))
         if list(a_tile.shape) != [m * n_wgs, k] or extent != {"N": n, "K": k}:
             self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
@@ -754,8 +764,8 @@ class _GemmLowering(_Sm90Lowering):
         ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
         pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
         m0, n0 = self.origin["M"], self.origin["N"]
-        warp_in_wg = b.divu(ctx.thread_in_wg, c(T.warp_size))
-        lane = b.remu(self.tid, c(T.warp_size))
+        warp_in_wg = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        lane = b.remu(self.tid, c(self.T.warp_size))
         wg_row0 = b.add(m0, b.mul(ctx.wg_index, c(self.mma_m)))
         row0 = b.add(wg_row0, b.add(b.mul(warp_in_wg, c(16)), b.divu(lane, c(4))))
         col0 = b.add(n0, b.mul(b.remu(lane, c(4)), c(2)))

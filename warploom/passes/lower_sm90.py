@@ -31,18 +31,26 @@ def existing_gpu_modules(top) -> dict[str, ir.Operation]:
             for op in top.regions[0].blocks[0].operations if op.operation.name == "gpu.module"}
 
 
-def lower(kernel, top, modules: dict) -> None:
+def lower_sm90(program, context):
+    """(entry name, LoweredKernel) of an sm_90a program: a GEMM or an FA3-style attention."""
+    if program.target != "sm_90a":
+        raise ValueError(f"the kernel is planned for {program.target}: lower it with "
+                         f"wl-lower-{program.target.removesuffix('a').replace('_', '')}")
+    if program.kind == "attention":         # FA3-style forward attention (docs/attention-sm90.md)
+        name = attention_kernel_name(program)
+        return name, lower_attention(program, name, context)
+    name = kernel_name(program)
+    return name, lower_kernel(program, name, context)
+
+
+def lower(kernel, top, modules: dict, lowerer=lower_sm90, pass_name: str = "wl-lower-sm90") -> None:
+    """Replace `kernel` by a wl.launch of the gpu.module `lowerer(program, context)` builds."""
     try:
         program = read_program(kernel)
-        if program.kind == "attention":         # FA3-style forward attention (docs/attention-sm90.md)
-            name = attention_kernel_name(program)
-            lowered = lower_attention(program, name, top.context)
-        else:
-            name = kernel_name(program)
-            lowered = lower_kernel(program, name, top.context)
+        name, lowered = lowerer(program, top.context)
     except (ValueError, KeyError) as e:
         msg = str(e) if isinstance(e, ValueError) else f"missing attribute {e}"
-        raise PassError(f"wl-lower-sm90: {msg}", kernel) from None
+        raise PassError(f"{pass_name}: {msg}", kernel) from None
     mod_name = f"{name}_mod"
     if mod_name not in modules:        # identical kernels share one gpu.module
         gpu_module = lowered.gpu_module
@@ -62,11 +70,15 @@ def lower(kernel, top, modules: dict) -> None:
 @register("wl-lower-sm90", "Lower each planned wl.kernel to an sm_90a gpu.module (NVVM: TMA, mbarrier, wgmma) "
           "and a wl.launch of it")
 def run(module):
+    lower_all(module, lower_sm90, "wl-lower-sm90")
+
+
+def lower_all(module, lowerer, pass_name: str) -> None:
     top = module.operation if hasattr(module, "operation") else module
     kernels = kernel_ops(module)
     if not kernels:
         return
     modules = existing_gpu_modules(top)
     for kernel in kernels:
-        lower(kernel, top, modules)
+        lower(kernel, top, modules, lowerer, pass_name)
     top.attributes["gpu.container_module"] = ir.UnitAttr.get()

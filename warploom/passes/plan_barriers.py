@@ -55,22 +55,35 @@ def barrier_names(ring: str, rings: int) -> tuple[str, str]:
     return ("full", "empty") if rings == 1 else (f"{ring}_full", f"{ring}_empty")
 
 
+def _frees_per_phase(program: Program, role_name: str) -> int:
+    """The arrivals one consumer role makes to free a slot: a tcgen05 MMA thread one commit, a warp role every
+    thread (each after its own tcgen05.wait::ld), a warpgroup role one thread per warpgroup."""
+    target = targets.get(program.target)
+    role = program.role(role_name)
+    if role.issue == "thread":
+        return 1
+    if role.issue == "warp":
+        return role.warps * target.warp_size
+    return role.warps * target.warp_size // target.warpgroup_threads
+
+
 def barrier_rings(program: Program) -> list[BarrierRing]:
     """The mbarriers of every ring of a specialized program, in storage order; the smem planner sizes their storage
-    from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's regions;
-    empty (rings whose slots are reused): one arrival per consumer warpgroup."""
-    target = targets.get(program.target)
-    warps_per_wg = target.warpgroup_threads // target.warp_size
+    from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's regions (a TMEM
+    accumulator ring: the MMA thread's one commit, no bytes); empty (rings whose slots are reused): the consumers'
+    arrivals (`_frees_per_phase`)."""
     out = []
     for ring in program.rings.values():
-        consumers = sum(program.role(c).warps // warps_per_wg for c in ring.consumers)
-        tx = sum(program.regions[r].stage_bytes for r in ring.regions)
+        consumers = sum(_frees_per_phase(program, c) for c in ring.consumers)
+        tmem = all(program.regions[r].space == "tmem" for r in ring.regions)
+        tx = 0 if tmem else sum(program.regions[r].stage_bytes for r in ring.regions)
         full, empty = barrier_names(ring.name, len(program.rings))
-        out.append(BarrierRing(full, ring.stages, 1, tx, f"TMA of {' + '.join(ring.regions)} landed", ring.name,
-                               "full"))
+        landed = (f"MMAs into {' + '.join(ring.regions)} complete (tcgen05.commit)" if tmem
+                  else f"TMA of {' + '.join(ring.regions)} landed")
+        out.append(BarrierRing(full, ring.stages, 1, tx, landed, ring.name, "full"))
         if ring.stages > 1 or program.attrs.get("schedule") == "persistent":
-            out.append(BarrierRing(empty, ring.stages, consumers, 0, "consumers' MMAs on the stage retired",
-                                   ring.name, "empty"))
+            freed = "epilogue read the accumulator" if tmem else "consumers' MMAs on the stage retired"
+            out.append(BarrierRing(empty, ring.stages, consumers, 0, freed, ring.name, "empty"))
     return out
 
 
@@ -160,6 +173,61 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
     return tuple(out)
 
 
+def _commit_hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int) -> tuple:
+    """sm_100a (tcgen05): `body` with an operand ring's protocol, where the consumer is the MMA thread. The
+    producer waits for a free slot and announces the bytes before its first copy; the MMA thread waits for full
+    before its first MMA on the ring's data and frees the slot right after its last one with a tcgen05.commit
+    (the arrival comes once those MMAs completed: no wait needed)."""
+    out, announced = [], False
+    last_reader = max((i for i, op in enumerate(body) if _reads(op, ring.regions) and not isinstance(op, Loop)),
+                      default=None)
+    waited = False
+    for i, op in enumerate(body):
+        if isinstance(op, Loop):
+            out.append(replace(op, **{name: _commit_hand_offs(ops, ring, full, empty, tx_bytes)
+                                      for name, ops in op.sections}))
+            continue
+        if isinstance(op, Copy) and op.region in ring.regions:
+            if not announced:
+                if empty is not None:
+                    out.append(Wait(empty, "phase^1"))
+                out.append(Arrive(full, tx_bytes=tx_bytes))
+                announced = True
+            op = replace(op, barrier=full)
+        if not waited and _reads(op, ring.regions):
+            out.append(Wait(full, "phase"))
+            waited = True
+        out.append(op)
+        if i == last_reader and empty is not None:
+            out.append(Arrive(empty, per="commit"))
+    return tuple(out)
+
+
+def _writes(op, regions) -> bool:
+    if isinstance(op, Loop):
+        return any(_writes(o, regions) for _, ops in op.sections for o in ops)
+    return isinstance(op, Mma) and op.acc.name in regions
+
+
+def _accumulator_hand_offs(body: tuple, ring, full: str, empty: str | None, producer: bool) -> tuple:
+    """A TMEM accumulator ring, counted in tiles (sm_100a). The MMA thread waits for a free accumulator before
+    the loop that writes it and commits to full after it (the arrival comes once every MMA of the tile is
+    done); the epilogue waits for full before its store reads the accumulator and frees it after."""
+    out = []
+    for op in body:
+        if producer and _writes(op, ring.regions):
+            if empty is not None:
+                out.append(Wait(empty, "phase^1"))
+            out += [op, Arrive(full, per="commit")]
+        elif not producer and isinstance(op, Store) and op.value in ring.regions:
+            out += [Wait(full, "phase"), op]
+            if empty is not None:
+                out.append(Arrive(empty, per="thread"))
+        else:
+            out.append(op)
+    return tuple(out)
+
+
 def plan_barriers(program: Program) -> None:
     storage = program.regions.get(BARRIER_STORAGE)
     if storage is None or storage.offset is None:
@@ -174,6 +242,16 @@ def plan_barriers(program: Program) -> None:
         sides = {b.side: b for b in planned if b.ring == name}
         full, empty = sides["full"], sides.get("empty")
         ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None)
+        if ring.counts == "tile":
+            program.roles = [replace(role, body=_accumulator_hand_offs(role.body, ring, full.name, ring.empty,
+                                                                       role.name == ring.producer))
+                             if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
+            continue
+        if any(program.role(c).issue == "thread" for c in ring.consumers):     # tcgen05: freed by commit
+            program.roles = [replace(role, body=_commit_hand_offs(role.body, ring, full.name, ring.empty,
+                                                                  full.tx_bytes))
+                             if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
+            continue
         once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
         sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,

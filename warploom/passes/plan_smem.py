@@ -102,8 +102,11 @@ def _plan(program: Program, limit: int, share: bool, check: bool = False) -> Sme
     rows, offset = [], 0
     data = [r for r in program.regions.values() if r.name != BARRIER_STORAGE and r.space == "smem"]
     for region in data:
-        swizzle = swizzle_for(region)
-        align = tile_align(region, swizzle)
+        if not region.dims:                 # a word, not a tile (the TMEM address slot): its own size aligns it
+            swizzle, align = SWIZZLE_NONE, max(1, targets.ELEMENT_BITS[region.elem] // 8)
+        else:
+            swizzle = swizzle_for(region)
+            align = tile_align(region, swizzle)
         size = region.stage_bytes * region.stages
         shape = "x".join(map(str, region.shape))
         notes = f"{region.stages} x {shape} {region.elem}" + (f", {swizzle} swizzle" if swizzle.swizzled else "")

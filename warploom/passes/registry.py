@@ -83,7 +83,8 @@ def register(argument: str, description: str, options: dict[str, type] | None = 
 PIPELINES: dict[str, list[str]] = {
     "sm_90a": ["wl-verify", "wl-fuse", "wl-verify", "wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem",
                "wl-plan-barriers", "wl-lower-sm90"],
-    "sm_100a": ["wl-verify", "wl-fuse", "wl-verify"],
+    "sm_100a": ["wl-verify", "wl-fuse", "wl-verify", "wl-tile{target=sm_100a}", "wl-pipeline", "wl-specialize",
+                "wl-plan-tmem", "wl-plan-smem", "wl-plan-barriers", "wl-lower-sm100"],
 }
 
 

@@ -40,7 +40,7 @@ from dataclasses import replace
 
 from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Compute, Copy, Loop, Mma, MmaWait, NamedBarrier, Program, Role, Store, Sync
+from warploom.kernel import Compute, Copy, Loop, Mma, MmaWait, NamedBarrier, Program, Region, Ring, Role, Store, Sync
 from warploom.targets import Target
 
 from .registry import PassError, edit_program, register
@@ -218,9 +218,71 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
 DEFAULTS = {"gemm": (40, 232, 1, False), "attention": (24, 240, 0, True)}
 
 
+# sm_100a GEMM roles (warps): one TMA warp, one MMA warp, four epilogue warps (one per TMEM lane quadrant)
+TCGEN05_ROLES = (("producer", 1, "thread"), ("mma", 1, "thread"), ("epilogue", 4, "warp"))
+TMEM_FREE = "tmem_free"       # the epilogue is done with TMEM: the MMA warp may free it
+TMEM_ADDR = "tmem_addr"       # the smem word tcgen05.alloc writes the TMEM base address to
+
+
+def specialize_tcgen05(program: Program) -> None:
+    """sm_100a: tcgen05.mma is issued by one thread for the whole tile and accumulates in Tensor Memory, so the
+    roles are warps (module docstring, "sm_100a"): `producer` copies, `mma` issues every MMA, `epilogue` (four warps,
+    warp w reading TMEM lanes 32 (w % 4) .. + 31) loads the accumulator and stores C. The accumulator becomes a ring
+    `acc` counted in tiles: two TMEM stages in a persistent kernel where they fit (the epilogue of one tile overlaps
+    the MMAs of the next), one otherwise. The MMA warp allocates TMEM and frees it once the epilogue warps, through
+    named barrier `tmem_free`, say they are done."""
+    target = targets.get(program.target)
+    loops = [op for op in program.body if isinstance(op, Loop)]
+    stores = [op for op in program.body if isinstance(op, Store)]
+    if len(loops) != 1 or len(stores) != 1:
+        raise PassError(f"wl-specialize (sm_100a) splits a GEMM-shaped kernel (one K loop, one store); this one has "
+                        f"{len(loops)} loops and {len(stores)} stores")
+    (loop,), (store,) = loops, stores
+    copies = tuple(op for op in loop.body if isinstance(op, Copy))
+    (mma,) = [op for op in loop.body if isinstance(op, Mma)]
+    acc = program.regions.get(mma.acc.name)
+    if acc is None or acc.space != "tmem":
+        raise PassError(f"wl-specialize (sm_100a): the MMA accumulates into {mma.acc.source} {mma.acc.name!r}; "
+                        "tcgen05.mma accumulates in Tensor Memory (wl-tile{target=sm_100a} declares it)")
+    persistent = program.attrs.get("schedule") == "persistent"
+    columns = acc.shape[1] * targets.ELEMENT_BITS[acc.elem] // target.tmem.cell_bits
+    stages = 2 if persistent and 2 * columns <= target.tmem.columns else 1
+    program.regions[acc.name] = replace(acc, stages=stages)
+    program.regions[TMEM_ADDR] = Region(TMEM_ADDR, "smem", "i32", (1,))
+    program.rings[acc.name] = Ring(acc.name, stages, (acc.name,), producer="mma", consumers=("epilogue",),
+                                   counts="tile")
+    first, roles = 0, {}
+    for name, warps, issue in TCGEN05_ROLES:
+        roles[name] = (first, warps, issue)
+        first += warps
+    epilogue_threads = roles["epilogue"][1] * target.warp_size
+    program.named_barriers[TMEM_FREE] = NamedBarrier(TMEM_FREE, target.named_barrier_ids[0],
+                                                     epilogue_threads + target.warp_size)
+    bodies = {
+        "producer": (replace(loop, body=copies, carries=()),),
+        "mma": (replace(loop, body=(mma,), carries=()), Sync(TMEM_FREE, tiles="last")),
+        "epilogue": (store, Sync(TMEM_FREE, arrive_only=True, tiles="last")),
+    }
+    program.roles = [Role(name, first, warps, issue, body=bodies[name]) for name, (first, warps, issue) in roles.items()]
+    program.body = ()
+    for name, ring in program.rings.items():
+        if name != acc.name:                       # the producer fills the operand rings, the MMA warp drains them
+            program.rings[name] = replace(ring, producer="producer", consumers=("mma",))
+    program.threads = first * target.warp_size
+
+
 def specialize_any(program: Program, producer_regs: int | None, consumer_regs: int | None,
                    mma_in_flight: int | None, overlap: bool | None = None) -> None:
-    """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s."""
+    """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s; on sm_100a
+    `specialize_tcgen05`'s (no register budgets or MMA groups to set there)."""
+    if program.target == "sm_100a":
+        given = [n for n, v in (("producer-regs", producer_regs), ("consumer-regs", consumer_regs),
+                                ("mma-in-flight", mma_in_flight), ("overlap", overlap)) if v is not None]
+        if given:
+            raise PassError(f"wl-specialize: {', '.join(given)} apply to sm_90a's warpgroup roles; the sm_100a "
+                            "roles (a TMA warp, an MMA warp, four epilogue warps) take no options")
+        specialize_tcgen05(program)
+        return
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
     regs_p, regs_c, flight, ov = (d if v is None else v for v, d in
                                   zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))

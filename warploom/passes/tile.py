@@ -42,7 +42,7 @@ from warploom import targets
 from warploom.dialect import mlir_tensor_type, op_attrs, tensor_type
 from warploom.dialect.kernel_ir import kernel_ops, make_op
 from warploom.dialect.shapes import TensorType
-from warploom.kernel import Compute, Load, Loop, Mma, Operand, Store
+from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
 
 from warploom.kernels import default_attention_block_n as default_block_n
@@ -54,7 +54,10 @@ SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the 
 CONSUMER_WARPGROUPS = 2              # the GEMM schedule: two consumer warpgroups share the M tile
 
 
-def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
+def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, target_name: str = "sm_90a") -> None:
+    if target_name == "sm_100a":
+        check_tile_sm100(block_m, block_n, block_k, elem_bytes, op)
+        return
     target = targets.get("sm_90a")
     mma_m = target.mma_shapes[0].m[0]
     if block_m != CONSUMER_WARPGROUPS * mma_m:
@@ -71,11 +74,28 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) ->
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
 
 
+def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
+    """sm_100a: one CTA's tcgen05.mma (cta_group::1) covers the whole tile: M = 128 lanes of TMEM, N columns."""
+    target = targets.get("sm_100a")
+    form = next(s for s in target.mma_shapes if s.cta_group == 1)
+    m = max(form.m)
+    if block_m != m:
+        raise PassError(f"block-m = {block_m}: an sm_100a CTA's tcgen05.mma covers {m} rows (all TMEM lanes); "
+                        f"use block-m={m}", op)
+    box = SWIZZLE_BYTES // elem_bytes
+    if not (box <= block_n <= form.n_max and block_n % box == 0 and form.accepts(m, block_n)):
+        raise PassError(f"block-n = {block_n}: must be a multiple of {box} up to {form.n_max} (tcgen05.mma n <= "
+                        f"{form.n_max}, whole {box}-column TMA boxes)", op)
+    if block_k * elem_bytes != SWIZZLE_BYTES:
+        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
+                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+
+
 SCHEDULES = ("persistent", "grid")
 
 
-def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str) -> None:
-    check_tile(block_m, block_n, block_k, 2, matmul)    # bad options are wrong for every matmul
+def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a") -> None:
+    check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
     if schedule not in SCHEDULES:
         raise PassError(f"schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", matmul)
     attrs = op_attrs(matmul)
@@ -97,13 +117,22 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str)
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
-            "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32"},
+            "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
+            **({"target": target} if target != "sm_90a" else {})},     # no target: sm_90a (targets.of_kernel)
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
-    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",), body=(
+    # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
+    acc_space = "tmem" if target == "sm_100a" else "regs"
+    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",) if acc_space == "regs" else (), body=(
         Load("a", (block_m, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
-        Mma(Operand("smem", "a"), Operand("smem", "b"), Operand("regs", "acc"), (block_m, block_n, block_k))))
-    edit_program(kernel, lambda p: setattr(p, "body", (k_loop, Store("acc", "c", (block_m, block_n)))))
+        Mma(Operand("smem", "a"), Operand("smem", "b"), Operand(acc_space, "acc"), (block_m, block_n, block_k))))
+
+    def body(p):
+        p.body = (k_loop, Store("acc", "c", (block_m, block_n)))
+        if acc_space == "tmem":
+            p.regions["acc"] = Region("acc", "tmem", "f32", (block_m, block_n), ("M", "N"))
+
+    edit_program(kernel, body)
     matmul.operation.results[0].replace_all_uses_with(kernel.results[0])
     matmul.operation.erase()
 
@@ -219,11 +248,19 @@ def _cast(value, to: ir.Type):
 
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
           "key blocks (grid and trip count are runtime rules)",
-          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str}, after=())
-def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid"):
+          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str}, after=())
+def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
+        target: str = "sm_90a"):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
-    GEMM's (an attention contracts the whole head dim)."""
+    GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
+    the tile's limits and where the accumulator lives; the later passes read it from the kernel."""
+    if target not in targets.TARGETS:
+        raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     for matmul in kernel_ops(module, "matmul"):
-        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule)
-    for attention in kernel_ops(module, "attention"):
+        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
+    attentions = kernel_ops(module, "attention")
+    if attentions and target != "sm_90a":
+        raise PassError(f"wl-tile: attention kernels are built for sm_90a only so far (target = {target!r})",
+                        attentions[0])
+    for attention in attentions:
         tile_attention(attention, block_m, block_n, schedule)

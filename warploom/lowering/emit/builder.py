@@ -294,6 +294,9 @@ class Builder:
     def insertelement(self, vec: ir.Value, value: ir.Value, position: ir.Value) -> ir.Value:
         return llvm.InsertElementOp(vec, value, position, loc=self.loc()).result
 
+    def extractelement(self, vec: ir.Value, position: int, prefix: str = "v") -> ir.Value:
+        return llvm.ExtractElementOp(vec, self.const(position), loc=self.loc(prefix)).result
+
     def fptrunc(self, value: ir.Value, ty: ir.Type) -> ir.Value:
         return llvm.FPTruncOp(ty, value, loc=self.loc()).result
 

@@ -1,0 +1,443 @@
+"""sm_100a (Blackwell) GEMM lowering: a planned tcgen05 kernel `Program` -> one `gpu.module` of NVVM/LLVM ops.
+
+The kernel these passes plan (wl-tile{target=sm_100a}, wl-pipeline, wl-specialize, wl-plan-tmem, wl-plan-smem,
+wl-plan-barriers) has three warp roles and its accumulator in Tensor Memory:
+
+    warp 0     producer   one elected thread: per K tile, wait ab_empty, expect_tx on ab_full, TMA A and B
+    warp 1     mma        allocates TMEM; one elected thread per tile: wait acc_empty, per K tile wait ab_full,
+                          BK/16 tcgen05.mma (kind::f16, D in this tile's accumulator stage, enable-input-d off for
+                          the tile's first), tcgen05.commit -> ab_empty; after the K loop commit -> acc_full.
+                          At the CTA's last tile the whole warp syncs on tmem_free with the epilogue, then frees TMEM
+    warps 2-5  epilogue   per tile: wait acc_full, each warp tcgen05.ld's its lane quadrant (warp % 4) of the
+                          accumulator 32 columns at a time (tcgen05.wait::ld each), converts and stores its rows
+                          of C; then each thread arrives on acc_empty; at the last tile bar.arrive on tmem_free
+
+Everything else is the sm_90a GEMM lowering's (`_GemmLowering`: parameters, tensor maps, the smem base, mbarrier
+init, TMA box loops, the persistent tile walk) with the sm_100a target's numbers. Fences: tcgen05.fence
+::after_thread_sync after every wait or barrier a tcgen05 role passes, ::before_thread_sync before every arrive or
+barrier that publishes tcgen05 work (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"); the TMEM address is
+written by tcgen05.alloc before the CTA barrier and read after it.
+
+The descriptors come from `warploom.layout`: the smem descriptors' static bits from `Sm100SmemDescriptor.for_tile`
+(the start address added at run time), the instruction descriptor from `Sm100InstrDescriptor` (dtypes, M, N,
+majors). No Blackwell GPU exists here: these kernels are checked by ptxas, by their SASS and by the emulator,
+and have not run on hardware.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from warploom import targets
+from warploom.kernel import Arrive, Copy, Loop, Mma, Program, Role, Store, Sync, Wait
+from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
+from warploom.lowering.emit import sync, tcgen05, tma
+
+from .sm90 import LoweredKernel, _GemmLowering, _Loop, _Role, kernel_name  # noqa: F401  (kernel_name: same naming)
+
+T = targets.get("sm_100a")
+LD_COLUMNS = 32               # columns per tcgen05.ld in the epilogue: 32 registers a thread at a time
+OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Store: "store", Sync: "sync"}
+WL_NAMES = ("wl.k_loop", "wl.wait", "wl.arrive_expect_tx", "wl.arrive", "wl.async_load", "wl.mma", "wl.store_tile",
+            "wl.named_barrier_sync", "wl.named_barrier_arrive")
+
+
+def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned sm_100a GEMM kernel; ValueError names what cannot be lowered and why."""
+    from warploom.dialect import make_context
+    return _Sm100GemmLowering(program, name).lower(context or make_context())
+
+
+class _Sm100GemmLowering(_GemmLowering):
+    T = T
+    OPS = OPS
+    OP_NAMES = WL_NAMES
+    WARPGROUP_ROLES = False
+
+    # ---- configuration ----------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        if self.p.target != T.name:
+            self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {T.name}")
+        super()._read_config()
+
+    def _check_plan(self) -> None:
+        """Roles of warps covering the block once each; smem regions and barriers placed; TMEM regions placed in
+        the allocation; smem for the run-time base round-up."""
+        p = self.p
+        warps = []
+        for role in p.roles:
+            warps += role.warp_range
+        if sorted(warps) != list(range(self.threads // T.warp_size)):
+            self._fail(f"roles cover warps {sorted(warps)}; {self.threads} threads need each of "
+                       f"0..{self.threads // T.warp_size - 1} exactly once")
+        if any(r.regs is not None for r in p.roles):
+            self._fail("a role sets a register budget: the sm_100a GEMM's warp roles keep the launch's share "
+                       "(setmaxnreg acts on whole warpgroups)")
+        self.launch_regs = None
+        self.tmem_columns = p.attrs.get("tmem_columns")
+        if self.tmem_columns is None:
+            self._fail("the kernel has no 'tmem_columns' attribute: run wl-plan-tmem first")
+        smem = [r for r in p.regions.values() if r.space == "smem"]
+        for region in p.regions.values():
+            if region.offset is None or region.size is None:
+                self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem and wl-plan-tmem first")
+            if region.space == "tmem" and region.offset + region.size > self.tmem_columns:
+                self._fail(f"TMEM region {region.name!r} (columns {region.offset}..{region.offset + region.size - 1}) "
+                           f"is outside the {self.tmem_columns}-column allocation")
+        for bar in p.barriers.values():
+            if bar.offset is None or bar.offset % T.mbarrier_bytes:
+                self._fail(f"mbarrier ring {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset "
+                           "(run wl-plan-barriers)")
+        end = max([r.offset + r.size for r in smem] + [b.offset + T.mbarrier_bytes * b.count
+                                                        for b in p.barriers.values()])
+        if self.smem_bytes < end + T.smem_base_align - 1:
+            self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
+                       f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
+        self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
+        slots = [r for r in smem if not r.dims and r.elem == "i32"]
+        if len(slots) != 1:
+            self._fail(f"expected one i32 smem word for the TMEM address (wl-specialize's tmem_addr), found "
+                       f"{[r.name for r in slots]}")
+        self.tmem_slot = slots[0]
+        owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
+        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
+            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; tcgen05.mma needs one one-thread role in "
+                       "one warp (it allocates and frees TMEM too)")
+        self.mma_role = owners[0]
+        self.mma_k = T.mma_k_of(self.elem)
+
+    def _regs(self, role: Role) -> int:
+        return 0
+
+    # ---- prologue: TMEM allocation around the CTA barrier -------------------------------------------
+    def _before_cta_barrier(self) -> None:
+        b, c = self.b, self.b.const
+        self.warp = b.divu(self.tid, c(T.warp_size))
+        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
+        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
+            tcgen05.alloc(b, self.slot_ptr, self.tmem_columns)
+            tcgen05.relinquish()
+            tcgen05.fence_before()
+
+    def _after_cta_barrier(self) -> None:
+        tcgen05.fence_after()
+        self.taddr = _load_i32(self.b, self.slot_ptr)
+
+    # ---- roles -----------------------------------------------------------------------------------------
+    def _roles(self) -> None:
+        """if warp in role0 { role0 } else if warp in role1 { ... } else { last role }."""
+        b, c = self.b, self.b.const
+        roles = sorted(self.p.roles, key=lambda r: r.first_warp)
+
+        def chain(i: int) -> None:
+            if i == len(roles) - 1:
+                self._role(roles[i])
+                return
+            r = roles[i]
+            cond = (b.cmp("eq", self.warp, c(r.first_warp)) if r.warps == 1
+                    else b.cmp("ult", self.warp, c(r.warp_range.stop)))   # earlier roles took the lower warps
+            then, orelse = b.if_else(cond)
+            with then:
+                self._role(r)
+            with orelse:
+                chain(i + 1)
+
+        chain(0)
+
+    def _role(self, role: Role) -> None:
+        b, c = self.b, self.b.const
+        ctx = _Role(role=role, first_wg=0, accs={}, acc_n={})
+        ctx.tcgen05 = role is self.mma_role or any(isinstance(o, Store) for o in role.walk())
+        if role.issue == "thread":
+            ctx.elected = sync.elect_sync(b)
+            with b.if_(ctx.elected):
+                for source in self._loaded_inputs(role):
+                    tma.prefetch_tensormap(self.tmap_args[source])
+            self._tile_loop(role.body, ctx)
+            if role is self.mma_role:       # every lane of the warp, after the epilogue said it is done
+                tcgen05.fence_after()
+                tcgen05.dealloc(b, self.taddr, self.tmem_columns)
+        elif role.issue == "warp":
+            ctx.lane = b.remu(self.tid, c(T.warp_size))
+            self._tile_loop(role.body, ctx)
+        else:
+            self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
+                       "and 'warp'")
+
+    def _tile_loop(self, ops, ctx: _Role) -> None:
+        """The role's ops once (grid) or once per tile of this CTA (persistent); self.tile_j counts the CTA's tiles
+        (the accumulator ring's position), self.last_tile is true at its last one."""
+        b, c = self.b, self.b.const
+        if not self.persistent:
+            self.tile_j, self.last_tile = c(0), b.cmp("eq", c(0), c(0))
+            self._tile_states()
+            self._top_ops(ops, ctx)
+            return
+        from warploom.runtime import rules
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        first = b.sreg("ctaid", "x", "cta")
+        step = b.sreg("nctaid", "x", "ncta")
+        total = b.mul(m_tiles, n_tiles)
+        with b.for_(first, total, step, iv=b.fresh("tile")) as loop:
+            tile = loop.iv
+            self.tile_j = b.divu(b.sub(tile, first), step)
+            self.it_base = b.mul(self.tile_j, self.trips)
+            self.last_tile = b.cmp("uge", b.add(tile, step), total)
+            self._tile_states()
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            self._top_ops(ops, ctx)
+        self.it_base, self.origin = None, {}
+
+    def _tile_states(self) -> None:
+        """The stage, phase and barriers of every ring counted in tiles, at this tile: made before any role op,
+        so they dominate every use (inside the elected lane's blocks, the K loop, the epilogue)."""
+        self.tile_cache = {}
+        for ring in (r for r in self.p.rings.values() if r.counts == "tile"):
+            state = self.tile_cache.setdefault(("tile", ring.stages),
+                                               self._loop_state_n(self.tile_j, self.tile_j, ring.stages))
+            for name in (ring.full, ring.empty):
+                if name is not None:
+                    state.cache[("bar", name)] = self.rings[name].at(state.stage)
+
+    def _top_ops(self, ops, ctx: _Role) -> None:
+        """A role's ops at tile level. In a one-thread role the elected lane runs them, except the named-barrier
+        syncs, which the whole warp takes (bar.sync counts threads)."""
+        if ctx.issue != "thread":
+            self._ops(ops, ctx)
+            return
+        run: list = []
+        for op in list(ops) + [None]:
+            if op is None or isinstance(op, Sync):
+                if run:
+                    with self.b.if_(ctx.elected):
+                        self._ops(run, ctx)
+                    run = []
+                if op is not None:
+                    self._op_sync(op, ctx)
+            else:
+                run.append(op)
+
+    # ---- ring state -----------------------------------------------------------------------------------
+    def _state(self, barrier: str, ctx: _Role) -> tuple[_Loop, int]:
+        """(ring state, stages) for an op on `barrier`: the K loop's iteration, or for a ring counted in tiles
+        the CTA's tile count."""
+        ring = self.p.ring_of_barrier(barrier)
+        if ring is not None and ring.counts == "tile":
+            if ctx.loop is not None:
+                self._fail(f"barrier {barrier!r} advances per tile but is used inside the K loop")
+            return self.tile_cache[("tile", ring.stages)], ring.stages
+        return self._need_loop_named(barrier, ctx), self.stages
+
+    def _need_loop_named(self, barrier: str, ctx: _Role) -> _Loop:
+        if ctx.loop is None:
+            self._fail(f"an op on barrier {barrier!r} in role {ctx.name!r} is outside the K loop; its stage would "
+                       "be undefined")
+        return ctx.loop
+
+    def _loop_state_n(self, kt: ir.Value, it: ir.Value, stages: int) -> _Loop:
+        b, c = self.b, self.b.const
+        return _Loop(kt, it, b.remu(it, c(stages)), b.and_(b.divu(it, c(stages)), c(1)), {})
+
+    def _bar(self, name: str, ctx: _Role) -> tuple[sync.Mbarrier, _Loop]:
+        state, stages = self._state(name, ctx)
+        ring = self._ring(name)
+        if ring.count != stages:
+            self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {stages} stages")
+        key = ("bar", name)
+        if key not in state.cache:
+            state.cache[key] = self.rings[name].at(state.stage)
+        return state.cache[key], state
+
+    # ---- ops --------------------------------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        if ctx.loop is not None:
+            self._fail("nested wl.k_loop")
+        if op.first or op.last:
+            self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
+        with b.for_(c(0), self.trips, c(1), iv=b.fresh("kt")) as loop:
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            ctx.loop = self._loop_state(kt, it)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+
+    def _op_wait(self, op: Wait, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        if op.lag:
+            self._fail(f"wl.wait lag = {op.lag}: the sm_100a GEMM waits on its own iteration's stage")
+        bar, state = self._bar(op.barrier, ctx)
+        if op.parity not in ("phase", "phase^1"):
+            self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' (consumer) or 'phase^1' (producer)")
+        bar.wait(state.phase if op.parity == "phase" else b.xor(state.phase, c(1)))
+        if ctx.tcgen05:
+            tcgen05.fence_after()
+
+    def _op_arrive(self, op: Arrive, ctx: _Role) -> None:
+        if op.lag:
+            self._fail(f"wl.arrive lag = {op.lag}: the sm_100a GEMM frees its own iteration's stage")
+        if op.tx_bytes:
+            self._arrive_expect_tx(op, ctx)
+            return
+        bar, _ = self._bar(op.barrier, ctx)
+        if op.per == "commit":
+            if ctx.role is not self.mma_role:
+                self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
+            tcgen05.commit(bar.addr)
+        elif op.per == "thread" and ctx.issue == "warp":
+            if ctx.tcgen05:
+                tcgen05.fence_before()
+            bar.arrive()
+        elif op.per == "role" and ctx.issue == "thread":
+            bar.arrive()
+        else:
+            self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
+
+    def _op_sync(self, op: Sync, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        nb = self.p.named_barriers.get(op.barrier)
+        if nb is None or nb.count != 1:
+            self._fail(f"named barrier {op.barrier!r}: the sm_100a GEMM syncs on single named barriers")
+        if op.slot != "own" or op.warpgroup is not None:
+            self._fail(f"named barrier {op.barrier!r} slot {op.slot!r}: no per-warpgroup turns here")
+        cond = {"each": None, "last": self.last_tile}.get(op.tiles, False)
+        if cond is False:
+            self._fail(f"named barrier {op.barrier!r} at tiles {op.tiles!r}: the sm_100a GEMM syncs at each or the "
+                       "last tile")
+
+        def emit():
+            if ctx.tcgen05:
+                tcgen05.fence_before()
+            if op.arrive_only:
+                sync.named_barrier_arrive(b, nb.id, nb.threads)
+            else:
+                sync.named_barrier_sync(b, nb.id, nb.threads)
+                if ctx.tcgen05:
+                    tcgen05.fence_after()
+
+        if cond is None:
+            emit()
+        else:
+            with b.if_(cond):
+                emit()
+
+    def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None, k_dim: str = "K"):
+        """tcgen05 smem descriptor of this stage's tile (i64): the start address added at run time to the static
+        bits (LBO, SBO, version, swizzle) that the layout derives."""
+        b, c = self.b, self.b.const
+        tile = self.tiles[region.name]
+        try:
+            static = Sm100SmemDescriptor.for_tile(tile, k_dim).static_bits()
+        except ValueError as e:
+            self._fail(f"buffer {region.name!r}: {e}")
+        addr = self._stage_offset(region, loop)
+        lo = b.add(self.base_enc, b.ext64(b.shru(addr, c(4)), False))
+        return b.or_(lo, c(to_i64(static), b.i64)), tile
+
+    def _acc_columns(self, name: str, ctx: _Role) -> tuple[ir.Value, int]:
+        """The TMEM address (lane 0) of this tile's stage of accumulator `name`, and its columns per stage."""
+        b, c = self.b, self.b.const
+        acc = self._region(name)
+        if acc.space != "tmem":
+            self._fail(f"accumulator {name!r} is in {acc.space}; tcgen05.mma accumulates in Tensor Memory")
+        ring = self.p.ring_of_region(name)
+        if ring is None or ring.counts != "tile" or ring.full is None:
+            self._fail(f"accumulator {name!r} has no ring counted in tiles (wl-specialize, wl-plan-barriers)")
+        per_stage = acc.size // acc.stages
+        state = self.tile_cache[("tile", ring.stages)]
+        col = b.add(c(acc.offset), b.mul(state.stage, c(per_stage))) if acc.stages > 1 else c(acc.offset)
+        return b.add(self.taddr, col), per_stage
+
+    def _op_mma(self, op: Mma, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        loop = self._need_loop(op, ctx)
+        if ctx.role is not self.mma_role:
+            self._fail(f"wl.mma in role {ctx.name!r}")
+        if op.lag:
+            self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
+        m, n, k = op.shape
+        try:
+            T.check_mma_shape(m, n, self.elem)
+        except ValueError as e:
+            self._fail(f"wl.mma shape {list(op.shape)}: {e}")
+        if k % self.mma_k:
+            self._fail(f"wl.mma k = {k} is not a multiple of the tcgen05.mma K = {self.mma_k}")
+        if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "tmem":
+            self._fail(f"wl.mma reads a from {op.a.source}, b from {op.b.source} into {op.acc.source}: this lowering "
+                       "takes a and b from smem descriptors and accumulates in TMEM")
+        a_reg, b_reg = self._region(op.a.name), self._region(op.b.name)
+        a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
+        extent_a, extent_b = dict(zip(a_tile.dims, a_tile.shape)), dict(zip(b_tile.dims, b_tile.shape))
+        if extent_a != {"M": m, "K": k} or extent_b != {"N": n, "K": k}:
+            self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
+                       f"and {b_reg.name!r} {list(b_reg.shape)}")
+        a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)
+        try:
+            T.check_mma_major(self.elem, a_major)
+            T.check_mma_major(self.elem, b_major)
+            idesc = Sm100InstrDescriptor(self.elem, self.elem, "f32", m, n, a_major=a_major,
+                                         b_major=b_major).encode()
+        except ValueError as e:
+            self._fail(f"wl.mma: {e}")
+        d, _ = self._acc_columns(op.acc.name, ctx)
+        desc_a, _ = self._descriptor(a_reg, loop, None, op.k_dim)
+        desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
+        first_k = b.cmp("ne", loop.kt, c(0))            # the tile's first K tile overwrites the accumulator
+        on = b.cmp("eq", c(0), c(0))
+        for kk in range(k // self.mma_k):
+            da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
+            db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
+            tcgen05.mma(b, d, da, db, idesc, first_k if kk == 0 else on)
+
+    def _op_store(self, op: Store, ctx: _Role) -> None:
+        """C from the accumulator: warp w reads TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1),
+        thread i the row 32 (w % 4) + i, 32 columns per tcgen05.ld, each followed by tcgen05.wait::ld; pairs of
+        columns converted to the output type and stored as 4 bytes where the whole row of the tile is in bounds
+        and N is even, element by element (guarded) otherwise."""
+        b, c = self.b, self.b.const
+        if ctx.issue != "warp" or ctx.loop is not None:
+            self._fail(f"wl.store_tile in role {ctx.name!r}: the epilogue warps store, outside the K loop")
+        if op.output != "c" or op.region is not None:
+            self._fail(f"wl.store_tile of {op.output!r}: the sm_100a GEMM stores C from registers")
+        taddr, per_stage = self._acc_columns(op.value, ctx)
+        acc = self._region(op.value)
+        if list(op.tile) != [self.BM, self.BN] or list(acc.shape) != [self.BM, self.BN] or per_stage != self.BN:
+            self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{self.BM}, {self.BN}]")
+        quadrants = T.tmem.lanes // T.tmem.lanes_per_warp
+        if ctx.role.warps != quadrants:
+            self._fail(f"role {ctx.name!r} has {ctx.role.warps} warps; the epilogue needs {quadrants}, one per TMEM "
+                       "lane quadrant")
+        quadrant = b.remu(self.warp, c(quadrants))
+        lane0 = b.mul(quadrant, c(T.tmem.lanes_per_warp))
+        row_addr = b.add(taddr, b.mul(lane0, c(1 << 16)))           # lane field: bits 16..
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
+        m0, n0 = self.origin["M"], self.origin["N"]
+        row = b.add(m0, b.add(lane0, ctx.lane))
+        rowptr = b.gep(self.c_ptr, b.add(b.mul(b.ext64(row), b.ext64(self.N)), b.ext64(n0)), ty)
+        row_ok = b.cmp("slt", row, self.M)
+        fast = b.and_(b.cmp("sle", b.add(n0, c(self.BN)), self.N), b.cmp("eq", b.and_(self.N, c(1)), c(0)))
+        for j in range(self.BN // LD_COLUMNS):
+            v = tcgen05.ld_32x32b(b, b.add(row_addr, c(j * LD_COLUMNS)), LD_COLUMNS)
+            tcgen05.wait_ld()
+            vals = [b.bitcast(b.extractelement(v, i, "d"), b.f32) for i in range(LD_COLUMNS)]
+            then, orelse = b.if_else(fast)
+            with then:
+                with b.if_(row_ok):
+                    for e in range(0, LD_COLUMNS, 2):
+                        u = b.insertelement(b.undef(pair_f32), vals[e], c(0))
+                        u = b.insertelement(u, vals[e + 1], c(1))
+                        b.store(b.fptrunc(u, pair_ty), b.gep(rowptr, j * LD_COLUMNS + e, ty), alignment=4)
+            with orelse:
+                for e in range(LD_COLUMNS):
+                    col_ok = b.cmp("slt", b.add(n0, c(j * LD_COLUMNS + e)), self.N)
+                    with b.if_(b.and_(row_ok, col_ok)):
+                        b.store(b.truncf(vals[e], ty), b.gep(rowptr, j * LD_COLUMNS + e, ty), alignment=2)
+
+
+def to_i64(v: int) -> int:
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _load_i32(b, ptr: ir.Value) -> ir.Value:
+    from mlir.dialects import llvm
+    return llvm.LoadOp(b.i32, ptr, loc=b.loc("taddr")).result
