@@ -71,6 +71,10 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", schedule)
                for schedule in ("grid", "persistent")
                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
+    # tcgen05, one CTA per SM walking the tiles, the accumulator double-buffered in TMEM. Assembled, SASS-checked
+    # and emulated here; never run on a Blackwell GPU (none exists here).
+    "sm_100a": [GemmSpec(elem, layout, block_n, 4, "sm_100a", "persistent")
+                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
 }
 
 

@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 from warploom.kernels import GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
-from warploom.runtime.launch import default_launcher, sm_count as _sm_count
+from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
@@ -139,18 +139,32 @@ def _pick_schedule(m: int, n: int, block_n: int, sms) -> str:
     return "persistent" if tiles >= 2 * (sms() if callable(sms) else sms) else "grid"
 
 
+_TARGETS: dict[int, str] = {}
+
+
+def _device_target(device: int) -> str:
+    """The device's warploom target, asked once per device."""
+    if device not in _TARGETS:
+        _TARGETS[device] = device_target(device)
+    return _TARGETS[device]
+
+
 def _pick_block_n(m: int, n: int) -> int:
     """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
     tiles_256 = -(-m // 128) * -(-n // 256)
     return 256 if tiles_256 >= NUM_SMS_HINT else 128
 
 
-def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT) -> GemmSpec:
-    """The GEMM kernel `matmul` runs for C[m, n] of `elem` with B as "kn" or "nk": block-n by problem size,
-    schedule by SCHEDULE. sms: the multiprocessor count (an int, or a function returning it); an H200's by
-    default, which is what `warploom emulate` assumes."""
+def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a") -> GemmSpec:
+    """The GEMM kernel `matmul` runs for C[m, n] of `elem` with B as "kn" or "nk" on `target`: block-n by problem
+    size; on sm_90a the schedule by SCHEDULE, on sm_100a persistent (the one schedule built there: its double-
+    buffered TMEM accumulator is what overlaps one tile's epilogue with the next's MMAs). sms: the
+    multiprocessor count (an int, or a function returning it); an H200's by default, which is what
+    `warploom emulate` assumes."""
     block_n = _pick_block_n(m, n)
-    return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms))
+    if target == "sm_100a":
+        return GemmSpec(elem, b_layout, block_n, target=target, schedule="persistent")
+    return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 
 
 def matmul(a, b, *, out=None):
@@ -169,7 +183,7 @@ def matmul(a, b, *, out=None):
         _fill_zero(tc)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
-    spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device))
+    spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device))
     artifact = get_kernel(spec)
     maps = artifact.tensor_maps
     stream = current_stream(ta)

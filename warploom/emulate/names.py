@@ -38,7 +38,9 @@ class SmemNames:
             regions = [program.regions[r] for r in ring.regions]
             for s in range(ring.stages):
                 stage = tuple((r.offset + s * (r.size // r.stages), r.size // r.stages) for r in regions
-                              if r.offset is not None)
+                              if r.offset is not None and r.space == "smem")     # a TMEM ring hands back columns
+                if not stage:
+                    continue
                 releases.append((bar.offset + target.mbarrier_bytes * s, stage))
         return cls(target.smem_base_align, tuple(sorted(spans)), tuple(releases))
 

@@ -149,9 +149,10 @@ class _Sm100GemmLowering(_GemmLowering):
         ctx.tcgen05 = role is self.mma_role or any(isinstance(o, Store) for o in role.walk())
         if role.issue == "thread":
             ctx.elected = sync.elect_sync(b)
-            with b.if_(ctx.elected):
-                for source in self._loaded_inputs(role):
-                    tma.prefetch_tensormap(self.tmap_args[source])
+            if self._loaded_inputs(role):
+                with b.if_(ctx.elected):
+                    for source in self._loaded_inputs(role):
+                        tma.prefetch_tensormap(self.tmap_args[source])
             self._tile_loop(role.body, ctx)
             if role is self.mma_role:       # every lane of the warp, after the epilogue said it is done
                 tcgen05.fence_after()

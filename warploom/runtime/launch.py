@@ -101,6 +101,7 @@ class Launcher:
 
     def _load(self, artifact: KernelArtifact, device: int):
         where = f"kernel {artifact.name!r} (target {artifact.target})"
+        check_target(artifact, device)
         # A cubin runs as is; PTX alone is JIT-compiled by the driver (it must be NUL-terminated).
         image = bytes(artifact.cubin) if artifact.cubin else artifact.ptx.encode("utf-8") + b"\0"
         with on_device(device):
@@ -212,6 +213,51 @@ def default_launcher() -> Launcher:
 
 
 _SM_COUNTS: dict[int, int] = {}
+
+
+class TargetMismatchError(RuntimeError):
+    """A kernel built for one GPU architecture was about to be launched on another."""
+
+
+def device_capability(device: int) -> tuple[int, int]:
+    """(major, minor) compute capability of a device."""
+    attrs = driver.CUdevice_attribute
+    return (device_attribute(device, attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            device_attribute(device, attrs.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+
+
+def device_name(device: int) -> str:
+    from ._cuda import cu_device
+    name = check(driver.cuDeviceGetName(256, cu_device(device)), "cuDeviceGetName")
+    return bytes(name).split(b"\0", 1)[0].decode(errors="replace")
+
+
+def device_target(device: int) -> str:
+    """The warploom target whose kernels run on `device` ("sm_90a" on an H100/H200, "sm_100a" on a B200);
+    TargetMismatchError naming the GPU when warploom builds none for it."""
+    from warploom import targets
+    major, minor = device_capability(device)
+    target = targets.for_capability(major, minor)
+    if target is None:
+        known = ", ".join(f"{t.name} (compute capability {t.compute_capability[0]}.{t.compute_capability[1]}, "
+                          f"{t.chip})" for t in targets.TARGETS.values())
+        raise TargetMismatchError(f"device {device} ({device_name(device)}) has compute capability {major}.{minor}; "
+                                  f"warploom builds kernels for {known} only")
+    return target.name
+
+
+def check_target(artifact: KernelArtifact, device: int) -> None:
+    """Refuse, before anything is loaded, a kernel built for another architecture than the device's: an
+    arch-specific cubin ("sm_100a") runs on that one compute capability only."""
+    from warploom import targets
+    want = targets.get(artifact.target).compute_capability
+    have = device_capability(device)
+    if have != want:
+        raise TargetMismatchError(
+            f"kernel {artifact.name!r} is built for {artifact.target} (compute capability {want[0]}.{want[1]}), but "
+            f"device {device} ({device_name(device)}) has compute capability {have[0]}.{have[1]}: it cannot run "
+            f"there. Use the kernel built for {device_target(device) if targets.for_capability(*have) else 'it'} "
+            "(warploom.ops picks it by itself), or run on a GPU of that architecture")
 
 
 def sm_count(device: int) -> int:

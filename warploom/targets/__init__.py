@@ -87,6 +87,7 @@ class Target:
     """One GPU architecture: every limit and shape the compiler checks against."""
     name: str                              # "sm_90a", the chip string of #nvvm.target
     chip: str                              # what it runs on, in words
+    compute_capability: tuple[int, int]    # the one GPU capability an arch-specific ("a") cubin loads on
     ptx_features: str                      # the minimum PTX ISA the lowering needs
     mma_instruction: str
     smem_limit: int                        # dynamic shared memory one CTA may opt into, bytes
@@ -191,9 +192,14 @@ def get(name: str) -> Target:
     return TARGETS[name]
 
 
+def for_capability(major: int, minor: int) -> Target | None:
+    """The target whose kernels run on a GPU of compute capability major.minor (None: warploom has none)."""
+    return next((t for t in TARGETS.values() if t.compute_capability == (major, minor)), None)
+
+
 def of_kernel(attrs: Mapping) -> Target:
-    """The target a `wl.kernel` is planned for, from its attributes: its `target`, else sm_90a. The planning
-    passes have no target option yet, and sm_90a is the one back end that runs today."""
+    """The target a `wl.kernel` is planned for, from its attributes: its `target` (wl-tile{target=...} sets it),
+    else sm_90a."""
     return get(attrs.get("target", "sm_90a"))
 
 

@@ -13,6 +13,7 @@ _F8F6F4 = ("f8E4M3FN", "f8E5M2", "f6E2M3FN", "f6E3M2FN", "f4E2M1FN")
 SM100 = Target(
     name="sm_100a",
     chip="Blackwell (B200/GB200)",
+    compute_capability=(10, 0),
     ptx_features="+ptx86",
     mma_instruction="tcgen05.mma",
     smem_limit=232448,

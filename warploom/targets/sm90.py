@@ -11,6 +11,7 @@ from warploom.targets import MmaShapes, Target
 SM90 = Target(
     name="sm_90a",
     chip="Hopper (H100/H200)",
+    compute_capability=(9, 0),
     ptx_features="+ptx80",
     mma_instruction="wgmma.mma_async",
     smem_limit=232448,

@@ -1,0 +1,95 @@
+"""The standard sm_100a GEMMs from wl.matmul to SASS (CPU only): PTX, ptxas and nvJitLink cubins, nvdisasm.
+
+No Blackwell GPU exists here, so this is one of the three ways these kernels are checked (with the emulator,
+tests/emulate/test_gemm_sm100.py): the PTX holds the tcgen05 sequence with the instruction descriptor the layout
+module encodes for the kernel's dtypes, shape and majors; ptxas and nvJitLink accept it without spills; the SASS
+holds the tensor-core MMA (UTCHMMA: the tcgen05 f16-kind MMA), the TMEM loads (LDTM), the commits (UTCBAR), the
+TMA loads (UTMALDG) and no local-memory traffic.
+"""
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from warploom.compile import build_gemm_module
+from warploom.kernels import STANDARD_KERNELS
+from warploom.layout import Sm100InstrDescriptor
+from warploom.layout.tmem import alloc_columns
+from warploom.lowering.assemble import assemble, disassemble, sass_counts
+from warploom.lowering.ptx import gpu_module_to_ptx
+
+STANDARD = STANDARD_KERNELS["sm_100a"]
+IDS = [s.kernel_name for s in STANDARD]
+SASS = ["UTCHMMA", "LDTM", "UTCBAR", "UTMALDG", "UTCATOMSWS", "LDL", "STL"]
+
+
+def _assemble(ptx):
+    a, j = assemble(ptx, "sm_100a", "ptxas"), assemble(ptx, "sm_100a", "nvjitlink")
+    return a, j, disassemble(a.cubin), disassemble(j.cubin)
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    out = {spec: {"ptx": gpu_module_to_ptx(build_gemm_module(spec))} for spec in STANDARD}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for k, res in zip(out, pool.map(_assemble, [v["ptx"] for v in out.values()])):
+            out[k].update(zip(("ptxas", "nvjitlink", "sass", "sass_nvjitlink"), res))
+    return out
+
+
+def ptx_ops(ptx: str) -> list[str]:
+    return re.findall(r"^\s*(?:@!?%p\d+\s+)?([a-z][\w.:]*)", ptx, re.M)
+
+
+@pytest.mark.parametrize("spec", STANDARD, ids=IDS)
+def test_ptx_holds_the_tcgen05_sequence(kernels, spec):
+    ptx = kernels[spec]["ptx"]
+    assert ".target sm_100a" in ptx and f".entry {spec.kernel_name}(" in ptx and ".maxntid 192, 1, 1" in ptx
+    ops = ptx_ops(ptx)
+    count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
+    # one warp allocates the double-buffered accumulator's columns, gives up the permit, frees them at exit
+    assert ops.count("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32") == 1
+    assert ops.count("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned") == 1
+    assert ops.count("tcgen05.dealloc.cta_group::1.sync.aligned.b32") == 1
+    columns = alloc_columns(2 * spec.block_n)        # two f32 accumulator stages of block_n columns
+    assert re.search(rf"tcgen05\.alloc[^;]*,\s*{columns};", ptx) or re.search(rf"mov\.b32\s+%r\d+, {columns};", ptx)
+    # a K tile of 64 is four K = 16 MMAs (LLVM may peel the first K iteration: then eight)
+    mmas = ops.count("tcgen05.mma.cta_group::1.kind::f16.collector::a::discard")
+    assert mmas in (4, 8)
+    # the commits: one frees the operand stage per K tile, one hands the accumulator to the epilogue
+    assert count("tcgen05.commit.cta_group::1.mbarrier::arrive::one") in (2, 3)
+    # the epilogue: one 32-column load per 32 columns of the tile, each waited for
+    assert ops.count("tcgen05.ld.sync.aligned.32x32b.x32.b32") == spec.block_n // 32
+    assert ops.count("tcgen05.wait::ld.sync.aligned") == spec.block_n // 32
+    assert count("tcgen05.fence::before_thread_sync") >= 2 and count("tcgen05.fence::after_thread_sync") >= 3
+    # the instruction descriptor the layout module encodes (PTX ISA 9.7.16.4.2): the dtypes, f32 D, M = 128,
+    # N = block_n, A K-major, B MN-major when it is [K, N]
+    idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", 128, spec.block_n,
+                                 b_major="MN" if spec.b_layout == "kn" else "K").encode()
+    used = set(re.findall(r"tcgen05\.mma[^;]*,\s*%r(\d+),\s*%p\d+;", ptx))
+    values = {reg: int(v) for reg, v in re.findall(r"mov\.b32\s+%r(\d+),\s*(\d+);", ptx)}
+    assert used and {values.get(r) for r in used} == {idesc}
+
+
+@pytest.mark.parametrize("spec", STANDARD, ids=IDS)
+def test_ptxas_cubin_and_sass(kernels, spec):
+    a, sass = kernels[spec]["ptxas"], kernels[spec]["sass"]
+    assert a.cubin[:4] == b"\x7fELF"
+    assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log
+    n = sass_counts(sass, SASS)
+    assert n["UTCHMMA"] in (4, 8) and n["UTCBAR"] in (2, 3)
+    assert n["LDTM"] == spec.block_n // 32
+    assert n["UTMALDG"] == 1 + (spec.block_n // 64 if spec.b_layout == "kn" else 1)
+    assert n["LDL"] == 0 and n["STL"] == 0
+    assert all(line.startswith("LDTM.x32") for line in re.findall(r"LDTM\S*", sass))
+    assert n["UTCATOMSWS"] >= 2          # the TMEM allocator (alloc's find-and-set, dealloc's clear)
+
+
+@pytest.mark.parametrize("spec", STANDARD, ids=IDS)
+def test_nvjitlink_cubin_and_sass(kernels, spec):
+    j, sass = kernels[spec]["nvjitlink"], kernels[spec]["sass_nvjitlink"]
+    assert j.tool == "nvjitlink" and j.cubin[:4] == b"\x7fELF"
+    assert (j.spill_stores, j.spill_loads, j.stack_bytes) == (0, 0, 0), j.log
+    n = sass_counts(sass, SASS)
+    assert n["UTCHMMA"] in (4, 8) and n["LDTM"] == spec.block_n // 32 and n["UTCBAR"] in (2, 3)
+    assert n["UTMALDG"] >= 2 and n["LDL"] == 0 and n["STL"] == 0
