@@ -23,7 +23,7 @@ from warploom.kernels import AttentionSpec, GemmSpec, check_attention_artifact
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
-SASS_OPCODES = ("HGMMA", "UTMALDG", "SYNCS", "BAR", "USETMAXREG", "LDL", "STL")
+SASS_OPCODES = ("HGMMA", "UTCHMMA", "LDTM", "UTCBAR", "UTMALDG", "SYNCS", "BAR", "USETMAXREG", "LDL", "STL")
 
 
 def toolchain() -> dict[str, str]:
@@ -133,6 +133,7 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     from warploom.lowering import sm90, sm100
     from warploom.lowering.sm90_attention import lower_attention
     from warploom.passes.plan_smem import plan_smem
+    from warploom.passes.plan_tmem import plan_tmem
 
     t0 = time.perf_counter()
     lower_kernel = sm100.lower_kernel if program.target == "sm_100a" else sm90.lower_kernel
@@ -146,6 +147,7 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
         "spec": spec.lookup_id, "description": spec.describe(),
         "tile": program.attrs["tile"], "stages": program.attrs["stages"],
         "smem_plan": plan_smem(program).table(),     # the limit of the kernel's target
+        "tmem_plan": plan_tmem(program).table() if any(r.space == "tmem" for r in program.regions.values()) else "",
         "barrier_plan": barrier_table(program), "roles": role_table(program),
         "passes": [{"name": r.name, "ms": round(r.seconds * 1e3, 3)} for r in records[1:]]
                   + [{"name": f"lower-{program.target.removesuffix('a').replace('_', '')} + ptx",

@@ -109,7 +109,7 @@ def cmd_explain(args) -> int:
                              args.target, schedule=args.schedule)
     else:
         spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
-                        args.schedule or "grid")
+                        args.schedule or ("persistent" if args.target == "sm_100a" else "grid"))
     try:
         artifact = get_kernel(spec)
     except Exception as e:   # noqa: BLE001 - the planners' refusals arrive as MLIRError (no mlir import here)
@@ -122,6 +122,8 @@ def cmd_explain(args) -> int:
     print(f"kernel {artifact.name}  ({spec.describe()})")
     print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
     print(meta.get("smem_plan", ""))
+    if meta.get("tmem_plan"):
+        print(meta["tmem_plan"])
     print(meta.get("barrier_plan", ""))
     print(meta.get("roles", ""))
     return 0

@@ -109,8 +109,9 @@ def demo_emulator(spec: GemmSpec) -> bool:
         c = emulate_gemm(spec, a, b, seed=seed, report=reports).astype(np.float64)
         worst = max(worst, float(np.linalg.norm(c - ref) / np.linalg.norm(ref)))
     section("CPU check: the emulator runs the lowered kernel, every thread of every CTA")
-    print(f"{m}x{n}x{k}, 2 interleavings of the warps, TMA landings and wgmma completions: no deadlock, no race; "
-          f"relative error vs float64 {worst:.1e} (the bf16 rounding of C)")
+    mma = "tcgen05.mma" if spec.target == "sm_100a" else "wgmma"
+    print(f"{spec.describe()}: {m}x{n}x{k}, 2 interleavings of the warps, TMA landings and {mma} completions: no "
+          f"deadlock, no race; relative error vs float64 {worst:.1e} (the {spec.elem} rounding of C)")
     print(f"  {reports[-1]}")
     return worst < 1e-2
 
@@ -123,17 +124,21 @@ def demo_kernel(spec) -> None:
           f"dynamic smem {artifact.smem_bytes} B")
     print("params: " + ", ".join(f"{p.name}:{p.kind}" for p in artifact.params))
     print(meta["smem_plan"])
+    if meta.get("tmem_plan"):
+        print(meta["tmem_plan"])
     print(meta["barrier_plan"])
     print(meta["roles"])
     ptx = artifact.ptx
     mix = {k: len(re.findall(p, ptx)) for k, p in (("wgmma.mma_async", r"wgmma\.mma_async"),
+                                                   ("tcgen05.mma", r"tcgen05\.mma"), ("tcgen05.ld", r"tcgen05\.ld"),
+                                                   ("tcgen05.commit", r"tcgen05\.commit"),
                                                    ("cp.async.bulk.tensor", r"cp\.async\.bulk\.tensor"),
                                                    ("mbarrier", r"mbarrier\."), ("bar.sync/arrive", r"\bbar\.(?:sync|arrive)"),
                                                    ("setmaxnreg", r"setmaxnreg"))}
-    print(f"PTX: {ptx.count(chr(10))} lines; " + ", ".join(f"{k} x{v}" for k, v in mix.items()))
+    print(f"PTX: {ptx.count(chr(10))} lines; " + ", ".join(f"{k} x{v}" for k, v in mix.items() if v))
     p = meta["ptxas"]
     print(f"ptxas: {p['registers']} registers, {p['spill_bytes']} B spills, {p['stack_bytes']} B stack; "
-          "SASS: " + ", ".join(f"{k} x{v}" for k, v in meta["sass"].items()))
+          "SASS: " + ", ".join(f"{k} x{v}" for k, v in meta["sass"].items() if v or k in ("LDL", "STL")))
     print("compile steps: " + ", ".join(f"{s['name']} {s['ms']:.1f} ms" for s in meta["passes"]))
 
 
@@ -226,5 +231,11 @@ def run_demo(args) -> int:
     ok &= demo_gpu_attention(DEMO_ATTENTION)
     demo_kernel(spec)
     ok &= demo_gpu(spec)
+    if mlir_available():      # Blackwell: compiled and emulated here, never run (no sm_100a GPU exists here)
+        blackwell = GemmSpec("bf16", "kn", 256, target="sm_100a", schedule="persistent")
+        section("Blackwell (sm_100a): tcgen05 GEMM, accumulator in Tensor Memory; assembled, SASS-checked and "
+                "emulated here, never run on a Blackwell GPU")
+        ok &= demo_emulator(blackwell)
+        demo_kernel(blackwell)
     print("\ndemo " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1
