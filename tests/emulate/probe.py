@@ -1,7 +1,7 @@
-"""The emulator as a bug detector: emulate a few standard sm_90a GEMMs and attention kernels and say whether (and
-how) they fail.
+"""The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
+whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -34,6 +34,12 @@ CASES = [
     ("bf16", "kn", 256, "persistent", 130, 520, 200, 2),      # 2 x 3 tiles: a tile order that is not a
     ("f16", "nk", 128, "persistent", 330, 136, 328, 2),       # permutation shows (3 x 2 tiles)
 ]
+# sm_100a (tcgen05, TMEM; never run on hardware here): both B layouts, both widths, both dtypes; SMS = 2 and 5-6 tiles,
+# so each CTA's two accumulator stages turn over and the operand ring counts on across tiles
+SM100_CASES = [
+    ("bf16", "kn", 256, "persistent", 130, 520, 200, 2),
+    ("f16", "nk", 128, "persistent", 330, 136, 328, 2),
+]
 SEEDS = (0, 1)
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
@@ -44,8 +50,11 @@ ATTENTION_CASES = [
 ]
 
 
-def probe() -> dict:
-    """Run the cases in order; the first failure ends the probe.
+FAMILIES = ("gemm", "sm100", "attention")     # what `--only` picks from: the sm_90a GEMMs, sm_100a GEMMs, attention
+
+
+def probe(families=FAMILIES) -> dict:
+    """Run the cases of `families` in order; the first failure ends the probe.
 
     The kernel program verifier is switched off (WARPLOOM_NO_KERNEL_VERIFY): a plan it would refuse at compile
     time is lowered anyway, so that the emulator has to catch the bug on its own."""
@@ -55,8 +64,10 @@ def probe() -> dict:
     from warploom.reference.ops import matmul, round_to
 
     start = time.monotonic()
-    for dtype, b_layout, block_n, schedule, m, n, k, sms in CASES:
-        spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule)
+    gemms = [("sm_90a", *case) for case in CASES] if "gemm" in families else []
+    gemms += [("sm_100a", *case) for case in SM100_CASES] if "sm100" in families else []
+    for target, dtype, b_layout, block_n, schedule, m, n, k, sms in gemms:
+        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule)
         rng = np.random.default_rng(11)
         a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)
@@ -77,7 +88,7 @@ def probe() -> dict:
                 return verdict(False, "mismatch", label,
                                f"{len(bad)} of {c.size} elements differ from the float64 reference; first "
                                f"C[{i}, {j}] = {c[i, j]}, expected {ref[i, j]}", start)
-    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout in ATTENTION_CASES:
+    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout in (ATTENTION_CASES if "attention" in families else ()):
         from warploom.compile import planned_attention_program
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -99,7 +110,8 @@ def probe() -> dict:
             judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
-    return verdict(True, "", "", f"{len(CASES)} GEMM and {len(ATTENTION_CASES)} attention kernels x {len(SEEDS)} "
+    n_attention = len(ATTENTION_CASES) if "attention" in families else 0
+    return verdict(True, "", "", f"{len(gemms)} GEMM and {n_attention} attention kernels x {len(SEEDS)} "
                    "interleavings match", start)
 
 
@@ -111,8 +123,14 @@ def verdict(ok: bool, check: str, where: str, message: str, start: float) -> dic
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.emulate.probe", description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true", help="print the verdict as one JSON line")
+    ap.add_argument("--only", default=",".join(FAMILIES),
+                    help=f"comma-separated families to run, of {', '.join(FAMILIES)} (default: all)")
     args = ap.parse_args(argv)
-    v = probe()
+    families = tuple(f for f in args.only.split(",") if f)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        ap.error(f"unknown famil{'y' if len(unknown) == 1 else 'ies'} {', '.join(unknown)}: use {', '.join(FAMILIES)}")
+    v = probe(families)
     if args.json:
         print(json.dumps(v))
     else:

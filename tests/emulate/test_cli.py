@@ -26,6 +26,14 @@ def test_match_exits_0_and_prints_a_line_per_seed(capsys):
         assert re.match(rf"\s+{seed}\s+wl_gemm_bf16_kn_128x128x64_s4\s+\(2, 2, 1\)\s+4\s+[\d.]+\s+[\d.e+-]+\s+OK$", row), row
 
 
+def test_the_blackwell_gemm_is_emulated(capsys):
+    """--target sm_100a runs the tcgen05 kernel ops.matmul would pick on a Blackwell GPU (never run on one here)."""
+    rc = main(["emulate", "--op", "matmul", "--target", "sm_100a", "--shape", "130x136x200", "--exact"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "wl_gemm_bf16_kn_128x128x64_s4_persistent_sm100a" in out and "0.00e+00  OK" in out
+
+
 def test_exact_inputs_nk_f16(capsys):
     rc, out, err = run(capsys, "--exact", "--dtype", "f16", "--b-layout", "nk")
     assert rc == 0, err
@@ -62,7 +70,6 @@ def test_an_emulation_error_exits_2_with_its_message_and_timeline(capsys, monkey
     (["--shape", "130x0x64"], "give M, N and K as positive integers"),
     (["--shape", "128x128"], "MxNxK"),
     (["--shape", "130x136x100"], "K = 100 is not a multiple of 8"),
-    (["--target", "sm_100a"], "no sm_100a lowering exists yet"),
     (["--shape", "1100x1024x64"], "72 output tiles of 128x128 (72 CTAs, grid (8, 9, 1))"),
     (["--shape", "1100x1024x64"], "more than --max-ctas 64: pass --max-ctas 72"),
     (["--timeline", "--cta", "2,0"], "the grid is (2, 2, 1)"),

@@ -14,7 +14,7 @@ import pytest
 from mlir import ir
 
 from warploom.emulate import (AccumulatorReadError, DeadlockError, EmulatedKernel, EmulationError, SmemRaceError,
-                              TmemError, TmemRaceError, compile_kernel, emulate_launch)
+                              TmemError, TmemFenceError, TmemRaceError, compile_kernel, emulate_launch)
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.layout import Sm100InstrDescriptor
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
@@ -27,14 +27,15 @@ SMEM_BYTES = 24608 + 1024           # + the run-time round-up of the base to 102
 def kernel_text(b_major="K", *, alloc=True, relinquish_first=False, dealloc=True, dealloc_cols=None,
                 dealloc_early=False, wait_done=True, lane_per_warp=True, extra_lane=0, col_offset=0,
                 ld_wait=True, accumulate_first=False, reload_a=False, via_st=False, mma_by_warp=False,
-                alloc_twice=0, a_tmem=False, st_wait=True, elem="bf16", d_dtype="f32", negate=False) -> str:
+                alloc_twice=0, a_tmem=False, st_wait=True, elem="bf16", d_dtype="f32", negate=False,
+                fence_after=True, fence_before=True) -> str:
     """The MLIR of the GEMM kernel; every keyword but b_major breaks (or varies) one thing."""
     ncols = 256 if a_tmem else 128 if via_st else 64
     dealloc_cols = dealloc_cols or ncols
     idesc = Sm100InstrDescriptor(elem, elem, d_dtype, M, N, b_major=b_major, negate_a=negate).encode()
     b_step = 32 if b_major == "K" else 2048          # bytes per K = 16 step: 16 elements, or 16 rows of 128 B
     alloc_ops = [f"nvvm.tcgen05.alloc %slot, %c{ncols} : !llvm.ptr<3>, i32",
-                 "nvvm.tcgen05.relinquish_alloc_permit"]
+                 "nvvm.tcgen05.relinquish_alloc_permit\n      nvvm.tcgen05.fence <before>"]
     if alloc_twice:              # two allocations of alloc_twice columns before the GEMM's own
         alloc_ops[0] = (f"%n2 = arith.constant {alloc_twice} : i32 {chr(10)}"
                         + f"nvvm.tcgen05.alloc %slot, %n2 : !llvm.ptr<3>, i32 {chr(10)}" * 2 + alloc_ops[0])
@@ -45,6 +46,7 @@ def kernel_text(b_major="K", *, alloc=True, relinquish_first=False, dealloc=True
     dealloc_op = f"scf.if %w0 {{ nvvm.tcgen05.dealloc %tacc, %c{dealloc_cols} : !llvm.ptr<6>, i32 }}"
     lane_off = "%loff = arith.muli %warp, %c2097152 : i32" if lane_per_warp else "%loff = arith.constant 0 : i32"
     reload = """
+        nvvm.tcgen05.fence <before>
         %tx2 = arith.constant 16384 : i32
         %tok2 = nvvm.mbarrier.arrive.expect_tx %full, %tx2 : !llvm.ptr<3>, i32 -> i64
         nvvm.cp.async.bulk.tensor.shared.cluster.global %sA7, %a, %full, box[%c0, %c0] : !llvm.ptr<7>, !llvm.ptr""" \
@@ -167,8 +169,9 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
       }}
       nvvm.tcgen05.commit %done : !llvm.ptr<3>{reload}
     }}
-    {"nvvm.mbarrier.try_wait.parity %done, %c0, %c0 : !llvm.ptr<3>, i32, i32" if wait_done else "nvvm.barrier"}
-    nvvm.tcgen05.fence <after>
+    {"nvvm.mbarrier.try_wait.parity %done, %c0, %c0 : !llvm.ptr<3>, i32, i32" if wait_done else
+     "nvvm.tcgen05.fence <before>" + chr(10) + "nvvm.barrier"}
+    {"nvvm.tcgen05.fence <after>" if fence_after else ""}
     {dealloc_op if dealloc and dealloc_early else ""}
     {lane_off}
     %extra = arith.constant {(extra_lane << 16) + col_offset} : i32
@@ -182,7 +185,9 @@ gpu.module @tc [#nvvm.target<chip = "sm_100a">] {{
     %cp = llvm.getelementptr %c[%off] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i32
     %vf = llvm.bitcast {out} : vector<64xi32> to vector<64xf32>
     llvm.store %vf, %cp {{alignment = 4 : i64}} : vector<64xf32>, !llvm.ptr<1>
+    {"nvvm.tcgen05.fence <before>" if fence_before else ""}
     nvvm.barrier
+    nvvm.tcgen05.fence <after>
     {dealloc_op if dealloc and not dealloc_early else ""}
     llvm.return
   }}
@@ -337,6 +342,22 @@ def test_registers_read_before_wait_ld():
                                                    r"TMEM address 0x00[0-6]00000 \(lanes \d+..\d+, columns 0..63\) read "
                                                    r"before tcgen05.wait::ld"):
         run(build(ld_wait=False))
+
+
+def test_tmem_read_after_the_commit_wait_without_fence_after():
+    """The epilogue waits for the MMA's commit and reads D with no tcgen05.fence::after_thread_sync in between."""
+    with pytest.raises(TmemFenceError, match=r"warp \d, nvvm.tcgen05.ld .*: tcgen05.ld by lane 0 of warp \d "
+                                             r"after its wait on mbarrier 0x[0-9a-f]+ \(phase 0, completed by a "
+                                             r"tcgen05.commit .*\), with no tcgen05.fence::after_thread_sync in "
+                                             r"between"):
+        run(build(fence_after=False))
+
+
+def test_barrier_after_tmem_loads_without_fence_before():
+    """Each warp loads its quadrant, then meets the others at bar.sync (before warp 0 frees TMEM) unfenced."""
+    with pytest.raises(TmemFenceError, match=r"nvvm.barrier .*: bar.sync 0 by lane 0 of warp \d after its "
+                                             r"nvvm.tcgen05.ld .* with no tcgen05.fence::before_thread_sync"):
+        run(build(fence_before=False))
 
 
 def test_first_mma_accumulates_into_unwritten_tmem():

@@ -16,12 +16,16 @@ class Mutation(NamedTuple):
     path: str        # relative to the repository root
     old: str         # must occur exactly once in `path`
     new: str
+    families: tuple[str, ...] = ()   # the emulator probe's kernel families that must catch it (empty: all)
 
 
 SM90 = "warploom/lowering/sm90.py"
 TILING = "warploom/layout/tiling.py"
 SYNC = "warploom/lowering/emit/sync.py"
 ATTN = "warploom/lowering/sm90_attention.py"
+SM100 = "warploom/lowering/sm100.py"
+DESC = "warploom/layout/descriptors.py"
+BARRIERS = "warploom/passes/plan_barriers.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
@@ -111,7 +115,8 @@ MUTATIONS: list[Mutation] = [
              SM90, "b.mul(b.remu(lane, c(4)), c(2))", "b.remu(lane, c(4))"),
     Mutation("plan-producer-parity",
              "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
-             "warploom/passes/plan_barriers.py", 'out.append(Wait(empty, "phase^1"))', 'out.append(Wait(empty, "phase"))'),
+             BARRIERS, 'out.append(Wait(empty, "phase^1"))\n                out.append(Arrive(full, tx_bytes',
+             'out.append(Wait(empty, "phase"))\n                out.append(Arrive(full, tx_bytes'),
     Mutation("swizzle-code",
              "the 128B swizzle gets the Hopper descriptor code of 64B (2 instead of 1): the wgmma reads smem with "
              "the wrong XOR pattern",
@@ -162,4 +167,45 @@ MUTATIONS: list[Mutation] = [
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
              ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:"),
+    # ---- sm_100a (tcgen05, Tensor Memory): caught by the emulator on the sm_100a probe kernels ----
+    Mutation("sm100-idesc-n",
+             "the instruction descriptor says N = block_n / 2: each MMA writes half the accumulator's columns",
+             SM100, '"f32", m, n, a_major=a_major,', '"f32", m, n // 2, a_major=a_major,', ("sm100",)),
+    Mutation("sm100-idesc-b-major",
+             "the instruction descriptor's transpose-B bit says K-major for every B: a [K, N] B is read as [N, K]",
+             SM100, "b_major=b_major).encode()", 'b_major="K").encode()', ("sm100",)),
+    Mutation("sm100-desc-version",
+             "the tcgen05 smem descriptor leaves bits 46-48 (the fixed version 0b001) at 0",
+             DESC, "| _SM100_VERSION << 46", "| 0 << 46", ("sm100",)),
+    Mutation("sm100-no-wait-ld",
+             "the epilogue converts the registers of a tcgen05.ld without tcgen05.wait::ld: they may not hold the "
+             "accumulator yet",
+             SM100, "            tcgen05.wait_ld()\n", "", ("sm100",)),
+    Mutation("sm100-commit-to-full",
+             "the MMA thread commits a finished operand stage to ab_full instead of ab_empty: the TMA warp never "
+             "gets the stage back, and ab_full gets an arrival nobody expects",
+             BARRIERS, 'Arrive(empty, lag=free_at[1], per="commit" if commit', 'Arrive(full if commit else empty, '
+             'lag=free_at[1], per="commit" if commit', ("sm100",)),
+    Mutation("sm100-acc-stage-columns",
+             "both TMEM accumulator stages start at column 0: the MMAs of tile i + 1 overwrite the accumulator the "
+             "epilogue is still reading for tile i",
+             SM100, "b.mul(state.stage, c(per_stage))", "c(0)", ("sm100",)),
+    Mutation("sm100-lane-quadrant",
+             "epilogue warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may only reach the quadrant of w % 4",
+             SM100, "quadrant = b.remu(self.warp, c(quadrants))", "quadrant = b.remu(b.add(self.warp, c(1)), c(quadrants))",
+             ("sm100",)),
+    Mutation("sm100-accumulate-first",
+             "the first MMA of a tile accumulates into the TMEM stage (enable-input-d on): it adds the stage's old "
+             "contents (nothing, or tile i - 2's result)",
+             SM100, "first_k if kk == 0 else on)", "on)", ("sm100",)),
+    Mutation("sm100-no-fence-after-wait",
+             "no tcgen05.fence::after_thread_sync after an mbarrier wait: the epilogue's tcgen05.ld (and the MMA "
+             "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
+             SM100, "b.xor(state.phase, c(1)))\n        if ctx.tcgen05:\n            tcgen05.fence_after()",
+             "b.xor(state.phase, c(1)))", ("sm100",)),
+    Mutation("sm100-no-fence-before-arrive",
+             "the epilogue threads free the accumulator stage (mbarrier.arrive) with no tcgen05.fence::before_thread_"
+             "sync after their tcgen05.ld: the MMA thread may overwrite the stage before the loads are ordered",
+             SM100, "            if ctx.tcgen05:\n                tcgen05.fence_before()\n            bar.arrive()",
+             "            bar.arrive()", ("sm100",)),
 ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from .mutations import MUTATIONS
-from .runner import SELECTION, control_ok, run_all
+from .runner import control_ok, run_all
 
 pytestmark = pytest.mark.mutation
 BY_ID = {m.id: m for m in MUTATIONS}
@@ -28,13 +28,12 @@ def outcomes(request):
     # only the mutations this session selected (e.g. with -k), all in one parallel batch
     wanted = [item.callspec.params["mutation_id"] for item in request.session.items
               if getattr(item, "callspec", None) and "mutation_id" in item.callspec.params]
-    control, results = run_all([BY_ID[i] for i in wanted], SELECTION, jobs=2)
+    control, results = run_all([BY_ID[i] for i in wanted], (), jobs=2)     # the emulator's verdict only
     return control, {o.id: o for o in results}
 
 
 def test_control_passes(outcomes):
     control, _ = outcomes
-    assert control.passed, f"the unmutated copy fails {control.first_failure}:\n{control.output[-3000:]}"
     assert control.emulator["ok"], f"the emulator fails the unmutated copy: {control.emulator}"
 
 

@@ -9,7 +9,7 @@ from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
                      EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, TmemError,
-                     TmemRaceError, UnknownOpError, WgmmaFenceError)
+                     TmemFenceError, TmemRaceError, UnknownOpError, WgmmaFenceError)
 from .launch import (EmulatedKernel, EmulationReport, attention_kernel, emulate_attention, emulate_gemm,  # noqa: F401
                      emulate_launch, gemm_kernel)
 from . import arith, regwgmma  # noqa: F401,E402  (their handlers register on import)

@@ -980,7 +980,10 @@ def _mbar_arrive(c, op, info):
     def gen(w):
         e = w.env
         token = np.zeros(WARP, np.uint64)
+        carries = w.cta.tc_signal(w, w.mask, "mbarrier.arrive")
         for lane, addr in per_lane(e[a], w.mask):
+            if carries:                    # its waiters must order their TMEM accesses after this thread's
+                w.cta.mbarrier(addr, w.index).tc_phases.add(w.cta.mbarrier(addr, w.index).phase)
             token[lane] = w.cta.mbarrier_arrive(addr, 1, int(lanes(e[tx])[lane]) if expect else 0, w.index)
         if r is not None:
             e[r] = token
@@ -1041,6 +1044,11 @@ def _mbar_wait(c, op, info):
             what = ", ".join(f"mbarrier 0x{b.addr:x} (byte {b.addr - cta.base} of dynamic smem) parity {par}: phase {b.phase}, "
                              f"{b.pending} arrivals and {b.tx} tx bytes pending" for b, par in bars)
             yield Wait(lambda: all(b.passed(par) for b, par in bars), what)
+        for b, par in bars:          # the last phase of parity `par` completed: did it carry tcgen05 work?
+            done = b.phase - 1 if (b.phase - 1) & 1 == par else b.phase - 2
+            if done in b.tc_phases:
+                cta.tc_passed(w, w.mask, f"its wait on mbarrier 0x{b.addr:x} (phase {done}, completed by a "
+                                         "tcgen05.commit or a thread that accessed TMEM)")
         if cta.trace is not None:
             cta.note_passed(t)
     return True, gen

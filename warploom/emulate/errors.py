@@ -89,6 +89,14 @@ class TmemRaceError(EmulationError):
     was not yet retired by tcgen05.wait."""
 
 
+class TmemFenceError(EmulationError):
+    """A thread synchronisation that hands Tensor Memory work from one thread to another without the tcgen05 fences
+    the ISA asks for (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"): a thread that accessed TMEM signals
+    (mbarrier.arrive, bar.arrive, bar.sync) with no tcgen05.fence::before_thread_sync since, or a thread that passed
+    a synchronisation carrying another thread's tcgen05 work (a tcgen05.commit arrival, an arrival or barrier of a
+    thread that accessed TMEM) accesses TMEM with no tcgen05.fence::after_thread_sync since."""
+
+
 class WgmmaFenceError(EmulationError):
     """A wgmma issued after its accumulator or A-fragment registers were accessed by other instructions with no
     wgmma.fence in between (PTX ISA 9.7.15.6.1 "wgmma.fence")."""

@@ -47,7 +47,7 @@ import numpy as np
 from warploom.layout import WgmmaSmemDescriptor, canonical_element_address, swizzle
 from warploom.layout.fragments import wgmma_a_k16, wgmma_accumulator
 
-from .errors import (AsyncLeakError, BarrierError, DeadlockError, DivergenceError, EmulationError,
+from .errors import (TmemFenceError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError, EmulationError,
                      MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, UnknownOpError,
                      WgmmaFenceError)
 
@@ -133,6 +133,7 @@ class Mbarrier:
     init_warp: int | None = None
     fenced: bool = False
     visible: set | None = None
+    tc_phases: set = field(default_factory=set)   # phases an arrival carrying tcgen05 work counted toward
 
     def maybe_complete(self) -> None:
         # "Phase completion of the mbarrier object": pending arrivals and tx-count both reach zero;
@@ -193,7 +194,8 @@ class Warpgroup:
 
 class Warp:
     """One warp's state: its SSA values (`env`, slots assigned by the compiler), active lanes, blocking state."""
-    __slots__ = ("cta", "index", "env", "mask", "tid", "wait", "gen", "exited", "last_op", "unfenced")
+    __slots__ = ("cta", "index", "env", "mask", "tid", "wait", "gen", "exited", "last_op", "unfenced",
+                 "tc_unpublished", "tc_unordered", "tc_touched")
 
     def __init__(self, cta: CTA, index: int, nslots: int, threads: int):
         self.cta, self.index = cta, index
@@ -208,6 +210,12 @@ class Warp:
         # the warp's first wgmma and after any other access to accumulator / A-fragment registers; a reason,
         # or (OpInfo, what it accessed) of the last such access
         self.unfenced: str | tuple | None = "the warp started (no wgmma.fence before its first wgmma)"
+        # tcgen05 fences (TmemFenceError): lanes that accessed TMEM since their last fence::before_thread_sync, with
+        # the last such op; lanes that passed a synchronisation carrying tcgen05 work since their last
+        # fence::after_thread_sync, with what it was; whether the warp ever accessed TMEM (its signals carry work)
+        self.tc_unpublished: tuple | None = None
+        self.tc_unordered: tuple | None = None
+        self.tc_touched = False
 
 
 class GlobalMemory:
@@ -992,7 +1000,8 @@ class CTA:
             raise BarrierError(f"{what} {barrier} with {threads} threads: the count must be a positive multiple of "
                                f"{WARP} and at most the CTA's {WARP * len(self.warps)} threads")
         # state[5]: warps that arrived (bar.sync or bar.arrive) in this generation
-        state = self.bars.setdefault(barrier, [0, 0, threads, set(), [], set()])
+        # state[6]: an arrival carried tcgen05 work (its bar.sync waiters must fence::after_thread_sync)
+        state = self.bars.setdefault(barrier, [0, 0, threads, set(), [], set(), False])
         if state[2] != threads:
             raise DivergenceError(f"{what} {barrier} with {threads} threads; an earlier arrival said {state[2]}")
         if threads is not None and warp.index in state[5]:
@@ -1003,10 +1012,49 @@ class CTA:
         state[5].add(warp.index)
         return state
 
+    # ---- tcgen05 fences (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"; TmemFenceError) ------------------
+    def tc_access(self, warp: Warp, lanes, info: OpInfo, what: str) -> None:
+        """Lanes `lanes` (a bool mask) of `warp` access TMEM with `info` (tcgen05.ld/st/mma/alloc/dealloc): they must
+        have run tcgen05.fence::after_thread_sync since passing a synchronisation that carried tcgen05 work, and
+        now owe a fence::before_thread_sync before they signal."""
+        if warp.tc_unordered is not None and (warp.tc_unordered[0] & lanes).any():
+            lane = int(np.flatnonzero(warp.tc_unordered[0] & lanes)[0])
+            raise TmemFenceError(f"{what} by lane {lane} of warp {warp.index} after {warp.tc_unordered[1]}, with no "
+                                 "tcgen05.fence::after_thread_sync in between: the TMEM access is not ordered after "
+                                 "the tcgen05 work that synchronisation published; add the fence after the wait")
+        held = lanes.copy() if warp.tc_unpublished is None else (warp.tc_unpublished[0] | lanes)
+        warp.tc_unpublished = (held, info)
+        warp.tc_touched = True
+
+    def tc_signal(self, warp: Warp, lanes, what: str) -> bool:
+        """Lanes `lanes` of `warp` signal other threads (`what`: an mbarrier arrive, bar.arrive, bar.sync): none may
+        hold TMEM accesses not yet fenced with tcgen05.fence::before_thread_sync. True when the signal carries
+        tcgen05 work (the warp accessed TMEM): whoever it releases must fence::after_thread_sync before TMEM."""
+        if warp.tc_unpublished is not None and (warp.tc_unpublished[0] & lanes).any():
+            lane = int(np.flatnonzero(warp.tc_unpublished[0] & lanes)[0])
+            raise TmemFenceError(f"{what} by lane {lane} of warp {warp.index} after its {warp.tc_unpublished[1].text} "
+                                 "with no tcgen05.fence::before_thread_sync in between: the threads this releases may "
+                                 "see the TMEM work unfinished; add the fence before the signal")
+        return warp.tc_touched
+
+    def tc_passed(self, warp: Warp, lanes, what: str) -> None:
+        """Lanes `lanes` of `warp` passed `what`, a synchronisation carrying tcgen05 work."""
+        held = lanes.copy() if warp.tc_unordered is None else (warp.tc_unordered[0] | lanes)
+        warp.tc_unordered = (held, what)
+
+    def tc_fence(self, warp: Warp, lanes, before: bool) -> None:
+        """tcgen05.fence::before_thread_sync (before) / ::after_thread_sync by lanes `lanes` of `warp`."""
+        attr = "tc_unpublished" if before else "tc_unordered"
+        state = getattr(warp, attr)
+        if state is not None:
+            left = state[0] & ~lanes
+            setattr(warp, attr, (left, state[1]) if left.any() else None)
+
     def bar_arrive(self, warp: Warp, barrier: int, threads: int) -> None:
         """bar.arrive id, threads (PTX ISA 9.7.13 "bar, barrier"): count the warp's threads at the barrier and go
         on; the barrier completes (releasing its bar.sync waiters) when `threads` threads arrived."""
         state = self._bar_state(warp, barrier, threads, "bar.arrive")
+        state[6] |= self.tc_signal(warp, warp.mask, f"bar.arrive {barrier}")
         state[0] += int(warp.mask.sum())
         state[4] += [b for b in self.mbarriers.values() if b.fenced and b.init_warp == warp.index]
         self._release_bars()
@@ -1022,6 +1070,7 @@ class CTA:
 
     def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
         state = self._bar_state(warp, barrier, threads, "bar.sync")
+        state[6] |= self.tc_signal(warp, warp.mask, f"bar.sync {barrier}")
         state[0] += int(warp.mask.sum())
         state[3].add(warp.index)
         state[4] += [b for b in self.mbarriers.values() if b.fenced and b.init_warp == warp.index]
@@ -1042,7 +1091,12 @@ class CTA:
                 for bar in state[4]:          # fence.mbarrier_init + this barrier: the init is visible to all of them
                     if bar.visible is not None:   # (None: already visible to every warp)
                         bar.visible |= state[3]
-                state[3], state[4], state[5] = set(), [], set()
+                if state[6]:
+                    bid = next(b for b, s in self.bars.items() if s is state)
+                    for w in state[3]:
+                        self.tc_passed(self.warps[w], self.warps[w].mask, f"bar.sync {bid}, which a thread that "
+                                       "accessed TMEM took part in")
+                state[3], state[4], state[5], state[6] = set(), [], set(), False
 
     # ---- scheduler --------------------------------------------------------------------------------
     def _async(self, origin: OpInfo, what: str, fire, eligible=None) -> None:

@@ -505,6 +505,7 @@ class TensorMemory:
         def arrive():
             for m in tracked:
                 self._release(m)
+            cta.mbarrier(bar).tc_phases.add(cta.mbarrier(bar).phase)   # its waiters must fence::after_thread_sync
             cta.mbarrier_arrive(bar, 1)
 
         what = (f"tcgen05.commit of warp {warp.index} lane {lane} (tracks "
@@ -625,6 +626,7 @@ def _alloc(c, op, info):
         ncols = uniform(e[n], w.mask, "tcgen05.alloc column count")
         tm = tmem_of(w.cta)
         w.last_op = info
+        w.cta.tc_access(w, w.mask, info, "tcgen05.alloc")
         while (wait := tm.alloc(w, info, addr, ncols)) is not None:
             yield wait
         yield None
@@ -641,6 +643,7 @@ def _dealloc(c, op, info):
     def fn(w):
         _whole_warp(w, "tcgen05.dealloc")
         e = w.env
+        w.cta.tc_access(w, w.mask, info, "tcgen05.dealloc")
         tmem_of(w.cta).dealloc(w, info, uniform(e[t], w.mask, "tcgen05.dealloc address"),
                                uniform(e[n], w.mask, "tcgen05.dealloc column count"))
     return False, fn
@@ -660,14 +663,15 @@ def _relinquish(c, op, info):
 @handles("nvvm.tcgen05.fence")
 def _fence(c, op, info):
     # 9.7.16.11.1 tcgen05.fence::before_thread_sync / ::after_thread_sync: order async tcgen05 ops against the
-    # thread-synchronising ops around them. The emulator runs each warp's ops in order and publishes async
-    # results only at commit arrivals and tcgen05.wait, so a fence has nothing left to order: a no-op here.
+    # thread-synchronising ops around them. The emulator runs each warp's ops in order and publishes async results
+    # at commit arrivals and tcgen05.wait; what it checks is that the fences are there (CTA.tc_access / tc_signal:
+    # TmemFenceError).
     kind = _enum(op.attributes["kind"])
     if kind not in ("before", "after"):
         raise UnknownOpError(f"tcgen05.fence <{kind}>: only before_thread_sync / after_thread_sync exist")
 
     def fn(w):
-        pass
+        w.cta.tc_fence(w, w.mask, kind == "before")
     return False, fn
 
 
@@ -718,6 +722,7 @@ def _ld(c, op, info):
 
     def fn(w):
         _whole_warp(w, "tcgen05.ld")
+        w.cta.tc_access(w, w.mask, info, "tcgen05.ld")
         taddr = uniform(w.env[a], w.mask, "tcgen05.ld address")
         w.env[r] = tmem_of(w.cta).ld(w, info, taddr, n, scalar)
     return False, fn
@@ -739,6 +744,7 @@ def _st(c, op, info):
 
     def fn(w):
         _whole_warp(w, "tcgen05.st")
+        w.cta.tc_access(w, w.mask, info, "tcgen05.st")
         e = w.env
         taddr = uniform(e[a], w.mask, "tcgen05.st address")
         values = np.asarray(lanes(e[val])).astype(np.uint32).reshape(WARP, n)
@@ -813,6 +819,7 @@ def _mma(c, op, info):
                                 f"{_where(daddr, desc.m, desc.n)} at once: "
                                 "tcgen05.mma has single-thread semantics, so every active lane starts a whole MMA and "
                                 "their accumulations race; issue it from one elected lane (nvvm.elect.sync)")
+        w.cta.tc_access(w, w.mask, info, "tcgen05.mma")
         for lane, daddr in issued:                      # single-thread semantics: every active lane issues one
             desc = _instr_descriptor(int(lanes(e[idesc])[lane]))
             tm.mma(w, lane, info, desc, daddr, int(lanes(e[a])[lane]), a_is_tmem, int(lanes(e[b])[lane]),

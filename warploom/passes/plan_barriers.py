@@ -127,14 +127,23 @@ def _frees_at(body: tuple, at: int) -> tuple[int, int] | None:
     return fallback
 
 
+def _last_reader(body: tuple, regions) -> tuple[int, int] | None:
+    """(index, 0) of the last MMA in `body` reading `regions`: a tcgen05 MMA thread frees the slot right after it
+    with a commit (the arrival comes once those MMAs completed: no wait needed)."""
+    at = [i for i, op in enumerate(body) if isinstance(op, Mma) and _reads(op, regions)]
+    return (at[-1], 0) if at else None
+
+
 def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, once: bool = False,
-               waited: bool = False, sharers: frozenset = frozenset()) -> tuple:
+               waited: bool = False, sharers: frozenset = frozenset(), commit: bool = False) -> tuple:
     """`body` with the ring's protocol added to each loop (to each section of a pipelined one): the producer
     waits for a free slot and announces the bytes before its first copy into the ring (copies complete on
     full); a consumer waits for full before its first MMA on the ring's data (and before the turn syncs just
     ahead of it; with the MMA's lag: the stage it reads), and frees the slot after the wait that retires that
     MMA (`_frees_at`: the stage freed at iteration i is the one of iteration i - lag). Data loaded `once`
-    (outside the producer's loops) is waited for once, at this level, before the loop that reads it."""
+    (outside the producer's loops) is waited for once, at this level, before the loop that reads it. With
+    `commit` (sm_100a: the consumer is a tcgen05 MMA thread) the slot is freed by a tcgen05.commit right after the
+    last MMA reading it (`_last_reader`)."""
     out, announced, free_at, free_after = [], False, None, False
     for i, op in enumerate(body):
         # a once-loaded tile, read by the loop just closed: free after the syncs closing it, or after the last
@@ -149,8 +158,8 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
                 _wait_before(out, Wait(full, "phase"))
                 waited = True
                 free_after = empty is not None
-            out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited, sharers)
-                                      for name, ops in op.sections}))
+            out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited, sharers,
+                                                       commit) for name, ops in op.sections}))
             continue
         if isinstance(op, Copy) and op.region in ring.regions:
             if not announced:
@@ -163,43 +172,13 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
             _wait_before(out, Wait(full, "phase", lag=op.lag))
             waited = True
             if empty is not None:
-                free_at = _frees_at(body, i)
+                free_at = _last_reader(body, ring.regions) if commit else _frees_at(body, i)
         out.append(op)
         if free_at is not None and i == free_at[0]:
-            out.append(Arrive(empty, lag=free_at[1], per="warpgroup"))
+            out.append(Arrive(empty, lag=free_at[1], per="commit" if commit else "warpgroup"))
             free_at = None
     if free_after:
         out.append(Arrive(empty, per="warpgroup"))
-    return tuple(out)
-
-
-def _commit_hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int) -> tuple:
-    """sm_100a (tcgen05): `body` with an operand ring's protocol, where the consumer is the MMA thread. The
-    producer waits for a free slot and announces the bytes before its first copy; the MMA thread waits for full
-    before its first MMA on the ring's data and frees the slot right after its last one with a tcgen05.commit
-    (the arrival comes once those MMAs completed: no wait needed)."""
-    out, announced = [], False
-    last_reader = max((i for i, op in enumerate(body) if _reads(op, ring.regions) and not isinstance(op, Loop)),
-                      default=None)
-    waited = False
-    for i, op in enumerate(body):
-        if isinstance(op, Loop):
-            out.append(replace(op, **{name: _commit_hand_offs(ops, ring, full, empty, tx_bytes)
-                                      for name, ops in op.sections}))
-            continue
-        if isinstance(op, Copy) and op.region in ring.regions:
-            if not announced:
-                if empty is not None:
-                    out.append(Wait(empty, "phase^1"))
-                out.append(Arrive(full, tx_bytes=tx_bytes))
-                announced = True
-            op = replace(op, barrier=full)
-        if not waited and _reads(op, ring.regions):
-            out.append(Wait(full, "phase"))
-            waited = True
-        out.append(op)
-        if i == last_reader and empty is not None:
-            out.append(Arrive(empty, per="commit"))
     return tuple(out)
 
 
@@ -247,15 +226,11 @@ def plan_barriers(program: Program) -> None:
                                                                        role.name == ring.producer))
                              if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
             continue
-        if any(program.role(c).issue == "thread" for c in ring.consumers):     # tcgen05: freed by commit
-            program.roles = [replace(role, body=_commit_hand_offs(role.body, ring, full.name, ring.empty,
-                                                                  full.tx_bytes))
-                             if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
-            continue
+        commit = any(program.role(c).issue == "thread" for c in ring.consumers)     # a tcgen05 MMA thread
         once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
         sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,
-                                                       sharers=sharers))
+                                                       sharers=sharers, commit=commit))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
 
 

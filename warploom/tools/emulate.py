@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import sys
-from dataclasses import replace
 
 import numpy as np
 
@@ -76,8 +75,8 @@ def select(args, m: int, n: int, k: int):
     from warploom import ops
     from warploom.kernels import STANDARD_KERNELS
     if args.target not in STANDARD_KERNELS:
-        raise Refused(f"--target {args.target}: no {args.target} lowering exists yet (wl-lower-sm90 is the only "
-                      f"kernel lowering; kernels exist for {', '.join(STANDARD_KERNELS)}): emulate --target sm_90a")
+        raise Refused(f"--target {args.target}: no {args.target} GEMM kernels exist (kernels exist for "
+                      f"{', '.join(STANDARD_KERNELS)})")
     strides = [("K", k, "the rows of A")] + ([("N", n, "the rows of B [K,N]")] if args.b_layout == "kn"
                                              else [("K", k, "the rows of B [N,K]")])
     for dim, v, what in strides:
@@ -90,10 +89,10 @@ def select(args, m: int, n: int, k: int):
     try:
         if args.schedule:
             ops.SCHEDULE = args.schedule
-        spec = ops.pick_spec(args.dtype, args.b_layout, m, n, H200_SMS)
+        spec = ops.pick_spec(args.dtype, args.b_layout, m, n, H200_SMS, target=args.target)
     finally:
         ops.SCHEDULE = saved
-    return replace(spec, target=args.target)
+    return spec
 
 
 def operands(spec, m: int, n: int, k: int, seed: int, exact: bool):
