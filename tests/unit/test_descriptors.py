@@ -10,6 +10,7 @@ import pytest
 from warploom.layout import (SWIZZLES, Sm100InstrDescriptor, Sm100SmemDescriptor, SmemTile, WgmmaSmemDescriptor,
                              canonical_element_address)
 from warploom.layout.swizzle import from_sm100_code
+from warploom.targets import get as get_target
 
 HOPPER_SWIZZLES = ["none", "32B", "64B", "128B"]
 
@@ -382,3 +383,44 @@ def test_instr_decode_needs_kind_and_refuses_reserved(bits, kind, match):
         return
     with pytest.raises(ValueError, match=match):
         Sm100InstrDescriptor.decode(bits, kind)
+
+
+def test_sm100_gemm_descriptor_constants():
+    """The sm_100a GEMM's smem descriptors (tests/lit/lower-sm100/gemm.mlir checks the same constants in the IR).
+    PTX ISA 9.7.16.4.1 "Shared memory descriptor": [0,14) address >> 4, [16,30) LBO >> 4, [32,46) SBO >> 4,
+    [46,49) = 0b001, [61,64) swizzle (2: 128B); the canonical layouts of 9.7.16.3.3: a K-major 128B-swizzled
+    operand's atom is 8 rows x 128 B (SBO 1024 between atoms along M/N, LBO 16: unused within one swizzle span),
+    an MN-major one steps LBO between 64-element spans of M/N (one TMA box: 64 rows of K x 128 B = 8192 B)."""
+    a = Sm100SmemDescriptor.for_tile(SmemTile(("M", "K"), (128, 64), "bf16", "128B"), "K")
+    b_kn = Sm100SmemDescriptor.for_tile(SmemTile(("K", "N"), (64, 128), "bf16", "128B"), "K")
+    b_nk = Sm100SmemDescriptor.for_tile(SmemTile(("N", "K"), (256, 64), "bf16", "128B"), "K")
+    assert a.static_bits() == 0x4000404000010000 == 4611756662049538048
+    assert b_kn.static_bits() == 0x4000404002000000 == 4611756662083026944
+    assert b_nk.static_bits() == a.static_bits()          # K-major B is laid out like A
+    assert (a.lbo, a.sbo, b_kn.lbo, b_kn.sbo) == (16, 1024, 8192, 1024)
+    assert field(a.encode(), 46, 3) == 0b001 and field(a.encode(), 61, 3) == 2
+
+
+@pytest.mark.parametrize("cta_group, m, n, ok", [
+    (1, 128, 256, True), (1, 64, 8, True), (1, 256, 256, False),       # cta_group::1: M 64 or 128
+    (2, 256, 256, True), (2, 128, 16, True), (2, 256, 8, False),       # cta_group::2: M 128 or 256, N step 16
+    (2, 64, 64, False),
+])
+def test_instruction_descriptor_shapes_per_cta_group(cta_group, m, n, ok):
+    """PTX ISA 9.7.16.2.1 "tcgen05-matrix-shapes" (Table 39), kind::f16 dense: cta_group::1 takes M 64 / 128 and N
+    8..256 in steps of 8, cta_group::2 (the CTA pair's MMA) M 128 / 256 and N 16..256 in steps of 16. The
+    descriptor itself (9.7.16.4.2) holds M >> 4 and N >> 3 for both: a pair's M = 256 is 16 << 24."""
+    target = get_target("sm_100a")
+    if ok:
+        target.check_mma_shape(m, n, "bf16", cta_group)
+        bits = idesc(m=m, n=n)
+        assert field(bits, 24, 5) == m >> 4 and field(bits, 17, 6) == n >> 3
+        assert Sm100InstrDescriptor.decode(bits, "f16").m == m
+    else:
+        with pytest.raises(ValueError, match=f"m{m}n{n} .*cta_group {cta_group}"):
+            target.check_mma_shape(m, n, "bf16", cta_group)
+
+
+def test_the_pair_gemm_instruction_descriptor():
+    """cta_group::2, M = 256 over the pair, N = 256, bf16 with B [K, N] (MN-major): the bits by hand."""
+    assert idesc(m=256, n=256, b_major="MN") == 0x10 | 0x80 | 0x400 | 1 << 16 | 32 << 17 | 16 << 24 == 0x10410490
