@@ -86,6 +86,18 @@ def _padded(t: DeviceTensor, rows: int, cols: int) -> DeviceTensor:
     return out
 
 
+def _copy_back(padded: DeviceTensor, t: DeviceTensor) -> None:
+    """t = the leading t.shape block of `padded` (the framework's copy, on its stream)."""
+    rows, cols = t.shape
+    if t.framework == "torch":
+        t.obj.copy_(padded.obj[:rows, :cols])
+    elif t.framework == "cupy":
+        t.obj[...] = padded.obj[:rows, :cols]
+    else:
+        raise TmaLayoutError("the output's rows are not whole 16-byte strides and this framework cannot be copied "
+                             "by warploom; pass torch or cupy tensors, or use an N that is a multiple of 8")
+
+
 def _transposed(t: DeviceTensor) -> DeviceTensor:
     """The [N, K] storage seen through the transposed view t ([K, N] with strides (1, K))."""
     if t.framework == "torch":
@@ -206,7 +218,17 @@ def matmul(a, b, *, out=None):
                      else _padded(b_storage, k_run, _round_up(n, TMA_ALIGN_ELEMS)))
         # fresh buffers each call: not worth a slot in the memo
         tmap_a, tmap_b = encode_tiled(maps["a"], ta, [1, 0]), encode_tiled(maps["b"], b_storage, [1, 0])
-    args = {"a": tmap_a, "b": tmap_b, "c": tc.ptr, "M": m, "N": n, "K": k_run}
+    c_run = tc
+    if "c" in maps:              # sm_100a: C leaves through smem by TMA (its tensor map)
+        try:
+            c_arg = _tensor_map(maps["c"], tc)
+        except TmaLayoutError:   # N not a whole number of 16-byte rows: a padded C, copied back after
+            padded = True
+            c_run = _padded(tc, m, _round_up(n, TMA_ALIGN_ELEMS))
+            c_arg = encode_tiled(maps["c"], c_run, [1, 0])
+    else:
+        c_arg = tc.ptr
+    args = {"a": tmap_a, "b": tmap_b, "c": c_arg, "M": m, "N": n, "K": k_run}
     sizes = {"M": m, "N": n, "K": k_run, "SMS": _sm_count(ta.device)}
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
@@ -214,6 +236,8 @@ def matmul(a, b, *, out=None):
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
     prepared.launch(stream)
+    if c_run is not tc:
+        _copy_back(c_run, tc)
     return tc.obj
 
 

@@ -203,9 +203,17 @@ MUTATIONS: list[Mutation] = [
              "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
              SM100, "b.xor(state.phase, c(1)))\n        if ctx.tcgen05:\n            tcgen05.fence_after()",
              "b.xor(state.phase, c(1)))", ("sm100",)),
-    Mutation("sm100-no-fence-before-arrive",
-             "the epilogue threads free the accumulator stage (mbarrier.arrive) with no tcgen05.fence::before_thread_"
-             "sync after their tcgen05.ld: the MMA thread may overwrite the stage before the loads are ordered",
-             SM100, "            if ctx.tcgen05:\n                tcgen05.fence_before()\n            bar.arrive()",
-             "            bar.arrive()", ("sm100",)),
+    Mutation("sm100-no-fence-before-sync",
+             "the epilogue warps sync on the staging barrier after their tcgen05.ld with no tcgen05.fence::before_"
+             "thread_sync: the loads are not ordered before what the barrier releases (ending with acc_empty)",
+             SM100, "        def sync():\n            tcgen05.fence_before()\n", "        def sync():\n",
+             ("sm100",)),
+    Mutation("sm100-store-no-proxy-fence",
+             "the epilogue writes its chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
+             "between: the async proxy may read stale bytes",
+             SM100, "            sync_ops.fence_proxy_async_smem()\n", "", ("sm100",)),
+    Mutation("sm100-staging-reuse",
+             "the storing thread does not wait for the store of two chunks ago before the warps rewrite its buffer "
+             "(no wait_group.read 1)",
+             SM100, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
 ]

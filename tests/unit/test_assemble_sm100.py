@@ -1,4 +1,5 @@
 """The standard sm_100a GEMMs from wl.matmul to SASS (CPU only): PTX, ptxas and nvJitLink cubins, nvdisasm.
+(C leaves through smem: 16-byte STS of each chunk, one UTMASTG per 64 columns, no STG.)
 
 No Blackwell GPU exists here, so this is one of the three ways these kernels are checked (with the emulator,
 tests/emulate/test_gemm_sm100.py): the PTX holds the tcgen05 sequence with the instruction descriptor the layout
@@ -20,7 +21,7 @@ from warploom.lowering.ptx import gpu_module_to_ptx
 
 STANDARD = STANDARD_KERNELS["sm_100a"]
 IDS = [s.kernel_name for s in STANDARD]
-SASS = ["UTCHMMA", "LDTM", "UTCBAR", "UTMALDG", "UTCATOMSWS", "LDL", "STL"]
+SASS = ["UTCHMMA", "LDTM", "UTCBAR", "UTMALDG", "UTMASTG", "UTCATOMSWS", "STS", "STG", "LDL", "STL"]
 
 
 def _assemble(ptx):
@@ -58,10 +59,17 @@ def test_ptx_holds_the_tcgen05_sequence(kernels, spec):
     assert mmas in (4, 8)
     # the commits: one frees the operand stage per K tile, one hands the accumulator to the epilogue
     assert count("tcgen05.commit.cta_group::1.mbarrier::arrive::one") in (2, 3)
-    # the epilogue: one 32-column load per 32 columns of the tile, each waited for
+    # the epilogue: one 32-column load per 32 columns of the tile, waited for per 64-column chunk
     assert ops.count("tcgen05.ld.sync.aligned.32x32b.x32.b32") == spec.block_n // 32
-    assert ops.count("tcgen05.wait::ld.sync.aligned") == spec.block_n // 32
+    assert ops.count("tcgen05.wait::ld.sync.aligned") == spec.block_n // 64
     assert count("tcgen05.fence::before_thread_sync") >= 2 and count("tcgen05.fence::after_thread_sync") >= 3
+    # C through smem: one TMA store of a 64-column chunk per 64 columns, each after fence.proxy.async; the last
+    # stores waited for (read) before the CTA exits
+    chunks = spec.block_n // 64
+    assert count("cp.async.bulk.tensor.2d.global.shared::cta") == chunks
+    assert count("fence.proxy.async.shared::cta") == chunks and count("cp.async.bulk.commit_group") == chunks
+    assert count("cp.async.bulk.wait_group.read") == chunks + 1
+    assert count("st.global") == 0
     # the instruction descriptor the layout module encodes (PTX ISA 9.7.16.4.2): the dtypes, f32 D, M = 128,
     # N = block_n, A K-major, B MN-major when it is [K, N]
     idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", 128, spec.block_n,
@@ -80,6 +88,7 @@ def test_ptxas_cubin_and_sass(kernels, spec):
     assert n["UTCHMMA"] in (4, 8) and n["UTCBAR"] in (2, 3)
     assert n["LDTM"] == spec.block_n // 32
     assert n["UTMALDG"] == 1 + (spec.block_n // 64 if spec.b_layout == "kn" else 1)
+    assert n["UTMASTG"] == spec.block_n // 64 and n["STG"] == 0 and n["STS"] >= 8 * spec.block_n // 64
     assert n["LDL"] == 0 and n["STL"] == 0
     assert all(line.startswith("LDTM.x32") for line in re.findall(r"LDTM\S*", sass))
     assert n["UTCATOMSWS"] >= 2          # the TMEM allocator (alloc's find-and-set, dealloc's clear)

@@ -33,6 +33,7 @@ from .errors import (AccumulatorReadError, DivergenceError, EmulationError, Mbar
 from .machine import LazyText, OpInfo, Pending, PendingPart, Wait, WARP, describe_lanes, lane_list
 
 FLOATS = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "f16": np.float16}
+INT_VECTOR_ELEMS = {"i8": np.uint8, "i16": np.uint16, "i32": np.uint32, "i64": np.uint64}   # vector<n x iN> lanes
 GEP_DYNAMIC = -(1 << 31)              # llvm.getelementptr rawConstantIndices: "take the next dynamic index"
 M64 = (1 << 64) - 1
 # arith.cmpi predicate codes (arith::CmpIPredicate)
@@ -489,7 +490,9 @@ def _zero(c, op, info):
     # undef is modelled as zero: a kernel that depends on undef bits is wrong anyway
     r, t = _result(c, op)
     if t.kind in ("struct", "vector"):
-        shape, dt = (WARP, t.count), FLOATS[t.elem]
+        if t.elem not in FLOATS and t.elem not in INT_VECTOR_ELEMS:
+            raise UnknownOpError(f"{op.name} of a vector of {t.elem}: only float and i8..i64 vectors are modelled")
+        shape, dt = (WARP, t.count), FLOATS.get(t.elem) or INT_VECTOR_ELEMS[t.elem]
 
         def fn(w):
             w.env[r] = np.zeros(shape, dt)
@@ -560,15 +563,15 @@ def _value_bytes(vt: TypeInfo):
         dt = np.dtype(f"u{nb}")
         return (nb, lambda v: np.ascontiguousarray(lanes(v, np.uint64).astype(dt)).view(np.uint8).reshape(WARP, nb),
                 lambda b: b.view(dt).reshape(WARP).astype(np.uint64))
-    if vt.kind == "float" or (vt.kind == "vector" and vt.elem in FLOATS):
-        dt = np.dtype(FLOATS[vt.elem])
+    if vt.kind == "float" or (vt.kind == "vector" and (vt.elem in FLOATS or vt.elem in INT_VECTOR_ELEMS)):
+        dt = np.dtype(FLOATS.get(vt.elem) or INT_VECTOR_ELEMS[vt.elem])
         n = vt.count if vt.kind == "vector" else 1
         nb = n * dt.itemsize
         shape = (WARP, n) if vt.kind == "vector" else (WARP,)
         return (nb, lambda v: np.ascontiguousarray(lanes(v, dt)).view(np.uint8).reshape(WARP, nb),
                 lambda b: b.view(dt).reshape(shape))
-    raise UnknownOpError(f"memory access of {vt.kind}: only i8/i16/i32/i64, float scalars and float vectors are "
-                         "modelled")
+    raise UnknownOpError(f"memory access of {vt.kind}: only i8/i16/i32/i64, float scalars and float or i8..i64 "
+                         "vectors are modelled")
 
 
 @handles("llvm.load")

@@ -216,9 +216,9 @@ def check_names(p: Program):
             yield Problem("names", _at(role, op), f"no kernel output {op.output!r} (outputs: {', '.join(p.outputs)})")
         if isinstance(op, Store) and op.region is not None:
             staging = p.regions.get(op.region)
-            if staging is None or staging.space != "smem" or staging.stages != 1:
-                yield Problem("names", _at(role, op), f"stores {op.output!r} through {op.region!r}, which is not a "
-                              "one-stage smem region")
+            if staging is None or staging.space != "smem" or staging.stages > 2:
+                yield Problem("names", _at(role, op), f"stores {op.output!r} through {op.region!r}, which is not an "
+                              "smem region of one stage (or two, alternating per chunk)")
     for region in p.regions.values():
         for alias in region.aliases:
             if alias not in p.regions:

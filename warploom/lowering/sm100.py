@@ -31,6 +31,8 @@ from warploom import targets
 from warploom.kernel import Arrive, Copy, Loop, Mma, Program, Role, Store, Sync, Wait
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import sync, tcgen05, tma
+from warploom.lowering.emit import sync as sync_ops
+from warploom.runtime.artifact import TensorMapSpec
 
 from .sm90 import LoweredKernel, _GemmLowering, _Loop, _Role, kernel_name  # noqa: F401  (kernel_name: same naming)
 
@@ -108,6 +110,24 @@ class _Sm100GemmLowering(_GemmLowering):
     def _regs(self, role: Role) -> int:
         return 0
 
+    # ---- parameters: C is stored by TMA (its tensor map) ------------------------------------------------
+    def _param_list(self) -> list[tuple[str, str]]:
+        """Tensor maps by value (a, b, then c), then M, N, K."""
+        return [(n, "tensormap") for n in self.tmaps] + [(s, "i32") for s in ("M", "N", "K")]
+
+    def _bind_args(self, args: dict) -> None:
+        self.M, self.N, self.K = (args[n] for n in ("M", "N", "K"))
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """C's TMA map (N, M innermost first): a box of one chunk (one swizzle span of columns by the tile's rows)."""
+        if op.output != "c":
+            self._fail(f"store of {op.output!r} through smem: the GEMM stages c only")
+        tile = self.tiles[self._region(op.region).name]
+        if tile.num_boxes != 1:
+            self._fail(f"staging region {op.region!r} {tile.shape}: one chunk must be one TMA box")
+        return TensorMapSpec(name="c", operand="c", dtype=self.elem, box=tile.box, swizzle=tile.swizzle.bytes,
+                             dims=(tile.dims[1], tile.dims[0]))
+
     # ---- prologue: TMEM allocation around the CTA barrier -------------------------------------------
     def _before_cta_barrier(self) -> None:
         b, c = self.b, self.b.const
@@ -159,7 +179,11 @@ class _Sm100GemmLowering(_GemmLowering):
                 tcgen05.dealloc(b, self.taddr, self.tmem_columns)
         elif role.issue == "warp":
             ctx.lane = b.remu(self.tid, c(T.warp_size))
+            ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * T.warp_size))   # issues the role's TMA stores
             self._tile_loop(role.body, ctx)
+            if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
+                with b.if_(ctx.storer):         # the last stores have read their smem before the CTA exits
+                    tma.bulk_wait_group(0, read=True)
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
                        "and 'warp'")
@@ -390,49 +414,78 @@ class _Sm100GemmLowering(_GemmLowering):
             tcgen05.mma(b, d, da, db, idesc, first_k if kk == 0 else on)
 
     def _op_store(self, op: Store, ctx: _Role) -> None:
-        """C from the accumulator: warp w reads TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1),
-        thread i the row 32 (w % 4) + i, 32 columns per tcgen05.ld, each followed by tcgen05.wait::ld; pairs of
-        columns converted to the output type and stored as 4 bytes where the whole row of the tile is in bounds
-        and N is even, element by element (guarded) otherwise."""
+        """C from the accumulator, through smem and TMA, one chunk (the staging tile: the tile's 128 rows by one
+        128-byte swizzle span of columns) at a time, alternating the staging region's two buffers. Warp w reads
+        TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1), thread i the row 32 (w % 4) + i, 32
+        columns per tcgen05.ld (tcgen05.wait::ld before use), converts them and writes its row of the chunk as
+        16-byte stores at the swizzled addresses the layout gives; then fence.proxy.async, a sync of the epilogue
+        warps, and the role's first thread TMA-stores the chunk (rows past M and columns past N are dropped by the
+        tensor map) and commits it. Before a buffer is written again that thread waits until at most one store is
+        pending (wait_group.read 1: the store that read it two chunks ago is done) and the warps sync."""
         b, c = self.b, self.b.const
         if ctx.issue != "warp" or ctx.loop is not None:
             self._fail(f"wl.store_tile in role {ctx.name!r}: the epilogue warps store, outside the K loop")
-        if op.output != "c" or op.region is not None:
-            self._fail(f"wl.store_tile of {op.output!r}: the sm_100a GEMM stores C from registers")
+        if op.output != "c" or op.region is None or op.barrier is None:
+            self._fail(f"wl.store_tile of {op.output!r}: the sm_100a GEMM stores c through a staging smem region "
+                       "(wl-pipeline) with a named barrier (wl-specialize)")
         taddr, per_stage = self._acc_columns(op.value, ctx)
-        acc = self._region(op.value)
+        acc, staging = self._region(op.value), self._region(op.region)
         if list(op.tile) != [self.BM, self.BN] or list(acc.shape) != [self.BM, self.BN] or per_stage != self.BN:
             self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{self.BM}, {self.BN}]")
         quadrants = T.tmem.lanes // T.tmem.lanes_per_warp
         if ctx.role.warps != quadrants:
             self._fail(f"role {ctx.name!r} has {ctx.role.warps} warps; the epilogue needs {quadrants}, one per TMEM "
                        "lane quadrant")
+        tile = self.tiles[staging.name]
+        rows, cols = tile.shape
+        nb = self.p.named_barriers.get(op.barrier)
+        if rows != self.BM or self.BN % cols or cols % LD_COLUMNS or staging.stages != 2 or nb is None or \
+                nb.threads != ctx.role.warps * T.warp_size:
+            self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}) and barrier "
+                       f"{op.barrier!r}: expected 2 chunks of [{self.BM}, n] with n dividing {self.BN}, synced by "
+                       f"the {ctx.role.warps * T.warp_size} epilogue threads")
         quadrant = b.remu(self.warp, c(quadrants))
         lane0 = b.mul(quadrant, c(T.tmem.lanes_per_warp))
         row_addr = b.add(taddr, b.mul(lane0, c(1 << 16)))           # lane field: bits 16..
+        row = b.add(lane0, ctx.lane)                                 # the thread's row of the tile
+        row_at = b.mul(row, c(tile.span))
         ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
         pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
+        quad_i32 = ir.VectorType.get([4], b.i32)
+        elem_bytes = tile.elem_bits // 8
+        granule = 16 // elem_bytes                                   # elements per 16-byte store
         m0, n0 = self.origin["M"], self.origin["N"]
-        row = b.add(m0, b.add(lane0, ctx.lane))
-        rowptr = b.gep(self.c_ptr, b.add(b.mul(b.ext64(row), b.ext64(self.N)), b.ext64(n0)), ty)
-        row_ok = b.cmp("slt", row, self.M)
-        fast = b.and_(b.cmp("sle", b.add(n0, c(self.BN)), self.N), b.cmp("eq", b.and_(self.N, c(1)), c(0)))
-        for j in range(self.BN // LD_COLUMNS):
-            v = tcgen05.ld_32x32b(b, b.add(row_addr, c(j * LD_COLUMNS)), LD_COLUMNS)
+        chunk_bytes = staging.size // staging.stages
+
+        def sync():
+            tcgen05.fence_before()
+            sync_ops.named_barrier_sync(b, nb.id, nb.threads)
+            tcgen05.fence_after()
+
+        for j in range(self.BN // cols):
+            with b.if_(ctx.storer):              # this buffer's previous store (two chunks ago) has read it
+                tma.bulk_wait_group(1, read=True)
+            sync()
+            vals = []
+            for h in range(cols // LD_COLUMNS):
+                v = tcgen05.ld_32x32b(b, b.add(row_addr, c(j * cols + h * LD_COLUMNS)), LD_COLUMNS)
+                vals.append(v)
             tcgen05.wait_ld()
-            vals = [b.bitcast(b.extractelement(v, i, "d"), b.f32) for i in range(LD_COLUMNS)]
-            then, orelse = b.if_else(fast)
-            with then:
-                with b.if_(row_ok):
-                    for e in range(0, LD_COLUMNS, 2):
-                        u = b.insertelement(b.undef(pair_f32), vals[e], c(0))
-                        u = b.insertelement(u, vals[e + 1], c(1))
-                        b.store(b.fptrunc(u, pair_ty), b.gep(rowptr, j * LD_COLUMNS + e, ty), alignment=4)
-            with orelse:
-                for e in range(LD_COLUMNS):
-                    col_ok = b.cmp("slt", b.add(n0, c(j * LD_COLUMNS + e)), self.N)
-                    with b.if_(b.and_(row_ok, col_ok)):
-                        b.store(b.truncf(vals[e], ty), b.gep(rowptr, j * LD_COLUMNS + e, ty), alignment=2)
+            f32 = [b.bitcast(b.extractelement(v, i, "d"), b.f32) for v in vals for i in range(LD_COLUMNS)]
+            base = staging.offset + (j % staging.stages) * chunk_bytes
+            for g in range(cols // granule):
+                quad = b.undef(quad_i32)
+                for p in range(granule // 2):
+                    u = b.insertelement(b.undef(pair_f32), f32[g * granule + 2 * p], c(0))
+                    u = b.insertelement(u, f32[g * granule + 2 * p + 1], c(1))
+                    quad = b.insertelement(quad, b.bitcast(b.fptrunc(u, pair_ty), b.i32), c(p))
+                at = tile.swizzle.apply_with(b, b.add(row_at, c(g * 16)))
+                b.store(quad, b.gep(self.base, b.add(at, c(base))), alignment=16)
+            sync_ops.fence_proxy_async_smem()
+            sync()
+            with b.if_(ctx.storer):
+                tma.tma_store(b, self.tmap_args["c"], b.gep(self.base, c(base)), [b.add(n0, c(j * cols)), m0])
+                tma.bulk_commit_group()
 
 
 def to_i64(v: int) -> int:

@@ -10,6 +10,8 @@ An attention's K and V tiles feed different MMAs (S = Q K^T, then O += P V), so
 each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
 computed, while V is still in use. A load outside any loop (attention's Q tile,
 loaded once per CTA) gets a region and a ring of one stage.
+A TMEM accumulator's output (the sm_100a GEMM's C) gets a staging region named after it: two chunks of the tile's
+rows by one 128-byte swizzle span of columns (64 16-bit columns), written by the epilogue and stored by TMA in turn.
 
 An attention's output tile gets a staging region `o` (one stage, the tile's shape): the consumers write O
 there and TMA stores it. It may alias Q's region (`aliases = ("q",)`): wl-plan-smem lets them share bytes
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
+from warploom.layout import SWIZZLE_128B
 from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring, Store
 
 from .registry import PassError, edit_program, register
@@ -60,6 +64,8 @@ def pipeline(program: Program, stages: int) -> None:
             program.regions["o"] = Region("o", "smem", program.outputs["out"].elem, tuple(op.tile), ("M", "D"), 1,
                                           aliases=("q",))
             op = replace(op, region="o")
+        elif isinstance(op, Store) and program.regions.get(op.value, Region("", "smem", "f32", ())).space == "tmem":
+            op = replace(op, region=_chunk_staging(program, op))
         elif isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body):
             groups = _ring_groups(op)
             op = replace(op, body=tuple(add(c, stages) if isinstance(c, Load) else c for c in op.body))
@@ -68,6 +74,24 @@ def pipeline(program: Program, stages: int) -> None:
         body.append(op)
     program.body = tuple(_with_majors(body, program))
     program.attrs["stages"] = stages
+
+
+STORE_STAGING_STAGES = 2     # the staged store of a TMEM accumulator alternates two chunk buffers
+
+
+def _chunk_staging(program: Program, store: Store) -> str:
+    """A TMEM accumulator's output (sm_100a GEMM) is stored through smem by TMA in chunks of the tile's rows by
+    one 128-byte swizzle span of columns: region `c` holds two such chunks (one is written while the previous
+    one's TMA store reads the other)."""
+    elem = program.outputs[store.output].elem
+    columns = SWIZZLE_128B.span_bytes * 8 // targets.ELEMENT_BITS[elem]
+    rows, width = store.tile
+    if width % columns:
+        raise PassError(f"wl-pipeline: the tile's {width} columns are not whole {columns}-column chunks of the "
+                        f"staged {elem} store: use a block-n that is a multiple of {columns}")
+    name = store.output
+    program.regions[name] = Region(name, "smem", elem, (rows, columns), ("M", "N"), STORE_STAGING_STAGES)
+    return name
 
 
 def _with_majors(body, program: Program) -> list:

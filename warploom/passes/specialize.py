@@ -222,6 +222,7 @@ DEFAULTS = {"gemm": (40, 232, 1, False), "attention": (24, 240, 0, True)}
 TCGEN05_ROLES = (("producer", 1, "thread"), ("mma", 1, "thread"), ("epilogue", 4, "warp"))
 TMEM_FREE = "tmem_free"       # the epilogue is done with TMEM: the MMA warp may free it
 TMEM_ADDR = "tmem_addr"       # the smem word tcgen05.alloc writes the TMEM base address to
+STAGED = "staged"             # the epilogue warps' chunk of C is in the staging smem: one thread may TMA-store it
 
 
 def specialize_tcgen05(program: Program) -> None:
@@ -258,6 +259,9 @@ def specialize_tcgen05(program: Program) -> None:
     epilogue_threads = roles["epilogue"][1] * target.warp_size
     program.named_barriers[TMEM_FREE] = NamedBarrier(TMEM_FREE, target.named_barrier_ids[0],
                                                      epilogue_threads + target.warp_size)
+    if store.region is not None:         # the staged store's hand-off between the epilogue warps and its storer
+        program.named_barriers[STAGED] = NamedBarrier(STAGED, target.named_barrier_ids[0] + 1, epilogue_threads)
+        store = replace(store, barrier=STAGED)
     bodies = {
         "producer": (replace(loop, body=copies, carries=()),),
         "mma": (replace(loop, body=(mma,), carries=()), Sync(TMEM_FREE, tiles="last")),

@@ -1,20 +1,20 @@
 // RUN: warploom-opt %s --wl-tile="target=sm_100a schedule=persistent block-n=128" --wl-pipeline --wl-specialize --wl-plan-tmem --wl-plan-smem --wl-plan-barriers --wl-lower-sm100 | FileCheck %s
 
 // The sm_100a GEMM (bf16, B [K, N], tile 128x128x64, 4 stages, persistent): the tcgen05 ops in order, with their
-// operands' sources. Plan (from the passes before): a at smem 0, b at 65536 (4 x 16 KiB each), the TMEM address slot
-// at 131072, mbarriers ab_full 131080, ab_empty 131112, acc_full 131144, acc_empty 131160 (2 each: two TMEM
-// accumulator stages of 128 columns, 256 allocated).
+// operands' sources. Plan (from the passes before): a at smem 0, b at 65536 (4 x 16 KiB each), the C staging
+// chunks at 131072 (2 x 16 KiB), the TMEM address slot at 163840, mbarriers ab_full 163848, ab_empty 163880,
+// acc_full 163912, acc_empty 163928 (2 each: two TMEM accumulator stages of 128 columns, 256 allocated).
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_kn_128x128x64_s4_persistent_sm100a(
 // CHECK-SAME: nvvm.maxntid = array<i32: 192, 1, 1>
 // The epilogue frees an accumulator stage with one arrival per thread (4 warps): acc_empty counts 128.
-// CHECK: [[AE0:%[0-9]+]] = llvm.getelementptr [[BASE:%[0-9]+]][%c131160_i32]
+// CHECK: [[AE0:%[0-9]+]] = llvm.getelementptr [[BASE:%[0-9]+]][%c163928_i32]
 // CHECK-NEXT: nvvm.mbarrier.init [[AE0]], %c128_i32
 
 // Prologue: warp 1 (the MMA warp) allocates 256 columns, the address lands in the smem slot; every thread reads
 // it after the CTA barrier, between the fences the ISA asks for.
 // CHECK: [[WARP:%[0-9]+]] = arith.divui [[TID:%[0-9]+]], %c32_i32
-// CHECK-NEXT: [[SLOT:%[0-9]+]] = llvm.getelementptr [[BASE]][%c131072_i32]
+// CHECK-NEXT: [[SLOT:%[0-9]+]] = llvm.getelementptr [[BASE]][%c163840_i32]
 // CHECK-NEXT: [[IS1:%[0-9]+]] = arith.cmpi eq, [[WARP]], %c1_i32
 // CHECK-NEXT: scf.if [[IS1]] {
 // CHECK-NEXT: nvvm.tcgen05.alloc [[SLOT]], %c256_i32 : !llvm.ptr<3>, i32
@@ -32,16 +32,16 @@
 // CHECK-NEXT: [[ELECT:%[0-9]+]] = nvvm.elect.sync -> i1
 // CHECK: scf.for [[TILE:%arg[0-9]+]] =
 // CHECK: [[STAGE:%[0-9]+]] = arith.remui [[J:%[0-9]+]], %c2_i32
-// CHECK: [[AFOFF:%[0-9]+]] = arith.addi %c131144_i32
+// CHECK: [[AFOFF:%[0-9]+]] = arith.addi %c163912_i32
 // CHECK-NEXT: [[AF:%[0-9]+]] = llvm.getelementptr [[BASE]][[[AFOFF]]]
-// CHECK: [[AEOFF:%[0-9]+]] = arith.addi %c131160_i32
+// CHECK: [[AEOFF:%[0-9]+]] = arith.addi %c163928_i32
 // CHECK-NEXT: [[AE:%[0-9]+]] = llvm.getelementptr [[BASE]][[[AEOFF]]]
 // CHECK: scf.if [[ELECT]] {
 // CHECK: nvvm.mbarrier.try_wait.parity [[AE]]
 // CHECK-NEXT: nvvm.tcgen05.fence <after>
 // ... then per K tile waits for the operands (ab_full, consumer parity) ...
 // CHECK-NEXT: scf.for [[KT:%arg[0-9]+]] = %c0_i32
-// CHECK: [[FOFF:%[0-9]+]] = arith.addi %c131080_i32
+// CHECK: [[FOFF:%[0-9]+]] = arith.addi %c163848_i32
 // CHECK-NEXT: [[FULL:%[0-9]+]] = llvm.getelementptr [[BASE]][[[FOFF]]]
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity [[FULL]]
 // CHECK-NEXT: nvvm.tcgen05.fence <after>
@@ -64,7 +64,7 @@
 // CHECK-NEXT: nvvm.tcgen05.mma [[DP1]], [[DA1]], [[DB1]], %c136381584_i32, [[ON]]
 // CHECK-COUNT-2: nvvm.tcgen05.mma {{.*}}, %c136381584_i32, [[ON]]
 // ... then commits them to this stage's ab_empty (the TMA warp may refill it once they completed) ...
-// CHECK: [[EOFF:%[0-9]+]] = arith.addi %c131112_i32
+// CHECK: [[EOFF:%[0-9]+]] = arith.addi %c163880_i32
 // CHECK-NEXT: [[EMPTY:%[0-9]+]] = llvm.getelementptr [[BASE]][[[EOFF]]]
 // CHECK-NEXT: nvvm.tcgen05.commit [[EMPTY]] : !llvm.ptr<3>
 // CHECK-NEXT: }
@@ -81,16 +81,23 @@
 // CHECK-NEXT: nvvm.tcgen05.dealloc [[TP]], %c256_i32
 
 // The epilogue warps: wait for the stage (acc_full, consumer parity), read their lane quadrant (warp % 4) x 32 at
-// lane << 16, 32 columns at a time, each load waited for; then free the stage and, at the last tile, tell the MMA
-// warp on named barrier 1.
+// lane << 16, 32 columns per load, a 64-column chunk per tcgen05.wait::ld; each thread writes its row of the chunk
+// (16-byte stores at the 128B-swizzled address: byte ^ ((byte & 896) >> 3)) into the staging buffer (c at 131072,
+// two 16 KiB chunks), fence.proxy.async, the warps sync on named barrier 2 (128 threads), and the role's first
+// thread TMA-stores the chunk at (n0 + 64 j, m0) and commits it; before the second buffer is reused it waits until
+// one store is left (wait_group.read 1). Then every thread frees the stage (acc_empty) and, at the last tile, tells
+// the MMA warp on named barrier 1; after its last tile the storing thread waits for its stores to read smem.
 // CHECK: scf.for
 // CHECK: [[ESTAGE:%[0-9]+]] = arith.remui {{%[0-9]+}}, %c2_i32
 // CHECK: [[EPH:%[0-9]+]] = arith.andi {{%[0-9]+}}, %c1_i32
-// CHECK: [[EAFOFF:%[0-9]+]] = arith.addi %c131144_i32
+// CHECK: [[EAFOFF:%[0-9]+]] = arith.addi %c163912_i32
 // CHECK-NEXT: [[EAF:%[0-9]+]] = llvm.getelementptr [[BASE]][[[EAFOFF]]]
-// CHECK: [[EAEOFF:%[0-9]+]] = arith.addi %c131160_i32
+// CHECK: [[EAEOFF:%[0-9]+]] = arith.addi %c163928_i32
 // CHECK-NEXT: [[EAE:%[0-9]+]] = llvm.getelementptr [[BASE]][[[EAEOFF]]]
-// CHECK: nvvm.mbarrier.try_wait.parity [[EAF]], [[EPH]]
+// CHECK: [[M0:%[0-9]+]] = arith.muli {{%[0-9]+}}, %c128_i32
+// CHECK-NEXT: arith.remui
+// CHECK-NEXT: [[N0:%[0-9]+]] = arith.muli {{%[0-9]+}}, %c128_i32
+// CHECK-NEXT: nvvm.mbarrier.try_wait.parity [[EAF]], [[EPH]]
 // CHECK-NEXT: nvvm.tcgen05.fence <after>
 // CHECK-NEXT: [[ECOL:%[0-9]+]] = arith.muli [[ESTAGE]], %c128_i32
 // CHECK-NEXT: [[ECOL0:%[0-9]+]] = arith.addi %c0_i32, [[ECOL]]
@@ -99,20 +106,55 @@
 // CHECK-NEXT: [[LANE0:%[0-9]+]] = arith.muli [[Q]], %c32_i32
 // CHECK-NEXT: [[LANEF:%[0-9]+]] = arith.muli [[LANE0]], %c65536_i32
 // CHECK-NEXT: [[ROWADDR:%[0-9]+]] = arith.addi [[ED]], [[LANEF]]
-// CHECK: [[A0:%[0-9]+]] = arith.addi [[ROWADDR]], %c0_i32
+// CHECK-NEXT: [[ROW:%[0-9]+]] = arith.addi [[LANE0]], [[LANE:%[0-9]+]]
+// CHECK-NEXT: [[ROWAT:%[0-9]+]] = arith.muli [[ROW]], %c128_i32
+// CHECK-NEXT: scf.if [[STORER:%[0-9]+]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.tcgen05.fence <before>
+// CHECK-NEXT: nvvm.barrier id = %c2_i32 number_of_threads = %c128_i32
+// CHECK-NEXT: nvvm.tcgen05.fence <after>
+// CHECK-NEXT: [[A0:%[0-9]+]] = arith.addi [[ROWADDR]], %c0_i32
 // CHECK-NEXT: [[P0:%[0-9]+]] = llvm.inttoptr [[A0]]
 // CHECK-NEXT: nvvm.tcgen05.ld [[P0]] {shape = #nvvm.tcgen05_ldst_shape<shape_32x32b>} : vector<32xi32>
-// CHECK-NEXT: nvvm.tcgen05.wait <load>
-// CHECK: [[A1:%[0-9]+]] = arith.addi [[ROWADDR]], %c32_i32
+// CHECK-NEXT: [[A1:%[0-9]+]] = arith.addi [[ROWADDR]], %c32_i32
 // CHECK-NEXT: [[P1:%[0-9]+]] = llvm.inttoptr [[A1]]
 // CHECK-NEXT: nvvm.tcgen05.ld [[P1]]
 // CHECK-NEXT: nvvm.tcgen05.wait <load>
-// CHECK-COUNT-2: nvvm.tcgen05.ld
-// CHECK: nvvm.tcgen05.fence <before>
+// CHECK: [[G0:%[0-9]+]] = arith.addi [[ROWAT]], %c0_i32
+// CHECK-NEXT: [[SW0:%[0-9]+]] = arith.andi [[G0]], %c896_i32
+// CHECK-NEXT: [[SW1:%[0-9]+]] = arith.shrui [[SW0]], %c3_i32
+// CHECK-NEXT: [[SW:%[0-9]+]] = arith.xori [[G0]], [[SW1]]
+// CHECK-NEXT: [[AT:%[0-9]+]] = arith.addi [[SW]], %c131072_i32
+// CHECK-NEXT: [[ST:%[0-9]+]] = llvm.getelementptr [[BASE]][[[AT]]]
+// CHECK-NEXT: llvm.store {{%[0-9]+}}, [[ST]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-COUNT-7: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.tcgen05.fence <before>
+// CHECK-NEXT: nvvm.barrier id = %c2_i32 number_of_threads = %c128_i32
+// CHECK-NEXT: nvvm.tcgen05.fence <after>
+// CHECK-NEXT: scf.if [[STORER]] {
+// CHECK-NEXT: [[SRC:%[0-9]+]] = llvm.getelementptr [[BASE]][%c131072_i32]
+// CHECK-NEXT: [[X0:%[0-9]+]] = arith.addi [[N0]], %c0_i32
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.global.shared.cta {{%arg[0-9]+}}, [[SRC]], box[[[X0]], [[M0]]]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// The second chunk: columns 64.., the second buffer (131072 + 16384).
+// CHECK: nvvm.cp.async.bulk.wait_group 1 {read}
+// CHECK: [[A2:%[0-9]+]] = arith.addi [[ROWADDR]], %c64_i32
+// CHECK: arith.addi {{%[0-9]+}}, %c147456_i32
+// CHECK: scf.if [[STORER]] {
+// CHECK-NEXT: [[SRC1:%[0-9]+]] = llvm.getelementptr [[BASE]][%c147456_i32]
+// CHECK-NEXT: [[X1:%[0-9]+]] = arith.addi [[N0]], %c64_i32
+// CHECK-NEXT: nvvm.cp.async.bulk.tensor.global.shared.cta {{%arg[0-9]+}}, [[SRC1]], box[[[X1]], [[M0]]]
+// CHECK-NEXT: nvvm.cp.async.bulk.commit.group
+// CHECK-NEXT: }
+// CHECK-NEXT: nvvm.tcgen05.fence <before>
 // CHECK-NEXT: nvvm.mbarrier.arrive [[EAE]]
 // CHECK-NEXT: scf.if
 // CHECK-NEXT: nvvm.tcgen05.fence <before>
 // CHECK-NEXT: nvvm.barrier.arrive id = %c1_i32 number_of_threads = %c160_i32
+// CHECK: scf.if [[STORER]] {
+// CHECK-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
 
 func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
