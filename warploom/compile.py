@@ -49,7 +49,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
     target = "" if spec.target == "sm_90a" else f" target={spec.target}"
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}}}",
+    block_m = f" block-m={spec.block_m}" if isinstance(spec, GemmSpec) and spec.block_m != 128 else ""
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
     if isinstance(spec, AttentionSpec):
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"

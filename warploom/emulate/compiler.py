@@ -1012,6 +1012,7 @@ def _mbar_arrive_cluster(op, info, a: int, tx, cnt, r, cluster_space: bool):
         e = w.env
         cta = w.cta
         token = np.zeros(WARP, np.uint64)
+        carries = cta.tc_signal(w, w.mask, name)      # tcgen05 fences: as for a local arrive (_mbar_arrive)
         for lane, addr in per_lane(e[a], w.mask):
             n = int(lanes(e[cnt])[lane]) if cnt is not None else 1
             if cluster_space:
@@ -1020,6 +1021,8 @@ def _mbar_arrive_cluster(op, info, a: int, tx, cnt, r, cluster_space: bool):
                 target, local = cta, addr
             if n < 1:
                 raise MbarrierError(f"{name} with count {n} on mbarrier 0x{local:x}: the count must be at least 1")
+            if carries:
+                target.mbarrier(local).tc_phases.add(target.mbarrier(local).phase)
             token[lane] = target.mbarrier_arrive(local, n, int(lanes(e[tx])[lane]) if tx is not None else 0)
         if r is not None:
             e[r] = token

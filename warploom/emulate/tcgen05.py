@@ -1,4 +1,5 @@
-"""Tensor Memory and the tcgen05 family (sm_100a, .cta_group::1): the CTA's TMEM state and the op handlers.
+"""Tensor Memory and the tcgen05 family (sm_100a, .cta_group::1 and the CTA pair's ::2): the CTA's TMEM state and the
+op handlers.
 
 Sources are PTX ISA 9.0 sections (numbers as in that release; the anchor names in quotes are stable
 across releases, docs.nvidia.com/cuda/parallel-thread-execution/#<anchor>), summarised in
@@ -53,9 +54,38 @@ How the emulator models it (`TensorMemory`, one per CTA, made by the CTA's first
 - tcgen05.fence::before_thread_sync / ::after_thread_sync are ordering points only: the emulator executes
   each warp's ops in order and publishes async results at the points above, so both are no-ops here
   (a missing fence is not detected).
-Not modelled (UnknownOpError, never skipped): cta_group::2 and multicast commits to other CTAs, tcgen05.cp,
-.shift, .ws, sparse and block-scaled mma, kinds other than f16, M = 64 (Layout F), ld/st shapes other than
-32x32b, .pack::16b / .unpack::16b, the collector buffer, disable-output-lane, scale-input-d.
+
+The CTA pair, .cta_group::2 (sources: 9.7.16.7.1 "tcgen05-memory-alloc-manage-instructions", 9.7.16.10.9.1
+"tcgen05-mma", 9.7.16.12.1 "tcgen05-commit", Table 39 in 9.7.16.2.1 "tcgen05-matrix-shapes", 9.7.16.5
+"tcgen05-issue-granularity"; gpu-facts.md section 4): the pair is two CTAs of one cluster whose %cluster_ctarank
+differ only in bit 0, the even one r & ~1 and the odd one r | 1, so the cluster must have an even number of CTAs
+(`pair_of`). Every tcgen05 op of a kernel names the same .cta_group (mixing them is a ptxas error): checked when
+the kernel is compiled, naming both ops.
+- alloc / dealloc / relinquish_alloc_permit.cta_group::2: "one warp from each of the peer CTAs must collectively
+  perform the allocation and de-allocation". Modelled per CTA: each CTA's warp allocates in its own TMEM by the
+  ::1 rules (and writes the address to its own smem); that the pair agrees is checked where it matters, when a
+  pair MMA writes D: the D columns must be allocated in both CTAs' TMEM.
+- tcgen05.mma.cta_group::2.kind::f16 with M = 256, issued by one thread of either CTA: A [256, K] is rows 0..127
+  from the even CTA's smem and rows 128..255 from the odd CTA's, both at the A descriptor's (CTA-relative)
+  address, each half a 128 x K operand of that descriptor; B [N, K] is rows 0..N/2-1 from the even CTA's smem
+  and N/2..N-1 from the odd CTA's, each an N/2 x K operand of the B descriptor; D [256, N] is rows 0..127 in the
+  even CTA's TMEM lanes 0..127 and rows 128..255 in the odd CTA's, at the D address's columns in both. Each CTA's
+  share is an `MmaPart`; the ::1 bookkeeping (held smem operand bytes, D cells being written until a commit
+  arrives, the accumulate check, the races) applies to both CTAs, and the MMA is in both TensorMemory.mmas
+  lists, so a race in either CTA names it. Its pipeline and its commit are the issuing thread's.
+- tcgen05.commit (either group) .shared::cluster[.multicast::cluster]: one arrival, once the issuing thread's
+  prior MMAs completed, on the mbarrier at bar's CTA-relative offset in every CTA whose rank bit is set in the
+  16-bit ctaMask (bits outside the cluster are an error), or without multicast on the one mbarrier bar names (a
+  shared::cta address: the issuer's own; shared::cluster: the CTA it points into). The arrival releases the
+  tracked MMAs in both CTAs and marks each barrier phase it counts toward as carrying tcgen05 work.
+- tcgen05.ld / st / wait / fence act on the executing CTA's own TMEM, whatever the group.
+
+Not modelled (UnknownOpError, never skipped): tcgen05.cp, .shift, .ws, sparse and block-scaled mma, kinds other
+than f16, M = 64 (Layout F), M = 128 with cta_group::2 (each CTA holding 64 rows of D), A in TMEM with
+cta_group::2, ld/st shapes other than 32x32b, .pack::16b / .unpack::16b, the collector buffer,
+disable-output-lane, scale-input-d, the .cta_group forms of TMA (the pair's shared mbarrier). The pair's
+alloc is not checked as one collective op (that both warps run it, with the same count, and get the same
+columns): only its consequence, the D columns allocated in both CTAs, is.
 """
 from __future__ import annotations
 
@@ -69,9 +99,9 @@ from warploom.layout.fragments import tcgen05_ldst_registers, tmem_lanes_of_warp
 from warploom.targets import get as get_target
 
 from .compiler import TypeInfo, handles, lanes, per_lane, uniform
-from .errors import (AccumulatorReadError, AsyncLeakError, DivergenceError, EmulationError, OutOfBoundsError,
-                     SmemRaceError, TmemError, TmemRaceError, UnknownOpError)
-from .machine import CTA, OpInfo, Wait, WARP, Warp
+from .errors import (AccumulatorReadError, AsyncLeakError, DivergenceError, EmulationError, MbarrierError,
+                     OutOfBoundsError, SmemRaceError, TmemError, TmemRaceError, UnknownOpError)
+from .machine import CTA, DSMEM_RANK_STRIDE, OpInfo, Wait, WARP, Warp
 
 TARGET = get_target("sm_100a")
 GEOMETRY = TARGET.tmem
@@ -101,25 +131,45 @@ class Allocation:
 
 
 @dataclass
+class MmaPart:
+    """One CTA's share of a tcgen05.mma: with .cta_group::1 the issuer's whole MMA; with ::2 the even or the odd CTA
+    of the pair (its A rows and B rows, read from its smem; its D rows, in its TMEM lanes 0..127)."""
+    tmem: TensorMemory
+    a_smem: np.ndarray | None             # absolute (CTA-relative) smem addresses [rows, K] of its A rows; None: TMEM
+    b_smem: np.ndarray                    # [N / parts, K]
+    reads: np.ndarray                     # smem offsets of every operand byte in this CTA (held until released)
+
+
+@dataclass
 class TmemMma:
     """One tcgen05.mma issued by one thread: what it reads and writes, and where it is in its life."""
     seq: int
     info: OpInfo
+    cta: CTA                              # the issuer's CTA
     warp: int
     lane: int
     desc: Sm100InstrDescriptor
     d_addr: int
     accumulate: bool
     a_tmem: int | None                    # TMEM address of A, or None when A comes from smem
-    a_smem: np.ndarray | None             # absolute smem addresses [M, K] of A's elements
-    b_smem: np.ndarray = None             # [N, K]
-    reads: np.ndarray = None              # smem offsets of every operand byte (held until released)
+    parts: list = None                    # MmaPart per CTA: [issuer] (::1) or [even, odd] (::2)
     done: bool = False                    # computed (the scheduler completed it)
     committed: bool = False               # some tcgen05.commit tracks it
     released: bool = False                # a commit tracking it arrived: D readable, smem and TMEM operands free
 
+    @property
+    def rows(self) -> int:
+        """Rows of D (= TMEM lanes from 0) in each CTA: M for ::1, M / 2 for the pair."""
+        return self.desc.m // len(self.parts)
+
+    def part_in(self, tmem: TensorMemory) -> MmaPart | None:
+        return next((p for p in self.parts if p.tmem is tmem), None)
+
     def __str__(self) -> str:
-        return f"tcgen05.mma #{self.seq} (issued by warp {self.warp} lane {self.lane}, {self.info.text})"
+        if len(self.parts) == 1:
+            return f"tcgen05.mma #{self.seq} (issued by warp {self.warp} lane {self.lane}, {self.info.text})"
+        return (f"tcgen05.mma.cta_group::2 #{self.seq} (issued by CTA {self.cta.id} warp {self.warp} lane {self.lane}, "
+                f"{self.info.text})")
 
 
 @dataclass
@@ -181,16 +231,17 @@ class TensorMemory:
         self.alloc_warp: int | None = None
         self.last_ncols: int | None = None
         self.relinquished: tuple[int, OpInfo] | None = None
-        self.mmas: list[TmemMma] = []
+        self.mmas: list[TmemMma] = []                                 # this CTA's, and pair MMAs its peer issued
         self.thread_mmas: dict[tuple[int, int], list[TmemMma]] = {}    # (warp, lane) -> mmas not yet released
         self.pipelines: dict[tuple, TmemMma] = {}                      # (warp, lane, D, M, N) -> last mma
         self.loads: dict[int, list[TmemAccess]] = {}
         self.stores: dict[int, list[TmemAccess]] = {}
 
     # ---- addresses, allocation, lane quadrants ----------------------------------------------------------
-    def region(self, addr: int, nlanes: int, ncols: int, what: str) -> tuple[slice, slice]:
+    def region(self, addr: int, nlanes: int, ncols: int, what: str, note: str = "") -> tuple[slice, slice]:
         """The cells [lanes, columns] an access of nlanes x ncols at `addr` touches, after checking they exist
-        (lanes 0..127, columns 0..511) and are allocated (9.7.16.1, 9.7.16.1.2)."""
+        (lanes 0..127, columns 0..511) and are allocated (9.7.16.1, 9.7.16.1.2); `note` ends an unallocated-column
+        message (the CTA pair's hint)."""
         lane, col = addr >> 16, addr & 0xFFFF
         where = _where(addr, nlanes, ncols)
         if lane + nlanes > GEOMETRY.lanes or col + ncols > GEOMETRY.columns:
@@ -202,7 +253,7 @@ class TensorMemory:
             bad = col + int(np.flatnonzero(owners < 0)[0])
             if not self.allocations:
                 raise TmemError(f"{what} uses {where} before any tcgen05.alloc: allocate the columns first (one warp), "
-                                "then a barrier, then read the address tcgen05.alloc wrote to shared memory")
+                                "then a barrier, then read the address tcgen05.alloc wrote to shared memory" + note)
             freed = [a for a in self.allocations if a.freed_by is not None and a.start <= bad < a.start + a.ncols]
             live = self._live()
             if freed:
@@ -210,9 +261,9 @@ class TensorMemory:
                 raise TmemError(f"{what} uses {where} after tcgen05.dealloc: column {bad} belonged to columns "
                                 f"{_span(f.start, f.ncols)}, freed by warp {f.warp} at {f.freed_by.text}; "
                                 f"allocated now: {live}. Free TMEM only after its last use (and its tcgen05.wait "
-                                "or commit)")
+                                "or commit)" + note)
             raise TmemError(f"{what} uses {where}, but column {bad} is outside the allocated columns ({live}): "
-                            "allocate enough columns, or check the column offset added to the base address")
+                            "allocate enough columns, or check the column offset added to the base address" + note)
         return slice(lane, lane + nlanes), slice(col, col + ncols)
 
     def _live(self) -> str:
@@ -243,7 +294,8 @@ class TensorMemory:
                             f"{GEOMETRY.alloc_min_columns}..{GEOMETRY.alloc_max_columns}")
         if self.alloc_warp is not None and self.alloc_warp != warp.index:
             raise TmemError(f"tcgen05.alloc by warp {warp.index}, but warp {self.alloc_warp} allocated before: one "
-                            "warp of the CTA performs every allocation and deallocation (.cta_group::1)")
+                            "warp of the CTA performs every allocation and deallocation (with .cta_group::2: one in each CTA of "
+                            "the pair)")
         if self.last_ncols is not None and ncols > self.last_ncols:
             raise TmemError(f"tcgen05.alloc of {ncols} columns after an allocation of {self.last_ncols}: the column "
                             "count may not increase from one allocation to the next within a CTA")
@@ -390,71 +442,88 @@ class TensorMemory:
                     return f"{a.info.text} of warp {w}"
         return "an unretired access"
 
-    # ---- tcgen05.mma kind::f16, cta_group::1: 9.7.16.10.9.1 ----------------------------------------------
+    # ---- tcgen05.mma kind::f16, cta_group::1 and ::2: 9.7.16.10.9.1 ----------------------------------------
     @staticmethod
     def _d_cells(m: TmemMma) -> tuple[slice, slice]:
+        """D's cells in each CTA's TMEM: lanes 0..rows-1 (row i in lane i, 9.7.16.10.5.4 "Layout D"), the D address's
+        columns; the same cells in both CTAs of a pair."""
         col = m.d_addr & 0xFFFF
-        return slice(0, m.desc.m), slice(col, col + m.desc.n)
+        return slice(0, m.rows), slice(col, col + m.desc.n)
 
     @staticmethod
     def _a_cells(m: TmemMma) -> tuple[slice, slice]:
         col = m.a_tmem & 0xFFFF
-        return slice(0, m.desc.m), slice(col, col + MMA_K["f16"] // 2)
+        return slice(0, m.rows), slice(col, col + MMA_K["f16"] // 2)
 
     def mma(self, warp: Warp, lane: int, info: OpInfo, desc: Sm100InstrDescriptor, d_addr: int, a_operand,
-            a_is_tmem: bool, b_bits: int, accumulate: bool) -> None:
+            a_is_tmem: bool, b_bits: int, accumulate: bool, group: int = 1) -> None:
+        """Issue one tcgen05.mma from lane `lane` of `warp` of this CTA: check its operands in every CTA it touches
+        (this one; with group 2 the even and the odd CTA of the pair, see the module docstring), hold them (smem
+        operand bytes, D cells) until a commit tracking it arrives, and schedule its computation after its pipeline
+        predecessor."""
         k = MMA_K["f16"]
-        what = "tcgen05.mma"
+        pair = group == 2
+        what = "tcgen05.mma.cta_group::2" if pair else "tcgen05.mma"
+        ctas = pair_of(self.cta, what) if pair else [self.cta]
+        for c in ctas:
+            self.cta.cluster.check_alive(self.cta, c, what)
+        tmems = [tmem_of(c) for c in ctas]
+        rows, b_rows = desc.m // len(ctas), desc.n // len(ctas)     # A and D rows, B rows, per CTA
         if d_addr >> 16:
-            raise TmemError(f"{what} with D at {_where(d_addr, desc.m, desc.n)}: with M = {desc.m} (Layout D) the "
-                            "accumulator spans all 128 lanes, so the D address must have lane 0")
-        dl, dc = self.region(d_addr, desc.m, desc.n, f"{what} (D, {desc.m} x {desc.n})")
-        dwhere = _where(d_addr, desc.m, desc.n)
-        self._race(dl, dc, f"{what} (D)", dwhere, ld_pending=True, st_pending=True)
-        if accumulate:
-            cold = ~self.written[dl, dc] & (self.mma_writing[dl, dc] == 0)
-            if cold.any():
-                i, j = (int(x[0]) for x in np.nonzero(cold))
-                raise TmemError(f"{what} accumulates (enable-input-d true) into {dwhere}, but nothing wrote lane {i} "
-                                f"column {dc.start + j} yet: the first MMA into an accumulator must overwrite it "
-                                "(enable-input-d false)")
-        m = TmemMma(len(self.mmas), info, warp.index, lane, desc, d_addr, accumulate, None, None)
-        cta = self.cta
-        reads = []
-        if a_is_tmem:
+            span = (f"with M = {desc.m} (.cta_group::2) each CTA's {rows} rows of the accumulator span" if pair else
+                    f"with M = {desc.m} (Layout D) the accumulator spans")
+            raise TmemError(f"{what} with D at {_where(d_addr, rows, desc.n)}: {span} all 128 lanes, so the D address "
+                            "must have lane 0")
+        dwhere = _where(d_addr, rows, desc.n)
+        note = (" (.cta_group::2: the pair's MMA writes D at the same columns of both CTAs' Tensor Memory, so the warp "
+                "of each CTA must allocate them, with tcgen05.alloc.cta_group::2 of the same column count)") if pair else ""
+        for i, tm in enumerate(tmems):
+            where = f" of {_in_pair(tm.cta)}" if pair else ""
+            half = f"D rows {_span(i * rows, rows)} of {desc.m} x {desc.n}, in {_in_pair(tm.cta)}" if pair else \
+                f"D, {desc.m} x {desc.n}"
+            dl, dc = tm.region(d_addr, rows, desc.n, f"{what} ({half})", note)
+            tm._race(dl, dc, f"{what} (D)", dwhere + where, ld_pending=True, st_pending=True)
+            if accumulate:
+                cold = ~tm.written[dl, dc] & (tm.mma_writing[dl, dc] == 0)
+                if cold.any():
+                    li, j = (int(x[0]) for x in np.nonzero(cold))
+                    raise TmemError(f"{what} accumulates (enable-input-d true) into {dwhere}{where}, but nothing wrote "
+                                    f"lane {li} column {dc.start + j} yet: the first MMA into an accumulator must "
+                                    "overwrite it (enable-input-d false)")
+        a_tmem = None
+        if a_is_tmem:                   # (.cta_group::1 only: the handler refuses A in TMEM for the pair)
             if desc.a_major != "K":
                 raise EmulationError(f"{what} with A in TMEM and the transpose-A bit set: A in Tensor Memory is "
                                      "row-major (9.7.16.10.2), clear bit 15 of the instruction descriptor")
             if a_operand >> 16:
                 raise TmemError(f"{what} with A at {_where(a_operand, desc.m, k // 2)}: A spans all {desc.m} lanes, "
                                 "so its address must have lane 0")
-            m.a_tmem = a_operand
-            al, ac = self._a_cells(m)
+            a_tmem = a_operand
+            col = a_operand & 0xFFFF
+            al, ac = slice(0, rows), slice(col, col + k // 2)
             self.region(a_operand, desc.m, k // 2, f"{what} (A in TMEM, {desc.m} x {k} 16-bit elements)")
             self._race(al, ac, f"{what} (A)", _where(a_operand, desc.m, k // 2), st_pending=True)
             if not self.written[al, ac].all():
                 raise TmemError(f"{what} reads A from {_where(a_operand, desc.m, k // 2)}, which nothing wrote: "
                                 "store A (tcgen05.st, then tcgen05.wait::st) before the MMA")
-        else:
-            m.a_smem = smem_operand(cta, a_operand, desc.m, k, 2, desc.a_major, "A")
-            reads.append(m.a_smem)
-        m.b_smem = smem_operand(cta, b_bits, desc.n, k, 2, desc.b_major, "B")
-        reads.append(m.b_smem)
-        m.reads = _operand_bytes(cta, reads, 2)
-        pending = np.flatnonzero(cta.tma_pending[m.reads])
-        if pending.size:
-            off = int(m.reads[pending[0]])
-            raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x}, which an in-flight TMA copy has not written "
-                                f"yet ({cta._writer_of(off)}): wait on the stage's full barrier before issuing the MMA")
-        unwritten = np.flatnonzero(~cta.written[m.reads])
-        if unwritten.size:
-            off = int(m.reads[unwritten[0]])
-            raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x} (byte {off} of dynamic smem), which no TMA "
-                                "copy has written yet: wait on the stage's full barrier before issuing the MMA")
+        parts = []
+        for i, (c, tm) in enumerate(zip(ctas, tmems)):
+            a_smem = None if a_is_tmem else smem_operand(c, a_operand, rows, k, 2, desc.a_major, "A")
+            b_smem = smem_operand(c, b_bits, b_rows, k, 2, desc.b_major, "B")
+            reads = _operand_bytes(c, [x for x in (a_smem, b_smem) if x is not None], 2)
+            part = MmaPart(tm, a_smem, b_smem, reads)
+            self._check_operands(part, i, rows, b_rows, what, pair)
+            parts.append(part)
         # the operands are now held: D cells "being written", smem and TMEM A "being read", until a commit arrives
-        cta.mma_reading[m.reads] += 1
-        cta.unread[m.reads] = False
-        self.mma_writing[dl, dc] += 1
+        m = TmemMma(len(self.mmas), info, self.cta, warp.index, lane, desc, d_addr, accumulate, a_tmem, parts)
+        dcells = self._d_cells(m)
+        for p in parts:
+            c = p.tmem.cta
+            c.mma_reading[p.reads] += 1
+            c.unread[p.reads] = False
+            p.tmem.mma_writing[dcells] += 1
+            if p.tmem is not self:      # the peer lists it too, so that its races and TMA checks find it
+                p.tmem.mmas.append(m)
         if m.a_tmem is not None:
             self.mma_reading[self._a_cells(m)] += 1
         self.mmas.append(m)
@@ -462,69 +531,152 @@ class TensorMemory:
         key = (warp.index, lane, d_addr, desc.m, desc.n)
         prev = self.pipelines.get(key)          # 9.7.16.6.2: mma -> mma, same accumulator and shape, in order
         self.pipelines[key] = m
-        cta.stats["tcgen05_mma"] += 1
-        cta._async(info, f"tcgen05.mma #{m.seq} of warp {warp.index} lane {lane} into {dwhere}",
-                   lambda: self._compute(m), eligible=None if prev is None else (lambda: prev.done))
+        self.cta.stats["tcgen05_mma"] += 1
+        into = f"{dwhere} of both CTAs of the pair" if pair else dwhere
+        self.cta._async(info, f"{what} #{m.seq} of warp {warp.index} lane {lane} into {into}",
+                        lambda: self._compute(m), eligible=None if prev is None else (lambda: prev.done))
+
+    def _check_operands(self, part: MmaPart, i: int, rows: int, b_rows: int, what: str, pair: bool) -> None:
+        """The smem operand bytes of one CTA's share must have been written by a TMA copy that has landed."""
+        cta = part.tmem.cta
+        for bad, why in ((cta.tma_pending[part.reads] > 0, "which an in-flight TMA copy has not written yet"),
+                         (~cta.written[part.reads], "which no TMA copy has written yet")):
+            hit = np.flatnonzero(bad)
+            if not hit.size:
+                continue
+            off = int(part.reads[hit[0]])
+            writer = f" ({cta._writer_of(off)})" if cta.tma_pending[off] else ""
+            if not pair:
+                where = f"smem 0x{cta.base + off:x}" + ("" if writer else f" (byte {off} of dynamic smem)")
+                raise SmemRaceError(f"{what} reads {where}, {why}{writer}: wait on the stage's full barrier before "
+                                    "issuing the MMA")
+            a_bytes = () if part.a_smem is None else _operand_bytes(cta, [part.a_smem], 2)
+            operand = (f"A rows {_span(i * rows, rows)}" if np.isin(off, a_bytes) else
+                       f"B rows {_span(i * b_rows, b_rows)}")
+            if cta is self.cta:
+                fix = "wait on the stage's full barrier before issuing the MMA"
+            else:
+                fix = ("the issuer may issue the pair's MMA only once the peer's operands landed too: the peer waits on "
+                       "its full barrier and then arrives remotely (mapa, mbarrier.arrive.shared::cluster) on a barrier "
+                       "of the issuer's CTA, which the issuer waits on before the MMA")
+            raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x} (byte {off} of dynamic smem) of "
+                                f"{_in_pair(cta)}, its {operand} of the pair's MMA, {why}{writer}: {fix}")
 
     def _compute(self, m: TmemMma) -> None:
-        cta, desc = self.cta, m.desc
-        smem16 = cta.smem.view(np.uint16)
-        if m.a_tmem is not None:
-            al, ac = self._a_cells(m)
-            cells = self.cells[al, ac]
-            halves = np.stack([cells & 0xFFFF, cells >> 16], axis=-1).reshape(desc.m, -1)   # low half = lower k
-            a = halves.astype(np.uint16).view(ELEMS[desc.a_dtype])
-        else:
-            a = smem16[(m.a_smem - cta.base) // 2].view(ELEMS[desc.a_dtype])
-        b = smem16[(m.b_smem - cta.base) // 2].view(ELEMS[desc.b_dtype])
+        desc = m.desc
+        a_rows, b_rows = [], []
+        for p in m.parts:               # the issuer's share, or the even then the odd CTA's
+            cta = p.tmem.cta
+            smem16 = cta.smem.view(np.uint16)
+            if m.a_tmem is not None:
+                al, ac = self._a_cells(m)
+                cells = p.tmem.cells[al, ac]
+                halves = np.stack([cells & 0xFFFF, cells >> 16], axis=-1).reshape(m.rows, -1)   # low half = lower k
+                a_rows.append(halves.astype(np.uint16).view(ELEMS[desc.a_dtype]))
+            else:
+                a_rows.append(smem16[(p.a_smem - cta.base) // 2].view(ELEMS[desc.a_dtype]))
+            b_rows.append(smem16[(p.b_smem - cta.base) // 2].view(ELEMS[desc.b_dtype]))
+        a = a_rows[0] if len(a_rows) == 1 else np.concatenate(a_rows)        # [M, K]
+        b = b_rows[0] if len(b_rows) == 1 else np.concatenate(b_rows)        # [N, K]
         sign = (-1.0 if desc.negate_a else 1.0) * (-1.0 if desc.negate_b else 1.0)
         # Products of 16-bit floats are exact in float64 and a K = 16 sum nearly always is; it is rounded once to
         # the accumulator type (the tensor core's internal order and rounding are not modelled).
         d = (a.astype(np.float64) @ b.astype(np.float64).T) * sign
         dl, dc = self._d_cells(m)
-        if m.accumulate:
-            old = self.cells[dl, dc]
-            d = d + (old.view(np.float32) if desc.d_dtype == "f32" else
-                     (old & 0xFFFF).astype(np.uint16).view(np.float16)).astype(np.float64)
-        if desc.d_dtype == "f32":
-            self.cells[dl, dc] = d.astype(np.float32).view(np.uint32)
-        else:                                   # 16-bit D: low half of the cell, upper half zero (9.7.16.10.4.1)
-            self.cells[dl, dc] = d.astype(np.float16).view(np.uint16).astype(np.uint32)
-        self.written[dl, dc] = True
+        for i, p in enumerate(m.parts):   # rows i * rows.. of D go to part i's TMEM lanes 0..rows-1
+            tm, di = p.tmem, d[i * m.rows:(i + 1) * m.rows]
+            if m.accumulate:
+                old = tm.cells[dl, dc]
+                di = di + (old.view(np.float32) if desc.d_dtype == "f32" else
+                           (old & 0xFFFF).astype(np.uint16).view(np.float16)).astype(np.float64)
+            if desc.d_dtype == "f32":
+                tm.cells[dl, dc] = di.astype(np.float32).view(np.uint32)
+            else:                               # 16-bit D: low half of the cell, upper half zero (9.7.16.10.4.1)
+                tm.cells[dl, dc] = di.astype(np.float16).view(np.uint16).astype(np.uint32)
+            tm.written[dl, dc] = True
         m.done = True
 
     # ---- tcgen05.commit: 9.7.16.12.1 -----------------------------------------------------------------------
-    def commit(self, warp: Warp, lane: int, info: OpInfo, bar: int) -> None:
+    def commit(self, warp: Warp, lane: int, info: OpInfo, bar: int, multicast: int | None = None,
+               group: int = 1) -> None:
+        """One arrival (count 1), once every tcgen05.mma this thread issued before has completed, on the mbarrier
+        `bar` names (shared::cta: this CTA's; shared::cluster: the CTA it points into), or with .multicast::cluster
+        on the mbarrier at bar's CTA-relative offset in each CTA whose %cluster_ctarank bit is set in the 16-bit
+        ctaMask `multicast`. The arrival releases the MMAs it tracks (their smem and TMEM holds, in both CTAs of a
+        pair) and marks each barrier's phase as carrying tcgen05 work."""
         cta = self.cta
-        cta.mbarrier(bar)
+        cl = cta.cluster
+        name = "tcgen05.commit.cta_group::2" if group == 2 else "tcgen05.commit"
+        if group == 2:
+            pair_of(cta, name)
+        if multicast is None:
+            if bar < DSMEM_RANK_STRIDE:                 # shared::cta, or this CTA's own shared::cluster address
+                cta.mbarrier(bar)
+                targets = [(cta, bar)]
+            else:
+                targets = [cl.remote_mbarrier(cta, bar, name)]
+        else:
+            if not 0 < multicast < (1 << 16) or multicast >> cl.size:
+                raise OutOfBoundsError(f"{name}.multicast::cluster with ctaMask 0x{multicast:04x}: bit r selects the CTA "
+                                       f"with %cluster_ctarank r, and the cluster {cl.shape} has CTA ranks "
+                                       f"0..{cl.size - 1}, so the mask must be a non-zero subset of "
+                                       f"0x{(1 << cl.size) - 1:x}")
+            local = cl.cta_part(cta, bar, f"{name} mbarrier")
+            targets = []
+            for r in range(cl.size):
+                if multicast >> r & 1:
+                    t = cl.ctas[r]
+                    cl.check_alive(cta, t, f"{name} multicast to CTA rank {r}")
+                    if local not in t.mbarriers:
+                        raise MbarrierError(f"{name} multicast (ctaMask 0x{multicast:04x}) arrives on the mbarrier at "
+                                            f"smem 0x{local:x} (byte {local - t.base} of dynamic smem) of CTA {t.id} "
+                                            f"(rank {t.rank}), which is not initialised there: every CTA of the mask "
+                                            "inits its barrier at the same offset, then fence.mbarrier_init.release"
+                                            ".cluster and a barrier.cluster arrive/wait before the commit")
+                    targets.append((t, local))
         tracked = [m for m in self.thread_mmas.get((warp.index, lane), []) if not m.released]
         self.thread_mmas[(warp.index, lane)] = tracked
         for m in tracked:
             m.committed = True
+        if targets == [(cta, bar)]:
+            dest = f"mbarrier 0x{bar:x}"
+        else:
+            dest = (f"mbarrier 0x{targets[0][1]:x} of CTA rank{'s' if len(targets) > 1 else ''} "
+                    f"{', '.join(str(t.rank) for t, _ in targets)}")
+        what = (f"{name} of warp {warp.index} lane {lane} (tracks "
+                f"{', '.join(f'#{m.seq}' for m in tracked) or 'no'} tcgen05.mma) -> {dest}")
 
         def arrive():
             for m in tracked:
                 self._release(m)
-            cta.mbarrier(bar).tc_phases.add(cta.mbarrier(bar).phase)   # its waiters must fence::after_thread_sync
-            cta.mbarrier_arrive(bar, 1)
+            for t, local in targets:
+                if t.exited:
+                    raise OutOfBoundsError(f"{what} arrives after CTA {t.id} (rank {t.rank}) exited: its shared memory "
+                                           "is gone; keep every CTA the commit signals alive until it waited on the "
+                                           "barrier")
+                b = t.mbarrier(local)
+                b.tc_phases.add(b.phase)        # its waiters must fence::after_thread_sync
+                t.mbarrier_arrive(local, 1)
 
-        what = (f"tcgen05.commit of warp {warp.index} lane {lane} (tracks "
-                f"{', '.join(f'#{m.seq}' for m in tracked) or 'no'} tcgen05.mma) -> mbarrier 0x{bar:x}")
         cta._async(info, what, arrive, eligible=(lambda: all(m.done for m in tracked)) if tracked else None)
 
     def _release(self, m: TmemMma) -> None:
         if m.released:
             return
         m.released = True
-        self.cta.mma_reading[m.reads] -= 1
-        self.mma_writing[self._d_cells(m)] -= 1
+        dcells = self._d_cells(m)
+        for p in m.parts:
+            p.tmem.cta.mma_reading[p.reads] -= 1
+            p.tmem.mma_writing[dcells] -= 1
         if m.a_tmem is not None:
-            self.mma_reading[self._a_cells(m)] -= 1
+            m.parts[0].tmem.mma_reading[self._a_cells(m)] -= 1
 
     def smem_reader(self, offset: int) -> str | None:
-        """Which unreleased tcgen05.mma holds smem byte `offset` (for the TMA race message), or None."""
+        """Which unreleased tcgen05.mma (this CTA's, or a pair MMA reading this CTA's share) holds smem byte `offset`
+        (for the TMA race message), or None."""
         for m in self.mmas:
-            if not m.released and m.reads is not None and np.isin(offset, m.reads):
+            part = m.part_in(self)
+            if not m.released and part is not None and np.isin(offset, part.reads):
                 state = ("no tcgen05.commit tracks it yet" if not m.committed else
                          "its tcgen05.commit has not arrived yet")
                 return f"{m} ({state})"
@@ -554,6 +706,25 @@ def tmem_of(cta: CTA) -> TensorMemory:
     if cta.tmem is None:
         cta.tmem = TensorMemory(cta)
     return cta.tmem
+
+
+def pair_of(cta: CTA, what: str) -> list[CTA]:
+    """[even, odd]: the CTA pair `cta` belongs to for .cta_group::2, the CTAs of its cluster whose %cluster_ctarank
+    differ from its own only in bit 0 (r & ~1 and r | 1; 9.7.16.10.9.1 "tcgen05-mma", "peer CTA"). A cluster with an
+    odd number of CTAs leaves a CTA without its peer: an EmulationError (the launch is wrong, not an op the emulator
+    lacks, so not UnknownOpError)."""
+    cl = cta.cluster
+    if cl.size % 2:
+        raise EmulationError(f"{what} in CTA {cta.id} (rank {cta.rank}), whose cluster {cl.shape} has {cl.size} "
+                             f"CTA{'s' if cl.size > 1 else ''}: .cta_group::2 acts on the CTA pair (%cluster_ctarank "
+                             "r & ~1 and r | 1), which needs a cluster of an even number of CTAs; launch with a "
+                             "cluster such as (2, 1, 1), or use .cta_group::1")
+    even = cta.rank & ~1
+    return [cl.ctas[even], cl.ctas[even + 1]]
+
+
+def _in_pair(cta: CTA) -> str:
+    return f"CTA {cta.id} (rank {cta.rank}, the {'odd' if cta.rank & 1 else 'even'} CTA of the pair)"
 
 
 def smem_operand(cta: CTA, bits: int, mn: int, k: int, eb: int, major: str, which: str) -> np.ndarray:
@@ -591,11 +762,29 @@ def _enum(attr) -> str:
     return s[s.index("<") + 1:s.rindex(">")] if "<" in s else s
 
 
-def _cta_group_1(op) -> None:
-    # 9.7.16.7.1 / 9.7.16.10.9.1: every tcgen05 op of a kernel names the same .cta_group; only ::1 is modelled
+def _cta_group(c, op, info: OpInfo) -> int:
+    """The op's .cta_group, 1 or 2 (the NVVM ops' `group` / `ctaGroup` attribute; absent means cta_1, the ops'
+    default), after checking that every tcgen05 op of the kernel names the same one: "all tcgen05 instructions
+    within a kernel must specify the same value of the .cta_group qualifier" (9.7.16.7.1, 9.7.16.10.9.1), which ptxas
+    enforces (gpu-facts.md section 4). Checked as the kernel is compiled, so both ops are named whichever runs
+    first. The error is a plain EmulationError: the kernel is invalid PTX, not an op form the emulator lacks
+    (UnknownOpError), and no TMEM state is misused yet (TmemError)."""
+    group = 1
     for name in ("group", "ctaGroup"):
-        if name in op.attributes and _enum(op.attributes[name]) != "cta_1":
-            raise UnknownOpError(f"{op.name} with .cta_group::2: CTA pairs (clusters) are not modelled")
+        if name in op.attributes:
+            value = _enum(op.attributes[name])
+            if value not in ("cta_1", "cta_2"):
+                raise UnknownOpError(f"{op.name} with .cta_group {value}: only cta_1 and cta_2 exist")
+            group = int(value[-1])
+    # the compiler object is made once per kernel: the first tcgen05 op naming a group is remembered on it
+    first = getattr(c, "tcgen05_group", None)
+    if first is None:
+        c.tcgen05_group = (group, info)
+    elif first[0] != group:
+        raise EmulationError(f"{info.text} uses .cta_group::{group}, but {first[1].text} earlier in the kernel uses "
+                             f".cta_group::{first[0]}: every tcgen05 instruction of a kernel must name the same "
+                             ".cta_group (ptxas rejects the mix); use .cta_group::2 throughout for a CTA-pair kernel")
+    return group
 
 
 def _whole_warp(w: Warp, what: str) -> None:
@@ -613,8 +802,10 @@ def _shared_pointer(op, value, what: str) -> None:
 
 @handles("nvvm.tcgen05.alloc")
 def _alloc(c, op, info):
-    # 9.7.16.7.1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], nCols
-    _cta_group_1(op)
+    # 9.7.16.7.1 tcgen05.alloc.cta_group::{1,2}.sync.aligned.shared::cta.b32 [dst], nCols. With ::2 "one warp from
+    # each of the peer CTAs must collectively perform the allocation": modelled as each CTA's warp allocating in its
+    # own TMEM by the ::1 rules (the pair's agreement is checked when a pair MMA writes D, see TensorMemory.mma)
+    group = _cta_group(c, op, info)
     v = op.opview
     _shared_pointer(op, v.addr, "tcgen05.alloc")
     dst, n = c.slot(v.addr), c.slot(v.nCols)
@@ -624,6 +815,8 @@ def _alloc(c, op, info):
         e = w.env
         addr = uniform(e[dst], w.mask, "tcgen05.alloc destination")
         ncols = uniform(e[n], w.mask, "tcgen05.alloc column count")
+        if group == 2:
+            pair_of(w.cta, "tcgen05.alloc.cta_group::2")
         tm = tmem_of(w.cta)
         w.last_op = info
         w.cta.tc_access(w, w.mask, info, "tcgen05.alloc")
@@ -635,13 +828,16 @@ def _alloc(c, op, info):
 
 @handles("nvvm.tcgen05.dealloc")
 def _dealloc(c, op, info):
-    # 9.7.16.7.1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, nCols
-    _cta_group_1(op)
+    # 9.7.16.7.1 tcgen05.dealloc.cta_group::{1,2}.sync.aligned.b32 taddr, nCols (::2: each CTA of the pair frees
+    # its own columns, with the ::1 checks, an unreleased pair MMA's D included)
+    group = _cta_group(c, op, info)
     v = op.opview
     t, n = c.slot(v.taddr), c.slot(v.nCols)
 
     def fn(w):
         _whole_warp(w, "tcgen05.dealloc")
+        if group == 2:
+            pair_of(w.cta, "tcgen05.dealloc.cta_group::2")
         e = w.env
         w.cta.tc_access(w, w.mask, info, "tcgen05.dealloc")
         tmem_of(w.cta).dealloc(w, info, uniform(e[t], w.mask, "tcgen05.dealloc address"),
@@ -651,11 +847,13 @@ def _dealloc(c, op, info):
 
 @handles("nvvm.tcgen05.relinquish_alloc_permit")
 def _relinquish(c, op, info):
-    # 9.7.16.7.1 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned
-    _cta_group_1(op)
+    # 9.7.16.7.1 tcgen05.relinquish_alloc_permit.cta_group::{1,2}.sync.aligned (per CTA)
+    group = _cta_group(c, op, info)
 
     def fn(w):
         _whole_warp(w, "tcgen05.relinquish_alloc_permit")
+        if group == 2:
+            pair_of(w.cta, "tcgen05.relinquish_alloc_permit.cta_group::2")
         tmem_of(w.cta).relinquish(w, info)
     return False, fn
 
@@ -755,13 +953,15 @@ def _st(c, op, info):
 _IDESCS: dict = {}
 
 
-def _instr_descriptor(bits: int) -> Sm100InstrDescriptor:
-    """The kind::f16 instruction descriptor `bits` (9.7.16.4.2), checked against Table 39, cached."""
-    if bits not in _IDESCS:
+def _instr_descriptor(bits: int, group: int = 1) -> Sm100InstrDescriptor:
+    """The kind::f16 instruction descriptor `bits` (9.7.16.4.2) of a .cta_group::`group` MMA, checked against
+    Table 39 (9.7.16.2.1: ::1 takes M 64/128, ::2 M 128/256), cached."""
+    key = (bits, group)
+    if key not in _IDESCS:
         try:
             d = Sm100InstrDescriptor.decode(bits, "f16")
         except ValueError as e:
-            _IDESCS[bits] = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: {e}")
+            _IDESCS[key] = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: {e}")
         else:
             if d.sparse:
                 err = UnknownOpError(f"tcgen05.mma instruction descriptor 0x{bits:08x} sets the sparsity bit: sparse "
@@ -772,17 +972,20 @@ def _instr_descriptor(bits: int) -> Sm100InstrDescriptor:
             elif d.d_dtype == "f16" and "bf16" in (d.a_dtype, d.b_dtype):
                 err = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: bf16 inputs accumulate into "
                                      "f32 only (an f16 D takes f16 inputs)")
-            elif d.m != 128:
+            elif group == 1 and d.m != 128 or group == 2 and d.m == 128:
                 err = UnknownOpError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: M = {d.m}; only M = 128 "
-                                     "(Layout D, all 128 lanes) is modelled for cta_group::1")
+                                     "(Layout D, all 128 lanes) is modelled for cta_group::1" if group == 1 else
+                                     f"tcgen05.mma.cta_group::2 instruction descriptor 0x{bits:08x}: M = 128 (each CTA "
+                                     "of the pair holding 64 rows of D) is not modelled; only M = 256 (128 rows in "
+                                     "each CTA's lanes 0..127) is")
             else:
                 err = None
                 try:
-                    TARGET.check_mma_shape(d.m, d.n, d.a_dtype, 1)
+                    TARGET.check_mma_shape(d.m, d.n, d.a_dtype, group)
                 except ValueError as e:
                     err = EmulationError(f"tcgen05.mma instruction descriptor 0x{bits:08x}: {e}")
-            _IDESCS[bits] = err or d
-    d = _IDESCS[bits]
+            _IDESCS[key] = err or d
+    d = _IDESCS[key]
     if isinstance(d, EmulationError):
         raise type(d)(d.detail)
     return d
@@ -790,9 +993,9 @@ def _instr_descriptor(bits: int) -> Sm100InstrDescriptor:
 
 @handles("nvvm.tcgen05.mma")
 def _mma(c, op, info):
-    # 9.7.16.10.9.1 tcgen05.mma.cta_group::1.kind::f16 [d-tmem], a-desc|[a-tmem], b-desc, idesc, enable-input-d
+    # 9.7.16.10.9.1 tcgen05.mma.cta_group::{1,2}.kind::f16 [d-tmem], a-desc|[a-tmem], b-desc, idesc, enable-input-d
     v = op.opview
-    _cta_group_1(op)
+    group = _cta_group(c, op, info)
     kind = _enum(op.attributes["kind"])
     if kind != "f16":
         raise UnknownOpError(f"tcgen05.mma kind::{kind}: only kind::f16 (f16/bf16 inputs) is modelled")
@@ -806,6 +1009,9 @@ def _mma(c, op, info):
     if a_is_tmem and a_type.space != 6:
         raise UnknownOpError(f"tcgen05.mma with A through address space {a_type.space}: A is an smem descriptor "
                              "(i64) or a Tensor Memory address (!llvm.ptr<6>)")
+    if a_is_tmem and group == 2:
+        raise UnknownOpError("tcgen05.mma.cta_group::2 with A in Tensor Memory: not modelled (only A and B from "
+                             "shared memory descriptors, for the CTA pair)")
     d, a, b, idesc, en = (c.slot(x) for x in (v.matrixD, v.matrixA, v.matrixB, v.idesc, v.enableInputD))
 
     def fn(w):
@@ -814,24 +1020,26 @@ def _mma(c, op, info):
         issued = per_lane(e[d], w.mask)
         if len(issued) > 1 and len({daddr for _, daddr in issued}) < len(issued):
             lane, daddr = issued[0]
-            desc = _instr_descriptor(int(lanes(e[idesc])[lane]))
+            desc = _instr_descriptor(int(lanes(e[idesc])[lane]), group)
             raise TmemRaceError(f"{len(issued)} lanes of warp {w.index} issue tcgen05.mma into "
-                                f"{_where(daddr, desc.m, desc.n)} at once: "
+                                f"{_where(daddr, desc.m // group, desc.n)} at once: "
                                 "tcgen05.mma has single-thread semantics, so every active lane starts a whole MMA and "
                                 "their accumulations race; issue it from one elected lane (nvvm.elect.sync)")
         w.cta.tc_access(w, w.mask, info, "tcgen05.mma")
         for lane, daddr in issued:                      # single-thread semantics: every active lane issues one
-            desc = _instr_descriptor(int(lanes(e[idesc])[lane]))
+            desc = _instr_descriptor(int(lanes(e[idesc])[lane]), group)
             tm.mma(w, lane, info, desc, daddr, int(lanes(e[a])[lane]), a_is_tmem, int(lanes(e[b])[lane]),
-                   bool(lanes(e[en])[lane]))
+                   bool(lanes(e[en])[lane]), group)
     return False, fn
 
 
 @handles("nvvm.tcgen05.commit")
 def _commit(c, op, info):
-    # 9.7.16.12.1 tcgen05.commit.cta_group::1.mbarrier::arrive::one[.shared::cluster][.multicast::cluster].b64
+    # 9.7.16.12.1 tcgen05.commit.cta_group::{1,2}.mbarrier::arrive::one[.shared::cluster][.multicast::cluster].b64
+    # [bar]{, ctaMask}: TensorMemory.commit (the barrier in this CTA, the CTA a shared::cluster address names, or
+    # every CTA of the 16-bit mask)
     v = op.opview
-    _cta_group_1(op)
+    group = _cta_group(c, op, info)
     _shared_pointer(op, v.addr, "tcgen05.commit")
     bar = c.slot(v.addr)
     mask = c.slot(v.multicastMask) if v.multicastMask is not None else None
@@ -840,10 +1048,8 @@ def _commit(c, op, info):
         e = w.env
         tm = tmem_of(w.cta)
         for lane, addr in per_lane(e[bar], w.mask):     # single-thread semantics: every active lane commits
-            if mask is not None and int(lanes(e[mask])[lane]) != 1:
-                raise UnknownOpError(f"tcgen05.commit multicast to CTA mask 0x{int(lanes(e[mask])[lane]):x}: clusters "
-                                     "are not modelled (only the mask 0x1, this CTA alone in its cluster)")
-            tm.commit(w, lane, info, addr)
+            multicast = None if mask is None else int(lanes(e[mask])[lane]) & 0xFFFF
+            tm.commit(w, lane, info, addr, multicast, group)
         w.last_op = info
         yield None
     return True, gen

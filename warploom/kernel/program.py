@@ -30,6 +30,7 @@ SOURCES = ("smem", "regs", "tmem")                # where an MMA operand is read
 MAJORS = ("K", "MN")                              # which logical dim of an operand is contiguous
 PARITIES = ("phase", "phase^1")                   # a consumer waits for the phase; a producer for the one before
 ARRIVERS = ("role", "warpgroup", "thread", "commit")   # Arrive.per
+ARRIVE_CTAS = ("own", "leader", "pair")         # Arrive.cta: this CTA's barrier, the pair leader's, both CTAs' (multicast)
 RING_COUNTS = ("iteration", "tile")               # Ring.counts: what advances a ring's stage
 
 
@@ -37,13 +38,16 @@ RING_COUNTS = ("iteration", "tile")               # Ring.counts: what advances a
 
 @dataclass(frozen=True)
 class Role:
-    """Warps [first_warp, first_warp + warps) running `body`; `issue` says which of their threads issue it."""
+    """Warps [first_warp, first_warp + warps) running `body`; `issue` says which of their threads issue it. In a
+    cluster kernel a role may run in one CTA of the cluster only (`rank`): the sm_100a CTA pair's MMA warp runs in
+    the leader (rank 0), the same warp of the other CTA does other work."""
     name: str
     first_warp: int
     warps: int
     issue: str                       # ISSUE_MODES
     regs: int | None = None          # setmaxnreg budget per thread (None: what the launch gives)
     body: tuple = ()
+    rank: int | None = None          # the CTA of a cluster (its %cluster_ctarank) that runs it; None: every CTA
 
     @property
     def warp_range(self) -> range:
@@ -134,6 +138,8 @@ class Ring:
     full: str | None = None
     empty: str | None = None
     counts: str = "iteration"        # RING_COUNTS
+    relay: str | None = None         # a CTA pair: the role of the other CTA that tells the leader its slot landed
+    peer: str | None = None          # ... on this barrier of the leader (wl-plan-barriers)
 
 
 # ---- what runs: ops --------------------------------------------------------------------------------
@@ -189,6 +195,7 @@ class Arrive:
     lag: int = 0
     tx_bytes: int = 0
     per: str = "role"                # ARRIVERS
+    cta: str = "own"                 # ARRIVE_CTAS (a CTA pair's kernel: arrive on the leader's instance, or on both)
 
 
 @dataclass(frozen=True)
@@ -313,7 +320,7 @@ class Program:
         raise KeyError(name)
 
     def ring_of_barrier(self, barrier: str) -> Ring | None:
-        return next((r for r in self.rings.values() if barrier in (r.full, r.empty)), None)
+        return next((r for r in self.rings.values() if barrier in (r.full, r.empty, r.peer)), None)
 
     def ring_of_region(self, region: str) -> Ring | None:
         return next((r for r in self.rings.values() if region in r.regions), None)

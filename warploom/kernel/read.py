@@ -27,7 +27,7 @@ ARRIVE_PER = {"one_thread": "role", "one_thread_per_warpgroup": "warpgroup", "ea
 RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role")   # not schedule ops
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
-LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns")   # what the program keeps
+LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group")   # what the program keeps
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -54,11 +54,11 @@ def read_program(kernel_op, target: str | None = None) -> Program:
             program.rings[b["name"]] = Ring(
                 name=b["name"], stages=b["stages"], regions=tuple(b["regions"]), producer=b.get("producer"),
                 consumers=tuple(b.get("consumers", ())), full=b.get("full"), empty=b.get("empty"),
-                counts=b.get("counts", "iteration"))
+                counts=b.get("counts", "iteration"), relay=b.get("relay"), peer=b.get("peer"))
         elif op.kind == "mbarrier":
             program.barriers[b["name"]] = MBarrier(
                 name=b["name"], count=b["count"], arrivals=b["arrivals"], tx_bytes=b.get("tx_bytes", 0),
-                offset=b.get("offset"))
+                offset=b.get("offset"), scope=b.get("scope", "cta"))
         elif op.kind == "named_barrier":
             program.named_barriers[b["name"]] = NamedBarrier(b["name"], b["id"], b["threads"], b.get("count", 1))
         elif op.kind == "register":
@@ -70,7 +70,7 @@ def read_program(kernel_op, target: str | None = None) -> Program:
                 first, count = warpgroup_warps * min(b["warpgroups"]), warpgroup_warps * len(b["warpgroups"])
             program.roles.append(Role(name=b["name"], first_warp=first, warps=count,
                                       issue=ISSUE.get(b.get("issue", "warpgroup"), b.get("issue")),
-                                      regs=b.get("regs"), body=tuple(_ops(op.body, program))))
+                                      regs=b.get("regs"), body=tuple(_ops(op.body, program)), rank=b.get("rank")))
     program.body = tuple(_ops([op for op in k.body if op.kind not in RESOURCE_OPS], program))
     return program
 
@@ -107,7 +107,8 @@ def _ops(body: list[KOp], program: Program) -> list:
         elif op.kind == "arrive_expect_tx":
             out.append(Arrive(a["barrier"], tx_bytes=a["bytes"]))
         elif op.kind == "arrive":
-            out.append(Arrive(a["barrier"], lag=a.get("lag", 0), per=ARRIVE_PER.get(a.get("issue"), "role")))
+            out.append(Arrive(a["barrier"], lag=a.get("lag", 0), per=ARRIVE_PER.get(a.get("issue"), "role"),
+                              cta=a.get("cta", "own")))
         elif op.kind == "async_load":
             out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier")))
         elif op.kind == "mma":

@@ -34,7 +34,7 @@ from dataclasses import dataclass, fields
 
 from warploom import targets
 
-from .program import (ARRIVERS, BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
+from .program import (ARRIVE_CTAS, ARRIVERS, BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
                       Region, Role, Store, Sync, Wait)
 
 
@@ -112,7 +112,7 @@ def _lag_of(op) -> int:
 def check_roles(p: Program):
     t = targets.get(p.target)
     warps_in_block = (p.threads // t.warp_size) if p.threads else None
-    owner: dict[int, str] = {}
+    owner: dict[tuple, str] = {}          # (warp, rank or None: every CTA) -> role
     for role in p.roles:
         if role.issue not in ISSUE_MODES:
             yield Problem("roles", f"role {role.name!r}", f"issue {role.issue!r}; use one of {', '.join(ISSUE_MODES)}")
@@ -124,12 +124,17 @@ def check_roles(p: Program):
                           f"warps {role.first_warp}..{role.first_warp + role.warps - 1} issue as warpgroups, which "
                           f"must start on a multiple of {per_wg} warps and span whole warpgroups: move the role to "
                           f"warp {role.first_warp // per_wg * per_wg} or make it {per_wg}-warp sized")
-        for w in role.warp_range:
-            if w in owner:
-                yield Problem("roles", f"role {role.name!r}",
-                              f"warp {w} is also in role {owner[w]!r}; give each warp one role")
-                break
-            owner[w] = role.name
+        clash = None
+        for w in role.warp_range:          # a warp has one role in each CTA (a role with a rank runs in that CTA only)
+            taken = [name for (ow, rank), name in owner.items()
+                     if ow == w and (rank is None or role.rank is None or rank == role.rank)]
+            if taken and clash is None:
+                clash = (w, taken[0])
+            owner[(w, role.rank)] = role.name
+        if clash is not None:
+            yield Problem("roles", f"role {role.name!r}",
+                          f"warp {clash[0]} is also in role {clash[1]!r}; give each warp one role (per CTA of the "
+                          "cluster, with `rank`)")
         if warps_in_block is not None and role.warp_range.stop > warps_in_block:
             yield Problem("roles", f"role {role.name!r}",
                           f"warps up to {role.warp_range.stop - 1}, but the block has {p.threads} threads "
@@ -176,6 +181,11 @@ def check_names(p: Program):
         if isinstance(op, (Wait, Arrive, Copy)) and barrier is not None and barrier not in p.barriers:
             yield Problem("names", _at(role, op), f"no mbarrier named {barrier!r} (have: "
                           f"{', '.join(p.barriers) or 'none'}); run wl-plan-barriers or fix the name")
+        if isinstance(op, Arrive) and op.cta not in ARRIVE_CTAS:
+            yield Problem("names", _at(role, op), f"arrives at cta {op.cta!r}; use one of {', '.join(ARRIVE_CTAS)}")
+        if isinstance(op, Arrive) and op.cta != "own" and _cluster_size(p) < 2:
+            yield Problem("names", _at(role, op), f"arrives at the {op.cta!r} CTA's barrier, but the kernel's cluster "
+                          f"is {list(p.attrs.get('cluster', [1, 1, 1]))}: only a CTA pair has a leader")
         if isinstance(op, Arrive) and op.per not in ARRIVERS:
             yield Problem("names", _at(role, op), f"arrives per {op.per!r}; use one of {', '.join(ARRIVERS)}")
         if isinstance(op, Arrive) and op.per == "commit" and (
@@ -333,6 +343,21 @@ def _arrivals_per_phase(role: Role, op: Arrive, warp_size: int, warpgroup_thread
     return role.warps * warp_size          # every thread of a warp/warpgroup role arrives
 
 
+def _cluster_size(p: Program) -> int:
+    size = 1
+    for d in p.attrs.get("cluster", [1, 1, 1]):
+        size *= int(d)
+    return size
+
+
+def _landing(p: Program, role: Role, op: Arrive) -> int:
+    """How many CTAs' arrivals land on one instance of the barrier: arrivals at the pair leader's instance come from
+    every CTA that runs the role."""
+    if op.cta == "leader":
+        return _cluster_size(p) if role.rank is None else 1
+    return 1
+
+
 def check_arrivals(p: Program):
     """Per phase (one iteration's stage) the arrivals of the loop body and the code outside loops; a pipelined
     loop's first section stands in for the body's lag-0 arrivals at iteration 0, its last section for the
@@ -343,7 +368,7 @@ def check_arrivals(p: Program):
     for role in p.roles:
         for op, section in _sectioned(role.body):
             if isinstance(op, Arrive) and op.barrier in p.barriers and section in ("top", "body"):
-                n = _arrivals_per_phase(role, op, t.warp_size, t.warpgroup_threads)
+                n = _arrivals_per_phase(role, op, t.warp_size, t.warpgroup_threads) * _landing(p, role, op)
                 total[op.barrier] = total.get(op.barrier, 0) + n
                 made.setdefault(op.barrier, []).append(f"{role.name} {n}")
         for loop in (o for o in role.walk() if isinstance(o, Loop)):
@@ -432,7 +457,7 @@ def check_parity(p: Program):
         ring = p.ring_of_barrier(op.barrier)
         if ring is None:
             continue
-        want = "phase" if op.barrier == ring.full else "phase^1"
+        want = "phase" if op.barrier in (ring.full, ring.peer) else "phase^1"
         if op.parity != want:
             who = "consumers wait on the phase being filled" if want == "phase" else \
                 "the producer waits on the phase before (its first lap over fresh barriers passes at once)"
@@ -564,8 +589,12 @@ def check_named_barriers(p: Program):
                               f"counts {nb.threads} threads but each warpgroup of roles "
                               f"{', '.join(sorted(private[nb.name]))} brings {have}: set threads = {have}")
         elif nb.name in users:
-            have = sum(_threads(p.role(r), t.warp_size) for r in users[nb.name])
-            if have != nb.threads:
+            # per CTA of the cluster: a role with a rank runs in that CTA only
+            roles = [p.role(r) for r in users[nb.name]]
+            ranks = sorted({r.rank for r in roles if r.rank is not None}) or [None]
+            counts = {sum(_threads(r, t.warp_size) for r in roles if r.rank in (None, rank)) for rank in ranks}
+            have = max(counts)
+            if counts != {nb.threads}:
                 yield Problem("named-barriers", f"named barrier {nb.name!r}",
                               f"counts {nb.threads} threads but roles {', '.join(sorted(users[nb.name]))} bring "
                               f"{have}: set threads = {have}")
@@ -581,9 +610,10 @@ def check_mma(p: Program):
         where = _at(role, op)
         m, n, k = op.shape
         elem = _elem(p, op.a) or _elem(p, op.b)
+        group = int(p.attrs.get("cta_group", 1))     # a CTA pair's MMA (sm_100a cta_group::2): each CTA holds n / 2 of B
         if elem is not None:
             try:
-                t.check_mma_shape(m, n, elem)
+                t.check_mma_shape(m, n, elem, group)
                 if k % t.mma_k_of(elem):
                     raise ValueError(f"k = {k} is not a multiple of the {t.mma_k_of(elem)} one {elem} MMA "
                                      "instruction takes: use a k tile that is")
@@ -622,9 +652,11 @@ def check_mma(p: Program):
                               f"{k_dim!r}, not a multiple of the MMA k = {k}")
             if which == "b":
                 other = [d for d in region.dims if d != k_dim]
-                if other and extent[other[0]] != n:
+                if other and extent[other[0]] * group != n:
+                    per = f" in each of the pair's CTAs, the MMA n / 2 = {n // group}" if group > 1 else \
+                        f", the MMA n = {n}"
                     yield Problem("mma", where, f"b region {region.name!r} has {extent[other[0]]} along "
-                                  f"{other[0]!r}, the MMA n = {n}")
+                                  f"{other[0]!r}{per}")
 
 
 def _elem(p: Program, operand) -> str | None:

@@ -73,6 +73,10 @@ def write_program(kernel_op, program: Program) -> None:
                 attrs["empty"] = ring.empty
             if ring.counts != "iteration":
                 attrs["counts"] = ring.counts
+            if ring.relay is not None:
+                attrs["relay"] = ring.relay
+            if ring.peer is not None:
+                attrs["peer"] = ring.peer
             make_op("ring", attrs)
         for bar in program.barriers.values():
             ring = program.ring_of_barrier(bar.name)
@@ -80,6 +84,8 @@ def write_program(kernel_op, program: Program) -> None:
                      "offset": bar.offset}
             if ring is not None:
                 attrs["ring"] = ring.name
+            if bar.scope != "cta":
+                attrs["scope"] = bar.scope
             make_op("mbarrier", attrs)
         for nb in program.named_barriers.values():
             make_op("named_barrier", {"name": nb.name, "id": nb.id, "threads": nb.threads, "count": nb.count})
@@ -115,6 +121,8 @@ def _role(role: Role, program: Program) -> None:
         attrs["warpgroups"] = list(range(first, first + role.warps // WARPGROUP_WARPS))
     if role.regs is not None:
         attrs["regs"] = role.regs
+    if role.rank is not None:
+        attrs["rank"] = role.rank
     op = make_op("role", {**attrs, "issue": ISSUE[role.issue]}, region=True)
     with before_terminator(op):
         for child in role.body:
@@ -154,7 +162,10 @@ def _op(op, program: Program) -> None:
     elif isinstance(op, Arrive) and op.tx_bytes:
         make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes})
     elif isinstance(op, Arrive):
-        make_op("arrive", {"barrier": op.barrier, "lag": op.lag, "issue": ARRIVE_ISSUE[op.per]})
+        attrs = {"barrier": op.barrier, "lag": op.lag, "issue": ARRIVE_ISSUE[op.per]}
+        if op.cta != "own":
+            attrs["cta"] = op.cta
+        make_op("arrive", attrs)
     elif isinstance(op, Mma):
         attrs = {"a": op.a.name, "b": op.b.name, "acc": op.acc.name, "shape": list(op.shape)}
         if op.k_dim != "K":

@@ -59,18 +59,32 @@ class _Sm100GemmLowering(_GemmLowering):
     def _read_config(self) -> None:
         if self.p.target != T.name:
             self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {T.name}")
+        self.group = int(self.p.attrs.get("cta_group", 1))          # 2: a CTA pair (cta_group::2)
+        if self.group not in (1, 2):
+            self._fail(f"cta_group {self.group}: tcgen05 takes cta_group 1 or 2")
+        self.pair = self.group == 2
+        self.WALK = "persistent_pairs" if self.pair else "persistent"
         super()._read_config()
+        if self.pair and not self.persistent:
+            self._fail("a CTA pair's GEMM is lowered persistent only (grid persistent_pairs)")
+
+    def _cluster(self, attrs) -> tuple[int, int, int]:
+        """(2, 1, 1) for a CTA pair, else no cluster."""
+        want = [self.group, 1, 1]
+        if list(attrs.get("cluster", [1, 1, 1])) != want:
+            self._fail(f"cluster {attrs.get('cluster')} with cta_group {self.group}: expected {want}")
+        return tuple(want)
 
     def _check_plan(self) -> None:
         """Roles of warps covering the block once each; smem regions and barriers placed; TMEM regions placed in
         the allocation; smem for the run-time base round-up."""
         p = self.p
-        warps = []
-        for role in p.roles:
-            warps += role.warp_range
-        if sorted(warps) != list(range(self.threads // T.warp_size)):
-            self._fail(f"roles cover warps {sorted(warps)}; {self.threads} threads need each of "
-                       f"0..{self.threads // T.warp_size - 1} exactly once")
+        for rank in range(self.group):          # in every CTA of the cluster, each warp has one role
+            warps = sorted(w for role in p.roles if role.rank in (None, rank) for w in role.warp_range)
+            if warps != list(range(self.threads // T.warp_size)):
+                where = f" in CTA {rank} of the pair" if self.pair else ""
+                self._fail(f"roles cover warps {warps}{where}; {self.threads} threads need each of "
+                           f"0..{self.threads // T.warp_size - 1} exactly once")
         if any(r.regs is not None for r in p.roles):
             self._fail("a role sets a register budget: the sm_100a GEMM's warp roles keep the launch's share "
                        "(setmaxnreg acts on whole warpgroups)")
@@ -105,6 +119,9 @@ class _Sm100GemmLowering(_GemmLowering):
             self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; tcgen05.mma needs one one-thread role in "
                        "one warp (it allocates and frees TMEM too)")
         self.mma_role = owners[0]
+        # the warp that allocates and frees TMEM in each CTA: the MMA role's (in a pair, the other CTA runs
+        # another role, the relay, in that warp)
+        self.tmem_roles = {r.name for r in p.roles if self.mma_role.first_warp in r.warp_range}
         self.mma_k = T.mma_k_of(self.elem)
 
     def _regs(self, role: Role) -> int:
@@ -134,19 +151,24 @@ class _Sm100GemmLowering(_GemmLowering):
         self.warp = b.divu(self.tid, c(T.warp_size))
         self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
         with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
-            tcgen05.alloc(b, self.slot_ptr, self.tmem_columns)
-            tcgen05.relinquish()
+            tcgen05.alloc(b, self.slot_ptr, self.tmem_columns, self.group)
+            tcgen05.relinquish(self.group)
             tcgen05.fence_before()
 
     def _after_cta_barrier(self) -> None:
+        if self.pair:       # both CTAs' barriers are initialised (and fenced for the cluster) before either uses them
+            sync_ops.cluster_barrier()
         tcgen05.fence_after()
         self.taddr = _load_i32(self.b, self.slot_ptr)
 
     # ---- roles -----------------------------------------------------------------------------------------
     def _roles(self) -> None:
-        """if warp in role0 { role0 } else if warp in role1 { ... } else { last role }."""
+        """if warp in role0 { role0 } else if warp in role1 { ... } else { last role }; a role with a rank runs in
+        that CTA of the pair only. A pair's CTAs then meet at a cluster barrier, so that neither exits while the
+        other may still arrive on its barriers or read its smem (the leader's MMAs read both CTAs' operands)."""
         b, c = self.b, self.b.const
-        roles = sorted(self.p.roles, key=lambda r: r.first_warp)
+        roles = sorted(self.p.roles, key=lambda r: (r.first_warp, r.rank if r.rank is not None else -1))
+        self.rank = sync_ops.cluster_rank(b) if self.pair else None
 
         def chain(i: int) -> None:
             if i == len(roles) - 1:
@@ -155,6 +177,10 @@ class _Sm100GemmLowering(_GemmLowering):
             r = roles[i]
             cond = (b.cmp("eq", self.warp, c(r.first_warp)) if r.warps == 1
                     else b.cmp("ult", self.warp, c(r.warp_range.stop)))   # earlier roles took the lower warps
+            if r.rank is not None:
+                if not self.pair:
+                    self._fail(f"role {r.name!r} runs in CTA {r.rank} of a cluster, but the kernel has none")
+                cond = b.and_(cond, b.cmp("eq", self.rank, c(r.rank)))
             then, orelse = b.if_else(cond)
             with then:
                 self._role(r)
@@ -162,11 +188,13 @@ class _Sm100GemmLowering(_GemmLowering):
                 chain(i + 1)
 
         chain(0)
+        if self.pair:
+            sync_ops.cluster_barrier()
 
     def _role(self, role: Role) -> None:
         b, c = self.b, self.b.const
         ctx = _Role(role=role, first_wg=0, accs={}, acc_n={})
-        ctx.tcgen05 = role is self.mma_role or any(isinstance(o, Store) for o in role.walk())
+        ctx.tcgen05 = role.name in self.tmem_roles or any(isinstance(o, Store) for o in role.walk())
         if role.issue == "thread":
             ctx.elected = sync.elect_sync(b)
             if self._loaded_inputs(role):
@@ -174,9 +202,9 @@ class _Sm100GemmLowering(_GemmLowering):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
             self._tile_loop(role.body, ctx)
-            if role is self.mma_role:       # every lane of the warp, after the epilogue said it is done
+            if role.name in self.tmem_roles:    # every lane of the warp, after the epilogue said it is done
                 tcgen05.fence_after()
-                tcgen05.dealloc(b, self.taddr, self.tmem_columns)
+                tcgen05.dealloc(b, self.taddr, self.tmem_columns, self.group)
         elif role.issue == "warp":
             ctx.lane = b.remu(self.tid, c(T.warp_size))
             ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * T.warp_size))   # issues the role's TMA stores
@@ -199,8 +227,9 @@ class _Sm100GemmLowering(_GemmLowering):
             return
         from warploom.runtime import rules
         n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
-        first = b.sreg("ctaid", "x", "cta")
-        step = b.sreg("nctaid", "x", "ncta")
+        # a pair walks the tiles as one: cluster c of the grid's clusters takes tiles c, c + clusters, ...
+        first = b.sreg("clusterid" if self.pair else "ctaid", "x", "cta")
+        step = b.sreg("nclusterid" if self.pair else "nctaid", "x", "ncta")
         total = b.mul(m_tiles, n_tiles)
         with b.for_(first, total, step, iv=b.fresh("tile")) as loop:
             tile = loop.iv
@@ -209,8 +238,16 @@ class _Sm100GemmLowering(_GemmLowering):
             self.last_tile = b.cmp("uge", b.add(tile, step), total)
             self._tile_states()
             self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            if self.pair:       # this CTA's rows of the pair's tile
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM // self.group)))
             self._top_ops(ops, ctx)
         self.it_base, self.origin = None, {}
+
+    def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
+        """TMA coordinates: a pair's CTA loads its own rows of A and its half of B's columns."""
+        if dim == "N" and self.pair:
+            return self.b.add(self.origin["N"], self.b.mul(self.rank, self.b.const(self.BN // self.group)))
+        return super()._coord_origin(dim, loop)
 
     def _tile_states(self) -> None:
         """The stage, phase and barriers of every ring counted in tiles, at this tile: made before any role op,
@@ -298,22 +335,31 @@ class _Sm100GemmLowering(_GemmLowering):
             tcgen05.fence_after()
 
     def _op_arrive(self, op: Arrive, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
         if op.lag:
             self._fail(f"wl.arrive lag = {op.lag}: the sm_100a GEMM frees its own iteration's stage")
         if op.tx_bytes:
             self._arrive_expect_tx(op, ctx)
             return
         bar, _ = self._bar(op.barrier, ctx)
+        if op.cta not in ("own", "leader", "pair") or (op.cta != "own" and not self.pair):
+            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier in a kernel of cluster {list(self.cluster)}")
         if op.per == "commit":
             if ctx.role is not self.mma_role:
                 self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
-            tcgen05.commit(bar.addr)
-        elif op.per == "thread" and ctx.issue == "warp":
-            if ctx.tcgen05:
+            if op.cta == "leader":
+                self._fail(f"tcgen05.commit on the leader's {op.barrier!r}: the MMA thread runs in the leader")
+            # pair: multicast to the barrier at the same offset in both CTAs (ranks 0 and 1)
+            tcgen05.commit(b, bar.addr, self.group, (1 << self.group) - 1 if op.cta == "pair" else None)
+        elif op.per in ("thread", "role") and (ctx.issue == "warp") == (op.per == "thread"):
+            if ctx.tcgen05 and op.per == "thread":
                 tcgen05.fence_before()
-            bar.arrive()
-        elif op.per == "role" and ctx.issue == "thread":
-            bar.arrive()
+            if op.cta == "leader":            # the pair's rank-0 CTA's instance of the barrier
+                sync_ops.remote_arrive(b, sync_ops.mapa(b, bar.addr, c(0)))
+            elif op.cta == "own":
+                bar.arrive()
+            else:
+                self._fail(f"wl.arrive per {op.per!r} at both CTAs' {op.barrier!r}: only a commit multicasts")
         else:
             self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
 
@@ -381,7 +427,7 @@ class _Sm100GemmLowering(_GemmLowering):
             self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
         m, n, k = op.shape
         try:
-            T.check_mma_shape(m, n, self.elem)
+            T.check_mma_shape(m, n, self.elem, self.group)
         except ValueError as e:
             self._fail(f"wl.mma shape {list(op.shape)}: {e}")
         if k % self.mma_k:
@@ -392,7 +438,8 @@ class _Sm100GemmLowering(_GemmLowering):
         a_reg, b_reg = self._region(op.a.name), self._region(op.b.name)
         a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
         extent_a, extent_b = dict(zip(a_tile.dims, a_tile.shape)), dict(zip(b_tile.dims, b_tile.shape))
-        if extent_a != {"M": m, "K": k} or extent_b != {"N": n, "K": k}:
+        # each CTA of a pair holds its half of A's rows and of B's columns
+        if extent_a != {"M": m // self.group, "K": k} or extent_b != {"N": n // self.group, "K": k}:
             self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
                        f"and {b_reg.name!r} {list(b_reg.shape)}")
         a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)
@@ -411,7 +458,7 @@ class _Sm100GemmLowering(_GemmLowering):
         for kk in range(k // self.mma_k):
             da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
             db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
-            tcgen05.mma(b, d, da, db, idesc, first_k if kk == 0 else on)
+            tcgen05.mma(b, d, da, db, idesc, first_k if kk == 0 else on, self.group)
 
     def _op_store(self, op: Store, ctx: _Role) -> None:
         """C from the accumulator, through smem and TMA, one chunk (the staging tile: the tile's 128 rows by one
@@ -430,8 +477,9 @@ class _Sm100GemmLowering(_GemmLowering):
                        "(wl-pipeline) with a named barrier (wl-specialize)")
         taddr, per_stage = self._acc_columns(op.value, ctx)
         acc, staging = self._region(op.value), self._region(op.region)
-        if list(op.tile) != [self.BM, self.BN] or list(acc.shape) != [self.BM, self.BN] or per_stage != self.BN:
-            self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{self.BM}, {self.BN}]")
+        bm = self.BM // self.group                # a pair's CTA stores its own rows
+        if list(op.tile) != [bm, self.BN] or list(acc.shape) != [bm, self.BN] or per_stage != self.BN:
+            self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{bm}, {self.BN}]")
         quadrants = T.tmem.lanes // T.tmem.lanes_per_warp
         if ctx.role.warps != quadrants:
             self._fail(f"role {ctx.name!r} has {ctx.role.warps} warps; the epilogue needs {quadrants}, one per TMEM "
@@ -439,10 +487,10 @@ class _Sm100GemmLowering(_GemmLowering):
         tile = self.tiles[staging.name]
         rows, cols = tile.shape
         nb = self.p.named_barriers.get(op.barrier)
-        if rows != self.BM or self.BN % cols or cols % LD_COLUMNS or staging.stages != 2 or nb is None or \
+        if rows != bm or self.BN % cols or cols % LD_COLUMNS or staging.stages != 2 or nb is None or \
                 nb.threads != ctx.role.warps * T.warp_size:
             self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}) and barrier "
-                       f"{op.barrier!r}: expected 2 chunks of [{self.BM}, n] with n dividing {self.BN}, synced by "
+                       f"{op.barrier!r}: expected 2 chunks of [{bm}, n] with n dividing {self.BN}, synced by "
                        f"the {ctx.role.warps * T.warp_size} epilogue threads")
         quadrant = b.remu(self.warp, c(quadrants))
         lane0 = b.mul(quadrant, c(T.tmem.lanes_per_warp))

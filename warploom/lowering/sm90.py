@@ -248,7 +248,8 @@ class _Sm90Lowering:
             gpu_module.verify()
         params = [ParamSpec(n, kind) for n, kind in self._param_list()]
         return LoweredKernel(name=self.name, gpu_module=gpu_module, params=params,
-                             tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1), cluster=(1, 1, 1),
+                             tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1),
+                             cluster=getattr(self, "cluster", (1, 1, 1)),
                              grid=self.grid, smem_bytes=self.smem_bytes, holder=holder)
 
     def _param_list(self) -> list[tuple[str, str]]:
@@ -567,8 +568,7 @@ class _GemmLowering(_Sm90Lowering):
         self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
         if a.get("acc_elem", "f32") != "f32":
             self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
-        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
-            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
+        self.cluster = self._cluster(a)
         if self.WARPGROUP_ROLES and self.threads % self.T.warpgroup_threads:
             self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
         if list(p.inputs) != ["a", "b"]:
@@ -591,10 +591,10 @@ class _GemmLowering(_Sm90Lowering):
         self.origin_axis = {}
         self.persistent = a.get("schedule", "grid") == "persistent"
         if self.persistent:
-            if self.grid[0] != ("persistent", "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
+            if self.grid[0] != (self.WALK, "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
                     self.grid[1:] != (("const", 1), ("const", 1)):
                 self._fail(f"grid {shown}: a persistent kernel needs "
-                           f"['persistent(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
+                           f"['{self.WALK}(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
         for axis, rule in enumerate(self.grid if not self.persistent else ()):
             if rule[0] == "cdiv":
                 self.origin_axis[rule[1]] = (axis, rule[2])
@@ -608,6 +608,14 @@ class _GemmLowering(_Sm90Lowering):
         self._check_plan()
 
     # ---- the kernel ---------------------------------------------------------------------------
+    WALK = "persistent"          # the persistent grid rule this lowering walks (runtime/rules.py)
+
+    def _cluster(self, attrs) -> tuple[int, int, int]:
+        """The kernel's thread-block cluster: none (1, 1, 1) here."""
+        if list(attrs.get("cluster", [1, 1, 1])) != [1, 1, 1]:
+            self._fail(f"cluster {attrs.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
+        return (1, 1, 1)
+
     def _param_list(self) -> list[tuple[str, str]]:
         """Tensor maps by value (grid constants), then C (global pointer), then M, N, K."""
         return [(n, "tensormap") for n in self.tmaps] + [("c", "ptr")] + [(s, "i32") for s in ("M", "N", "K")]

@@ -73,14 +73,20 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
     accumulator ring: the MMA thread's one commit, no bytes); empty (rings whose slots are reused): the consumers'
     arrivals (`_frees_per_phase`)."""
     out = []
+    pair = program.attrs.get("cta_group", 1) == 2
     for ring in program.rings.values():
-        consumers = sum(_frees_per_phase(program, c) for c in ring.consumers)
+        # a CTA pair's accumulator is freed by the epilogue threads of both CTAs, on the leader's barrier
+        landing = 2 if pair and ring.counts == "tile" else 1
+        consumers = sum(_frees_per_phase(program, c) for c in ring.consumers) * landing
         tmem = all(program.regions[r].space == "tmem" for r in ring.regions)
         tx = 0 if tmem else sum(program.regions[r].stage_bytes for r in ring.regions)
         full, empty = barrier_names(ring.name, len(program.rings))
         landed = (f"MMAs into {' + '.join(ring.regions)} complete (tcgen05.commit)" if tmem
                   else f"TMA of {' + '.join(ring.regions)} landed")
         out.append(BarrierRing(full, ring.stages, 1, tx, landed, ring.name, "full"))
+        if ring.relay is not None:
+            out.append(BarrierRing(f"{ring.name}_peer", ring.stages, 1, 0, f"the other CTA's {ring.name} stage landed "
+                                   f"(its {ring.relay} warp arrives on the leader's barrier)", ring.name, "peer"))
         if ring.stages > 1 or program.attrs.get("schedule") == "persistent":
             freed = "epilogue read the accumulator" if tmem else "consumers' MMAs on the stage retired"
             out.append(BarrierRing(empty, ring.stages, consumers, 0, freed, ring.name, "empty"))
@@ -135,7 +141,8 @@ def _last_reader(body: tuple, regions) -> tuple[int, int] | None:
 
 
 def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, once: bool = False,
-               waited: bool = False, sharers: frozenset = frozenset(), commit: bool = False) -> tuple:
+               waited: bool = False, sharers: frozenset = frozenset(), commit: bool = False,
+               peer: str | None = None, cta: str = "own") -> tuple:
     """`body` with the ring's protocol added to each loop (to each section of a pipelined one): the producer
     waits for a free slot and announces the bytes before its first copy into the ring (copies complete on
     full); a consumer waits for full before its first MMA on the ring's data (and before the turn syncs just
@@ -143,7 +150,8 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
     MMA (`_frees_at`: the stage freed at iteration i is the one of iteration i - lag). Data loaded `once`
     (outside the producer's loops) is waited for once, at this level, before the loop that reads it. With
     `commit` (sm_100a: the consumer is a tcgen05 MMA thread) the slot is freed by a tcgen05.commit right after the
-    last MMA reading it (`_last_reader`)."""
+    last MMA reading it (`_last_reader`); in a CTA pair the consumer also waits on `peer` (the other CTA's slot
+    landed) and the commit arrives on both CTAs' `empty` (cta "pair")."""
     out, announced, free_at, free_after = [], False, None, False
     for i, op in enumerate(body):
         # a once-loaded tile, read by the loop just closed: free after the syncs closing it, or after the last
@@ -159,7 +167,7 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
                 waited = True
                 free_after = empty is not None
             out.append(replace(op, **{name: _hand_offs(ops, ring, full, empty, tx_bytes, once, waited, sharers,
-                                                       commit) for name, ops in op.sections}))
+                                                       commit, peer, cta) for name, ops in op.sections}))
             continue
         if isinstance(op, Copy) and op.region in ring.regions:
             if not announced:
@@ -170,16 +178,25 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
             op = replace(op, barrier=full)
         if not waited and _reads(op, ring.regions):
             _wait_before(out, Wait(full, "phase", lag=op.lag))
+            if peer is not None:
+                _wait_before(out, Wait(peer, "phase", lag=op.lag))
             waited = True
             if empty is not None:
                 free_at = _last_reader(body, ring.regions) if commit else _frees_at(body, i)
         out.append(op)
         if free_at is not None and i == free_at[0]:
-            out.append(Arrive(empty, lag=free_at[1], per="commit" if commit else "warpgroup"))
+            out.append(Arrive(empty, lag=free_at[1], per="commit" if commit else "warpgroup", cta=cta))
             free_at = None
     if free_after:
         out.append(Arrive(empty, per="warpgroup"))
     return tuple(out)
+
+
+def _relay(body: tuple, full: str, peer: str) -> tuple:
+    """The relay role's loops: per iteration, wait until this CTA's slot landed, then arrive on the leader's
+    `peer` barrier of the same stage."""
+    return tuple(replace(op, body=(Wait(full, "phase"), Arrive(peer, cta="leader"))) if isinstance(op, Loop) else op
+                 for op in body)
 
 
 def _writes(op, regions) -> bool:
@@ -188,20 +205,22 @@ def _writes(op, regions) -> bool:
     return isinstance(op, Mma) and op.acc.name in regions
 
 
-def _accumulator_hand_offs(body: tuple, ring, full: str, empty: str | None, producer: bool) -> tuple:
+def _accumulator_hand_offs(body: tuple, ring, full: str, empty: str | None, producer: bool, pair: bool) -> tuple:
     """A TMEM accumulator ring, counted in tiles (sm_100a). The MMA thread waits for a free accumulator before
     the loop that writes it and commits to full after it (the arrival comes once every MMA of the tile is
-    done); the epilogue waits for full before its store reads the accumulator and frees it after."""
+    done); the epilogue waits for full before its store reads the accumulator and frees it after. In a CTA pair
+    the commit arrives on both CTAs' full (each holds half the accumulator) and both epilogues free it on the
+    leader's empty (where the MMA thread waits)."""
     out = []
     for op in body:
         if producer and _writes(op, ring.regions):
             if empty is not None:
                 out.append(Wait(empty, "phase^1"))
-            out += [op, Arrive(full, per="commit")]
+            out += [op, Arrive(full, per="commit", cta="pair" if pair else "own")]
         elif not producer and isinstance(op, Store) and op.value in ring.regions:
             out += [Wait(full, "phase"), op]
             if empty is not None:
-                out.append(Arrive(empty, per="thread"))
+                out.append(Arrive(empty, per="thread", cta="leader" if pair else "own"))
         else:
             out.append(op)
     return tuple(out)
@@ -214,23 +233,31 @@ def plan_barriers(program: Program) -> None:
     mbarrier_bytes = targets.get(program.target).mbarrier_bytes
     offset = storage.offset
     planned = barrier_rings(program)
-    for bar in planned:
-        program.barriers[bar.name] = MBarrier(bar.name, bar.count, bar.arrivals, bar.tx_bytes, offset=offset)
+    pair = program.attrs.get("cta_group", 1) == 2
+    for bar in planned:     # a CTA pair's barriers are arrived at from the other CTA: initialised for the cluster
+        program.barriers[bar.name] = MBarrier(bar.name, bar.count, bar.arrivals, bar.tx_bytes, offset=offset,
+                                              scope="cluster" if pair else "cta")
         offset += bar.count * mbarrier_bytes
     for name, ring in list(program.rings.items()):
         sides = {b.side: b for b in planned if b.ring == name}
-        full, empty = sides["full"], sides.get("empty")
-        ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None)
+        full, empty, peer = sides["full"], sides.get("empty"), sides.get("peer")
+        ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None,
+                                             peer=peer.name if peer else None)
         if ring.counts == "tile":
             program.roles = [replace(role, body=_accumulator_hand_offs(role.body, ring, full.name, ring.empty,
-                                                                       role.name == ring.producer))
+                                                                       role.name == ring.producer, pair))
                              if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
             continue
+        if ring.relay is not None:      # the other CTA's slot landed: its relay role tells the leader
+            program.roles = [replace(role, body=_relay(role.body, full.name, ring.peer)) if role.name == ring.relay
+                             else role for role in program.roles]
         commit = any(program.role(c).issue == "thread" for c in ring.consumers)     # a tcgen05 MMA thread
         once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
         sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,
-                                                       sharers=sharers, commit=commit))
+                                                       sharers=sharers, commit=commit,
+                                                       peer=ring.peer if role.name in ring.consumers else None,
+                                                       cta="pair" if pair else "own"))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
 
 

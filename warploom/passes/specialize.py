@@ -223,6 +223,7 @@ TCGEN05_ROLES = (("producer", 1, "thread"), ("mma", 1, "thread"), ("epilogue", 4
 TMEM_FREE = "tmem_free"       # the epilogue is done with TMEM: the MMA warp may free it
 TMEM_ADDR = "tmem_addr"       # the smem word tcgen05.alloc writes the TMEM base address to
 STAGED = "staged"             # the epilogue warps' chunk of C is in the staging smem: one thread may TMA-store it
+RELAY = "relay"               # a CTA pair: the other CTA's MMA warp, forwarding "my stage landed" to the leader
 
 
 def specialize_tcgen05(program: Program) -> None:
@@ -267,11 +268,18 @@ def specialize_tcgen05(program: Program) -> None:
         "mma": (replace(loop, body=(mma,), carries=()), Sync(TMEM_FREE, tiles="last")),
         "epilogue": (store, Sync(TMEM_FREE, arrive_only=True, tiles="last")),
     }
-    program.roles = [Role(name, first, warps, issue, body=bodies[name]) for name, (first, warps, issue) in roles.items()]
+    pair = program.attrs.get("cta_group", 1) == 2
+    program.roles = [Role(name, first, warps, issue, body=bodies[name], rank=0 if pair and name == "mma" else None)
+                     for name, (first, warps, issue) in roles.items()]
+    if pair:      # the other CTA's MMA warp: tells the leader when its operand stages landed; allocates and frees TMEM
+        mma_first, mma_warps, mma_issue = roles["mma"]
+        program.roles.append(Role(RELAY, mma_first, mma_warps, mma_issue, rank=1,
+                                  body=(replace(loop, body=(), carries=()), Sync(TMEM_FREE, tiles="last"))))
     program.body = ()
     for name, ring in program.rings.items():
         if name != acc.name:                       # the producer fills the operand rings, the MMA warp drains them
-            program.rings[name] = replace(ring, producer="producer", consumers=("mma",))
+            program.rings[name] = replace(ring, producer="producer", consumers=("mma",),
+                                          relay=RELAY if pair else None)
     program.threads = first * target.warp_size
 
 

@@ -74,18 +74,28 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, ta
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
 
 
+def cta_group_of(block_m: int) -> int:
+    """sm_100a: 1 when one CTA's tcgen05.mma covers block-m rows (all 128 TMEM lanes), 2 when a CTA pair's does
+    (cta_group::2: 128 rows in each CTA's TMEM)."""
+    lanes = targets.get("sm_100a").tmem.lanes
+    return block_m // lanes if block_m in (lanes, 2 * lanes) else 0
+
+
 def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
-    """sm_100a: one CTA's tcgen05.mma (cta_group::1) covers the whole tile: M = 128 lanes of TMEM, N columns."""
+    """sm_100a: one tcgen05.mma covers the whole tile: M = 128 lanes of one CTA's TMEM (cta_group::1) or of both
+    CTAs of a pair (M = 256, cta_group::2, each CTA loading half of B), N columns."""
     target = targets.get("sm_100a")
-    form = next(s for s in target.mma_shapes if s.cta_group == 1)
-    m = max(form.m)
-    if block_m != m:
-        raise PassError(f"block-m = {block_m}: an sm_100a CTA's tcgen05.mma covers {m} rows (all TMEM lanes); "
-                        f"use block-m={m}", op)
+    group = cta_group_of(block_m)
+    if not group:
+        raise PassError(f"block-m = {block_m}: an sm_100a tcgen05.mma covers 128 rows (one CTA, all TMEM lanes) or "
+                        "256 (a CTA pair, cta_group::2); use block-m=128 or block-m=256", op)
+    form = next(s for s in target.mma_shapes if s.cta_group == group)
     box = SWIZZLE_BYTES // elem_bytes
-    if not (box <= block_n <= form.n_max and block_n % box == 0 and form.accepts(m, block_n)):
-        raise PassError(f"block-n = {block_n}: must be a multiple of {box} up to {form.n_max} (tcgen05.mma n <= "
-                        f"{form.n_max}, whole {box}-column TMA boxes)", op)
+    per_cta = block_n // group                      # each CTA of a pair loads half of B's columns
+    if not (box <= per_cta and block_n <= form.n_max and per_cta % box == 0 and form.accepts(block_m, block_n)):
+        raise PassError(f"block-n = {block_n}: must be a multiple of {box * group} up to {form.n_max} (tcgen05.mma "
+                        f"n <= {form.n_max}, whole {box}-column TMA boxes{' in each CTA of the pair' * (group > 1)})",
+                        op)
     if block_k * elem_bytes != SWIZZLE_BYTES:
         raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
@@ -110,27 +120,36 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
         raise PassError(f"wl-tile: GEMM kernels take {' or '.join(MMA_ELEMENTS)} in and out, "
                         f"got {a_type.elem} -> {c_type.elem}", matmul)
     b_layout = "nk" if attrs["transpose_b"] else "kn"
-    b_tile = [block_n, block_k] if b_layout == "nk" else [block_k, block_n]
+    # a CTA pair (sm_100a, block-m 256): each CTA loads 128 rows of A and half of B's columns, and keeps its 128
+    # rows of the accumulator; the pair's MMA covers the whole tile
+    group = cta_group_of(block_m) if target == "sm_100a" else 1
+    if group == 2 and schedule != "persistent":
+        raise PassError(f"schedule = {schedule!r}: the sm_100a CTA-pair GEMM (block-m 256) is built persistent only; "
+                        "use schedule=persistent", matmul)
+    rows, b_cols = block_m // group, block_n // group
+    b_tile = [b_cols, block_k] if b_layout == "nk" else [block_k, b_cols]
     b_dims = ["N", "K"] if b_layout == "nk" else ["K", "N"]
-    grid = ([["persistent", "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]]
+    walk = "persistent_pairs" if group == 2 else "persistent"
+    grid = ([[walk, "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]]
             if schedule == "persistent" else [["cdiv", "N", block_n], ["cdiv", "M", block_m], ["const", 1]])
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
-            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [1, 1, 1], "grid": grid,
+            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
-            **({"target": target} if target != "sm_90a" else {})},     # no target: sm_90a (targets.of_kernel)
+            **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
+            **({"cta_group": group} if group > 1 else {})},
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
     acc_space = "tmem" if target == "sm_100a" else "regs"
     k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",) if acc_space == "regs" else (), body=(
-        Load("a", (block_m, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
+        Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
         Mma(Operand("smem", "a"), Operand("smem", "b"), Operand(acc_space, "acc"), (block_m, block_n, block_k))))
 
     def body(p):
-        p.body = (k_loop, Store("acc", "c", (block_m, block_n)))
+        p.body = (k_loop, Store("acc", "c", (rows, block_n)))
         if acc_space == "tmem":
-            p.regions["acc"] = Region("acc", "tmem", "f32", (block_m, block_n), ("M", "N"))
+            p.regions["acc"] = Region("acc", "tmem", "f32", (rows, block_n), ("M", "N"))
 
     edit_program(kernel, body)
     matmul.operation.results[0].replace_all_uses_with(kernel.results[0])

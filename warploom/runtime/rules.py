@@ -7,6 +7,10 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
     ("mul_cdiv", A, S, d)              A * ceil(S / d)
     ("persistent", M, bm, N, bn, P)    min(ceil(M / bm) * ceil(N / bn), P): one CTA per tile, at most P
                                        (the SM count), each striding over the tiles (see `tile_origin`)
+    ("persistent_pairs", M, bm, N, bn, P)
+                                       2 * min(ceil(M / bm) * ceil(N / bn), P / 2): one CTA pair (a cluster of 2,
+                                       sm_100a's cta_group::2) per tile of bm rows, at most one CTA per SM; the
+                                       pairs stride over the tiles as the CTAs of "persistent" do
     ("causal_blocks", Sq, Sk, m, bm, bn)
                                        the key blocks of bn keys that query block m (rows m*bm .. m*bm+bm-1)
                                        sees under the bottom-right causal mask (query i sees key j <= i + Sk - Sq):
@@ -24,7 +28,9 @@ Imports nothing but the standard library: the runtime (which never imports MLIR)
 """
 from __future__ import annotations
 
-ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "causal_blocks": 5, "attention_persistent": 5}
+ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "persistent_pairs": 5, "causal_blocks": 5,
+         "attention_persistent": 5}
+PERSISTENT = ("persistent", "persistent_pairs")     # the GEMM tile walks (tile_counts, tile_origin)
 
 
 class IntOps:
@@ -62,10 +68,10 @@ def check(rule) -> tuple:
         raise ValueError(f"rule {rule!r}: {op!r} takes {ARITY[op]} argument(s), got {len(args)}")
     if op == "const" and not (isinstance(args[0], int) and args[0] >= 1):
         raise ValueError(f"rule {rule!r}: the constant must be an integer >= 1")
-    if op == "persistent":
+    if op in PERSISTENT:
         names, steps = args[0::2], args[1::2]
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
-            raise ValueError(f"rule {rule!r}: expected (\"persistent\", M, bm, N, bn, P) with size names "
+            raise ValueError(f"rule {rule!r}: expected ({op!r}, M, bm, N, bn, P) with size names "
                              "and positive tile sizes")
     if op == "attention_persistent":
         if not (isinstance(args[0], str) and isinstance(args[1], int) and args[1] >= 1
@@ -129,6 +135,8 @@ def evaluate(rule, sizes: dict, ops=INT):
         return ops.minu(attention_tiles(rule, sizes, ops), _size(sizes, rule[5], rule, ops))
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
+    if op == "persistent_pairs":
+        return ops.mul(ops.minu(tiles, ops.divu(_size(sizes, p, rule, ops), ops.const(2))), ops.const(2))
     return ops.minu(tiles, _size(sizes, p, rule, ops))
 
 
@@ -136,7 +144,7 @@ def tile_counts(rule, sizes: dict, ops=INT) -> tuple:
     """(n_tiles, m_tiles): the output tiles of a persistent rule along N and M (N first: the tile order's
     fast dim); a CTA strides over n_tiles * m_tiles tiles."""
     rule = check(rule)
-    if rule[0] != "persistent":
+    if rule[0] not in PERSISTENT:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
     m, bm, n, bn, _ = rule[1:]
     return cdiv(_size(sizes, n, rule, ops), bn, ops), cdiv(_size(sizes, m, rule, ops), bm, ops)
@@ -148,7 +156,7 @@ def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
     Tiles are numbered row-major with N fastest: tile t covers rows (t / n_tiles) * bm and columns
     (t % n_tiles) * bn. CTA c of P takes tiles c, c + P, c + 2P, ..."""
     rule = check(rule)
-    if rule[0] != "persistent":
+    if rule[0] not in PERSISTENT:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
     m, bm, n, bn, _ = rule[1:]
     return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}

@@ -55,6 +55,28 @@ def shfl_bfly(b: Builder, value: ir.Value, lane_xor: int) -> ir.Value:
                        loc=b.loc()).result
 
 
+def cluster_barrier() -> None:
+    """barrier.cluster.arrive.aligned + barrier.cluster.wait.aligned: every thread of every CTA of the cluster."""
+    nvvm.ClusterArriveOp(aligned=True)
+    nvvm.ClusterWaitOp(aligned=True)
+
+
+def cluster_rank(b: Builder) -> ir.Value:
+    """%cluster_ctarank (i32): this CTA's rank in its cluster."""
+    return nvvm.read_ptx_sreg_cluster_ctarank(b.i32, loc=b.loc("rank"))
+
+
+def mapa(b: Builder, addr: ir.Value, rank: ir.Value) -> ir.Value:
+    """mapa.shared::cluster: the shared::cluster address (!llvm.ptr<7>) of `addr` (this CTA's smem) in CTA `rank`."""
+    return nvvm.MapaOp(b.ptr(7), addr, rank, loc=b.loc("remote")).result
+
+
+def remote_arrive(b: Builder, addr: ir.Value) -> None:
+    """mbarrier.arrive.release.cluster.shared::cluster on a barrier of another CTA of the cluster (`addr` from
+    `mapa`)."""
+    nvvm.MBarrierArriveOp(None, addr, scope=ir.Attribute.parse("#nvvm.mem_scope<cluster>"), loc=b.loc())
+
+
 def fence_mbarrier_init() -> None:
     """fence.mbarrier_init.release.cluster: publish mbarrier.init to the async proxy (TMA)."""
     nvvm.FenceMbarrierInitOp()

@@ -17,27 +17,31 @@ from mlir.dialects import llvm, nvvm
 
 from .builder import Builder
 
-CTA_GROUP_1 = "#nvvm.cta_group<cta_1>"
-
-
 def _attr(text: str) -> ir.Attribute:
     return ir.Attribute.parse(text)
 
 
-def alloc(b: Builder, slot: ir.Value, columns: int) -> None:
-    """tcgen05.alloc of `columns` (a power of two, 32..512) by the whole warp; the base address goes to `slot`
-    (an smem pointer)."""
-    nvvm.Tcgen05AllocOp(slot, b.const(columns), group=_attr(CTA_GROUP_1))
+def _group(group: int) -> ir.Attribute:
+    """.cta_group::1 (one CTA) or ::2 (a CTA pair); every tcgen05 op of a kernel names the same one."""
+    if group not in (1, 2):
+        raise ValueError(f"cta_group {group}: tcgen05 takes 1 or 2")
+    return _attr(f"#nvvm.cta_group<cta_{group}>")
 
 
-def relinquish() -> None:
+def alloc(b: Builder, slot: ir.Value, columns: int, group: int = 1) -> None:
+    """tcgen05.alloc of `columns` (a power of two, 32..512) by the whole warp (with group 2: a warp of each CTA of
+    the pair, together); the base address goes to `slot` (an smem pointer)."""
+    nvvm.Tcgen05AllocOp(slot, b.const(columns), group=_group(group))
+
+
+def relinquish(group: int = 1) -> None:
     """tcgen05.relinquish_alloc_permit: this CTA allocates no more (lets other CTAs' allocations proceed)."""
-    nvvm.Tcgen05RelinquishAllocPermitOp(group=_attr(CTA_GROUP_1))
+    nvvm.Tcgen05RelinquishAllocPermitOp(group=_group(group))
 
 
-def dealloc(b: Builder, taddr: ir.Value, columns: int) -> None:
+def dealloc(b: Builder, taddr: ir.Value, columns: int, group: int = 1) -> None:
     """tcgen05.dealloc of the allocation at TMEM address `taddr` (i32), by the whole warp."""
-    nvvm.Tcgen05DeallocOp(tmem_ptr(b, taddr), b.const(columns), group=_attr(CTA_GROUP_1))
+    nvvm.Tcgen05DeallocOp(tmem_ptr(b, taddr), b.const(columns), group=_group(group))
 
 
 def tmem_ptr(b: Builder, taddr: ir.Value) -> ir.Value:
@@ -61,17 +65,20 @@ def wait_ld() -> None:
 
 
 def mma(b: Builder, d_taddr: ir.Value, desc_a: ir.Value, desc_b: ir.Value, idesc: int,
-        accumulate: ir.Value) -> None:
-    """tcgen05.mma.cta_group::1.kind::f16 [d], a-desc, b-desc, idesc, enable-input-d: D (+)= A x B for the
-    shape and types `idesc` (an Sm100InstrDescriptor's 32 bits) encodes; A and B from smem descriptors."""
-    nvvm.Tcgen05MMAOp(_attr("#nvvm.tcgen05_mma_kind<f16>"), _attr(CTA_GROUP_1), tmem_ptr(b, d_taddr), desc_a,
+        accumulate: ir.Value, group: int = 1) -> None:
+    """tcgen05.mma.cta_group::{group}.kind::f16 [d], a-desc, b-desc, idesc, enable-input-d: D (+)= A x B for the
+    shape and types `idesc` (an Sm100InstrDescriptor's 32 bits) encodes; A and B from smem descriptors (with group
+    2, half of A's rows and of B's columns in each CTA of the pair, D's rows split between their TMEMs)."""
+    nvvm.Tcgen05MMAOp(_attr("#nvvm.tcgen05_mma_kind<f16>"), _group(group), tmem_ptr(b, d_taddr), desc_a,
                       desc_b, b.const(idesc), accumulate)
 
 
-def commit(barrier: ir.Value) -> None:
-    """tcgen05.commit.cta_group::1.mbarrier::arrive::one: one arrival on `barrier` (an smem pointer) once every
-    tcgen05.mma this thread issued before has completed."""
-    nvvm.Tcgen05CommitOp(barrier, group=_attr(CTA_GROUP_1))
+def commit(b: Builder, barrier: ir.Value, group: int = 1, multicast: int | None = None) -> None:
+    """tcgen05.commit.cta_group::{group}.mbarrier::arrive::one: one arrival on `barrier` (an smem pointer) once
+    every tcgen05.mma this thread issued before has completed; with `multicast` (a 16-bit CTA mask,
+    .multicast::cluster) on the barrier at the same offset in each CTA of the mask."""
+    mask = None if multicast is None else b.const(multicast, b.i16)
+    nvvm.Tcgen05CommitOp(barrier, multicastMask=mask, group=_group(group))
 
 
 def ld_32x32b(b: Builder, taddr: ir.Value, columns: int) -> ir.Value:
