@@ -83,7 +83,8 @@ def role_table(program) -> str:
         warps = f"{role.first_warp}-{role.warp_range[-1]}" if role.warps > 1 else str(role.first_warp)
         regs = "-" if role.regs is None else role.regs
         ops = ", ".join(type(op).__name__ for op in role.walk())
-        lines.append(f"  {role.name:<9} warps {warps:<5} issue {role.issue:<9}  setmaxnreg {regs:>3}  ops: {ops}")
+        where = "" if role.rank is None else f"  (CTA {role.rank} of the cluster only)"
+        lines.append(f"  {role.name:<9} warps {warps:<5} issue {role.issue:<9}  setmaxnreg {regs:>3}  ops: {ops}{where}")
     if program.registers:
         tiles = ", ".join(f"{n} {'x'.join(map(str, shape))}" for n, shape in program.registers.items())
         lines.append(f"  register tiles (per warpgroup): {tiles}")

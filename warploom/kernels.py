@@ -73,8 +73,10 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
     # tcgen05, one CTA per SM walking the tiles, the accumulator double-buffered in TMEM. Assembled, SASS-checked
     # and emulated here; never run on a Blackwell GPU (none exists here).
-    "sm_100a": [GemmSpec(elem, layout, block_n, 4, "sm_100a", "persistent")
-                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
+    # 128 x 128 and 128 x 256 on one CTA (cta_group::1), 256 x 256 over a CTA pair (cta_group::2, a cluster of 2)
+    "sm_100a": [GemmSpec(elem, layout, block_n, 4, "sm_100a", "persistent", block_m)
+                for elem in ("bf16", "f16") for layout in ("kn", "nk")
+                for block_m, block_n in ((128, 128), (128, 256), (256, 256))],
 }
 
 

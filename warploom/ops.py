@@ -175,6 +175,10 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
     `warploom emulate` assumes."""
     block_n = _pick_block_n(m, n)
     if target == "sm_100a":
+        # a CTA pair's 256 x 256 tile where the pairs still fill the SMs, one CTA's 128-row tiles otherwise
+        sm = sms() if callable(sms) else sms
+        if -(-m // 256) * -(-n // 256) >= sm // 2:
+            return GemmSpec(elem, b_layout, 256, target=target, schedule="persistent", block_m=256)
         return GemmSpec(elem, b_layout, block_n, target=target, schedule="persistent")
     return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 

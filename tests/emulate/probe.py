@@ -39,6 +39,7 @@ CASES = [
 SM100_CASES = [
     ("bf16", "kn", 256, "persistent", 130, 520, 200, 2),
     ("f16", "nk", 128, "persistent", 330, 136, 328, 2),
+    ("bf16", "nk", 256, "persistent", 300, 520, 200, 2, 256),    # a CTA pair (cta_group::2): 2 x 3 pair tiles
 ]
 SEEDS = (0, 1)
 DELAY = 8
@@ -66,8 +67,8 @@ def probe(families=FAMILIES) -> dict:
     start = time.monotonic()
     gemms = [("sm_90a", *case) for case in CASES] if "gemm" in families else []
     gemms += [("sm_100a", *case) for case in SM100_CASES] if "sm100" in families else []
-    for target, dtype, b_layout, block_n, schedule, m, n, k, sms in gemms:
-        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule)
+    for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *block_m in gemms:
+        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, *block_m)
         rng = np.random.default_rng(11)
         a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)

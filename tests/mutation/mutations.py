@@ -197,7 +197,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-accumulate-first",
              "the first MMA of a tile accumulates into the TMEM stage (enable-input-d on): it adds the stage's old "
              "contents (nothing, or tile i - 2's result)",
-             SM100, "first_k if kk == 0 else on)", "on)", ("sm100",)),
+             SM100, "first_k if kk == 0 else on, self.group)", "on, self.group)", ("sm100",)),
     Mutation("sm100-no-fence-after-wait",
              "no tcgen05.fence::after_thread_sync after an mbarrier wait: the epilogue's tcgen05.ld (and the MMA "
              "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
@@ -216,4 +216,13 @@ MUTATIONS: list[Mutation] = [
              "the storing thread does not wait for the store of two chunks ago before the warps rewrite its buffer "
              "(no wait_group.read 1)",
              SM100, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
+    Mutation("sm100-pair-multicast-mask",
+             "the CTA pair's leader commits to its own barriers only (multicast mask 0b01 instead of 0b11): the other "
+             "CTA's producer never gets its stage back and its epilogue never sees the accumulator",
+             SM100, "(1 << self.group) - 1 if op.cta == \"pair\" else None", "1 if op.cta == \"pair\" else None",
+             ("sm100",)),
+    Mutation("sm100-pair-b-half",
+             "both CTAs of a pair load the same half of B (the other CTA's columns offset dropped): the pair's MMA "
+             "multiplies A by half of B twice",
+             SM100, "self.b.mul(self.rank, self.b.const(self.BN // self.group))", "self.b.const(0)", ("sm100",)),
 ]

@@ -48,17 +48,24 @@ def test_ptx_holds_the_tcgen05_sequence(kernels, spec):
     assert ".target sm_100a" in ptx and f".entry {spec.kernel_name}(" in ptx and ".maxntid 192, 1, 1" in ptx
     ops = ptx_ops(ptx)
     count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
-    # one warp allocates the double-buffered accumulator's columns, gives up the permit, frees them at exit
-    assert ops.count("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32") == 1
-    assert ops.count("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned") == 1
-    assert ops.count("tcgen05.dealloc.cta_group::1.sync.aligned.b32") == 1
+    g = spec.block_m // 128                 # cta_group: 2 for the CTA pair's 256-row tile
+    # one warp allocates the double-buffered accumulator's columns, gives up the permit, frees them at exit (in a
+    # pair: warp 1 of each CTA, the leader's MMA warp and the other's relay warp)
+    assert ops.count(f"tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32") == 1
+    assert ops.count(f"tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned") == 1
+    assert ops.count(f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32") == g
     columns = alloc_columns(2 * spec.block_n)        # two f32 accumulator stages of block_n columns
     assert re.search(rf"tcgen05\.alloc[^;]*,\s*{columns};", ptx) or re.search(rf"mov\.b32\s+%r\d+, {columns};", ptx)
     # a K tile of 64 is four K = 16 MMAs (LLVM may peel the first K iteration: then eight)
-    mmas = ops.count("tcgen05.mma.cta_group::1.kind::f16.collector::a::discard")
+    mmas = ops.count(f"tcgen05.mma.cta_group::{g}.kind::f16.collector::a::discard")
     assert mmas in (4, 8)
-    # the commits: one frees the operand stage per K tile, one hands the accumulator to the epilogue
-    assert count("tcgen05.commit.cta_group::1.mbarrier::arrive::one") in (2, 3)
+    # the commits: one frees the operand stage per K tile, one hands the accumulator to the epilogue (in a pair:
+    # multicast to both CTAs' barriers)
+    commit = f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster"
+    assert count(commit + (".multicast::cluster" if g == 2 else ".b64")) in (2, 3)
+    if g == 2:         # the relay's and the epilogue's arrivals on the leader's barriers; the cluster barriers
+        assert count("mapa.shared::cluster") == 2 and count("mbarrier.arrive.release.cluster.shared::cluster") == 2
+        assert count("barrier.cluster.arrive") == 2 and count("barrier.cluster.wait") == 2
     # the epilogue: one 32-column load per 32 columns of the tile, waited for per 64-column chunk
     assert ops.count("tcgen05.ld.sync.aligned.32x32b.x32.b32") == spec.block_n // 32
     assert ops.count("tcgen05.wait::ld.sync.aligned") == spec.block_n // 64
@@ -72,7 +79,7 @@ def test_ptx_holds_the_tcgen05_sequence(kernels, spec):
     assert count("st.global") == 0
     # the instruction descriptor the layout module encodes (PTX ISA 9.7.16.4.2): the dtypes, f32 D, M = 128,
     # N = block_n, A K-major, B MN-major when it is [K, N]
-    idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", 128, spec.block_n,
+    idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", spec.block_m, spec.block_n,
                                  b_major="MN" if spec.b_layout == "kn" else "K").encode()
     used = set(re.findall(r"tcgen05\.mma[^;]*,\s*%r(\d+),\s*%p\d+;", ptx))
     values = {reg: int(v) for reg, v in re.findall(r"mov\.b32\s+%r(\d+),\s*(\d+);", ptx)}
@@ -87,11 +94,15 @@ def test_ptxas_cubin_and_sass(kernels, spec):
     n = sass_counts(sass, SASS)
     assert n["UTCHMMA"] in (4, 8) and n["UTCBAR"] in (2, 3)
     assert n["LDTM"] == spec.block_n // 32
-    assert n["UTMALDG"] == 1 + (spec.block_n // 64 if spec.b_layout == "kn" else 1)
+    g = spec.block_m // 128
+    assert n["UTMALDG"] == 1 + (spec.block_n // g // 64 if spec.b_layout == "kn" else 1)   # B: this CTA's columns
     assert n["UTMASTG"] == spec.block_n // 64 and n["STG"] == 0 and n["STS"] >= 8 * spec.block_n // 64
     assert n["LDL"] == 0 and n["STL"] == 0
     assert all(line.startswith("LDTM.x32") for line in re.findall(r"LDTM\S*", sass))
     assert n["UTCATOMSWS"] >= 2          # the TMEM allocator (alloc's find-and-set, dealloc's clear)
+    mma = re.findall(r"UTCHMMA\S*", sass)
+    assert all(op == ("UTCHMMA.2CTA" if g == 2 else "UTCHMMA") for op in mma), mma
+    assert all((".2CTA.MULTICAST" in line) == (g == 2) for line in re.findall(r"UTCBAR[^;]*", sass))
 
 
 @pytest.mark.parametrize("spec", STANDARD, ids=IDS)

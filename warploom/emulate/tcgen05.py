@@ -294,8 +294,8 @@ class TensorMemory:
                             f"{GEOMETRY.alloc_min_columns}..{GEOMETRY.alloc_max_columns}")
         if self.alloc_warp is not None and self.alloc_warp != warp.index:
             raise TmemError(f"tcgen05.alloc by warp {warp.index}, but warp {self.alloc_warp} allocated before: one "
-                            "warp of the CTA performs every allocation and deallocation (with .cta_group::2: one in each CTA of "
-                            "the pair)")
+                            "warp of the CTA performs every allocation and deallocation (with .cta_group::2: one in "
+                            "each CTA of the pair)")
         if self.last_ncols is not None and ncols > self.last_ncols:
             raise TmemError(f"tcgen05.alloc of {ncols} columns after an allocation of {self.last_ncols}: the column "
                             "count may not increase from one allocation to the next within a CTA")
@@ -475,8 +475,9 @@ class TensorMemory:
             raise TmemError(f"{what} with D at {_where(d_addr, rows, desc.n)}: {span} all 128 lanes, so the D address "
                             "must have lane 0")
         dwhere = _where(d_addr, rows, desc.n)
-        note = (" (.cta_group::2: the pair's MMA writes D at the same columns of both CTAs' Tensor Memory, so the warp "
-                "of each CTA must allocate them, with tcgen05.alloc.cta_group::2 of the same column count)") if pair else ""
+        note = (" (.cta_group::2: the pair's MMA writes D at the same columns of both CTAs' Tensor Memory, so the "
+                "warp of each CTA must allocate them, with tcgen05.alloc.cta_group::2 of the same column count)"
+                if pair else "")
         for i, tm in enumerate(tmems):
             where = f" of {_in_pair(tm.cta)}" if pair else ""
             half = f"D rows {_span(i * rows, rows)} of {desc.m} x {desc.n}, in {_in_pair(tm.cta)}" if pair else \
@@ -556,9 +557,9 @@ class TensorMemory:
             if cta is self.cta:
                 fix = "wait on the stage's full barrier before issuing the MMA"
             else:
-                fix = ("the issuer may issue the pair's MMA only once the peer's operands landed too: the peer waits on "
-                       "its full barrier and then arrives remotely (mapa, mbarrier.arrive.shared::cluster) on a barrier "
-                       "of the issuer's CTA, which the issuer waits on before the MMA")
+                fix = ("the issuer may issue the pair's MMA only once the peer's operands landed too: the peer waits "
+                       "on its full barrier and then arrives remotely (mapa, mbarrier.arrive.shared::cluster) on a "
+                       "barrier of the issuer's CTA, which the issuer waits on before the MMA")
             raise SmemRaceError(f"{what} reads smem 0x{cta.base + off:x} (byte {off} of dynamic smem) of "
                                 f"{_in_pair(cta)}, its {operand} of the pair's MMA, {why}{writer}: {fix}")
 
@@ -617,8 +618,8 @@ class TensorMemory:
                 targets = [cl.remote_mbarrier(cta, bar, name)]
         else:
             if not 0 < multicast < (1 << 16) or multicast >> cl.size:
-                raise OutOfBoundsError(f"{name}.multicast::cluster with ctaMask 0x{multicast:04x}: bit r selects the CTA "
-                                       f"with %cluster_ctarank r, and the cluster {cl.shape} has CTA ranks "
+                raise OutOfBoundsError(f"{name}.multicast::cluster with ctaMask 0x{multicast:04x}: bit r selects the "
+                                       f"CTA with %cluster_ctarank r, and the cluster {cl.shape} has CTA ranks "
                                        f"0..{cl.size - 1}, so the mask must be a non-zero subset of "
                                        f"0x{(1 << cl.size) - 1:x}")
             local = cl.cta_part(cta, bar, f"{name} mbarrier")
@@ -781,7 +782,7 @@ def _cta_group(c, op, info: OpInfo) -> int:
     if first is None:
         c.tcgen05_group = (group, info)
     elif first[0] != group:
-        raise EmulationError(f"{info.text} uses .cta_group::{group}, but {first[1].text} earlier in the kernel uses "
+        raise EmulationError(f"{op.name} with .cta_group::{group}, but {first[1].text} earlier in the kernel has "
                              f".cta_group::{first[0]}: every tcgen05 instruction of a kernel must name the same "
                              ".cta_group (ptxas rejects the mix); use .cta_group::2 throughout for a CTA-pair kernel")
     return group

@@ -109,7 +109,7 @@ def cmd_explain(args) -> int:
                              args.target, schedule=args.schedule)
     else:
         spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
-                        args.schedule or ("persistent" if args.target == "sm_100a" else "grid"))
+                        args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
     try:
         artifact = get_kernel(spec)
     except Exception as e:   # noqa: BLE001 - the planners' refusals arrive as MLIRError (no mlir import here)
@@ -164,8 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--block-n", type=int, default=None,
                     help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
                          "(128, 176, 80 at head dim 64, 128, 256)")
+    sp.add_argument("--block-m", type=int, default=128,
+                    help="GEMM: 128; on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2)")
     sp.add_argument("--stages", type=int, default=None, help="GEMM: 4 by default; attention: 2")
-    sp.add_argument("--target", default="sm_90a")
+    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
     sp.add_argument("--schedule", choices=("grid", "persistent"),
                     help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
     sp.set_defaults(fn=cmd_explain)
