@@ -54,6 +54,7 @@ class _Sm100GemmLowering(_GemmLowering):
     OPS = OPS
     OP_NAMES = WL_NAMES
     WARPGROUP_ROLES = False
+    SMEM_DESCRIPTOR = Sm100SmemDescriptor
 
     # ---- configuration ----------------------------------------------------------------------------
     def _read_config(self) -> None:
@@ -391,19 +392,6 @@ class _Sm100GemmLowering(_GemmLowering):
             with b.if_(cond):
                 emit()
 
-    def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None, k_dim: str = "K"):
-        """tcgen05 smem descriptor of this stage's tile (i64): the start address added at run time to the static
-        bits (LBO, SBO, version, swizzle) that the layout derives."""
-        b, c = self.b, self.b.const
-        tile = self.tiles[region.name]
-        try:
-            static = Sm100SmemDescriptor.for_tile(tile, k_dim).static_bits()
-        except ValueError as e:
-            self._fail(f"buffer {region.name!r}: {e}")
-        addr = self._stage_offset(region, loop)
-        lo = b.add(self.base_enc, b.ext64(b.shru(addr, c(4)), False))
-        return b.or_(lo, c(to_i64(static), b.i64)), tile
-
     def _acc_columns(self, name: str, ctx: _Role) -> tuple[ir.Value, int]:
         """The TMEM address (lane 0) of this tile's stage of accumulator `name`, and its columns per stage."""
         b, c = self.b, self.b.const
@@ -534,10 +522,6 @@ class _Sm100GemmLowering(_GemmLowering):
             with b.if_(ctx.storer):
                 tma.tma_store(b, self.tmap_args["c"], b.gep(self.base, c(base)), [b.add(n0, c(j * cols)), m0])
                 tma.bulk_commit_group()
-
-
-def to_i64(v: int) -> int:
-    return v - (1 << 64) if v >= (1 << 63) else v
 
 
 def _load_i32(b, ptr: ir.Value) -> ir.Value:

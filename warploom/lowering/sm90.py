@@ -142,6 +142,7 @@ class _Sm90Lowering:
     OPS: dict = {}
     T = T                                   # the target: its hardware numbers (an sm_100a lowering sets its own)
     WARPGROUP_ROLES = True                  # roles are whole warpgroups (sm_90a); sm_100a's are warps
+    SMEM_DESCRIPTOR = WgmmaSmemDescriptor   # the MMA's shared memory descriptor encoder (warploom.layout)
 
     def __init__(self, program: Program, name: str):
         self.p = program
@@ -528,12 +529,12 @@ class _Sm90Lowering:
 
     def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None,
                     k_dim: str = "K") -> tuple[ir.Value, SmemTile]:
-        """wgmma smem descriptor of this stage's tile (i64): the start address added at run time to the static
-        bits (LBO, SBO, swizzle) that the layout derives; see SmemTile.operand."""
+        """The MMA's smem descriptor of this stage's tile (i64): the start address added at run time to the static
+        bits (LBO, SBO, swizzle; on sm_100a the version too) that the layout derives; see SmemTile.operand."""
         b, c = self.b, self.b.const
         tile = self.tiles[region.name]
         try:
-            static = WgmmaSmemDescriptor.for_tile(tile, k_dim).static_bits()
+            static = self.SMEM_DESCRIPTOR.for_tile(tile, k_dim).static_bits()
         except ValueError as e:
             self._fail(f"buffer {region.name!r}: {e}")
         addr = self._stage_offset(region, loop)

@@ -60,6 +60,19 @@ def check_budget(target: Target, producer_regs: int, consumer_regs: int, consume
                         f"{(file // threads - producer_regs) // consumers // step * step}")
 
 
+def gemm_parts(program: Program, who: str) -> tuple:
+    """(the K loop, the store, the loop's copies, its MMA) of a GEMM-shaped kernel; PassError for any other."""
+    loops = [op for op in program.body if isinstance(op, Loop)]
+    stores = [op for op in program.body if isinstance(op, Store)]
+    if len(loops) != 1 or len(stores) != 1:
+        raise PassError(f"{who} splits a GEMM-shaped kernel (one K loop, one store); this one has "
+                        f"{len(loops)} loops and {len(stores)} stores")
+    (loop,), (store,) = loops, stores
+    copies = tuple(op for op in loop.body if isinstance(op, Copy))
+    (mma,) = [op for op in loop.body if isinstance(op, Mma)]
+    return loop, store, copies, mma
+
+
 def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_flight: int) -> None:
     """The kernel-level loop and store become two roles: the producer copies, the consumers multiply and store."""
     target = targets.get(program.target)
@@ -70,14 +83,7 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     if not 0 <= mma_in_flight < stages:
         raise PassError(f"mma-in-flight = {mma_in_flight}: must be 0..{stages - 1} (stages - 1), since a "
                         "stage is refilled only after its MMAs retire")
-    loops = [op for op in program.body if isinstance(op, Loop)]
-    stores = [op for op in program.body if isinstance(op, Store)]
-    if len(loops) != 1 or len(stores) != 1:
-        raise PassError(f"wl-specialize splits a GEMM-shaped kernel (one K loop, one store); this one has "
-                        f"{len(loops)} loops and {len(stores)} stores")
-    (loop,), (store,) = loops, stores
-    copies = tuple(op for op in loop.body if isinstance(op, Copy))
-    (mma,) = [op for op in loop.body if isinstance(op, Mma)]
+    loop, store, copies, mma = gemm_parts(program, "wl-specialize")
     _, n, k = mma.shape
     warps_per_wg = target.warpgroup_threads // target.warp_size
     consumer_body = [replace(loop, body=(replace(mma, shape=(rows, n, k)), MmaWait(mma_in_flight)))]
@@ -234,14 +240,7 @@ def specialize_tcgen05(program: Program) -> None:
     the MMAs of the next), one otherwise. The MMA warp allocates TMEM and frees it once the epilogue warps, through
     named barrier `tmem_free`, say they are done."""
     target = targets.get(program.target)
-    loops = [op for op in program.body if isinstance(op, Loop)]
-    stores = [op for op in program.body if isinstance(op, Store)]
-    if len(loops) != 1 or len(stores) != 1:
-        raise PassError(f"wl-specialize (sm_100a) splits a GEMM-shaped kernel (one K loop, one store); this one has "
-                        f"{len(loops)} loops and {len(stores)} stores")
-    (loop,), (store,) = loops, stores
-    copies = tuple(op for op in loop.body if isinstance(op, Copy))
-    (mma,) = [op for op in loop.body if isinstance(op, Mma)]
+    loop, store, copies, mma = gemm_parts(program, "wl-specialize (sm_100a)")
     acc = program.regions.get(mma.acc.name)
     if acc is None or acc.space != "tmem":
         raise PassError(f"wl-specialize (sm_100a): the MMA accumulates into {mma.acc.source} {mma.acc.name!r}; "
