@@ -1,7 +1,7 @@
 """The `warploom` command: compile graphs, show the IR after each pass, list passes, run the demo.
 
     warploom demo                                  what warploom does, on this machine
-    warploom compile graph.mlir --target sm_90a --dump-ir ir/
+    warploom compile graph.mlir --target sm_90a --dump-ir ir/ [--emit ptx|sass|cubin|mlir -o FILE]
     warploom passes
     warploom precompile --target sm_90a --cache DIR
     warploom explain --dtype bf16 --b-layout kn --block-n 256
@@ -11,6 +11,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+
+
+def _version() -> str:
+    """warploom's version and the toolchain it compiles with (what a bug report needs)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        own = version("warploom")
+    except PackageNotFoundError:
+        own = "unknown (not installed)"
+    try:
+        from warploom.compile import toolchain
+        tools = ", ".join(f"{k} {v}" for k, v in toolchain().items() if k != "warploom")
+    except ImportError:             # a runtime-only install (no MLIR): the runtime packages only
+        tools = "no compiler (MLIR not installed)"
+    return f"warploom {own} ({tools})"
 
 
 def cmd_passes(args) -> int:
@@ -35,6 +50,9 @@ def cmd_compile(args) -> int:
 
     from .diagnostics import DiagnosticCollector, to_diags
 
+    if args.emit == "cubin" and not args.output:
+        print("warploom compile: --emit cubin writes a binary: give -o FILE", file=sys.stderr)
+        return 1
     try:
         text = open(args.input, encoding="utf-8").read()
         passes = pipeline_for(args.target)
@@ -62,8 +80,68 @@ def cmd_compile(args) -> int:
     print_records(records, out=sys.stderr)
     if args.dump_ir:
         print(f"IR after each pass written to {args.dump_ir}/", file=sys.stderr)
-    if not args.print_ir_after_all:
-        print(records[-1].ir)
+    final = records[-1].ir
+    kernels = [op for op in module.body.operations if op.operation.name == "gpu.module"]
+    if not kernels:
+        left = set()
+
+        def visit(op):
+            if op.name.startswith("wl."):
+                left.add(op.name)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        left = sorted(left)
+        if not args.print_ir_after_all and args.emit in (None, "mlir"):
+            _write(final, args.output)
+        print(f"warploom compile: no kernel was built for {args.target}: the pipeline lowered no wl op of "
+              f"{args.input} to a gpu.module{' (left: ' + ', '.join(left) + ')' if left else ''}; warploom builds "
+              "kernels from wl.matmul (2-D) and wl.attention (sm_90a), or from the graph wl-fuse makes them of",
+              file=sys.stderr)
+        return 1
+    if args.emit in (None, "mlir"):
+        if not args.print_ir_after_all or args.output:
+            _write(final, args.output)
+        return 0
+    return _emit_code(module, kernels, args)
+
+
+def _write(text: str | bytes, path: str | None) -> None:
+    """To `path` (text or bytes), or to stdout."""
+    if path is None:
+        sys.stdout.write(text if isinstance(text, str) else text.decode())
+        if isinstance(text, str) and not text.endswith("\n"):
+            sys.stdout.write("\n")
+        return
+    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
+        f.write(text)
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def _emit_code(module, kernels, args) -> int:
+    """--emit ptx | sass | cubin: the kernel of the compiled module through the upstream PTX passes (and ptxas)."""
+    from warploom.lowering.assemble import ToolError, assemble, disassemble
+    from warploom.lowering.ptx import gpu_module_to_ptx
+    if len(kernels) != 1:
+        names = ", ".join(str(k.operation.attributes["sym_name"]) for k in kernels)
+        print(f"warploom compile: --emit {args.emit} writes one kernel, and the module holds {len(kernels)} "
+              f"({names}): compile one graph at a time", file=sys.stderr)
+        return 1
+    ptx = gpu_module_to_ptx(module)
+    if args.emit == "ptx":
+        _write(ptx, args.output)
+        return 0
+    try:
+        asm = assemble(ptx, args.target, "ptxas")
+    except ToolError as e:
+        print(f"warploom compile: {e}", file=sys.stderr)
+        return 1
+    print(f"ptxas: {asm.registers} registers, {asm.spill_stores + asm.spill_loads} B spills, {asm.stack_bytes} B "
+          "stack", file=sys.stderr)
+    if args.emit == "cubin":
+        _write(bytes(asm.cubin), args.output)
+        return 0
+    _write(disassemble(asm.cubin), args.output)
     return 0
 
 
@@ -141,6 +219,7 @@ def cmd_demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="warploom", description=__doc__.split("\n")[0])
+    p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", required=True)
     sp = sub.add_parser("passes", help="list the wl-* passes and the pipeline of each target")
     sp.set_defaults(fn=cmd_passes)
@@ -149,6 +228,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-ir", metavar="DIR", help="write the IR after each pass to DIR/NN-pass.mlir")
     sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
+    sp.add_argument("--emit", choices=["mlir", "ptx", "sass", "cubin"],
+                    help="what to write: the IR after the last pass (default), the kernel's PTX, its SASS, its cubin")
+    sp.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout (a cubin needs one)")
     sp.set_defaults(fn=cmd_compile)
     sp = sub.add_parser("precompile", help="build the standard kernel set of a target into a cache folder")
     sp.add_argument("--target", default="sm_90a")

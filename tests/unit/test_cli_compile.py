@@ -1,0 +1,64 @@
+"""`warploom compile`: what it writes (--emit, -o), and that it says so, exiting non-zero, when no kernel was built;
+`warploom --version`."""
+import pytest
+
+from warploom.tools.cli import main
+
+MATMUL = """func.func @mm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %c : tensor<?x?xbf16>
+}
+"""
+ADD = """func.func @f(%a: tensor<4x4xbf16>, %b: tensor<4x4xbf16>) -> tensor<4x4xbf16> {
+  %c = "wl.add"(%a, %b) : (tensor<4x4xbf16>, tensor<4x4xbf16>) -> tensor<4x4xbf16>
+  return %c : tensor<4x4xbf16>
+}
+"""
+
+
+@pytest.fixture
+def graph(tmp_path):
+    def write(text: str):
+        path = tmp_path / "graph.mlir"
+        path.write_text(text)
+        return str(path)
+    return write
+
+
+def test_no_kernel_built_is_an_error_that_says_so(graph, capsys):
+    rc = main(["compile", graph(ADD), "--target", "sm_90a"])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert "no kernel was built for sm_90a" in err and "left: wl.add" in err and "Traceback" not in err
+    assert '"wl.add"' in out                        # the IR is still written, for the reader
+
+
+@pytest.mark.parametrize("target, mark", [("sm_90a", "wgmma.mma_async"), ("sm_100a", "tcgen05.mma")])
+def test_emit_ptx_to_a_file(graph, tmp_path, capsys, target, mark):
+    out_file = tmp_path / "k.ptx"
+    assert main(["compile", graph(MATMUL), "--target", target, "--emit", "ptx", "-o", str(out_file)]) == 0
+    ptx = out_file.read_text()
+    assert f".target {target}" in ptx and ".entry wl_gemm_bf16_kn_" in ptx and mark in ptx
+    assert f"wrote {out_file}" in capsys.readouterr().err
+
+
+def test_emit_sass_and_cubin(graph, tmp_path, capsys):
+    assert main(["compile", graph(MATMUL), "--target", "sm_100a", "--emit", "sass"]) == 0
+    out, err = capsys.readouterr()
+    assert "UTCHMMA" in out and "ptxas:" in err and "0 B spills" in err
+    cubin = tmp_path / "k.cubin"
+    assert main(["compile", graph(MATMUL), "--emit", "cubin", "-o", str(cubin)]) == 0
+    assert cubin.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_a_cubin_needs_an_output_file(graph, capsys):
+    assert main(["compile", graph(MATMUL), "--emit", "cubin"]) == 1
+    assert "give -o FILE" in capsys.readouterr().err
+
+
+def test_version_names_the_toolchain(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("warploom ") and "mlir" in out and "ptxas" in out
