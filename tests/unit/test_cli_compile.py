@@ -62,3 +62,22 @@ def test_version_names_the_toolchain(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith("warploom ") and "mlir" in out and "ptxas" in out
+
+
+def test_dump_dir_holds_every_step_and_the_resource_map(graph, tmp_path, capsys):
+    import json
+    folder = tmp_path / "dump"
+    assert main(["compile", graph(MATMUL), "--target", "sm_100a", "--dump-dir", str(folder)]) == 0
+    err = capsys.readouterr().err
+    names = sorted(p.name for p in folder.iterdir())
+    assert names[0] == "00-input.mlir" and "04-wl-tile_target_sm_100a.mlir" in names
+    assert names[-5:] == ["10-wl-lower-sm100.mlir", "11-ptx.ptx", "12-sass.sass", "13-kernel.cubin", "resources.json"]
+    assert (folder / "13-kernel.cubin").read_bytes()[:4] == b"\x7fELF"
+    assert "UTCHMMA" in (folder / "12-sass.sass").read_text()
+    res = json.loads((folder / "resources.json").read_text())
+    assert res["target"] == "sm_100a" and res["tmem_columns"] == 256 and res["ptxas"]["spill_bytes"] == 0
+    assert {r["name"] for r in res["roles"]} == {"producer", "mma", "epilogue"}
+    assert {b["name"] for b in res["barriers"]} == {"ab_full", "ab_empty", "acc_full"}
+    # the one-screen summary: smem of the limit, TMEM, barriers, roles, registers and spills
+    assert "smem 230480 of 232448 B" in err and "TMEM 256 of 512 columns" in err
+    assert "role mma: warps 1 (thread)" in err and "0 B spills" in err

@@ -70,6 +70,7 @@ def cmd_compile(args) -> int:
         try:
             module = ir.Module.parse(text)
             records = run_passes(module, passes, dump_dir=args.dump_ir, on_ir=on_ir)
+            program = _planned(records)         # the plan, for the summary (parsed in this context)
         except ir.MLIRError as e:
             for d in collector.take() + to_diags(e.error_diagnostics):
                 print(d.format(args.input), file=sys.stderr)
@@ -99,11 +100,108 @@ def cmd_compile(args) -> int:
               "kernels from wl.matmul (2-D) and wl.attention (sm_90a), or from the graph wl-fuse makes them of",
               file=sys.stderr)
         return 1
+    if len(kernels) != 1 and (args.dump_ir or args.emit not in (None, "mlir")):
+        names = ", ".join(str(k.operation.attributes["sym_name"]) for k in kernels)
+        print(f"warploom compile: --emit and --dump-dir write one kernel, and the module holds {len(kernels)} "
+              f"({names}): compile one graph at a time", file=sys.stderr)
+        return 1
+    asm = ptx = None
+    if args.dump_ir or args.emit in ("ptx", "sass", "cubin"):
+        ptx, asm = _assemble(module, args.target)
+        if asm is None:
+            return 1
+    if program is not None:
+        print(_summary(program, asm), file=sys.stderr)
+    if args.dump_ir:
+        _dump_products(args.dump_ir, len(records), ptx, asm, program)
     if args.emit in (None, "mlir"):
         if not args.print_ir_after_all or args.output:
             _write(final, args.output)
-        return 0
-    return _emit_code(module, kernels, args)
+    elif args.emit == "ptx":
+        _write(ptx, args.output)
+    elif args.emit == "cubin":
+        _write(bytes(asm.cubin), args.output)
+    else:
+        from warploom.lowering.assemble import disassemble
+        _write(disassemble(asm.cubin), args.output)
+    return 0
+
+
+def _planned(records):
+    """The typed kernel program the last planning pass left (None when the pipeline planned no kernel)."""
+    from mlir import ir
+
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel import read_program
+    planned = [r for r in records if r.name.split("{")[0] == "wl-plan-barriers"]
+    if not planned:
+        return None
+    parsed = ir.Module.parse(planned[-1].ir)          # kept alive while its ops are read
+    kernels = kernel_ops(parsed)
+    return read_program(kernels[0]) if len(kernels) == 1 else None
+
+
+def _assemble(module, target: str):
+    """(PTX, ptxas Assembly) of the module's one kernel; (None, None) after printing why not."""
+    from warploom.lowering.assemble import ToolError, assemble
+    from warploom.lowering.ptx import gpu_module_to_ptx
+    ptx = gpu_module_to_ptx(module)
+    try:
+        return ptx, assemble(ptx, target, "ptxas")
+    except ToolError as e:
+        print(f"warploom compile: {e}", file=sys.stderr)
+        return None, None
+
+
+def _summary(program, asm) -> str:
+    """One screen: smem of the limit, TMEM columns, the mbarriers, each role's warps and registers, ptxas's report."""
+    from warploom import targets
+    from warploom.passes.plan_smem import plan_smem
+    target = targets.get(program.target)
+    smem = plan_smem(program)
+    lines = [f"kernel ({program.kind}, {program.target}): {program.threads} threads, smem {smem.requested} of "
+             f"{smem.limit} B ({100 * smem.requested // smem.limit}%)"
+             + (f", TMEM {program.attrs['tmem_columns']} of {target.tmem.columns} columns"
+                if program.attrs.get("tmem_columns") else "")
+             + (f", cluster {'x'.join(map(str, program.attrs['cluster']))}"
+                if list(program.attrs.get("cluster", [1, 1, 1])) != [1, 1, 1] else "")]
+    lines.append("  mbarriers: " + ", ".join(f"{b.name}[{b.count}] x{b.arrivals}" + (f" +{b.tx_bytes} B" if b.tx_bytes
+                                                                                     else "")
+                                             for b in program.barriers.values()))
+    for role in program.roles:
+        warps = f"{role.first_warp}-{role.warp_range[-1]}" if role.warps > 1 else str(role.first_warp)
+        regs = f"setmaxnreg {role.regs}" if role.regs is not None else "launch registers"
+        rank = f", CTA {role.rank} only" if role.rank is not None else ""
+        lines.append(f"  role {role.name}: warps {warps} ({role.issue}{rank}), {regs}")
+    if asm is not None:
+        lines.append(f"  ptxas: {asm.registers} registers a thread, {asm.spill_stores + asm.spill_loads} B spills, "
+                     f"{asm.stack_bytes} B stack")
+    return "\n".join(lines)
+
+
+def _dump_products(folder: str, n: int, ptx: str, asm, program) -> None:
+    """After the IR files: NN-ptx.ptx, NN-sass.sass, NN-kernel.cubin and resources.json (the plan as data)."""
+    import json
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from warploom.lowering.assemble import disassemble
+    path = Path(folder)
+    (path / f"{n:02d}-ptx.ptx").write_text(ptx)
+    (path / f"{n + 1:02d}-sass.sass").write_text(disassemble(asm.cubin))
+    (path / f"{n + 2:02d}-kernel.cubin").write_bytes(bytes(asm.cubin))
+    resources = {"ptxas": {"registers": asm.registers, "spill_bytes": asm.spill_stores + asm.spill_loads,
+                           "stack_bytes": asm.stack_bytes}}
+    if program is not None:
+        resources.update({
+            "target": program.target, "threads": program.threads, "smem_bytes": program.smem_bytes,
+            "tmem_columns": program.attrs.get("tmem_columns"), "attrs": program.attrs,
+            "regions": [{k: v for k, v in asdict(r).items()} for r in program.regions.values()],
+            "barriers": [asdict(b) for b in program.barriers.values()],
+            "named_barriers": [asdict(b) for b in program.named_barriers.values()],
+            "roles": [{"name": r.name, "first_warp": r.first_warp, "warps": r.warps, "issue": r.issue,
+                       "regs": r.regs, "rank": r.rank} for r in program.roles]})
+    (path / "resources.json").write_text(json.dumps(resources, indent=1, default=list))
 
 
 def _write(text: str | bytes, path: str | None) -> None:
@@ -116,33 +214,6 @@ def _write(text: str | bytes, path: str | None) -> None:
     with open(path, "wb" if isinstance(text, bytes) else "w") as f:
         f.write(text)
     print(f"wrote {path}", file=sys.stderr)
-
-
-def _emit_code(module, kernels, args) -> int:
-    """--emit ptx | sass | cubin: the kernel of the compiled module through the upstream PTX passes (and ptxas)."""
-    from warploom.lowering.assemble import ToolError, assemble, disassemble
-    from warploom.lowering.ptx import gpu_module_to_ptx
-    if len(kernels) != 1:
-        names = ", ".join(str(k.operation.attributes["sym_name"]) for k in kernels)
-        print(f"warploom compile: --emit {args.emit} writes one kernel, and the module holds {len(kernels)} "
-              f"({names}): compile one graph at a time", file=sys.stderr)
-        return 1
-    ptx = gpu_module_to_ptx(module)
-    if args.emit == "ptx":
-        _write(ptx, args.output)
-        return 0
-    try:
-        asm = assemble(ptx, args.target, "ptxas")
-    except ToolError as e:
-        print(f"warploom compile: {e}", file=sys.stderr)
-        return 1
-    print(f"ptxas: {asm.registers} registers, {asm.spill_stores + asm.spill_loads} B spills, {asm.stack_bytes} B "
-          "stack", file=sys.stderr)
-    if args.emit == "cubin":
-        _write(bytes(asm.cubin), args.output)
-        return 0
-    _write(disassemble(asm.cubin), args.output)
-    return 0
 
 
 def cmd_precompile(args) -> int:
@@ -226,7 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("compile", help="run a target's pipeline on a .mlir file of wl ops")
     sp.add_argument("input")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
-    sp.add_argument("--dump-ir", metavar="DIR", help="write the IR after each pass to DIR/NN-pass.mlir")
+    sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
+                    help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin "
+                         "and resources.json (the smem, TMEM, barrier and role plan, ptxas's report)")
     sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
     sp.add_argument("--emit", choices=["mlir", "ptx", "sass", "cubin"],
                     help="what to write: the IR after the last pass (default), the kernel's PTX, its SASS, its cubin")
