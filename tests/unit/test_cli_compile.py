@@ -81,3 +81,39 @@ def test_dump_dir_holds_every_step_and_the_resource_map(graph, tmp_path, capsys)
     # the one-screen summary: smem of the limit, TMEM, barriers, roles, registers and spills
     assert "smem 230480 of 232448 B" in err and "TMEM 256 of 512 columns" in err
     assert "role mma: warps 1 (thread)" in err and "0 B spills" in err
+
+
+def test_a_built_in_op(tmp_path, capsys):
+    """--op attention compiles the standard kernel of those options (persistent at head dim 64)."""
+    out_file = tmp_path / "a.ptx"
+    assert main(["compile", "--op", "attention", "--head-dim", "64", "--causal", "--emit", "ptx",
+                 "-o", str(out_file)]) == 0
+    ptx = out_file.read_text()
+    assert ".entry wl_attn_bf16_d64_128x128_s2_causal_ov_persistent" in ptx and "wgmma.mma_async" in ptx
+    assert "kernel (attention, sm_90a): 384 threads" in capsys.readouterr().err
+
+
+def test_a_python_file_that_builds_a_graph(tmp_path, capsys):
+    script = tmp_path / "g.py"
+    script.write_text("import warploom\n"
+                      "graph = warploom.Graph('mm')\n"
+                      "a = graph.input('a', ('M', 'K'), 'bf16')\n"
+                      "b = graph.input('b', ('K', 'N'), 'bf16')\n"
+                      "graph.output(graph.matmul(a, b))\n")
+    assert main(["compile", str(script), "--target", "sm_100a", "--emit", "ptx"]) == 0
+    assert "tcgen05.mma.cta_group::1" in capsys.readouterr().out
+    none = tmp_path / "none.py"
+    none.write_text("x = 1\n")
+    assert main(["compile", str(none)]) == 1
+    assert "builds 0 warploom.Graph objects (none): name the one to compile `graph`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile"], "give a .mlir file of wl ops, a Python file that builds a warploom.Graph, or --op"),
+    (["compile", "x.mlir", "--op", "matmul"], "give a file (x.mlir) or --op matmul, not both"),
+    (["compile", "missing.mlir"], "No such file"),
+])
+def test_bad_inputs_say_what_to_do(capsys, argv, message):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

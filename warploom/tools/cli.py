@@ -54,9 +54,8 @@ def cmd_compile(args) -> int:
         print("warploom compile: --emit cubin writes a binary: give -o FILE", file=sys.stderr)
         return 1
     try:
-        text = open(args.input, encoding="utf-8").read()
-        passes = pipeline_for(args.target)
-    except (OSError, ValueError) as e:
+        text, passes, args.input = _compile_input(args)
+    except (OSError, ValueError, SyntaxError) as e:
         print(f"warploom compile: {e}", file=sys.stderr)
         return 1
     ctx = make_context()
@@ -125,6 +124,42 @@ def cmd_compile(args) -> int:
         from warploom.lowering.assemble import disassemble
         _write(disassemble(asm.cubin), args.output)
     return 0
+
+
+def _compile_input(args) -> tuple[str, list[str], str]:
+    """(the graph's MLIR, the passes to run, what to call it): a built-in op (--op, with the standard kernel's
+    options), a Python file that builds a `warploom.Graph` (the one named `graph`, else the only one), or a .mlir
+    file of wl ops (the target's pipeline)."""
+    from warploom.passes import pipeline_for
+    if args.op is not None:
+        from warploom import compile as wc
+        from warploom.kernels import AttentionSpec, GemmSpec
+        if args.input is not None:
+            raise ValueError(f"give a file ({args.input}) or --op {args.op}, not both")
+        if args.op == "matmul":
+            spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
+                            args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
+            graph = wc.gemm_graph(spec)
+        else:
+            spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or 2, args.target,
+                                 schedule=args.schedule)
+            graph = wc.attention_graph(spec)
+        return str(graph.module), wc.planning_passes(spec) + pipeline_for(args.target)[-1:], f"--op {args.op}"
+    if args.input is None:
+        raise ValueError("give a .mlir file of wl ops, a Python file that builds a warploom.Graph, or --op "
+                         "matmul / --op attention")
+    if args.input.endswith(".py"):
+        import runpy
+
+        from warploom.dialect.builder import Graph
+        found = runpy.run_path(args.input)
+        graphs = {k: v for k, v in found.items() if isinstance(v, Graph)}
+        graph = graphs.get("graph") or (next(iter(graphs.values())) if len(graphs) == 1 else None)
+        if graph is None:
+            raise ValueError(f"{args.input} builds {len(graphs)} warploom.Graph objects "
+                             f"({', '.join(graphs) or 'none'}): name the one to compile `graph`")
+        return str(graph.module), pipeline_for(args.target), args.input
+    return open(args.input, encoding="utf-8").read(), pipeline_for(args.target), args.input
 
 
 def _planned(records):
@@ -294,8 +329,18 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     sp = sub.add_parser("passes", help="list the wl-* passes and the pipeline of each target")
     sp.set_defaults(fn=cmd_passes)
-    sp = sub.add_parser("compile", help="run a target's pipeline on a .mlir file of wl ops")
-    sp.add_argument("input")
+    sp = sub.add_parser("compile", help="run a target's pipeline on a .mlir file of wl ops, a Python file that builds "
+                        "a warploom.Graph, or a built-in op (--op)")
+    sp.add_argument("input", nargs="?", help="graph.mlir or graph.py (or give --op)")
+    sp.add_argument("--op", choices=["matmul", "attention"], help="compile the standard kernel of this op")
+    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="--op matmul: B as [K,N] or [N,K]")
+    sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="--op attention")
+    sp.add_argument("--causal", action="store_true", help="--op attention: the bottom-right causal mask")
+    sp.add_argument("--block-m", type=int, default=128, help="--op matmul (256: sm_100a's CTA pair)")
+    sp.add_argument("--block-n", type=int, default=None, help="--op: the standard kernel's by default")
+    sp.add_argument("--stages", type=int, default=None, help="--op: the standard kernel's by default")
+    sp.add_argument("--schedule", choices=("grid", "persistent"), help="--op: the standard kernel's by default")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin "
