@@ -93,12 +93,26 @@ def role_table(program) -> str:
 
 def barrier_table(program) -> str:
     """The mbarriers of a typed Program (with the ring each serves), then the rings they pace."""
-    lines = ["mbarriers        offset  count  arrivals  tx bytes  ring"]
+    from warploom.kernel import Arrive, Copy, Wait
+    how = {"commit": "tcgen05.commit", "thread": "each thread", "warpgroup": "a thread per warpgroup", "role": "one thread"}
+    arrive, wait = {}, {}
+    for role, op in program.ops():       # who arrives (and how, on which CTA's instance) and who waits, per barrier
+        if isinstance(op, Arrive):
+            where = {"own": "", "leader": " on the leader's", "pair": " on both CTAs'"}[op.cta]
+            what = "expect_tx" if op.tx_bytes else how[op.per]
+            arrive.setdefault(op.barrier, []).append(f"{role.name} ({what}{where})")
+        elif isinstance(op, Copy) and op.barrier:
+            arrive.setdefault(op.barrier, []).append(f"TMA of {op.region}")
+        elif isinstance(op, Wait):
+            wait.setdefault(op.barrier, []).append(role.name)
+    lines = ["mbarriers        offset  count  arrivals  tx bytes  ring     arrived at by -> waited on by"]
     for b in program.barriers.values():
         ring = program.ring_of_barrier(b.name)
         offset = "-" if b.offset is None else str(b.offset)
+        who = (", ".join(dict.fromkeys(arrive.get(b.name, []))) or "-") + " -> " + \
+            (", ".join(dict.fromkeys(wait.get(b.name, []))) or "-")
         lines.append(f"  {b.name:<12} {offset:>8} {b.count:>6} {b.arrivals:>9} {b.tx_bytes:>9}  "
-                     f"{ring.name if ring else '-'}")
+                     f"{ring.name if ring else '-':<8} {who}")
     lines.append("rings            stages  regions          full        empty       producer -> consumers")
     for r in program.rings.values():
         lines.append(f"  {r.name:<12} {r.stages:>8}  {', '.join(r.regions):<16} {r.full or '-':<11} "
