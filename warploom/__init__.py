@@ -12,6 +12,7 @@ _LAZY = {
     "Tensor": ("warploom.dialect.builder", "Tensor"),
     "ShapeError": ("warploom.dialect.shapes", "ShapeError"),
     "run_passes": ("warploom.passes", "run_passes"),
+    "compile": ("warploom.build", "compile_graph"),
     "pipeline_for": ("warploom.passes", "pipeline_for"),
 }
 
@@ -25,3 +26,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["__version__", *_LAZY]
+
+# kernel = warploom.compile(graph, target="sm_90a"): see warploom.build.CompiledKernel

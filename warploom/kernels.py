@@ -2,7 +2,7 @@
 
 Imports no MLIR: on a machine that only runs kernels (WARPLOOM_OFFLINE=1, or no
 MLIR installed) a spec is looked up in the cache's index; on a machine with the
-compiler a miss compiles the kernel (warploom.compile) and records it.
+compiler a miss compiles the kernel (warploom.build) and records it.
 
 The cache folder of a kernel is named by a key over its IR, target and toolchain
 versions (runtime/cache.py). The index maps a spec to that key, and records the
@@ -22,7 +22,7 @@ from warploom.runtime.artifact import KernelArtifact, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 
 PACKAGE = Path(__file__).parent
-COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowering", "runtime/rules.py", "compile.py",
+COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowering", "runtime/rules.py", "build.py",
                     "kernels.py")
 
 
@@ -271,9 +271,9 @@ _memo: dict[tuple[str, GemmSpec | AttentionSpec], KernelArtifact] = {}
 def compile_spec(spec: GemmSpec | AttentionSpec) -> KernelArtifact:
     """Compile `spec` now (imports the compiler, and so MLIR)."""
     if isinstance(spec, AttentionSpec):
-        from warploom.compile import compile_attention
+        from warploom.build import compile_attention
         return compile_attention(spec)
-    from warploom.compile import compile_gemm
+    from warploom.build import compile_gemm
     return compile_gemm(spec)
 
 

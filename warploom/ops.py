@@ -185,6 +185,16 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
 
 def matmul(a, b, *, out=None):
     """C = A @ B with fp32 accumulation; the result has the inputs' dtype and framework."""
+    return _gemm(a, b, out, None)
+
+
+def run_gemm(artifact, a, b, *, out=None):
+    """C = A @ B by a given compiled GEMM kernel (warploom.compile(graph)(a, b)): its element type, B layout and
+    target must be the operands' and the GPU's (ValueError naming the difference otherwise)."""
+    return _gemm(a, b, out, artifact)
+
+
+def _gemm(a, b, out, artifact):
     ta, tb = as_device_tensor(a), as_device_tensor(b)
     m, n, k = _check_inputs(ta, tb)
     layout = _b_layout(tb)
@@ -199,8 +209,11 @@ def matmul(a, b, *, out=None):
         _fill_zero(tc)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
-    spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device))
-    artifact = get_kernel(spec)
+    if artifact is None:
+        spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device))
+        artifact = get_kernel(spec)
+    else:
+        _check_artifact(artifact, ta.dtype, layout)
     maps = artifact.tensor_maps
     stream = current_stream(ta)
     plan_key = (artifact.key, _layout_key(ta), _layout_key(b_storage), tc.ptr, m, n, k)
@@ -243,6 +256,16 @@ def matmul(a, b, *, out=None):
     if c_run is not tc:
         _copy_back(c_run, tc)
     return tc.obj
+
+
+def _check_artifact(artifact, dtype: str, layout: str) -> None:
+    """A given GEMM kernel must read the operands as they are: its maps' element type and B's storage layout."""
+    want = artifact.tensor_maps["a"].dtype
+    b_dims = artifact.tensor_maps["b"].dims               # innermost first: ("K", "N") for B stored [N, K]
+    kernel_layout = "nk" if b_dims[0] == "K" else "kn"
+    if want != dtype or kernel_layout != layout:
+        raise ValueError(f"kernel {artifact.name!r} multiplies {want} with B stored as {kernel_layout}; the operands "
+                         f"are {dtype} with B as {layout}: compile a graph of those types and layout")
 
 
 def _check_out(out, a: DeviceTensor, m: int, n: int) -> DeviceTensor:

@@ -46,7 +46,7 @@ def _ordered(bits: np.ndarray) -> np.ndarray:
 
 
 def compare(path, seeds: int = 1) -> list[AttentionComparison]:
-    from warploom.compile import planned_attention_program
+    from warploom.build import planned_attention_program
     from warploom.emulate import emulate_attention
     from warploom.emulate.judge import judge_attention
     from warploom.lowering.sm90_attention import kernel_name

@@ -6,7 +6,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, llvm, nvvm
 
-from warploom.compile import planned_program
+from warploom.build import planned_program
 from warploom.lowering.emit import wgmma
 from warploom.lowering.emit.builder import Builder
 from warploom.lowering.sm90 import kernel_name, lower_kernel

@@ -9,7 +9,7 @@ cover both schedules, both B layouts, both block widths and both dtypes, at ragg
 spans more k-tiles than the ring has stages (phases wrap) and, for persistent kernels, more tiles
 than CTAs (ring iterations count on across tiles) in a grid of tiles that is not square. Inputs are small integers, so any correct
 kernel gives the float64 result exactly; two interleavings per kernel. The attention kernels (planned by the
-passes, as warploom.compile plans them) run at ragged sizes, causal with Sq > Sk (query blocks with no key) and
+passes, as warploom.build plans them) run at ragged sizes, causal with Sq > Sk (query blocks with no key) and
 not, GQA, more key blocks than ring stages, and are judged by warploom.emulate.judge.
 
 The verdict is the first failure: an emulator check (its error class and message), a mismatch with
@@ -90,7 +90,7 @@ def probe(families=FAMILIES) -> dict:
                                f"{len(bad)} of {c.size} elements differ from the float64 reference; first "
                                f"C[{i}, {j}] = {c[i, j]}, expected {ref[i, j]}", start)
     for dtype, d, causal, bsz, sq, sk, hq, hkv, layout in (ATTENTION_CASES if "attention" in families else ()):
-        from warploom.compile import planned_attention_program
+        from warploom.build import planned_attention_program
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
         rng = np.random.default_rng(12)

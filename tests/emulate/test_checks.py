@@ -56,7 +56,7 @@ def test_deadlock_lists_what_each_warp_waits_on():
 
 def test_messages_name_the_planned_barriers_and_regions():
     # the same broken kernel, given the plan's names (as gemm_kernel and warploom emulate give them)
-    from warploom.compile import planned_program
+    from warploom.build import planned_program
     from warploom.emulate.names import SmemNames
     from warploom.targets import get as get_target
     k = lowered()
@@ -92,7 +92,7 @@ def test_tma_overwriting_a_stage_an_unretired_wgmma_reads():
 def test_stage_released_before_its_data_was_read(seed):
     # the consumers free the stage of iteration it + 1 ((it + 5) % 4) instead of it - 1 ((it + 3) % 4): the
     # producer gets back a stage whose data no wgmma has read (the plan says which barrier releases which stage)
-    from warploom.compile import planned_program
+    from warploom.build import planned_program
     from warploom.emulate.names import SmemNames
     from warploom.targets import get as get_target
     k = lowered()
@@ -182,7 +182,7 @@ def test_unknown_op_is_named_not_skipped():
 
 def test_artifact_contract_with_the_module_wl_lower_sm90_built():
     """The runtime's contract (a KernelArtifact, no MLIR) plus the module the wl-lower-sm90 pass produced."""
-    from warploom.compile import build_gemm_module
+    from warploom.build import build_gemm_module
     from warploom.runtime.artifact import KernelArtifact
     k = lowered()
     artifact = KernelArtifact(name=k.name, target="sm_90a", cubin=b"\0", ptx="", smem_bytes=k.smem_bytes,

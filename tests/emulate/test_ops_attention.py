@@ -15,7 +15,7 @@ import pytest
 from cuda.bindings import driver
 
 from warploom import ops_attention as oa
-from warploom.compile import compile_attention, planned_attention_program
+from warploom.build import compile_attention, planned_attention_program
 from warploom.emulate.launch import attention_kernel, emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.reference.ops import attention, round_to

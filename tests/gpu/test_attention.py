@@ -347,7 +347,7 @@ def test_long_way_graph_kernel_runs():
     artifact = get_kernel(spec)
     assert artifact.name == spec.kernel_name == "wl_attn_bf16_d128_128x160_s2_causal_ov_persistent"
     if importlib.util.find_spec("mlir") is not None:
-        from warploom.compile import attention_long_way_graph, compile_attention_graph
+        from warploom.build import attention_long_way_graph, compile_attention_graph
         long_way = compile_attention_graph(attention_long_way_graph(spec), spec)
         assert (long_way.name, long_way.ptx) == (artifact.name, artifact.ptx)
     b, h, s, d = 2, 4, 700, 128

@@ -12,7 +12,7 @@ from warploom.kernels import default_attention_schedule
 from warploom.lowering import assemble as asm_mod
 from warploom.lowering.assemble import ToolError, assemble, disassemble, find_tool, parse_report, sass_counts
 from warploom.lowering.ptx import gpu_module_to_ptx
-from warploom.compile import build_gemm_module
+from warploom.build import build_gemm_module
 from warploom.kernels import STANDARD_KERNELS
 
 STANDARD = STANDARD_KERNELS["sm_90a"]

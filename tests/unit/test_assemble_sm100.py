@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from warploom.compile import build_gemm_module
+from warploom.build import build_gemm_module
 from warploom.kernels import STANDARD_KERNELS
 from warploom.layout import Sm100InstrDescriptor
 from warploom.layout.tmem import alloc_columns

@@ -4,7 +4,7 @@ and lowering; until they exist that test skips, saying so."""
 import pytest
 
 from tests.emulate.fa3_plan import planned_fa3
-from warploom.compile import (attention_graph, attention_long_way_graph, attention_planning_passes, attention_spec_of,
+from warploom.build import (attention_graph, attention_long_way_graph, attention_planning_passes, attention_spec_of,
                               compile_attention, compile_attention_graph, planned_attention)
 from warploom.kernels import STANDARD_ATTENTION_KERNELS, AttentionSpec
 
@@ -65,7 +65,7 @@ def test_passes_plan_the_contract_program():
 
 
 def test_long_way_compiles_to_the_same_kernel():
-    """warploom.compile on the graph written the long way gives the kernel ops.attention runs: same entry name,
+    """warploom.build on the graph written the long way gives the kernel ops.attention runs: same entry name,
     same PTX, same cache key (so the GPU test that launches the cached kernel by that name covers both)."""
     spec = AttentionSpec("bf16", 128, True)
     _planned_or_skip(spec)

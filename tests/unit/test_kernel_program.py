@@ -111,7 +111,7 @@ def test_fa3_shaped_program_verifies():
 
 @pytest.mark.parametrize("spec_index", [0, 3, 9, 14])
 def test_standard_gemms_read_from_ir_verify(spec_index):
-    from warploom.compile import build_gemm_module
+    from warploom.build import build_gemm_module
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernels import STANDARD_KERNELS
     spec = STANDARD_KERNELS["sm_90a"][spec_index]
@@ -305,7 +305,7 @@ def test_verify_raises_with_every_problem():
 @pytest.mark.parametrize("spec_index", [0, 9])
 def test_write_program_is_the_inverse_of_read(spec_index, passes):
     """After each kernel pass, writing the program it reads reproduces the kernel IR exactly."""
-    from warploom.compile import gemm_graph, planning_passes
+    from warploom.build import gemm_graph, planning_passes
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel.write import write_program
     from warploom.kernels import STANDARD_KERNELS

@@ -8,7 +8,7 @@ from mlir import ir
 from warploom.dialect import make_context, op_attrs
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.lowering.ptx import SM90_TO_PTX, gpu_module_to_ptx
-from warploom import compile as wc
+from warploom import build as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
 from warploom.kernel import Copy, Loop, Opaque, Wait
 from warploom.layout import WgmmaSmemDescriptor

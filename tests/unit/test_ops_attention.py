@@ -503,4 +503,4 @@ def test_explain_reports_a_refused_config_without_a_traceback(argv, message, cap
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("warploom explain: cannot build the ") and message in err, err
-    assert "Traceback" not in err and "compile.py" not in err
+    assert "Traceback" not in err and "build.py" not in err

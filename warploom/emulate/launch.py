@@ -282,10 +282,10 @@ _KERNELS: dict = {}
 
 
 def gemm_kernel(spec) -> EmulatedKernel:
-    """The kernel warploom.compile would build for `spec` (its planned program, lowered), compiled for the
+    """The kernel warploom.build would build for `spec` (its planned program, lowered), compiled for the
     emulator once per spec."""
     if spec not in _KERNELS:
-        from warploom.compile import planned_program
+        from warploom.build import planned_program
         from warploom.lowering import sm90, sm100
         lower_kernel = {"sm_90a": sm90.lower_kernel, "sm_100a": sm100.lower_kernel}[spec.target]
         kernel_name = sm90.kernel_name
@@ -336,9 +336,9 @@ def attention_kernel(program) -> EmulatedKernel:
 
 def _default_attention_program(elem: str, head_dim: int, causal: bool):
     try:
-        from warploom.compile import planned_attention_program      # the planning passes' program, when built
+        from warploom.build import planned_attention_program      # the planning passes' program, when built
     except ImportError:
-        raise ValueError("emulate_attention: no attention planner in warploom.compile yet; pass program= (e.g. "
+        raise ValueError("emulate_attention: no attention planner in warploom.build yet; pass program= (e.g. "
                          "tests/emulate/fa3_plan.py's planned_fa3(elem, head_dim, causal))") from None
     return planned_attention_program(elem, head_dim, causal)
 

@@ -21,7 +21,7 @@ def _version() -> str:
     except PackageNotFoundError:
         own = "unknown (not installed)"
     try:
-        from warploom.compile import toolchain
+        from warploom.build import toolchain
         tools = ", ".join(f"{k} {v}" for k, v in toolchain().items() if k != "warploom")
     except ImportError:             # a runtime-only install (no MLIR): the runtime packages only
         tools = "no compiler (MLIR not installed)"
@@ -132,7 +132,7 @@ def _compile_input(args) -> tuple[str, list[str], str]:
     file of wl ops (the target's pipeline)."""
     from warploom.passes import pipeline_for
     if args.op is not None:
-        from warploom import compile as wc
+        from warploom import build as wc
         from warploom.kernels import AttentionSpec, GemmSpec
         if args.input is not None:
             raise ValueError(f"give a file ({args.input}) or --op {args.op}, not both")

@@ -45,7 +45,7 @@ def section(title: str) -> None:
 
 def demo_attention(dump_dir) -> bool:
     """The long-way attention: fused (checked in float64), planned through the sm_90a pipeline, emulated."""
-    from warploom.compile import planned_attention
+    from warploom.build import planned_attention
     from warploom.emulate import emulate_attention
     from warploom.emulate.judge import judge_attention
     from warploom.reference.interpret import evaluate
@@ -81,7 +81,7 @@ def demo_attention(dump_dir) -> bool:
 
 
 def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
-    from warploom.compile import gemm_graph, planning_passes
+    from warploom.build import gemm_graph, planning_passes
     from warploom.passes import pipeline_for
 
     from .cli import print_records

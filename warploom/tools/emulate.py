@@ -5,7 +5,7 @@
     warploom emulate --op attention --shape B,Sq,Sk,H,Hkv,D [--causal] [--layout bshd|bhsd] [--dtype] [--seeds 3]
 
 The kernel is the one `warploom.ops.pick_spec` chooses for the problem on an H200 (132 SMs), lowered like
-warploom.compile lowers it; each seed is one interleaving of warps, TMA landings and wgmma completions, all
+warploom.build lowers it; each seed is one interleaving of warps, TMA landings and wgmma completions, all
 on the same inputs, compared with the float64 reference (warploom.reference.ops) as tests/emulate/test_gemm.py
 does. Exit status: 0 every seed matches, 1 a seed mismatches, 2 an EmulationError (race, deadlock, ...) or
 input the emulator cannot take (with the value, the limit and the way out).
@@ -239,7 +239,7 @@ def run_attention(args, out, err) -> int:
         b, sq, sk, h, hkv, d = parse_attention_shape(args.shape)
         if args.seeds < 1 or args.delay < 0:
             raise Refused("--seeds must be at least 1 and --delay at least 0")
-        from warploom.compile import planned_attention_program
+        from warploom.build import planned_attention_program
         from warploom.ops_attention import pick_spec
         spec = pick_spec(args.dtype, d, args.causal)
         program = planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
@@ -293,7 +293,7 @@ def run_attention(args, out, err) -> int:
 
 def role_names(spec) -> dict[int, str]:
     """{warp: the role it runs} in the kernel's plan."""
-    from warploom.compile import planned_program
+    from warploom.build import planned_program
     return {w: role.name for role in planned_program(spec).roles for w in role.warp_range}
 
 

@@ -272,3 +272,122 @@ def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: b
 
 def compile_attention(spec: AttentionSpec) -> KernelArtifact:
     return compile_attention_graph(attention_graph(spec), spec)
+
+
+# ---- warploom.compile(graph): a graph's kernel, and everything the compiler decided on the way ---------------------
+
+def gemm_spec_of(program) -> GemmSpec:
+    """The GemmSpec a planned GEMM Program implements (element type, B layout, tile, stages, target, schedule)."""
+    if program.kind != "gemm":
+        raise ValueError(f"kernel of kind {program.kind!r} is not a GEMM kernel")
+    bm, bn, _ = program.attrs["tile"]
+    b_layout = "nk" if program.regions["b"].dims == ("N", "K") else "kn"
+    return GemmSpec(program.inputs["a"].elem, b_layout, int(bn), int(program.attrs["stages"]), program.target,
+                    str(program.attrs.get("schedule", "grid")), int(bm))
+
+
+class CompiledKernel:
+    """The kernel `warploom.compile(graph, target=...)` built, and what the compiler decided on the way.
+
+        kernel.passes                   [(pass, seconds), ...] in order, from the input
+        kernel.ir(after="wl-plan-smem") the IR after that pass (the last pass's by default; "input" for the graph)
+        kernel.resources                the plan as data: smem regions, TMEM, mbarriers, roles, ptxas's report
+        kernel.ptx, kernel.sass, kernel.cubin
+        kernel(a, b)                    run it on a GPU (GEMM kernels; attention runs through warploom.ops.attention)
+    """
+
+    def __init__(self, graph_name: str, target: str, records, program):
+        self.name, self.target, self._records, self.program = graph_name, target, records, program
+        self._artifact = None
+
+    def __repr__(self) -> str:
+        kind = self.program.kind if self.program else "no kernel"
+        return f"<CompiledKernel {self.name} ({kind}, {self.target}): {len(self._records) - 1} passes>"
+
+    @property
+    def passes(self) -> list[tuple[str, float]]:
+        return [(r.name, r.seconds) for r in self._records[1:]]
+
+    def ir(self, after: str | None = None) -> str:
+        """The IR after pass `after` (its name, with or without options: "wl-tile" finds "wl-tile{...}")."""
+        if after is None:
+            return self._records[-1].ir
+        for r in self._records:
+            if after in (r.name, r.name.split("{")[0]):
+                return r.ir
+        raise ValueError(f"no pass {after!r} ran; the passes were: input, "
+                         + ", ".join(r.name for r in self._records[1:]))
+
+    @property
+    def artifact(self) -> KernelArtifact:
+        """The compiled kernel (PTX, cubin, launch contract), built on first use."""
+        if self._artifact is None:
+            if self.program is None:
+                raise ValueError(f"graph {self.name!r}: the {self.target} pipeline planned no kernel (warploom builds "
+                                 "kernels from wl.matmul (2-D) and wl.attention)")
+            if self.program.kind == "attention":
+                spec = attention_spec_of(self.program, self.target)
+                from warploom.lowering.sm90_attention import kernel_name
+            else:
+                spec = gemm_spec_of(self.program)
+                from warploom.lowering.sm90 import kernel_name
+            planned = [r for r in self._records if r.name.split("{")[0] == "wl-plan-barriers"]
+            self._artifact = _build_artifact(spec, self.program, self._records[: self._records.index(planned[-1]) + 1],
+                                             kernel_name(self.program))
+        return self._artifact
+
+    @property
+    def ptx(self) -> str:
+        return self.artifact.ptx
+
+    @property
+    def cubin(self) -> bytes:
+        return bytes(self.artifact.cubin)
+
+    @property
+    def sass(self) -> str:
+        from warploom.lowering.assemble import disassemble
+        return disassemble(self.artifact.cubin)
+
+    @property
+    def resources(self) -> dict:
+        """The plan as data: target, threads, smem bytes, TMEM columns, every region, mbarrier, named barrier and
+        role, and ptxas's registers, spills and stack."""
+        from dataclasses import asdict
+        p, meta = self.program, self.artifact.meta
+        return {"kernel": self.artifact.name, "target": p.target, "threads": p.threads, "smem_bytes": p.smem_bytes,
+                "tmem_columns": p.attrs.get("tmem_columns"), "cluster": list(p.attrs.get("cluster", [1, 1, 1])),
+                "regions": [asdict(r) for r in p.regions.values()],
+                "barriers": [asdict(b) for b in p.barriers.values()],
+                "named_barriers": [asdict(b) for b in p.named_barriers.values()],
+                "roles": [{"name": r.name, "first_warp": r.first_warp, "warps": r.warps, "issue": r.issue,
+                           "regs": r.regs, "rank": r.rank} for r in p.roles],
+                "ptxas": meta["ptxas"]}
+
+    def __call__(self, *tensors, out=None):
+        """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b) as its graph declared them."""
+        if self.program is None or self.program.kind != "gemm":
+            raise ValueError(f"kernel(*tensors) runs GEMM kernels; this is {self.program.kind if self.program else 'no'} "
+                             "kernel: run attention with warploom.ops.attention(q, k, v), which picks the same kernel")
+        if len(tensors) != 2:
+            raise ValueError(f"a GEMM kernel takes (a, b); got {len(tensors)} tensors")
+        from warploom import ops
+        return ops.run_gemm(self.artifact, *tensors, out=out)
+
+
+def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKernel:
+    """warploom.compile: run `target`'s pipeline on `graph` (a warploom.Graph) up to the resource-assigned kernel;
+    the returned CompiledKernel lowers, assembles and runs it on demand. PassError / MLIRError when a pass refuses
+    the graph (their messages name the op, the value, the limit and the way out)."""
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel import read_program
+    from warploom.passes import pipeline_for
+    names = pipeline_for(target)
+    module, records = graph.run_pipeline(names[:-1], dump_dir=dump_dir)      # up to the plan; lowering on demand
+    with module.context:
+        kernels = kernel_ops(module)
+        program = read_program(kernels[0]) if len(kernels) == 1 else None
+    if len(kernels) > 1:
+        raise ValueError(f"graph {graph.name!r} plans {len(kernels)} kernels; warploom.compile builds one: compile "
+                         "each matmul or attention as its own graph")
+    return CompiledKernel(graph.name, target, records, program)
