@@ -94,7 +94,10 @@ def _ptxas(ptx: str, arch: str) -> tuple[bytes, str]:
         r = subprocess.run(cmd, capture_output=True, text=True)
         log = (r.stdout + r.stderr).strip()
         if r.returncode != 0 or not out.is_file():
-            raise ToolError(f"ptxas failed (exit {r.returncode}): {' '.join(cmd)}\n{log}")
+            from warploom.tools.reproducer import assembler_reproducer
+            where = assembler_reproducer("ptxas", ptx, arch)
+            raise ToolError(f"ptxas failed (exit {r.returncode}): {' '.join(cmd)}\n{log}\n"
+                            f"reproducer: {where}/replay.sh (kernel.ptx and the ptxas call)")
         return out.read_bytes(), log
 
 

@@ -163,7 +163,9 @@ def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path |
     """Run the pipeline one element at a time, recording the IR after each.
 
     Raises `ir.MLIRError` (with the diagnostics) when a pass fails; the records
-    and dumps of the passes before it are kept."""
+    and dumps of the passes before it are kept, and a reproducer (the failing step's
+    input and the warploom-opt call that replays it, warploom.tools.reproducer) is
+    written: its folder is the error's `reproducer`, and a note on the error."""
     path = Path(dump_dir) if dump_dir is not None else None
     if path is not None:
         path.mkdir(parents=True, exist_ok=True)
@@ -182,6 +184,12 @@ def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path |
         pms = [make_pass_manager([element]) for element in elements]   # bad names fail before anything runs
         for i, (element, pm) in enumerate(zip(elements, pms), start=1):
             t0 = time.perf_counter()
-            pm.run(module.operation)
+            try:
+                pm.run(module.operation)
+            except ir.MLIRError as e:     # the step's input and the warploom-opt call that replays it
+                from warploom.tools.reproducer import pass_reproducer
+                e.reproducer = pass_reproducer(element, records[-1].ir)
+                e.add_note(f"reproducer: {e.reproducer}/replay.sh (runs {element} on its input.mlir)")
+                raise
             keep(PassRecord(i, element, time.perf_counter() - t0, str(module)))
     return records

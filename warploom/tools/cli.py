@@ -73,6 +73,9 @@ def cmd_compile(args) -> int:
         except ir.MLIRError as e:
             for d in collector.take() + to_diags(e.error_diagnostics):
                 print(d.format(args.input), file=sys.stderr)
+            if getattr(e, "reproducer", None) is not None:
+                print(f"reproducer: {e.reproducer}/replay.sh (the failing step's input and the warploom-opt call that "
+                      "replays it)", file=sys.stderr)
             return 1
         except PassError as e:
             print(f"warploom compile: {e}", file=sys.stderr)
