@@ -19,6 +19,7 @@ from warploom.runtime import _cuda  # noqa: E402
 from warploom.runtime import (DeviceBuffer, KernelArtifact, KernelCache, Launcher, ParamSpec,  # noqa: E402
                               TensorMapSpec, TmaLayoutError, as_device_tensor, current_stream, encode_tiled,
                               empty_like_framework)
+from warploom.runtime.launch import TargetMismatchError  # noqa: E402
 
 # out[i] = i for i < n: one thread per element.
 IOTA_PTX = r"""
@@ -278,7 +279,10 @@ def test_load_errors_name_the_kernel():
                                smem_bytes=0, block=(128, 1, 1), cluster=(1, 1, 1), grid=(("const", 1),) * 3,
                                params=[ParamSpec("out", "ptr"), ParamSpec("n", "i32")], tensor_maps={},
                                key="test-sm100")
-    with pytest.raises(RuntimeError, match=r"wl_iota.*CUDA_ERROR_NO_BINARY_FOR_GPU.*sm_90: rebuild"):
+    # an sm_100a cubin is refused before it is loaded, naming the GPU, its capability and the target
+    with pytest.raises(TargetMismatchError, match=r"kernel 'wl_iota' is built for sm_100a \(compute capability "
+                                                  r"10\.0\), but device 0 \(NVIDIA H\d+.*\) has compute capability "
+                                                  r"9\.0: it cannot run there\. Use the kernel built for sm_90a"):
         Launcher().launch(blackwell, {}, {"out": 0, "n": 0}, stream=0, device=0)
     wrong_name = iota_artifact(key="test-wrong-name")
     wrong_name.name = "wl_missing"
