@@ -52,7 +52,7 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     block_m = f" block-m={spec.block_m}" if isinstance(spec, GemmSpec) and spec.block_m != 128 else ""
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
-    if isinstance(spec, AttentionSpec):
+    if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
     names = [n.split("{")[0] for n in pipeline_for(spec.target)]    # the spec's options replace the pipeline's
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
@@ -391,3 +391,17 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
         raise ValueError(f"graph {graph.name!r} plans {len(kernels)} kernels; warploom.compile builds one: compile "
                          "each matmul or attention as its own graph")
     return CompiledKernel(graph.name, target, records, program)
+
+
+def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False):
+    """The sm_100a (FA4-style) attention's typed Program after the planning passes: its smem, TMEM, rings and roles.
+    Planned only so far: the TMEM hand-offs (S, P, O, correction) and the lowering are issue 10's next steps
+    (docs/attention-sm100.md)."""
+    from warploom.dialect.kernel_ir import kernel_ops
+    from warploom.kernel import read_program
+    from warploom.passes import pipeline_for
+    graph = attention_graph(AttentionSpec(elem, head_dim, causal, target="sm_100a"))
+    module, _ = graph.run_pipeline(pipeline_for("sm_100a")[:-1])          # everything but the lowering
+    with module.context:
+        (kernel,) = kernel_ops(module)
+        return read_program(kernel)

@@ -171,10 +171,12 @@ class Loop:
 @dataclass(frozen=True)
 class Load:
     """Load one `tile` of kernel input `source` (logical `dims`, the last contiguous): the kernel level, before
-    wl-pipeline gives the load a region and makes it an async `Copy`."""
+    wl-pipeline gives the load a region (named `region`, the input's name by default: two tiles of one input need
+    two names, e.g. an sm_100a attention's Q tiles q0 and q1) and makes it an async `Copy`."""
     source: str
     tile: tuple[int, ...]
     dims: tuple[str, ...]
+    region: str | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,8 @@ ARRIVE_PER = {"one_thread": "role", "one_thread_per_warpgroup": "warpgroup", "ea
 RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role")   # not schedule ops
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
-LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group")   # what the program keeps
+LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group",
+                "q_tiles")   # what the program keeps
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -101,7 +102,8 @@ def _ops(body: list[KOp], program: Program) -> list:
             out.append(Loop(trip=tuple(a["trip"]), body=tuple(body), name=a.get("name", LOOP_NAME), carries=carries,
                             first=tuple(sections["first"]), last=tuple(sections["last"])))
         elif op.kind == "load_tile":
-            out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ()))))
+            out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ())),
+                            region=a.get("buffer")))
         elif op.kind == "wait":
             out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"]), lag=a.get("lag", 0)))
         elif op.kind == "arrive_expect_tx":

@@ -148,7 +148,10 @@ def _op(op, program: Program) -> None:
                     for child in ops:
                         _op(child, program)
     elif isinstance(op, Load):
-        make_op("load_tile", {"operand": op.source, "tile": list(op.tile), "dims": list(op.dims)})
+        attrs = {"operand": op.source, "tile": list(op.tile), "dims": list(op.dims)}
+        if op.region is not None:
+            attrs["buffer"] = op.region
+        make_op("load_tile", attrs)
     elif isinstance(op, Copy):
         attrs = {"operand": op.source, "buffer": op.region, "tile": list(program.regions[op.region].shape)}
         if op.barrier is not None:

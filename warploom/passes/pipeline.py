@@ -14,7 +14,7 @@ A TMEM accumulator's output (the sm_100a GEMM's C) gets a staging region named a
 rows by one 128-byte swizzle span of columns (64 16-bit columns), written by the epilogue and stored by TMA in turn.
 
 An attention's output tile gets a staging region `o` (one stage, the tile's shape): the consumers write O
-there and TMA stores it. It may alias Q's region (`aliases = ("q",)`): wl-plan-smem lets them share bytes
+there and TMA stores it (sm_100a: each O tile i, in TMEM, gets `o<i>_out` on its own Q tile's bytes). It may alias Q's region (`aliases = ("q",)`): wl-plan-smem lets them share bytes
 where Q is dead by the epilogue (the grid schedule), and keeps them apart where the next tile's Q is loaded
 during it (the persistent schedule). A GEMM still stores C from registers.
 """
@@ -34,7 +34,7 @@ DEFAULT_STAGES = {"gemm": 4, "attention": 2}   # attention: K and V rings of 2 (
 
 def _ring_groups(loop: Loop) -> list[tuple[str, ...]]:
     """The loads of `loop` grouped by the first MMA of the loop that reads them (a load no MMA reads: alone)."""
-    loads = [op.source for op in loop.body if isinstance(op, Load)]
+    loads = [op.region or op.source for op in loop.body if isinstance(op, Load)]
     groups: dict[object, list[str]] = {}
     for name in loads:
         reader = next((i for i, op in enumerate(loop.body)
@@ -51,15 +51,26 @@ def pipeline(program: Program, stages: int) -> None:
         raise PassError("wl-pipeline found no wl.load_tile in the kernel: run wl-tile first")
 
     def add(load: Load, n: int) -> Copy:
-        program.regions[load.source] = Region(load.source, "smem", program.inputs[load.source].elem,
-                                              tuple(load.tile), tuple(load.dims), n)
-        return Copy(load.source, load.source)
+        name = load.region or load.source
+        program.regions[name] = Region(name, "smem", program.inputs[load.source].elem, tuple(load.tile),
+                                       tuple(load.dims), n)
+        return Copy(load.source, name)
 
     body = []
+    # an sm_100a attention's O tiles (in TMEM) go out through their own Q tile's smem, in order
+    q_tiles = [op.region or op.source for op in program.body if isinstance(op, Load) and op.source == "q"]
+    out_stores = [op for op in program.body if isinstance(op, Store) and op.output == "out"]
     for op in program.body:
         if isinstance(op, Load):
             op = add(op, 1)
             program.rings[op.region] = Ring(op.region, 1, (op.region,))
+        elif isinstance(op, Store) and program.kind == "attention" and op.output == "out" and \
+                program.regions.get(op.value, Region("", "smem", "f32", ())).space == "tmem":
+            host = q_tiles[out_stores.index(op)]
+            name = f"{op.value}_out"
+            program.regions[name] = Region(name, "smem", program.outputs["out"].elem, tuple(op.tile), ("M", "D"), 1,
+                                           aliases=(host,))
+            op = replace(op, region=name)
         elif isinstance(op, Store) and program.kind == "attention" and op.output == "out":
             program.regions["o"] = Region("o", "smem", program.outputs["out"].elem, tuple(op.tile), ("M", "D"), 1,
                                           aliases=("q",))

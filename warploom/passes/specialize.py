@@ -282,6 +282,55 @@ def specialize_tcgen05(program: Program) -> None:
     program.threads = first * target.warp_size
 
 
+# sm_100a attention roles (FA4-style; docs/attention-sm100.md): name, warps, issue, setmaxnreg budget
+FA4_ROLES = (("softmax0", 4, "warpgroup", 192), ("softmax1", 4, "warpgroup", 192), ("correction", 4, "warpgroup", 80),
+             ("mma", 1, "thread", 48), ("load", 1, "thread", 48), ("spare", 2, "warp", 48))
+CORRECTION = "correction"     # smem rows the softmax warpgroups hand the correction warpgroup (factor, row sum)
+
+
+def specialize_fa4(program: Program) -> None:
+    """sm_100a attention: the FA4 roles over 16 warps. `load` (one thread) copies the Q tiles once and the K and V
+    stages; `mma` (one thread) issues S_i = Q_i K^T and O_i += P_i V for both Q tiles; `softmax<i>` (a warpgroup per
+    Q tile, warp w reading TMEM lanes 32 (w % 4) ..) turns S_i into P_i and each row's correction factor;
+    `correction` (a warpgroup) rescales O_i in TMEM, then normalizes and stores it and the LSE; `spare` has no work.
+    Budgets: 192 for the softmax warpgroups, 80 for the correction, 48 for the rest (the whole register file).
+    Declares the correction rows (smem) and the TMEM address slot; the hand-offs are wl-plan-barriers' (to come)."""
+    target = targets.get(program.target)
+    loops = [op for op in program.body if isinstance(op, Loop)]
+    if len(loops) != 1:
+        raise PassError(f"wl-specialize (sm_100a attention) takes one key loop; this kernel has {len(loops)}")
+    (loop,) = loops
+    tiles = int(program.attrs.get("q_tiles", 2))
+    copies = tuple(op for op in program.body if isinstance(op, Copy))
+    loop_copies = tuple(op for op in loop.body if isinstance(op, Copy))
+    mmas = tuple(op for op in loop.body if isinstance(op, Mma))
+    computes = [op for op in loop.body if isinstance(op, Compute)]
+    softmax = [op for op in computes if op.kind == "online_softmax"]
+    rescale = tuple(op for op in computes if op.kind == "rescale")
+    after = tuple(op for op in program.body if not isinstance(op, (Copy, Loop)))
+    if len(softmax) != tiles:
+        raise PassError(f"wl-specialize (sm_100a attention): {len(softmax)} online softmaxes for {tiles} Q tiles")
+    bodies = {"load": (*copies, replace(loop, body=loop_copies, carries=())),
+              "mma": (replace(loop, body=mmas, carries=()),),
+              "correction": (replace(loop, body=rescale, carries=()), *after),
+              "spare": ()}
+    for i, op in enumerate(softmax):
+        bodies[f"softmax{i}"] = (replace(loop, body=(op,), carries=tuple(c for c in loop.carries
+                                                                          if c.endswith(str(i)))),)
+    first, roles = 0, []
+    for name, warps, issue, regs in FA4_ROLES:
+        roles.append(Role(name, first, warps, issue, regs, body=bodies[name]))
+        first += warps
+    program.roles = roles
+    program.body = ()
+    program.threads = first * target.warp_size
+    rows = target.tmem.lanes
+    program.regions[CORRECTION] = Region(CORRECTION, "smem", "f32", (tiles, rows))
+    program.regions[TMEM_ADDR] = Region(TMEM_ADDR, "smem", "i32", (1,))
+    for name, ring in program.rings.items():        # the load warp fills every ring, the MMA warp reads them
+        program.rings[name] = replace(ring, producer="load", consumers=("mma",))
+
+
 def specialize_any(program: Program, producer_regs: int | None, consumer_regs: int | None,
                    mma_in_flight: int | None, overlap: bool | None = None) -> None:
     """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s; on sm_100a
@@ -292,7 +341,7 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
         if given:
             raise PassError(f"wl-specialize: {', '.join(given)} apply to sm_90a's warpgroup roles; the sm_100a "
                             "roles (a TMA warp, an MMA warp, four epilogue warps) take no options")
-        specialize_tcgen05(program)
+        (specialize_fa4 if program.kind == "attention" else specialize_tcgen05)(program)
         return
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
     regs_p, regs_c, flight, ov = (d if v is None else v for v, d in

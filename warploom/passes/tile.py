@@ -182,10 +182,10 @@ def check_attention_tile(block_m: int, block_n: int, elem: str, op) -> None:
                         f"{k_step} per wgmma) up to {box_max} (the rows of one TMA box of K or V)", op)
 
 
-def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) -> None:
+def check_attention(attention, head_dims: tuple[int, ...], target: str) -> tuple[str, int]:
+    """(element type, head dim) of a `wl.attention` the `target` kernels take; PassError naming the fix otherwise."""
     attrs = op_attrs(attention)
     q_type, k_type, v_type = (tensor_type(v.type) for v in attention.operation.operands)
-    out_type = attention.operation.results[0].type
     for name, t in (("q", q_type), ("k", k_type), ("v", v_type)):
         if t.rank != 4:
             raise PassError(f"wl-tile: attention {name} has rank {t.rank}; the attention kernel takes rank-4 q, k, v "
@@ -195,14 +195,14 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
         raise PassError(f"wl-tile: attention kernels take {' or '.join(ATTENTION_ELEMENTS)} q, k, v, got "
                         f"{q_type.elem}, {k_type.elem}, {v_type.elem}: cast them to bf16 or f16", attention)
     d, dv = q_type.shape[-1], v_type.shape[-1]
-    supported = ", ".join(map(str, ATTENTION_HEAD_DIMS))
+    supported = ", ".join(map(str, head_dims))
     if d is None:
         raise PassError(f"wl-tile: the head dim of q is dynamic (?); attention kernels are compiled per head dim "
                         f"({supported}): give q, k, v a static last dim", attention)
-    if d not in ATTENTION_HEAD_DIMS:
-        up = next((h for h in ATTENTION_HEAD_DIMS if h > d), None)
+    if d not in head_dims:
+        up = next((h for h in head_dims if h > d), None)
         fix = f"zero-pad q, k and v to head dim {up}" if up else f"split the heads into head dims of {supported}"
-        raise PassError(f"wl-tile: head dim {d}: the sm_90a attention kernels take head dims {supported}; {fix}",
+        raise PassError(f"wl-tile: head dim {d}: the {target} attention kernels take head dims {supported}; {fix}",
                         attention)
     if dv != d:
         raise PassError(f"wl-tile: v has head dim {dv}, q and k {d}: the attention kernel computes O with the q/k "
@@ -217,6 +217,13 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
         raise PassError(f"wl-tile: attention scale = {scale}: the kernel takes scale * log2(e) = {scale_log2} as an "
                         f"f32 runtime argument, which must be a positive normal f32 ({F32_NORMAL[0]:.3g} .. "
                         f"{F32_NORMAL[1]:.3g}); fold part of the scale into q", attention)
+    return elem, d
+
+
+def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) -> None:
+    attrs = op_attrs(attention)
+    out_type = attention.operation.results[0].type
+    elem, d = check_attention(attention, ATTENTION_HEAD_DIMS, "sm_90a")
     if schedule not in SCHEDULES:
         raise PassError(f"wl-tile: schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", attention)
     bm, bn = block_m, default_block_n(d, schedule) if block_n is None else block_n
@@ -258,6 +265,82 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
     attention.operation.erase()
 
 
+# ---- attention, sm_100a (FA4-style; docs/attention-sm100.md) ----------------------------------------------------
+
+SM100_ATTENTION_HEAD_DIMS = (64, 128)
+Q_TILES = 2                     # Q tiles per CTA, each with its own S, P and O in TMEM and its softmax warpgroup
+SM100_ATTENTION_BLOCK_N = 128   # keys per block
+
+
+def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
+    """An FA4-style kernel: each CTA takes Q_TILES tiles of 128 query rows (one per TMEM lane), and per key block
+    computes S_i = Q_i K^T into TMEM, the online softmax writes P_i (16-bit) into S_i's columns, and the MMA
+    accumulates O_i += P_i V into TMEM with P_i read from there (docs/attention-sm100.md). Grid schedule only;
+    the kernel-level program names each tile's regions (q0, s0, p0, o0, ...)."""
+    attrs = op_attrs(attention)
+    out_type = attention.operation.results[0].type
+    elem, d = check_attention(attention, SM100_ATTENTION_HEAD_DIMS, "sm_100a")
+    if schedule != "grid":
+        raise PassError(f"wl-tile: schedule = {schedule!r}: the sm_100a attention is built with the grid schedule "
+                        "only so far; use schedule=grid", attention)
+    target = targets.get("sm_100a")
+    rows = target.tmem.lanes
+    bn = SM100_ATTENTION_BLOCK_N if block_n is None else block_n
+    try:
+        target.check_mma_shape(rows, bn, elem)            # S = Q K^T: n = block_n
+        target.check_mma_shape(rows, d, elem)             # O += P V: n = head dim
+    except ValueError as e:
+        raise PassError(f"block-n = {bn}: {e}", attention) from None
+    if bn % target.mma_k_of(elem) or bn > target.tma.box_dim_max:
+        raise PassError(f"block-n = {bn}: must be a multiple of {target.mma_k_of(elem)} (P V contracts block_n keys) "
+                        f"up to {target.tma.box_dim_max} (the rows of one TMA box of K or V)", attention)
+    causal = bool(attrs["causal"])
+    bm = Q_TILES * rows
+    seq = TensorType((None, None, None, d), elem)
+    with ir.InsertionPoint(attention), attention.operation.location:
+        generic, lse = mlir_tensor_type(seq), mlir_tensor_type(TensorType((None, None, None), "f32"))
+        inputs = [_cast(v, generic) for v in attention.operation.operands]
+        kernel = make_op("kernel", {
+            "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "schedule": schedule,
+            "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]], "target": "sm_100a",
+            "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
+            "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"]},
+            operands=inputs, result_types=[generic, lse], region=True)
+        out = _cast(kernel.results[0], out_type)
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
+    tiles = range(Q_TILES)
+    stats = [(f"row_max{i}", f"row_sum{i}") for i in tiles]
+    kv_loop = Loop(trip, name="kv", carries=tuple(n for s in stats for n in s), body=(
+        Load("k", (bn, d), ("N", "D")),
+        *(Mma(Operand("smem", f"q{i}", "K"), Operand("smem", "k", "K"), Operand("tmem", f"s{i}"), (rows, bn, d),
+              k_dim="D", accumulate=False) for i in tiles),
+        *(Compute("online_softmax", (f"s{i}", *stats[i]), (f"p{i}", *stats[i], f"corr{i}")) for i in tiles),
+        Load("v", (bn, d), ("N", "D")),
+        *(Mma(Operand("tmem", f"p{i}", "K"), Operand("smem", "v", "MN"), Operand("tmem", f"o{i}"), (rows, d, bn),
+              k_dim="N") for i in tiles),
+        *(Compute("rescale", (f"corr{i}", f"o{i}"), (f"o{i}",)) for i in tiles)))
+
+    def body(p):
+        p.body = (*(Load("q", (rows, d), ("M", "D"), region=f"q{i}") for i in tiles), kv_loop,
+                  *(op for i in tiles for op in (
+                      Compute("normalize", (f"o{i}", *stats[i]), (f"o{i}", f"lse{i}")),
+                      Store(f"o{i}", "out", (rows, d)), Store(f"lse{i}", "lse", (rows,)))))
+        # TMEM per Q tile: S (f32), P (16-bit, in S's columns), O (f32)
+        for i in tiles:
+            p.regions[f"s{i}"] = Region(f"s{i}", "tmem", "f32", (rows, bn), ("M", "N"))
+        for i in tiles:
+            p.regions[f"p{i}"] = Region(f"p{i}", "tmem", elem, (rows, bn), ("M", "N"), aliases=(f"s{i}",))
+        for i in tiles:
+            p.regions[f"o{i}"] = Region(f"o{i}", "tmem", "f32", (rows, d), ("M", "D"))
+        p.registers.update({n: (rows,) for s in stats for n in s})
+        p.registers.update({f"corr{i}": (rows,) for i in tiles})
+        p.registers.update({f"lse{i}": (rows,) for i in tiles})
+
+    edit_program(kernel, body)
+    attention.operation.results[0].replace_all_uses_with(out)
+    attention.operation.erase()
+
+
 def _cast(value, to: ir.Type):
     """`value` as type `to` (a tensor.cast where the static dims differ)."""
     if value.type == to:
@@ -277,9 +360,8 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
-    attentions = kernel_ops(module, "attention")
-    if attentions and target != "sm_90a":
-        raise PassError(f"wl-tile: attention kernels are built for sm_90a only so far (target = {target!r})",
-                        attentions[0])
-    for attention in attentions:
-        tile_attention(attention, block_m, block_n, schedule)
+    for attention in kernel_ops(module, "attention"):
+        if target == "sm_100a":
+            tile_attention_sm100(attention, block_n, schedule)
+        else:
+            tile_attention(attention, block_m, block_n, schedule)

@@ -291,6 +291,8 @@ def cmd_precompile(args) -> int:
 
 def cmd_explain(args) -> int:
     from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
+    if args.op == "attention" and args.target == "sm_100a":
+        return _explain_planned_attention(args)
     if args.op == "attention":
         spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or ATTENTION_STAGES,
                              args.target, schedule=args.schedule)
@@ -313,6 +315,25 @@ def cmd_explain(args) -> int:
         print(meta["tmem_plan"])
     print(meta.get("barrier_plan", ""))
     print(meta.get("roles", ""))
+    return 0
+
+
+def _explain_planned_attention(args) -> int:
+    """The sm_100a attention as far as it is built: its plans (smem in the seed's order, TMEM, mbarriers, roles)."""
+    from warploom.build import barrier_table, planned_sm100_attention, role_table
+    from warploom.passes.plan_smem import plan_smem
+    from warploom.passes.plan_tmem import plan_tmem
+    program = planned_sm100_attention(args.dtype, args.head_dim, args.causal)
+    bm, bn, d = program.attrs["tile"]
+    print(f"sm_100a attention (FA4-style), {args.dtype}, head dim {d}, {'causal' if args.causal else 'full'}: "
+          f"{program.attrs.get('q_tiles')} Q tiles of 128 rows per CTA ({bm} rows), {bn} keys a block, "
+          f"{program.threads} threads")
+    print("planned only: the TMEM hand-offs (S, P, O, correction) and the lowering are not built yet "
+          "(docs/attention-sm100.md); no sm_100a kernel runs here in any case")
+    print(plan_smem(program).table())
+    print(plan_tmem(program).table())
+    print(barrier_table(program))
+    print(role_table(program))
     return 0
 
 
