@@ -117,3 +117,27 @@ def test_bad_inputs_say_what_to_do(capsys, argv, message):
     assert main(argv) == 1
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [["explain", "--target", "sm_100a", "--block-m", "256"],
+                                  ["explain", "--op", "attention", "--target", "sm_100a", "--head-dim", "64"]])
+def test_explain_draws_the_maps(tmp_path, capsys, argv):
+    png = tmp_path / "maps.png"
+    assert main(argv + ["--png", str(png)]) == 0
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
+    out = capsys.readouterr().out
+    assert "tmem (limit 512 columns)" in out
+
+
+def test_explain_png_without_matplotlib_says_how_to_get_it(tmp_path, capsys, monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    assert main(["explain", "--op", "attention", "--target", "sm_100a", "--png", str(tmp_path / "x.png")]) == 1
+    assert "pip install 'warploom[plot]'" in capsys.readouterr().err

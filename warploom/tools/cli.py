@@ -308,6 +308,12 @@ def cmd_explain(args) -> int:
         print(f"warploom explain: cannot build the {spec.describe()}: {found}", file=sys.stderr)
         return 2
     meta = artifact.meta
+    if args.png:             # the plan, drawn: from the planned program (the artifact keeps its tables only)
+        from warploom.build import planned_attention_program, planned_program
+        from .maps import draw_maps
+        program = (planned_program(spec) if args.op == "gemm" else
+                   planned_attention_program(spec.elem, spec.head_dim, spec.causal))
+        draw_maps(program, args.png)
     print(f"kernel {artifact.name}  ({spec.describe()})")
     print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
     print(meta.get("smem_plan", ""))
@@ -334,6 +340,10 @@ def _explain_planned_attention(args) -> int:
     print(plan_tmem(program).table())
     print(barrier_table(program))
     print(role_table(program))
+    if args.png:
+        from .maps import draw_maps
+        draw_maps(program, args.png)
+        print(f"maps written to {args.png}")
     return 0
 
 
@@ -394,6 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
     sp.add_argument("--schedule", choices=("grid", "persistent"),
                     help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
+    sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.set_defaults(fn=cmd_explain)
     sp = sub.add_parser("emulate", help="run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
                         "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "
