@@ -313,10 +313,7 @@ class _Sm100GemmLowering(_GemmLowering):
     # ---- ops --------------------------------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: _Role) -> None:
         b, c = self.b, self.b.const
-        if ctx.loop is not None:
-            self._fail("nested wl.k_loop")
-        if op.first or op.last:
-            self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
+        self._check_gemm_loop(op, ctx)
         with b.for_(c(0), self.trips, c(1), iv=b.fresh("kt")) as loop:
             kt = loop.iv
             it = kt if self.it_base is None else b.add(self.it_base, kt)

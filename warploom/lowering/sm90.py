@@ -674,12 +674,16 @@ class _GemmLowering(_Sm90Lowering):
         self.it_base, self.origin = None, {}
 
     # ---- ops ------------------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: _Role) -> None:
-        b, c = self.b, self.b.const
+    def _check_gemm_loop(self, op: Loop, ctx: _Role) -> None:
+        """A GEMM's K loop: not nested, not software-pipelined."""
         if ctx.loop is not None:
             self._fail("nested wl.k_loop")
         if op.first or op.last:
             self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
+
+    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        self._check_gemm_loop(op, ctx)
         # The loop carries the accumulators its MMAs update (zero on entry).
         carried = []
         for mma in (o for o in op.body if isinstance(o, Mma)):
