@@ -71,7 +71,9 @@ def test_dump_dir_holds_every_step_and_the_resource_map(graph, tmp_path, capsys)
     err = capsys.readouterr().err
     names = sorted(p.name for p in folder.iterdir())
     assert names[0] == "00-input.mlir" and "04-wl-tile_target_sm_100a.mlir" in names
-    assert names[-5:] == ["10-wl-lower-sm100.mlir", "11-ptx.ptx", "12-sass.sass", "13-kernel.cubin", "resources.json"]
+    assert names[-6:] == ["10-wl-lower-sm100.mlir", "11-ptx.ptx", "12-sass.sass", "13-kernel.cubin",
+                          "resources.json", "resources.png"]
+    assert (folder / "resources.png").read_bytes()[:4] == b"\x89PNG"
     assert (folder / "13-kernel.cubin").read_bytes()[:4] == b"\x7fELF"
     assert "UTCHMMA" in (folder / "12-sass.sass").read_text()
     res = json.loads((folder / "resources.json").read_text())

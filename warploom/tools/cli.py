@@ -240,6 +240,12 @@ def _dump_products(folder: str, n: int, ptx: str, asm, program) -> None:
             "roles": [{"name": r.name, "first_warp": r.first_warp, "warps": r.warps, "issue": r.issue,
                        "regs": r.regs, "rank": r.rank} for r in program.roles]})
     (path / "resources.json").write_text(json.dumps(resources, indent=1, default=list))
+    if program is not None:
+        from .maps import draw_maps
+        try:
+            draw_maps(program, str(path / "resources.png"))
+        except ValueError as e:          # no matplotlib: the JSON is there, the picture is not
+            print(f"warploom compile: no resources.png: {e}", file=sys.stderr)
 
 
 def _write(text: str | bytes, path: str | None) -> None:
@@ -377,8 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--schedule", choices=("grid", "persistent"), help="--op: the standard kernel's by default")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
-                    help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin "
-                         "and resources.json (the smem, TMEM, barrier and role plan, ptxas's report)")
+                    help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
+                         "resources.json (the smem, TMEM, barrier and role plan, ptxas's report) and resources.png")
     sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
     sp.add_argument("--emit", choices=["mlir", "ptx", "sass", "cubin"],
                     help="what to write: the IR after the last pass (default), the kernel's PTX, its SASS, its cubin")

@@ -1,6 +1,6 @@
 """A GEMM from a Python graph to a kernel, and what the compiler decided, on any machine (no GPU needed).
 
-    python examples/gemm_explained.py [--target sm_100a]
+    python examples/gemm.py [--target sm_100a]
 
 Builds C = A @ B, compiles it with warploom.compile, prints the passes and the plan (shared memory, Tensor Memory,
 barriers, roles, registers), then runs the lowered kernel in the CPU emulator on ragged sizes against numpy.

@@ -1,7 +1,7 @@
 """Attention written the long way (matmul, scale, causal mask, softmax, matmul): wl-fuse finds it, the sm_90a
 pipeline plans the FA3-style kernel, the CPU emulator runs it against float64. No GPU needed.
 
-    python examples/attention_long_way.py
+    python examples/attention.py
 """
 import numpy as np
 
