@@ -69,7 +69,8 @@ class Graph:
         self._module = None
 
     # -- inputs and outputs -------------------------------------------------
-    def input(self, name: str, shape, dtype: str) -> Tensor:
+    def input(self, name: str, shape, dtype) -> Tensor:
+        """A graph input; dtype: a name ("bf16", "float16", ...) or a numpy / ml_dtypes dtype (np.float16)."""
         if any(n.name == name for n in self.nodes if n.op is None):
             raise ValueError(f"graph {self.name} already has an input named {name!r}")
         dims = []
@@ -80,7 +81,11 @@ class Graph:
                 dims.append(d)
             else:
                 raise ValueError(f"input {name!r}: dim {d!r} must be a positive int or a symbol name like 'S'")
-        t = TensorType(tuple(dims), canonical(dtype))
+        try:
+            elem = canonical(dtype)
+        except ValueError as e:
+            raise ValueError(f"input {name!r}: {e}") from None
+        t = TensorType(tuple(dims), elem)
         return self._add(Node(None, (), {}, t, caller_position(), name, tuple(str(d) for d in shape)))
 
     def output(self, *tensors: Tensor) -> None:
@@ -116,7 +121,7 @@ class Graph:
     def softmax(self, x, axis: int = -1): return self._op("softmax", (x,), axis=axis)
     def causal_mask(self, x): return self._op("causal_mask", (x,))
 
-    def cast(self, x: Tensor, dtype: str) -> Tensor:
+    def cast(self, x: Tensor, dtype) -> Tensor:
         return self._op("cast", (x,), result_elem=canonical(dtype))
 
     # -- results ------------------------------------------------------------

@@ -18,6 +18,9 @@ def verify_op(op) -> str | None:
     if opdef is None:
         return None
     operation = op.operation
+    wrong = attr_kind_error(opdef, operation.attributes)
+    if wrong:
+        return f"'wl.{kind}' op {wrong}"
     try:
         operands = {}
         for name, value in zip(opdef.operands, operation.operands):
@@ -36,6 +39,19 @@ def verify_op(op) -> str | None:
         return f"'wl.{kind}' op result type {declared} does not match the inferred {inferred}"
     if kind not in ("cast", "matmul") and declared.elem != inferred.elem:
         return f"'wl.{kind}' op result element type {declared.elem} differs from the operands' {inferred.elem}"
+    return None
+
+
+def attr_kind_error(opdef, attributes) -> str | None:
+    """What is wrong with a flag attribute of the wrong kind, or None. IRDL checks only that a flag is an
+    integer (its base), so `transpose_a = 7 : i64` would otherwise parse and read as true."""
+    for name, kind in opdef.attrs.items():
+        if kind != "bool" or name not in attributes:
+            continue
+        attr = attributes[name].maybe_downcast()
+        if not (isinstance(attr, ir.BoolAttr) or
+                (isinstance(attr, ir.IntegerAttr) and ir.IntegerType(attr.type).width == 1)):
+            return f"attribute {name} must be a bool (true or false), got {attr}"
     return None
 
 

@@ -43,8 +43,11 @@ ALIASES: dict[str, str] = {
 }
 
 
-def canonical(name: str) -> str:
-    """Return the MLIR spelling of an element type name, or raise ValueError naming the choices."""
+def canonical(name) -> str:
+    """Return the MLIR spelling of an element type: a name ("bf16", "bfloat16", ...) or a numpy dtype
+    (np.float16, ml_dtypes.bfloat16, np.dtype("float32")); ValueError naming the choices for any other."""
+    if not isinstance(name, str):
+        return from_numpy(name)
     if name in ELEMENT_TYPES:
         return name
     if name.lower() in ALIASES:
@@ -60,7 +63,13 @@ def numpy_dtype(name: str):
 def from_numpy(dtype) -> str:
     """The MLIR spelling for a numpy dtype, or raise ValueError."""
     import numpy as np
-    dt = np.dtype(dtype)
+    try:
+        if dtype is None:                 # np.dtype(None) is float64, which nobody means here
+            raise TypeError
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"element type {dtype!r} is neither a name nor a numpy dtype; warploom supports "
+                         f"{', '.join(ELEMENT_TYPES)} (names, or numpy / ml_dtypes dtypes)") from None
     for name, nd in numpy_dtypes().items():
         if nd == dt:
             return name

@@ -57,6 +57,28 @@ def to_diags(infos) -> list[Diag]:
     return out
 
 
+# A wl op name where an op name in custom form would be (not inside a string, a type `!wl.`, an attribute `#wl.`).
+_CUSTOM_WL_OP = re.compile(r"(?<![\w.!#\"])wl\.([A-Za-z_]\w*)")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def parse_failure(text: str) -> list[Diag]:
+    """The error for a parse MLIR refused without saying why: the first wl op written in custom form
+    (`wl.matmul %a, %b : ...`), which the wl dialect cannot parse (IRDL gives its ops the generic form only, and
+    a failing IRDL op parser emits nothing), or, if there is none, a plain statement that the text did not parse."""
+    for i, line in enumerate(text.splitlines(), start=1):
+        code = _STRING.sub(lambda m: " " * len(m.group()), line).split("//", 1)[0]
+        m = _CUSTOM_WL_OP.search(code)
+        if m:
+            name = m.group(1)
+            return [Diag("error", i, m.start() + 1,
+                         f"'wl.{name}' is written in custom form, which wl ops do not have: write it in the generic "
+                         f"form, the op name quoted, e.g. %0 = \"wl.{name}\"(%x, %y) {{...attributes...}} : "
+                         "(operand types) -> result type (see `warploom-opt --help`)")]
+    return [Diag("error", None, None, "the input does not parse, and MLIR said nothing about where (the parser of a "
+                                      "dynamic dialect op may fail silently); check the wl ops are in generic form")]
+
+
 class DiagnosticCollector:
     """Attach to a context; every diagnostic emitted while attached lands in `.diags`."""
 

@@ -24,6 +24,11 @@ options:
   --no-verify                  skip the wl shape verifier after parsing
   --list-passes                list warploom passes and pipelines
   -o FILE                      write output to FILE (default stdout)
+  --version                    print warploom's version and toolchain, and exit
+  -h, --help                   print this help, and exit
+
+wl ops are written in MLIR's generic form: %0 = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false}
+: (tensor<128x64xbf16>, tensor<64x256xbf16>) -> tensor<128x256xbf16>
 """
 
 SPLIT_MARKER = "// -----"
@@ -33,6 +38,15 @@ class UsageError(Exception):
     pass
 
 
+def _value(it, option: str, what: str) -> str:
+    """The argument after `option`; UsageError when there is none (or the next word is another option)."""
+    value = next(it, None)
+    if value is None or (value.startswith("-") and value != "-"):
+        after = "nothing" if value is None else repr(value)
+        raise UsageError(f"{option} needs {what} after it, got {after}")
+    return value
+
+
 def parse_args(argv: list[str]) -> dict:
     opts = {"input": "-", "output": "-", "elements": [], "split": False, "verify_diags": False,
             "print_after_all": False, "verify": True, "list": False}
@@ -40,14 +54,17 @@ def parse_args(argv: list[str]) -> dict:
     for arg in it:
         if arg in ("-h", "--help"):
             opts["help"] = True
+        elif arg == "--version":
+            opts["version"] = True
         elif arg == "-o":
-            opts["output"] = next(it, None) or "-"
+            opts["output"] = _value(it, "-o", "a file name (or - for stdout)")
         elif arg.startswith("--pass-pipeline="):
             from warploom.passes import parse_pipeline
             opts["elements"].extend(parse_pipeline(arg.split("=", 1)[1]))
         elif arg == "--pass-pipeline":
             from warploom.passes import parse_pipeline
-            opts["elements"].extend(parse_pipeline(next(it, "")))
+            opts["elements"].extend(parse_pipeline(_value(it, "--pass-pipeline", "a pipeline, e.g. "
+                                                          "'builtin.module(wl-fuse,canonicalize)',")))
         elif arg == "--split-input-file":
             opts["split"] = True
         elif arg == "--verify-diagnostics":
@@ -105,14 +122,14 @@ def process_chunk(ctx, first_line: int, chunk: str, opts: dict, collector) -> tu
     from warploom.passes import PassError
     from warploom.passes.manager import make_pass_manager
 
-    from .diagnostics import to_diags
+    from .diagnostics import parse_failure, to_diags
 
     padded = "\n" * (first_line - 1) + chunk   # so diagnostics report lines of the whole file
     with ctx, ir.Location.unknown():
         try:
             module = ir.Module.parse(padded)
         except ir.MLIRError as e:
-            return None, collector.take() + to_diags(e.error_diagnostics)
+            return None, (collector.take() + to_diags(e.error_diagnostics)) or parse_failure(padded)
         if opts["verify"] and verify_module(module):
             return None, collector.take()
         try:
@@ -131,10 +148,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         opts = parse_args(argv)
     except UsageError as e:
-        print(f"warploom-opt: {e}\n{USAGE}", file=sys.stderr)
+        print(f"warploom-opt: {e}\n{USAGE.splitlines()[0]}\n(warploom-opt --help lists the options)", file=sys.stderr)
         return 2
     if opts.get("help"):
         print(USAGE)
+        return 0
+    if opts.get("version"):
+        from .cli import _version          # one version string for both tools
+        print(_version())
         return 0
     if opts["list"]:
         print(list_passes())
