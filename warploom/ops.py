@@ -39,6 +39,16 @@ def _describe(t: DeviceTensor) -> str:
     return f"{t.framework} tensor of shape {list(t.shape)}, {t.dtype}, strides {list(t.strides)}"
 
 
+def _view(x, name: str) -> DeviceTensor:
+    """as_device_tensor, its refusals (host memory, a CPU torch tensor, an unsupported dtype) naming the operand."""
+    try:
+        return as_device_tensor(x)
+    except ValueError as e:
+        raise ValueError(f"matmul: {name}: {e}") from None
+    except TypeError as e:
+        raise TypeError(f"matmul: {name}: {e}") from None
+
+
 def _check_inputs(a: DeviceTensor, b: DeviceTensor) -> tuple[int, int, int]:
     for name, t in (("a", a), ("b", b)):
         if t.ndim != 2:
@@ -73,16 +83,18 @@ def _round_up(x: int, m: int) -> int:
 
 def _padded(t: DeviceTensor, rows: int, cols: int) -> DeviceTensor:
     """A row-major zero-padded copy of the 2-D tensor t (in its storage orientation) of size rows x cols."""
+    if t.framework not in ("torch", "cupy"):        # refused before anything is allocated
+        raise TmaLayoutError(f"matmul: the {_describe(t)} must be copied to strides TMA can read, and warploom "
+                             "copies only torch and cupy tensors: pass a torch or cupy tensor, or a row-major one "
+                             "(b may also be the transposed view of a row-major [N, K]) whose row stride is a "
+                             "multiple of 8 elements (16 bytes)")
     out = empty_like_framework(t, (rows, cols), t.dtype)
     if t.framework == "torch":
         out.obj.zero_()
         out.obj[: t.shape[0], : t.shape[1]].copy_(t.obj)
-    elif t.framework == "cupy":
+    else:
         out.obj.fill(0)
         out.obj[: t.shape[0], : t.shape[1]] = t.obj
-    else:
-        raise TmaLayoutError("operand strides do not fit TMA and this framework cannot be copied by warploom; "
-                             "pass torch or cupy tensors, or make row strides multiples of 16 bytes")
     return out
 
 
@@ -195,7 +207,7 @@ def run_gemm(artifact, a, b, *, out=None):
 
 
 def _gemm(a, b, out, artifact):
-    ta, tb = as_device_tensor(a), as_device_tensor(b)
+    ta, tb = _view(a, "a"), _view(b, "b")
     m, n, k = _check_inputs(ta, tb)
     layout = _b_layout(tb)
     if layout is None:                      # any other strides: one copy to row-major [K, N]
@@ -269,7 +281,7 @@ def _check_artifact(artifact, dtype: str, layout: str) -> None:
 
 
 def _check_out(out, a: DeviceTensor, m: int, n: int) -> DeviceTensor:
-    tc = as_device_tensor(out)
+    tc = _view(out, "out")
     if tuple(tc.shape) != (m, n) or tc.dtype != a.dtype:
         raise ValueError(f"matmul: out must be [{m}, {n}] {a.dtype}, got {_describe(tc)}")
     if tuple(tc.strides) != (n, 1) and not (m == 1 or n == 1):

@@ -48,6 +48,22 @@ class MissingKernelError(LookupError):
             "then copy that cache folder here and point WARPLOOM_CACHE_DIR at it.")
 
 
+class CacheNotWritableError(OSError):
+    """The cache folder cannot be created or written: a compiled kernel would have nowhere to go."""
+
+    def __init__(self, root: Path, reason: str):
+        self.root, self.reason = root, reason
+        super().__init__(
+            f"cannot write the kernel cache folder {root}: {reason}. Point WARPLOOM_CACHE_DIR at a folder you can "
+            "write (or pass one with --cache), or with kernels precompiled there, set WARPLOOM_OFFLINE=1 to only "
+            "read it")
+
+
+def _reason(e: OSError, root: Path) -> str:
+    where = f" ({e.filename})" if getattr(e, "filename", None) and str(e.filename) != str(root) else ""
+    return f"{e.strerror or type(e).__name__}{where}"
+
+
 class KernelCache:
     """Folder `root/<key>/` per kernel; see KernelArtifact for the files inside."""
 
@@ -77,6 +93,17 @@ class KernelCache:
                              "delete that folder to rebuild it")
         return art
 
+    def check_writable(self) -> None:
+        """CacheNotWritableError, naming the folder and why, when a kernel could not be stored here (call it before
+        compiling, not after). Creates the folder if it is missing, as `put` would."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe-", dir=self.root)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as e:
+            raise CacheNotWritableError(self.root, _reason(e, self.root)) from None
+
     def put(self, artifact: KernelArtifact) -> Path:
         """Store atomically; if the key is already present, keep the existing entry. Returns its folder.
 
@@ -87,8 +114,11 @@ class KernelCache:
         final = self.path(artifact.key)
         if final.is_dir():
             return final
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{artifact.key[:16]}-", dir=self.root))
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{artifact.key[:16]}-", dir=self.root))
+        except OSError as e:
+            raise CacheNotWritableError(self.root, _reason(e, self.root)) from None
         try:
             artifact.save(tmp, fsync=True)
             _fsync_dir(tmp)

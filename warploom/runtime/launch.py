@@ -253,11 +253,14 @@ def check_target(artifact: KernelArtifact, device: int) -> None:
     want = targets.get(artifact.target).compute_capability
     have = device_capability(device)
     if have != want:
+        own = targets.for_capability(*have)
+        fix = (f"Use the kernel built for {own.name} (warploom.ops picks it by itself), or run on a GPU of "
+               f"compute capability {want[0]}.{want[1]}" if own is not None else
+               f"warploom builds kernels for {', '.join(targets.TARGETS)} only: run on a GPU of one of those")
         raise TargetMismatchError(
             f"kernel {artifact.name!r} is built for {artifact.target} (compute capability {want[0]}.{want[1]}), but "
             f"device {device} ({device_name(device)}) has compute capability {have[0]}.{have[1]}: it cannot run "
-            f"there. Use the kernel built for {device_target(device) if targets.for_capability(*have) else 'it'} "
-            "(warploom.ops picks it by itself), or run on a GPU of that architecture")
+            f"there. {fix}")
 
 
 def sm_count(device: int) -> int:

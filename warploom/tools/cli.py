@@ -391,23 +391,29 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout (a cubin needs one)")
     sp.set_defaults(fn=cmd_compile)
     sp = sub.add_parser("precompile", help="build the standard kernel set of a target into a cache folder")
-    sp.add_argument("--target", default="sm_90a")
-    sp.add_argument("--cache", required=True, metavar="DIR")
+    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+                    help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
+    sp.add_argument("--cache", required=True, metavar="DIR",
+                    help="the cache folder to fill (created if missing); use it with WARPLOOM_CACHE_DIR=DIR")
     sp.set_defaults(fn=cmd_precompile)
     sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM or "
                         "attention kernel")
-    sp.add_argument("--op", default="gemm", choices=["gemm", "attention"])
-    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
-    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="GEMM: B as [K,N] or [N,K]")
-    sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="attention")
+    sp.add_argument("--op", default="gemm", choices=["gemm", "attention"], help="the kernel (default: %(default)s)")
+    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"],
+                    help="GEMM: B as [K,N] or [N,K] (default: %(default)s)")
+    sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256],
+                    help="attention (default: %(default)s)")
     sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal kernel")
     sp.add_argument("--block-n", type=int, default=None,
                     help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
-                         "(128, 176, 80 at head dim 64, 128, 256)")
+                         "(128, 160, 80 at head dim 64, 128, 256)")
     sp.add_argument("--block-m", type=int, default=128,
-                    help="GEMM: 128; on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2)")
-    sp.add_argument("--stages", type=int, default=None, help="GEMM: 4 by default; attention: 2")
-    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"])
+                    help="GEMM: 128; on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2) "
+                         "(default: %(default)s)")
+    sp.add_argument("--stages", type=int, default=None, help="2..8; GEMM: 4 by default; attention: 2")
+    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+                    help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--schedule", choices=("grid", "persistent"),
                     help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
