@@ -1,0 +1,419 @@
+"""Every row of docs/errors.md: the user's mistake, the message warploom gives, how it ends.
+
+API rows call warploom directly (tensors are fake DeviceTensors or a stub `torch`: no GPU, no torch here); tool rows
+run the installed entry points (`warploom`, `warploom-opt`) in a subprocess and check the exit status, the key words
+on stderr and that no Python traceback was printed.
+"""
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from warploom import kernels, ops
+from warploom import ops_attention as oa
+from warploom.dialect.builder import Graph
+from warploom.dialect.shapes import ShapeError
+from warploom.kernels import AttentionSpec
+from warploom.runtime import launch
+from warploom.runtime.artifact import KernelArtifact
+from warploom.runtime.cache import CacheNotWritableError, KernelCache, MissingKernelError
+from warploom.runtime.tensormap import TmaLayoutError
+from warploom.runtime.tensors import DeviceTensor, contiguous_strides
+
+BASE = 0x7F00_0000_0000
+BIN = Path(sys.executable).parent
+
+
+def tensor(shape, dtype="bf16", strides=None, ptr=BASE, framework="cai"):
+    """A fake GPU tensor: an address, a shape and strides; nothing is allocated."""
+    return DeviceTensor(ptr=ptr, shape=tuple(shape), strides=tuple(strides or contiguous_strides(shape)),
+                        dtype=dtype, device=0, framework=framework, obj=None)
+
+
+def qkv(d=128, dtype="bf16"):
+    return (tensor((2, 100, 8, d), dtype), tensor((2, 300, 2, d), dtype, ptr=BASE + 2**32),
+            tensor((2, 300, 2, d), dtype, ptr=BASE + 2**33))
+
+
+def tool(name: str) -> list[str]:
+    """The venv's entry point of a command line tool, or `python -m` of its module when it is not installed."""
+    exe = BIN / name
+    if exe.exists():
+        return [str(exe)]
+    return [sys.executable, "-m", {"warploom": "warploom.tools.cli", "warploom-opt": "warploom.tools.opt"}[name]]
+
+
+def run(name: str, *args, env=None, stdin: str | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(tool(name) + [str(a) for a in args], input=stdin, capture_output=True, text=True,
+                          env=full_env, timeout=timeout)
+
+
+def assert_refused(proc: subprocess.CompletedProcess, status: int, *words: str) -> None:
+    assert proc.returncode == status, (proc.returncode, proc.stderr)
+    for w in words:
+        assert w in proc.stderr, (w, proc.stderr)
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout, proc.stderr
+
+
+GEMM = """func.func @gemm(%a: tensor<128x128xbf16>, %b: tensor<128x128xbf16>) -> tensor<128x128xbf16> {
+  %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<128x128xbf16>, tensor<128x128xbf16>) -> tensor<128x128xbf16>
+  return %c : tensor<128x128xbf16>
+}
+"""
+
+
+@pytest.fixture
+def mlir_file(tmp_path):
+    def write(text: str, name: str = "input.mlir") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+    return write
+
+
+# ---- warploom.ops.matmul --------------------------------------------------------------------------------------
+
+def test_matmul_wrong_dtype():
+    with pytest.raises(TypeError, match=r"^matmul: a is f32; warploom GEMM takes bf16 or f16$"):
+        ops.matmul(tensor((128, 64), "f32"), tensor((64, 32), "f32"))
+    with pytest.raises(TypeError, match=r"^matmul: a is bf16 but b is f16; cast one so both match$"):
+        ops.matmul(tensor((128, 64)), tensor((64, 32), "f16"))
+
+
+def test_matmul_shape_mismatch():
+    with pytest.raises(ValueError, match=r"^matmul: a is \[128, 64\] and b is \[32, 32\]: the contracting dims "
+                                         r"differ \(K = 64 vs 32\)$"):
+        ops.matmul(tensor((128, 64)), tensor((32, 32)))
+    with pytest.raises(ValueError, match=r"^matmul: a must be 2-D, got .*shape \[4, 128, 64\].*flatten batch dims"):
+        ops.matmul(tensor((4, 128, 64)), tensor((64, 32)))
+
+
+def test_matmul_strides_it_cannot_copy(monkeypatch):
+    # strides neither row-major nor a transposed row-major view: only torch and cupy tensors are copied
+    monkeypatch.setattr(ops, "empty_like_framework",
+                        lambda *a: pytest.fail("allocated before refusing"))
+    with pytest.raises(TmaLayoutError, match=r"^matmul: the cai tensor of shape \[64, 32\], bf16, strides \[64, 2\] "
+                                             r"must be copied to strides TMA can read.*copies only torch and cupy"):
+        ops.matmul(tensor((128, 64)), tensor((64, 32), strides=(64, 2)))
+    assert issubclass(TmaLayoutError, ValueError)
+
+
+def test_matmul_out_not_row_major():
+    with pytest.raises(ValueError, match=r"^matmul: out must be row-major \(strides \[32, 1\]\), got strides "
+                                         r"\[1, 128\]$"):
+        ops.matmul(tensor((128, 64)), tensor((64, 32), ptr=BASE + 2**32),
+                   out=tensor((128, 32), strides=(1, 128), ptr=BASE + 2**33))
+
+
+# ---- CPU tensors: a stub `torch` (torch is not installed here) and numpy arrays -------------------------------
+
+@pytest.fixture
+def cpu_torch_tensor(monkeypatch):
+    torch = types.ModuleType("torch")
+
+    class Tensor:
+        def __init__(self, shape):
+            self.shape, self.dtype, self.is_cuda = tuple(shape), "bfloat16", False
+            self.device = types.SimpleNamespace(type="cpu", index=None)
+
+        def data_ptr(self):
+            return 0x1000
+
+        def stride(self):
+            return contiguous_strides(self.shape)
+
+    Tensor.__module__ = "torch"
+    torch.Tensor = Tensor
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return Tensor
+
+
+def test_matmul_cpu_tensor(cpu_torch_tensor):
+    with pytest.raises(ValueError, match=r"^matmul: a: tensor is on cpu; warploom kernels need CUDA tensors: move it "
+                                         r"with \.cuda\(\)$"):
+        ops.matmul(cpu_torch_tensor((128, 64)), tensor((64, 32)))
+    with pytest.raises(ValueError, match=r"^matmul: b: numpy arrays are host memory; warploom kernels need CUDA "
+                                         r"tensors"):
+        ops.matmul(tensor((128, 64)), np.zeros((64, 32), np.float16))
+
+
+def test_attention_cpu_tensor(cpu_torch_tensor):
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"^attention: q: tensor is on cpu; .*move it with \.cuda\(\)$"):
+        ops.attention(cpu_torch_tensor(q.shape), k, v)
+
+
+# ---- warploom.ops.attention -----------------------------------------------------------------------------------
+
+def test_attention_wrong_dtype():
+    q, k, v = qkv()
+    with pytest.raises(TypeError, match=r"^attention: q is f32; warploom attention takes bf16 or f16: cast it"):
+        ops.attention(tensor(q.shape, "f32"), k, v)
+    with pytest.raises(TypeError, match=r"^attention: q is bf16, k is f16, v is bf16; cast them to one dtype$"):
+        ops.attention(q, tensor(k.shape, "f16", ptr=k.ptr), v)
+
+
+def test_attention_shape_mismatch():
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"^attention: k is \[2, 300, 2, 128\] but v is \[2, 301, 2, 128\] .*same "
+                                         r"sequence length and heads$"):
+        ops.attention(q, k, tensor((2, 301, 2, 128), ptr=v.ptr))
+    with pytest.raises(ValueError, match=r"^attention: q must be rank 4, \[B, S, H, D\] in layout 'bshd'"):
+        ops.attention(tensor((100, 8, 128)), k, v)
+
+
+def test_attention_unsupported_head_dim():
+    with pytest.raises(ValueError, match=r"^attention: head dim 96 is not supported; warploom attention kernels exist "
+                                         r"for head dims 64, 128, 256: zero-pad q, k and v to head dim 128, pass "
+                                         r"scale=1/sqrt\(96\)"):
+        ops.attention(*qkv(d=96))
+    with pytest.raises(ValueError, match=r"head dim 512 is not supported.*: split the head dim$"):
+        ops.attention(*qkv(d=512))
+
+
+def test_attention_strides_it_cannot_copy(monkeypatch):
+    # q's head dim is not contiguous and q comes from a framework warploom does not copy
+    q, k, v = qkv()
+    strided_q = tensor(q.shape, strides=(100 * 8 * 128, 1, 100, 100 * 8))
+    monkeypatch.setattr(oa, "_kernel", lambda spec: types.SimpleNamespace(key="k", name="n", tensor_maps={}))
+    monkeypatch.setattr(oa, "empty_like_framework", lambda ref, shape, dtype: tensor(shape, dtype, ptr=BASE + 2**34))
+    with pytest.raises(ValueError, match=r"^attention: q cannot be read in place \(.*stride 1.*\) and warploom copies "
+                                         r"only torch and cupy tensors; pass a tensor whose head dim is contiguous"):
+        ops.attention(strided_q, k, v)
+
+
+def test_attention_out_not_contiguous():
+    q, k, v = qkv()
+    out = tensor(q.shape, strides=(100 * 8 * 128, 8 * 128, 1, 8), ptr=BASE + 2**34)
+    with pytest.raises(ValueError, match=r"^attention: out's head dim must be contiguous \(stride 1\), got strides "
+                                         r"\[102400, 1024, 1, 8\]"):
+        ops.attention(q, k, v, out=out)
+
+
+# ---- graph building -------------------------------------------------------------------------------------------
+
+def test_graph_input_takes_numpy_dtypes():
+    g = Graph("g")
+    assert g.input("a", (4, 64), np.float16).dtype == "f16"
+    assert g.input("b", (64, 8), ml_dtypes.bfloat16).dtype == "bf16"
+    assert g.input("c", (4, 8), np.dtype("float32")).dtype == "f32"
+    assert g.matmul(g.input("x", (4, 64), np.float16), g.input("w", (64, 8), "f16")).dtype == "f16"
+
+
+def test_graph_input_unsupported_dtype():
+    g = Graph("g")
+    with pytest.raises(ValueError, match=r"^input 'a': numpy dtype int32 has no warploom element type; supported: "
+                                         r"f32, f16, bf16, f8E4M3FN, f8E5M2, f4E2M1FN$"):
+        g.input("a", (4, 64), np.int32)
+    with pytest.raises(ValueError, match=r"^input 'b': unknown element type 'fp64': warploom supports f32, f16, bf16"):
+        g.input("b", (4, 64), "fp64")
+    with pytest.raises(ValueError, match=r"^input 'c': element type None is neither a name nor a numpy dtype"):
+        g.input("c", (4, 64), None)
+
+
+def test_graph_matmul_shape_mismatch():
+    g = Graph("g")
+    with pytest.raises(ShapeError, match=r"^wl\.matmul: contracting dims differ: lhs 4x64 has K = 64, rhs 32x8 has "
+                                         r"K = 32$"):
+        g.matmul(g.input("a", (4, 64), "bf16"), g.input("b", (32, 8), "bf16"))
+
+
+# ---- runtime: target, offline cache, cache folder ------------------------------------------------------------
+
+def test_sm100a_kernel_on_an_sm90_gpu(monkeypatch):
+    monkeypatch.setattr(launch, "device_capability", lambda device: (9, 0))
+    monkeypatch.setattr(launch, "device_name", lambda device: "NVIDIA H200")
+    art = KernelArtifact(name="wl_gemm_x", target="sm_100a", cubin=b"not a cubin", ptx="", smem_bytes=0, block=(192, 1, 1),
+                         cluster=(1, 1, 1), grid=(("const", 1),) * 3, params=[], tensor_maps={}, meta={}, key="k")
+    with pytest.raises(launch.TargetMismatchError, match=r"^kernel 'wl_gemm_x' is built for sm_100a \(compute "
+                                                         r"capability 10\.0\), but device 0 \(NVIDIA H200\) has compute "
+                                                         r"capability 9\.0: it cannot run there\. Use the kernel built "
+                                                         r"for sm_90a"):
+        launch.check_target(art, 0)
+    monkeypatch.setattr(launch, "device_capability", lambda device: (8, 0))
+    with pytest.raises(launch.TargetMismatchError, match=r"cannot run there\. warploom builds kernels for sm_90a, "
+                                                         r"sm_100a only"):
+        launch.check_target(art, 0)
+
+
+def test_offline_kernel_missing(tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPLOOM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPLOOM_OFFLINE", "1")
+    monkeypatch.setattr(kernels, "_memo", {})
+    with pytest.raises(MissingKernelError, match=r"^no compiled kernel for .*head dim 128.*this machine does not "
+                                                 r"compile \(WARPLOOM_OFFLINE=1 or no MLIR\)\. Build it where the "
+                                                 r"compiler is installed:\n    warploom precompile --target sm_90a "
+                                                 rf"--cache {re.escape(str(tmp_path))}\n"):
+        kernels.get_kernel(AttentionSpec("bf16", 128))
+
+
+def test_offline_kernel_missing_cli(tmp_path):
+    proc = run("warploom", "explain", env={"WARPLOOM_OFFLINE": "1", "WARPLOOM_CACHE_DIR": str(tmp_path)})
+    assert_refused(proc, 1, "warploom explain: no compiled kernel for bf16 GEMM",
+                   f"warploom precompile --target sm_90a --cache {tmp_path}")
+
+
+def test_cache_dir_not_writable(tmp_path):
+    (tmp_path / "file").write_text("a file, not a folder")
+    root = tmp_path / "file" / "cache"
+    with pytest.raises(CacheNotWritableError, match=rf"^cannot write the kernel cache folder {re.escape(str(root))}: "
+                                                    r"Not a directory\. Point WARPLOOM_CACHE_DIR at a folder you can "
+                                                    r"write"):
+        KernelCache(root).check_writable()
+    art = KernelArtifact(name="n", target="sm_90a", cubin=b"not a cubin", ptx="", smem_bytes=0, block=(1, 1, 1),
+                         cluster=(1, 1, 1), grid=(("const", 1),) * 3, params=[], tensor_maps={}, key="a" * 64)
+    with pytest.raises(CacheNotWritableError, match=r"cannot write the kernel cache folder .*WARPLOOM_OFFLINE=1"):
+        KernelCache(root).put(art)
+    KernelCache(tmp_path / "new" / "cache").check_writable()        # a missing folder is made
+
+
+def test_cache_dir_not_writable_cli(tmp_path):
+    (tmp_path / "file").write_text("a file, not a folder")
+    root = tmp_path / "file" / "cache"
+    proc = run("warploom", "explain", env={"WARPLOOM_CACHE_DIR": str(root)})
+    assert_refused(proc, 1, f"warploom explain: cannot write the kernel cache folder {root}: Not a directory",
+                   "Point WARPLOOM_CACHE_DIR at a folder you can write")
+    assert "[Errno" not in proc.stderr
+
+
+# ---- warploom-opt ---------------------------------------------------------------------------------------------
+
+def test_opt_malformed_mlir(mlir_file):
+    path = mlir_file('func.func @g(%a: tensor<4x4xbf16>) {\n  %c = "wl.matmul"(%a, %a {\n  return\n}\n')
+    assert_refused(run("warploom-opt", path), 1, f"{path}:2:26: error: expected ')' to end operand list")
+
+
+def test_compile_malformed_mlir(mlir_file):
+    path = mlir_file('func.func @g(%a: tensor<4x4xbf16>) {\n  %c = "wl.matmul"(%a, %a {\n  return\n}\n')
+    assert_refused(run("warploom", "compile", path), 1, f"{path}:2:26: error: expected ')' to end operand list")
+
+
+def test_opt_custom_form(mlir_file):
+    path = mlir_file("func.func @g(%a: tensor<4x4xbf16>) -> tensor<4x4xbf16> {\n"
+                     "  // a comment naming wl.attention is not an op\n"
+                     "  %0 = wl.matmul %a, %a : tensor<4x4xbf16>\n"
+                     "  return %0 : tensor<4x4xbf16>\n}\n")
+    proc = run("warploom-opt", path)
+    assert_refused(proc, 1, f"{path}:3:8: error: 'wl.matmul' is written in custom form",
+                   'generic form, the op name quoted, e.g. %0 = "wl.matmul"(%x, %y)')
+
+
+def test_opt_custom_form_on_stdin_after_split():
+    text = GEMM + "// -----\n" + "func.func @h(%a: tensor<4x4xbf16>) {\n  %0 = wl.exp %a : tensor<4x4xbf16>\n}\n"
+    proc = run("warploom-opt", "--split-input-file", stdin=text)
+    assert_refused(proc, 1, "<stdin>:7:8: error: 'wl.exp' is written in custom form")
+
+
+def test_opt_transpose_flag_not_bool(mlir_file):
+    path = mlir_file(GEMM.replace("transpose_a = false", "transpose_a = 7 : i64"))
+    assert_refused(run("warploom-opt", path), 1,
+                   f"{path}:2:8: error: 'wl.matmul' op attribute transpose_a must be a bool (true or false), got 7 : i64")
+    path = mlir_file(GEMM.replace("transpose_b = false", "transpose_b = 1 : i64"), "one.mlir")
+    assert_refused(run("warploom-opt", "--wl-verify", "--no-verify", path), 1,
+                   "attribute transpose_b must be a bool (true or false), got 1 : i64")
+    ok = run("warploom-opt", mlir_file(GEMM.replace("transpose_b = false", "transpose_b = true"), "ok.mlir"))
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_opt_output_option_without_file(mlir_file):
+    path = mlir_file(GEMM)
+    proc = run("warploom-opt", path, "-o")
+    assert_refused(proc, 2, "warploom-opt: -o needs a file name (or - for stdout) after it, got nothing",
+                   "usage: warploom-opt")
+    assert proc.stdout == ""
+    assert_refused(run("warploom-opt", path, "-o", "--wl-verify"), 2, "-o needs a file name", "got '--wl-verify'")
+    assert_refused(run("warploom-opt", path, "--pass-pipeline"), 2, "--pass-pipeline needs a pipeline")
+
+
+def test_opt_unknown_option_and_pass(mlir_file):
+    path = mlir_file(GEMM)
+    assert_refused(run("warploom-opt", path, "-x"), 2, "warploom-opt: unknown option '-x'", "usage: warploom-opt")
+    assert_refused(run("warploom-opt", path, "--wl-nope"), 2, "warploom-opt: unknown pass 'wl-nope'; warploom passes:")
+
+
+def test_opt_missing_input(tmp_path):
+    assert_refused(run("warploom-opt", tmp_path / "no.mlir"), 1,
+                   f"warploom-opt: cannot read {tmp_path / 'no.mlir'}: No such file or directory")
+
+
+def test_opt_version():
+    opt, cli = run("warploom-opt", "--version"), run("warploom", "--version")
+    assert opt.returncode == 0 and cli.returncode == 0, (opt.stderr, cli.stderr)
+    assert opt.stdout.startswith("warploom ") and opt.stdout == cli.stdout
+    assert "--version" in run("warploom-opt", "--help").stdout
+
+
+def test_opt_smem_limit_overflow(mlir_file):
+    path = mlir_file(GEMM.replace("128x128", "?x?"))
+    proc = run("warploom-opt", path, "--wl-tile", "--wl-pipeline", "--wl-specialize", "--wl-plan-smem=limit=1000")
+    assert_refused(proc, 1, f"{path}:2:8: error: smem plan needs 197696 B (a 65536 B, b 131072 B, mbarriers 64 B, "
+                            "+ 1024 B alignment slack) for 4 stages; the limit is 1000 B")
+    assert not re.search(r"use -?\d+ stages", proc.stderr), proc.stderr   # no stage count fits 1000 B
+
+
+TMEM_OVER = """func.func @three_stages(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
+  %0 = "wl.kernel"(%arg0, %arg1) ({
+    "wl.buffer"() {dims = ["M", "N"], elem = "f32", name = "acc", shape = [128, 256], space = "tmem", stages = 3 : i64} : () -> ()
+    "wl.ring"() {consumers = [], counts = "tile", name = "acc", regions = ["acc"], stages = 3 : i64} : () -> ()
+    gpu.yield
+  }) {acc_elem = "f32", cluster = [1, 1, 1], grid = [["const", 1], ["const", 1], ["const", 1]], input_names = ["a", "b"], kind = "gemm", planned = ["wl-tile", "wl-pipeline", "wl-specialize"], schedule = "persistent", stages = 4 : i64, target = "sm_100a", threads = 192 : i64, tile = [128, 256, 64]} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
+  return %0 : tensor<?x?xbf16>
+}
+"""
+
+
+def test_opt_tmem_overflow(mlir_file):
+    proc = run("warploom-opt", mlir_file(TMEM_OVER), "--wl-plan-tmem")
+    assert_refused(proc, 1, "error: wl-plan-tmem: the TMEM plan needs 768 columns (acc 768); a CTA has 512: use one "
+                            "stage of acc")
+
+
+# ---- warploom explain / precompile ----------------------------------------------------------------------------
+
+def test_explain_smem_overflow_suggests_a_config_that_fits(tmp_path):
+    proc = run("warploom", "explain", "--stages", "8", env={"WARPLOOM_CACHE_DIR": str(tmp_path)})
+    assert_refused(proc, 2, "warploom explain: cannot build the bf16 GEMM", "smem plan needs 394368 B (a 131072 B, "
+                   "b 262144 B, mbarriers 128 B, + 1024 B alignment slack) for 8 stages; the limit is 232448 B: use")
+    stages = int(re.search(r"use (\d+) stages", proc.stderr).group(1))
+    assert 2 <= stages < 8
+    fits = run("warploom", "explain", "--stages", stages, env={"WARPLOOM_CACHE_DIR": str(tmp_path)})
+    assert fits.returncode == 0 and "smem" in fits.stdout, fits.stderr
+
+
+def test_explain_bad_block_n_and_stages():
+    assert_refused(run("warploom", "explain", "--block-n", "100"), 2,
+                   "block-n = 100: must be a multiple of 64 up to 256")
+    assert_refused(run("warploom", "explain", "--stages", "9"), 2, "wl-pipeline: stages = 9; use 2..8")
+
+
+def test_cli_unknown_target_and_head_dim(tmp_path):
+    assert_refused(run("warploom", "precompile", "--target", "sm_80", "--cache", tmp_path), 2,
+                   "argument --target: invalid choice: 'sm_80' (choose from", "sm_90a", "sm_100a")
+    assert_refused(run("warploom", "explain", "--target", "sm_89"), 2, "invalid choice: 'sm_89'")
+    assert_refused(run("warploom", "explain", "--op", "attention", "--head-dim", "96"), 2,
+                   "argument --head-dim: invalid choice: 96 (choose from 64, 128, 256)")
+
+
+def test_help_lists_targets_and_defaults():
+    pre = run("warploom", "precompile", "--help").stdout
+    assert "{sm_90a,sm_100a}" in pre and "(default: sm_90a)" in pre and "WARPLOOM_CACHE_DIR" in pre
+    exp = " ".join(run("warploom", "explain", "--help").stdout.split())
+    for words in ("{sm_90a,sm_100a}", "(default: sm_90a)", "(default: gemm)", "(default: bf16)", "(default: kn)",
+                  "(default: 128)", "GEMM: 256 by default", "GEMM: 4 by default; attention: 2"):
+        assert words in exp, words
+
+
+def test_every_row_of_the_table_has_its_test():
+    table = (Path(__file__).parents[2] / "docs" / "errors.md").read_text()
+    named = set(re.findall(r"`(test_\w+)`", table))
+    defined = {n for n in globals() if n.startswith("test_")}
+    assert named and named <= defined, named - defined
+    assert defined - named <= {"test_every_row_of_the_table_has_its_test", "test_graph_input_takes_numpy_dtypes",
+                               "test_opt_version", "test_help_lists_targets_and_defaults"}, defined - named
