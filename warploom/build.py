@@ -146,13 +146,13 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     """A planned kernel program -> NVVM (lower_kernel) -> PTX -> cubin (ptxas), with its plans and reports."""
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
-    from warploom.lowering import sm90, sm100
-    from warploom.lowering.sm90_attention import lower_attention
+    from warploom.lowering import sm90, sm90_attention, sm100, sm100_attention
     from warploom.passes.plan_smem import plan_smem
     from warploom.passes.plan_tmem import plan_tmem
 
     t0 = time.perf_counter()
     lower_kernel = sm100.lower_kernel if program.target == "sm_100a" else sm90.lower_kernel
+    lower_attention = (sm100_attention if program.target == "sm_100a" else sm90_attention).lower_attention
     lowered = (lower_attention if program.kind == "attention" else lower_kernel)(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
@@ -250,11 +250,10 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
     """Compile a graph that fuses to the attention of `spec` (the spec's own graph, or the long way)."""
-    if spec.target != "sm_90a":
-        raise ValueError(f"no GPU back end for {spec.target} yet (only sm_90a kernels are compiled today)")
-    from warploom.lowering.sm90_attention import kernel_name
+    from warploom.lowering import sm90_attention, sm100_attention
     program, records = planned_attention(graph, spec)
-    name = kernel_name(program)             # the lowering's name for it, which the contract check compares
+    lowering = sm100_attention if spec.target == "sm_100a" else sm90_attention
+    name = lowering.kernel_name(program)    # the lowering's name for it, which the contract check compares
     artifact = _build_artifact(spec, program, records, name)
     check_attention_artifact(artifact, spec)
     return artifact

@@ -128,6 +128,19 @@ def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, 
             f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}")
 
 
+def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool) -> str:
+    """wl_fa4_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the PTX entry point of an sm_100a (FA4-style) attention
+    kernel (docs/attention-sm100.md); BM is the CTA's query rows (its Q tiles together)."""
+    return f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+
+
+# The sm_100a attention (FA4-style): Q tiles per CTA, each of 128 rows (the TMEM lanes); keys per block; head dims
+FA4_Q_TILES = 2
+FA4_TILE_ROWS = 128
+FA4_BLOCK_N = 128
+FA4_HEAD_DIMS = (64, 128)
+
+
 @dataclass(frozen=True)
 class AttentionSpec:
     """A forward attention kernel: out = softmax(q kᵀ · scale [+ bottom-right causal mask]) v, with LSE.
@@ -141,16 +154,22 @@ class AttentionSpec:
     stages: int = ATTENTION_STAGES
     target: str = "sm_90a"
 
-    block_m: int = ATTENTION_BLOCK_M
-    overlap: bool = True            # FA3's intra-warpgroup overlap: the softmax of block j runs beside P_{j-1} V_{j-1}
+    block_m: int | None = None      # None: the target's (ATTENTION_BLOCK_M; sm_100a: Q tiles x 128)
+    overlap: bool | None = None     # FA3's intra-warpgroup overlap: the softmax of block j runs beside P_{j-1} V_{j-1}
+    #                                 (None: on for sm_90a; sm_100a has no such schedule)
     schedule: str | None = None     # "grid": a CTA per (query block, head, batch); "persistent": one per SM;
-    #                                 None: default_attention_schedule(head_dim)
+    #                                 None: default_attention_schedule(head_dim) (sm_100a: grid)
 
     def __post_init__(self):
-        if self.schedule is None:
-            object.__setattr__(self, "schedule", default_attention_schedule(self.head_dim))
+        fa4 = self.target == "sm_100a"
+        defaults = {"schedule": "grid" if fa4 else default_attention_schedule(self.head_dim),
+                    "block_m": FA4_Q_TILES * FA4_TILE_ROWS if fa4 else ATTENTION_BLOCK_M, "overlap": not fa4}
+        for name, value in defaults.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
         if self.block_n is None:
-            object.__setattr__(self, "block_n", default_attention_block_n(self.head_dim, self.schedule))
+            object.__setattr__(self, "block_n", FA4_BLOCK_N if fa4 else
+                               default_attention_block_n(self.head_dim, self.schedule))
         for name in ("head_dim", "block_n", "stages", "block_m"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -163,6 +182,8 @@ class AttentionSpec:
 
     @property
     def kernel_name(self) -> str:
+        if self.target == "sm_100a":
+            return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal)
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
                                      self.overlap, self.schedule)
 
@@ -185,7 +206,8 @@ class AttentionSpec:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,
         1, 1), rows = block_m for q, block_n for k and v, and one consumer warpgroup's rows (block_m / 2) for out
         (each stores its own), 128-byte swizzle, out-of-bounds reads as zero (and stores dropped)."""
-        rows = {"q": self.block_m, "k": self.block_n, "v": self.block_n, "out": self.block_m // 2}
+        q_rows = FA4_TILE_ROWS if self.target == "sm_100a" else self.block_m     # sm_100a: one Q tile a box
+        rows = {"q": q_rows, "k": self.block_n, "v": self.block_n, "out": self.block_m // 2}
         return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
                 for name, r in rows.items()}
 
@@ -194,6 +216,8 @@ class AttentionSpec:
 STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
     "sm_90a": [AttentionSpec(elem, d, causal) for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
                for causal in (False, True)],
+    "sm_100a": [AttentionSpec(elem, d, causal, target="sm_100a") for elem in ATTENTION_ELEMENTS
+                for d in FA4_HEAD_DIMS for causal in (False, True)],
 }
 
 

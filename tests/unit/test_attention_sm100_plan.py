@@ -1,8 +1,7 @@
 """The sm_100a (FA4-style) attention's plans, checked against an independent formula from its configuration, in the
 order of the seed's SM100AttentionSMem: Q tiles, K stages, V stages, correction rows, then the TMEM address and the
 mbarriers (warploom puts the barriers last); O written back into the Q tiles. TMEM: S per Q tile, P (16-bit) in
-S's columns, O per Q tile. Planned only so far (docs/attention-sm100.md): no lowering, and no hand-offs yet but the
-TMA rings'."""
+S's columns, O per Q tile (docs/attention-sm100.md)."""
 import pytest
 
 from warploom.build import planned_sm100_attention
@@ -17,13 +16,14 @@ def expected_smem(d: int) -> dict:
     k = Q_TILES * q_tile                                   # the seed's kv_byte_offset = q_bytes
     v = k + KV_STAGES * kv_stage
     correction = v + KV_STAGES * kv_stage                  # the seed's correction_byte_offset
-    correction_bytes = Q_TILES * LANES * 4                 # a float per row of each Q tile (the seed: 128 x 2 x 4)
+    correction_bytes = Q_TILES * 2 * LANES * 4             # two floats per row of each Q tile: factor and row sum
     tmem_addr = correction + correction_bytes
     mbarriers = -(-(tmem_addr + 4) // 8) * 8              # the next 8-byte boundary after the 4-byte slot
     return {"q0": (q, q_tile), "q1": (q + q_tile, q_tile), "k": (k, KV_STAGES * kv_stage),
             "v": (v, KV_STAGES * kv_stage), "o0_out": (q, q_tile), "o1_out": (q + q_tile, q_tile),
             "correction": (correction, correction_bytes), "tmem_addr": (tmem_addr, 4),
-            "mbarriers": (mbarriers, 8 * (Q_TILES + 2 * 2 * KV_STAGES))}
+            # q_full per Q tile, full + empty per K and V stage, and per Q tile s_full, p_full, o_full, o_ready
+            "mbarriers": (mbarriers, 8 * (Q_TILES + 2 * 2 * KV_STAGES + 4 * Q_TILES))}
 
 
 def expected_tmem(d: int) -> dict:

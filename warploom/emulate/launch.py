@@ -323,12 +323,14 @@ LAYOUTS = ("bshd", "bhsd")      # [B, S, H, D] or [B, H, S, D]
 
 
 def attention_kernel(program) -> EmulatedKernel:
-    """A planned sm_90a attention program (planned_fa3's form), lowered and compiled for the emulator once per
-    kernel name (the name encodes everything the plan depends on: elem, D, tile, stages, causal)."""
-    from warploom.lowering.sm90_attention import kernel_name, lower_attention
-    name = kernel_name(program)
+    """A planned attention program (sm_90a: planned_fa3's form; sm_100a: the FA4-style one), lowered and compiled
+    for the emulator once per kernel name (the name encodes everything the plan depends on: elem, D, tile, stages,
+    causal, target)."""
+    from warploom.lowering import sm90_attention, sm100_attention
+    lowering = sm100_attention if program.target == "sm_100a" else sm90_attention
+    name = lowering.kernel_name(program)
     if name not in _KERNELS:
-        kernel = EmulatedKernel.of(lower_attention(program, name))
+        kernel = EmulatedKernel.of(lowering.lower_attention(program, name))
         kernel.names = SmemNames.of_program(program, get_target(program.target))
         _KERNELS[name] = kernel
     return _KERNELS[name]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
-from warploom.kernel import Arrive, Copy, Loop, MBarrier, Mma, MmaWait, Program, Store, Sync, Wait
+from warploom.kernel import Arrive, Compute, Copy, Loop, MBarrier, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
 
 from .registry import PassError, edit_program, register
@@ -90,7 +90,84 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
         if ring.stages > 1 or program.attrs.get("schedule") == "persistent":
             freed = "epilogue read the accumulator" if tmem else "consumers' MMAs on the stage retired"
             out.append(BarrierRing(empty, ring.stages, consumers, 0, freed, ring.name, "empty"))
+    return out + fa4_barriers(program)
+
+
+def fa4_barriers(program: Program) -> list[BarrierRing]:
+    """The sm_100a attention's Tensor Memory hand-offs, one mbarrier each per Q tile i, used once per key block
+    (phase = block & 1): s<i>_full, the MMA thread's commit once S_i = Q_i K^T is done; p<i>_full, every thread of
+    softmax<i> once P_i is in TMEM and the row's factor and sum in smem; o<i>_full, the commit once O_i += P_i V is
+    done (which also frees S_i's columns for the next S_i, as the MMA thread waits on it before that MMA); o<i>_ready,
+    every correction thread once O_i is rescaled for the next P_i V (docs/attention-sm100.md, "Hand-offs")."""
+    if program.kind != "attention" or program.target != "sm_100a":
+        return []
+    target = targets.get(program.target)
+    out = []
+    for i in range(int(program.attrs.get("q_tiles", 2))):
+        softmax = program.role(f"softmax{i}").warps * target.warp_size
+        correction = program.role("correction").warps * target.warp_size
+        out += [BarrierRing(f"s{i}_full", 1, 1, 0, f"S{i} = Q{i} K^T done (tcgen05.commit)", f"s{i}", "s_full"),
+                BarrierRing(f"p{i}_full", 1, softmax, 0, f"P{i} in TMEM, factor and sum in smem (softmax{i})",
+                            f"s{i}", "p_full"),
+                BarrierRing(f"o{i}_full", 1, 1, 0, f"O{i} += P{i} V done (tcgen05.commit)", f"o{i}", "o_full"),
+                BarrierRing(f"o{i}_ready", 1, correction, 0, f"O{i} rescaled (correction)", f"o{i}", "o_ready")]
     return out
+
+
+def _fa4_hand_offs(program: Program) -> None:
+    """Each role's waits and arrivals on the `fa4_barriers`, at every key block j:
+        mma         wait o<i>_full (phase^1: P_i V of block j-1 done, S_i's columns free; passes at j = 0), S_i,
+                    commit s<i>_full; ...; wait p<i>_full and o<i>_ready, P_i V, commit o<i>_full
+        softmax<i>  wait s<i>_full, the softmax, arrive p<i>_full
+        correction  per tile: wait p<i>_full (the factor), wait o<i>_full (phase^1: the P_i V it rescales is done),
+                    rescale, arrive o<i>_ready; after the loop, in its last section (iteration `trips`, whose phase^1 is
+                    the last block's phase), wait o<i>_full before O_i is normalized and stored over Q_i (every MMA
+                    reading Q_i is done then)."""
+    def mma_ops(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, Mma) and op.acc.name.startswith("s"):
+                i = op.acc.name[1:]
+                _wait_before(out, Wait(f"o{i}_full", "phase^1"))
+                out += [op, Arrive(f"s{i}_full", per="commit")]
+            elif isinstance(op, Mma) and op.a.name.startswith("p"):
+                i = op.a.name[1:]
+                _wait_before(out, Wait(f"p{i}_full", "phase"))
+                _wait_before(out, Wait(f"o{i}_ready", "phase"))
+                out += [op, Arrive(f"o{i}_full", per="commit")]
+            else:
+                out.append(op)
+        return tuple(out)
+
+    def softmax_ops(ops, i):
+        return (Wait(f"s{i}_full", "phase"), *ops, Arrive(f"p{i}_full", per="thread"))
+
+    def correction_ops(ops):
+        out = []
+        for op in ops:
+            if isinstance(op, Compute) and op.kind == "rescale":
+                i = op.writes[0][1:]
+                out += [Wait(f"p{i}_full", "phase"), Wait(f"o{i}_full", "phase^1"), op,
+                        Arrive(f"o{i}_ready", per="thread")]
+            else:
+                out.append(op)
+        return tuple(out)
+
+    roles = []
+    for role in program.roles:
+        body = role.body
+        if role.name == "mma":
+            body = tuple(replace(op, body=mma_ops(op.body)) if isinstance(op, Loop) else op for op in body)
+        elif role.name.startswith("softmax"):
+            i = role.name[len("softmax"):]
+            body = tuple(replace(op, body=softmax_ops(op.body, i)) if isinstance(op, Loop) else op for op in body)
+        elif role.name == "correction":
+            tiles = [op.writes[0][1:] for op in role.walk() if isinstance(op, Compute) and op.kind == "rescale"]
+            body = tuple(replace(op, body=correction_ops(op.body),
+                                 last=tuple(Wait(f"o{i}_full", "phase^1") for i in tiles))
+                         if isinstance(op, Loop) else op for op in body)
+        roles.append(replace(role, body=body))
+    program.roles = roles
 
 
 def _reads(op, regions) -> bool:
@@ -259,6 +336,8 @@ def plan_barriers(program: Program) -> None:
                                                        peer=ring.peer if role.name in ring.consumers else None,
                                                        cta="pair" if pair else "own"))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
+    if fa4_barriers(program):
+        _fa4_hand_offs(program)
 
 
 @register("wl-plan-barriers", "mbarriers per stage (full/empty), arrival counts, tx bytes; waits and arrives in each role",

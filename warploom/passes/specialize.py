@@ -285,16 +285,20 @@ def specialize_tcgen05(program: Program) -> None:
 # sm_100a attention roles (FA4-style; docs/attention-sm100.md): name, warps, issue, setmaxnreg budget
 FA4_ROLES = (("softmax0", 4, "warpgroup", 192), ("softmax1", 4, "warpgroup", 192), ("correction", 4, "warpgroup", 80),
              ("mma", 1, "thread", 48), ("load", 1, "thread", 48), ("spare", 2, "warp", 48))
-CORRECTION = "correction"     # smem rows the softmax warpgroups hand the correction warpgroup (factor, row sum)
+CORRECTION = "correction"     # smem rows the softmax warpgroups hand the correction warpgroup: [tile][factor, row sum]
+EPILOGUE = "epilogue"         # named barrier: the correction warpgroup's staged O store
 
 
 def specialize_fa4(program: Program) -> None:
     """sm_100a attention: the FA4 roles over 16 warps. `load` (one thread) copies the Q tiles once and the K and V
     stages; `mma` (one thread) issues S_i = Q_i K^T and O_i += P_i V for both Q tiles; `softmax<i>` (a warpgroup per
-    Q tile, warp w reading TMEM lanes 32 (w % 4) ..) turns S_i into P_i and each row's correction factor;
-    `correction` (a warpgroup) rescales O_i in TMEM, then normalizes and stores it and the LSE; `spare` has no work.
-    Budgets: 192 for the softmax warpgroups, 80 for the correction, 48 for the rest (the whole register file).
-    Declares the correction rows (smem) and the TMEM address slot; the hand-offs are wl-plan-barriers' (to come)."""
+    Q tile, thread t of warp w owning row 32 (w % 4) + t: its TMEM lane) turns S_i into P_i and each row's
+    correction factor and running sum, and after the last key block stores the LSE; `correction` (a warpgroup)
+    rescales O_i in TMEM, then normalizes it and stores it through Q_i's smem by TMA; `spare` has no work. Budgets:
+    192 for the softmax warpgroups, 80 for the correction, 48 for the rest (the whole register file). Declares the
+    correction rows (smem, [tile][factor, row sum][row]), the TMEM address slot, named barriers `tmem_free` (the
+    correction warpgroup tells the MMA warp it is done with TMEM, which it then frees) and `epilogue` (the staged
+    store); the mbarrier hand-offs are wl-plan-barriers'."""
     target = targets.get(program.target)
     loops = [op for op in program.body if isinstance(op, Loop)]
     if len(loops) != 1:
@@ -307,16 +311,25 @@ def specialize_fa4(program: Program) -> None:
     computes = [op for op in loop.body if isinstance(op, Compute)]
     softmax = [op for op in computes if op.kind == "online_softmax"]
     rescale = tuple(op for op in computes if op.kind == "rescale")
-    after = tuple(op for op in program.body if not isinstance(op, (Copy, Loop)))
+    after = [op for op in program.body if not isinstance(op, (Copy, Loop))]
     if len(softmax) != tiles:
         raise PassError(f"wl-specialize (sm_100a attention): {len(softmax)} online softmaxes for {tiles} Q tiles")
+    # after the loop: the LSE (from the row statistics the softmax holds) by softmax i, O by the correction
+    lse = {i: tuple(op for op in after if (isinstance(op, Compute) and op.kind == "lse" and op.writes == (f"lse{i}",))
+                    or (isinstance(op, Store) and op.value == f"lse{i}")) for i in range(tiles)}
+    rest = tuple(op for op in after if not any(op in ops for ops in lse.values()))
+    threads = target.warpgroup_threads
+    program.named_barriers[TMEM_FREE] = NamedBarrier(TMEM_FREE, target.named_barrier_ids[0], threads + target.warp_size)
+    program.named_barriers[EPILOGUE] = NamedBarrier(EPILOGUE, target.named_barrier_ids[0] + 1, threads)
+    rest = tuple(replace(op, barrier=EPILOGUE) if isinstance(op, Store) and op.region is not None else op
+                 for op in rest)
     bodies = {"load": (*copies, replace(loop, body=loop_copies, carries=())),
-              "mma": (replace(loop, body=mmas, carries=()),),
-              "correction": (replace(loop, body=rescale, carries=()), *after),
+              "mma": (replace(loop, body=mmas, carries=()), Sync(TMEM_FREE)),
+              "correction": (replace(loop, body=rescale, carries=()), *rest, Sync(TMEM_FREE, arrive_only=True)),
               "spare": ()}
     for i, op in enumerate(softmax):
         bodies[f"softmax{i}"] = (replace(loop, body=(op,), carries=tuple(c for c in loop.carries
-                                                                          if c.endswith(str(i)))),)
+                                                                          if c.endswith(str(i)))), *lse[i])
     first, roles = 0, []
     for name, warps, issue, regs in FA4_ROLES:
         roles.append(Role(name, first, warps, issue, regs, body=bodies[name]))
@@ -325,7 +338,7 @@ def specialize_fa4(program: Program) -> None:
     program.body = ()
     program.threads = first * target.warp_size
     rows = target.tmem.lanes
-    program.regions[CORRECTION] = Region(CORRECTION, "smem", "f32", (tiles, rows))
+    program.regions[CORRECTION] = Region(CORRECTION, "smem", "f32", (tiles, 2, rows))
     program.regions[TMEM_ADDR] = Region(TMEM_ADDR, "smem", "i32", (1,))
     for name, ring in program.rings.items():        # the load warp fills every ring, the MMA warp reads them
         program.rings[name] = replace(ring, producer="load", consumers=("mma",))

@@ -45,6 +45,7 @@ from warploom.dialect.shapes import TensorType
 from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
 
+from warploom.kernels import FA4_BLOCK_N, FA4_HEAD_DIMS, FA4_Q_TILES
 from warploom.kernels import default_attention_block_n as default_block_n
 
 from .registry import PassError, edit_program, register
@@ -267,9 +268,11 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
 
 # ---- attention, sm_100a (FA4-style; docs/attention-sm100.md) ----------------------------------------------------
 
-SM100_ATTENTION_HEAD_DIMS = (64, 128)
-Q_TILES = 2                     # Q tiles per CTA, each with its own S, P and O in TMEM and its softmax warpgroup
-SM100_ATTENTION_BLOCK_N = 128   # keys per block
+# the FA4-style kernel's head dims, Q tiles per CTA (each with its own S, P and O in TMEM and its softmax warpgroup)
+# and keys per block: warploom.kernels
+SM100_ATTENTION_HEAD_DIMS, Q_TILES, SM100_ATTENTION_BLOCK_N = FA4_HEAD_DIMS, FA4_Q_TILES, FA4_BLOCK_N
+RESCALE_THRESHOLD = 8.0         # O is rescaled only when a row's running max grew by more (log2 units: P <= 2^8)
+EXP2_POLY = 0.25                # share of exp2 computed by a polynomial on the FMA units (a multiple of 1/8)
 
 
 def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
@@ -304,7 +307,8 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
             "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "schedule": schedule,
             "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]], "target": "sm_100a",
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
-            "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"]},
+            "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
+            "rescale_threshold": RESCALE_THRESHOLD, "exp2_poly": EXP2_POLY},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -323,8 +327,9 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
     def body(p):
         p.body = (*(Load("q", (rows, d), ("M", "D"), region=f"q{i}") for i in tiles), kv_loop,
                   *(op for i in tiles for op in (
-                      Compute("normalize", (f"o{i}", *stats[i]), (f"o{i}", f"lse{i}")),
-                      Store(f"o{i}", "out", (rows, d)), Store(f"lse{i}", "lse", (rows,)))))
+                      Compute("lse", stats[i], (f"lse{i}",)), Store(f"lse{i}", "lse", (rows,)))),
+                  *(op for i in tiles for op in (
+                      Compute("normalize", (f"o{i}", stats[i][1]), (f"o{i}",)), Store(f"o{i}", "out", (rows, d)))))
         # TMEM per Q tile: S (f32), P (16-bit, in S's columns), O (f32)
         for i in tiles:
             p.regions[f"s{i}"] = Region(f"s{i}", "tmem", "f32", (rows, bn), ("M", "N"))

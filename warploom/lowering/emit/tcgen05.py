@@ -4,6 +4,8 @@
     mma(b, d_tmem, desc_a, desc_b, idesc, accumulate)  # one thread issues the whole tile's MMA (kind::f16)
     commit(barrier)                                    # arrive on an mbarrier once this thread's MMAs completed
     v = ld_32x32b(b, taddr, 32); wait_ld()             # a warp's 32 lanes x 32 columns, one row per thread
+    st_32x32b(b, taddr, v); wait_st()                  # the reverse
+    mma_tmem_a(b, d_tmem, a_tmem, desc_b, idesc, acc)  # A from Tensor Memory (FA4's P V)
     fence_before(); ...bar/arrive...; fence_after()    # order tcgen05 work around thread synchronisation
 
 All are the MLIR NVVM dialect's own ops (`nvvm.tcgen05.*`), cta_group::1. Sources: PTX ISA 9.7.16
@@ -73,6 +75,15 @@ def mma(b: Builder, d_taddr: ir.Value, desc_a: ir.Value, desc_b: ir.Value, idesc
                       desc_b, b.const(idesc), accumulate)
 
 
+def mma_tmem_a(b: Builder, d_taddr: ir.Value, a_taddr: ir.Value, desc_b: ir.Value, idesc: int,
+               accumulate: ir.Value) -> None:
+    """tcgen05.mma.cta_group::1.kind::f16 [d], [a], b-desc, idesc, enable-input-d with A in Tensor Memory: rows
+    in lanes 0..M-1, the K = 16 16-bit elements of a row two per cell over 8 columns from `a_taddr` (i32); B from
+    an smem descriptor (FA4's O += P V, P written into TMEM by the softmax)."""
+    nvvm.Tcgen05MMAOp(_attr("#nvvm.tcgen05_mma_kind<f16>"), _group(1), tmem_ptr(b, d_taddr), tmem_ptr(b, a_taddr),
+                      desc_b, b.const(idesc), accumulate)
+
+
 def commit(b: Builder, barrier: ir.Value, group: int = 1, multicast: int | None = None) -> None:
     """tcgen05.commit.cta_group::{group}.mbarrier::arrive::one: one arrival on `barrier` (an smem pointer) once
     every tcgen05.mma this thread issued before has completed; with `multicast` (a 16-bit CTA mask,
@@ -86,3 +97,14 @@ def ld_32x32b(b: Builder, taddr: ir.Value, columns: int) -> ir.Value:
     taddr's column .. + columns - 1, as vector<columns x i32> (the cells' bits)."""
     ty = ir.VectorType.get([columns], b.i32)
     return nvvm.Tcgen05LdOp(ty, _attr("#nvvm.tcgen05_ldst_shape<shape_32x32b>"), tmem_ptr(b, taddr)).result
+
+
+def st_32x32b(b: Builder, taddr: ir.Value, values: ir.Value) -> None:
+    """tcgen05.st.sync.aligned.32x32b.x{N}.b32: thread i of the warp writes `values` (vector<N x i32>) to lane
+    (taddr's lane + i), columns taddr's column .. + N - 1; complete at tcgen05.wait::st."""
+    nvvm.Tcgen05StOp(_attr("#nvvm.tcgen05_ldst_shape<shape_32x32b>"), tmem_ptr(b, taddr), values)
+
+
+def wait_st() -> None:
+    """tcgen05.wait::st: every tcgen05.st this thread issued has completed (its cells may be read by an MMA)."""
+    nvvm.Tcgen05WaitOp(_attr("#nvvm.tcgen05_wait<store>"))

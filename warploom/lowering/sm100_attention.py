@@ -1,0 +1,678 @@
+"""sm_100a lowering of the planned FA4-style attention -> one `gpu.module` of NVVM/LLVM ops, plus launch data.
+
+Input: the program the attention planning passes make for sm_100a (wl-tile{target=sm_100a} .. wl-plan-barriers;
+`warploom.build.planned_sm100_attention`); docs/attention-sm100.md is the contract. Each CTA takes two Q tiles of
+128 rows (query rows row0 + 128 i + r, r = the TMEM lane), one (query block, head, batch) of the grid:
+
+    load        one elected thread: Q0, Q1 once, then per key block the K and V stages (4-D TMA boxes)
+    mma         allocates TMEM (512 columns); one elected thread per key block j: S_i = Q_i K_j^T into TMEM (after
+                P_i V_{j-1} is done, as S_i's columns hold P_i), commit s<i>_full; P_i V_j with P_i from TMEM
+                (tcgen05.mma with A in Tensor Memory), commit o<i>_full; commits free the K and V stages. At the end
+                the warp waits on named barrier tmem_free for the correction warpgroup and frees TMEM
+    softmax<i>  a warpgroup per Q tile, thread r of quadrant q (warp % 4) owning row 32 q + r: per key block it
+                tcgen05.ld's its row of S_i, masks (keys >= Sk; causal: keys > row + Sk - Sq), and runs the online
+                softmax in the exp2 domain with the scale folded into one FMA and FA4's conditional rescaling: the
+                row's max m moves only when the block's max exceeds it by more than `rescale_threshold` (log2
+                units), the factor 2^(m_old - m_new) is then handed to the correction, else 1; P = 2^(s * scale_log2
+                - m) with a share `exp2_poly` of the columns by a polynomial on the FMA units (`exp2_poly_fma`),
+                packed to 16-bit pairs and tcgen05.st into S_i's columns; the factor and the running row sum go to
+                the correction rows in smem; arrive p<i>_full. After the last block: the LSE of its row
+    correction  per key block and tile: wait p<i>_full (the factors) and o<i>_full of block j-1, and when a lane of
+                the warp has a factor != 1, rescale its quadrant's rows of O_i in TMEM (ld, multiply, st, 32 columns
+                at a time); arrive o<i>_ready. After the last block (o<i>_full: every MMA reading Q_i is done too):
+                O_i / row sum, converted and written into Q_i's smem at its 128B-swizzled address, fenced, synced on
+                the `epilogue` named barrier, and TMA-stored by the warpgroup's first thread (rows past Sq dropped)
+
+Fences (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"): tcgen05.fence::after_thread_sync after every wait or
+barrier a TMEM role passes, ::before_thread_sync before every arrive or barrier that publishes its TMEM work.
+Everything the sm_90a attention lowering shares (parameters, 4-D tensor maps, GQA heads, the causal trip rule, TMA
+box loops, smem descriptors) comes from `sm90_attention._AttentionLowering`; the tcgen05 ops from
+`warploom.lowering.emit.tcgen05`. No Blackwell GPU exists here: these kernels are checked by ptxas, their SASS and
+the emulator, and have not run on hardware.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import arith, llvm, nvvm, scf
+
+from warploom import targets
+from warploom.dialect import make_context
+from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Program, Store, Sync, Wait
+from warploom.kernels import ATTENTION_MAP_DIMS, fa4_kernel_name
+from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
+from warploom.lowering.emit import sync, tcgen05, tma
+from warploom.runtime.artifact import TensorMapSpec
+
+from .sm90 import LoweredKernel, _Role
+from .sm90_attention import LN2, _AttentionLowering
+
+T = targets.get("sm_100a")
+OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",
+       Sync: "sync"}
+OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
+CHUNK = 32                  # TMEM columns per tcgen05.ld/st of O (the correction warpgroup's 80 registers)
+POLY_GROUP = 8              # exp2_poly is a share of each 8 consecutive columns: a multiple of 1/8
+POLY_DEGREE = 3
+
+
+def kernel_name(program: Program) -> str:
+    """The name the sm_100a attention kernel gets (warploom.kernels.fa4_kernel_name)."""
+    bm, bn, d = program.attrs["tile"]
+    return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
+                           bool(program.attrs.get("causal")))
+
+
+def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned sm_100a attention kernel; ValueError names what cannot be lowered and why."""
+    return _Fa4Lowering(program, name).lower(context or make_context())
+
+
+@functools.cache
+def exp2_poly_coefficients(degree: int = POLY_DEGREE) -> tuple[float, ...]:
+    """c0 .. c_degree (float32) of p(f) ~ 2^f on [0, 1), fitted for the least maximum relative error (weighted least
+    squares, reweighted toward the worst points: a few rounds of a Lawson-style iteration). Degree 3: relative error
+    below 8e-5 (tests/unit/test_attention_sm100_lowering.py measures it against float64), under half an ulp of f16."""
+    f = np.linspace(0.0, 1.0, 20001)
+    y = np.exp2(f)
+    w = 1.0 / y
+    for _ in range(30):
+        c = np.linalg.lstsq(np.vander(f, degree + 1) * w[:, None], y * w, rcond=None)[0]
+        err = np.abs(np.polyval(c, f) - y) / y
+        w = w * (1.0 + 20.0 * err / err.max())
+    return tuple(float(x) for x in np.float32(c[::-1]))
+
+
+def exp2_poly_reference(x: np.ndarray) -> np.ndarray:
+    """What `exp2_poly_fma` computes, in numpy float32 (the same operations in the same order): for the tests."""
+    x = np.asarray(x, np.float32)
+    xc = np.maximum(x, np.float32(-127.0))
+    xi = np.floor(xc).astype(np.int32)
+    f = (xc - xi.astype(np.float32)).astype(np.float32)
+    cs = [np.float32(c) for c in exp2_poly_coefficients()]
+    p = cs[-1]
+    for c in reversed(cs[:-1]):
+        p = (p * f + c).astype(np.float32)          # one rounding per step, as fma does (nearly always the same)
+    bits = p.view(np.int32) + xi * np.int32(1 << 23)
+    return np.where(x < -126.0, np.float32(0.0), bits.view(np.float32))
+
+
+class _Fa4Lowering(_AttentionLowering):
+    T = T
+    SMEM_DESCRIPTOR = Sm100SmemDescriptor
+    OPS = OPS
+    OP_NAMES = OP_NAMES
+
+    # ---- configuration ------------------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        if self.p.target != T.name:
+            self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {T.name}")
+        a = self.p.attrs
+        self.rows = T.tmem.lanes
+        self.q_tiles = int(a.get("q_tiles", 0))
+        super()._read_config()
+        if self.persistent:
+            self._fail("schedule = persistent: the sm_100a attention is lowered with the grid schedule only")
+        if self.BM != self.q_tiles * self.rows:
+            self._fail(f"tile rows {self.BM}: the kernel takes q_tiles = {self.q_tiles} tiles of {self.rows} rows")
+        self.threshold = float(a.get("rescale_threshold", 0.0))
+        share = float(a.get("exp2_poly", 0.0))
+        self.poly = round(share * POLY_GROUP)
+        if not 0 <= self.poly <= POLY_GROUP or abs(self.poly - share * POLY_GROUP) > 1e-6:
+            self._fail(f"exp2_poly = {share}: the polynomial takes a share of each {POLY_GROUP} columns, a multiple "
+                       f"of 1/{POLY_GROUP} in 0..1")
+        if self.BN % CHUNK or self.D % CHUNK:
+            self._fail(f"block_n {self.BN} and head dim {self.D} must be multiples of {CHUNK} (TMEM columns per load)")
+
+    def _check_plan(self) -> None:
+        """Roles cover the 16 warps once; one register budget per warpgroup (setmaxnreg is warpgroup-wide) within
+        the register file; regions, TMEM columns and barriers placed; the TMEM address slot and correction rows."""
+        p = self.p
+        warps = sorted(w for r in p.roles for w in r.warp_range)
+        if warps != list(range(self.threads // T.warp_size)):
+            self._fail(f"roles cover warps {warps}; {self.threads} threads need each of 0.."
+                       f"{self.threads // T.warp_size - 1} exactly once")
+        per_wg: dict[int, set] = {}
+        for r in p.roles:
+            for w in r.warp_range:
+                per_wg.setdefault(w * T.warp_size // T.warpgroup_threads, set()).add(r.regs)
+        for wg, budgets in sorted(per_wg.items()):
+            if len(budgets) != 1 or None in budgets:
+                self._fail(f"warpgroup {wg} has register budgets {sorted(map(str, budgets))}: setmaxnreg sets one "
+                           "budget for a whole warpgroup, so its roles need one")
+        self.launch_regs = T.launch_regs(self.threads)
+        used = sum(T.warp_size * r.warps * r.regs for r in p.roles)
+        if used > T.register_file:
+            self._fail(f"role register budgets need {used} registers; the register file holds {T.register_file}")
+        self.tmem_columns = p.attrs.get("tmem_columns")
+        if self.tmem_columns is None:
+            self._fail("the kernel has no 'tmem_columns' attribute: run wl-plan-tmem first")
+        for region in p.regions.values():
+            if region.offset is None or region.size is None:
+                self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem and wl-plan-tmem first")
+            if region.space == "tmem" and region.offset + region.size > self.tmem_columns:
+                self._fail(f"TMEM region {region.name!r} (columns {region.offset}..{region.offset + region.size - 1})"
+                           f" is outside the {self.tmem_columns}-column allocation")
+        for bar in p.barriers.values():
+            if bar.offset is None or bar.offset % T.mbarrier_bytes:
+                self._fail(f"mbarrier {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset "
+                           "(run wl-plan-barriers)")
+        smem = [r for r in p.regions.values() if r.space == "smem"]
+        end = max([r.offset + r.size for r in smem] + [b.offset + T.mbarrier_bytes * b.count
+                                                        for b in p.barriers.values()])
+        if self.smem_bytes < end + T.smem_base_align - 1:
+            self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
+                       f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
+        self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
+        self.tmem_slot = p.regions.get("tmem_addr")
+        self.corr = p.regions.get("correction")
+        if self.tmem_slot is None or self.corr is None or tuple(self.corr.shape) != (self.q_tiles, 2, self.rows):
+            self._fail("expected smem regions 'tmem_addr' and 'correction' [q_tiles, 2, 128] f32 (wl-specialize)")
+        owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
+        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
+            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; tcgen05.mma needs one one-thread role in "
+                       "one warp (it allocates and frees TMEM too)")
+        self.mma_role = owners[0]
+
+    def _tmem(self, name: str):
+        region = self._region(name)
+        if region.space != "tmem":
+            self._fail(f"{name!r} is in {region.space}; expected a Tensor Memory region")
+        return region
+
+    # ---- parameters and tensor maps --------------------------------------------------------------------------
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one Q tile's 128 rows."""
+        if op.output != "out":
+            self._fail(f"store of {op.output!r} through smem: attention stages out only")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.rows, 1, 1),
+                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+
+    # ---- prologue: TMEM allocated by the MMA warp around the CTA barrier ---------------------------------------
+    def _before_cta_barrier(self) -> None:
+        b, c = self.b, self.b.const
+        self.warp = b.divu(self.tid, c(T.warp_size))
+        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
+        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
+            tcgen05.alloc(b, self.slot_ptr, self.tmem_columns)
+            tcgen05.relinquish()
+            tcgen05.fence_before()
+
+    def _after_cta_barrier(self) -> None:
+        tcgen05.fence_after()
+        self.taddr = llvm.LoadOp(self.b.i32, self.slot_ptr, loc=self.b.loc("taddr")).result
+
+    # ---- roles ---------------------------------------------------------------------------------------------
+    def _roles(self) -> None:
+        """if warp in role0 { role0 } else if ... (roles in warp order: an upper bound picks each)."""
+        b, c = self.b, self.b.const
+        roles = sorted(self.p.roles, key=lambda r: r.first_warp)
+
+        def chain(i: int) -> None:
+            if i == len(roles) - 1:
+                self._role(roles[i])
+                return
+            then, orelse = b.if_else(b.cmp("ult", self.warp, c(roles[i].warp_range.stop)))
+            with then:
+                self._role(roles[i])
+            with orelse:
+                chain(i + 1)
+
+        chain(0)
+
+    def _role(self, role) -> None:
+        b, c = self.b, self.b.const
+        ctx = _Role(role=role, first_wg=role.first_warp * T.warp_size // T.warpgroup_threads, accs={}, acc_n={},
+                    values={})
+        sync.role_registers(role.regs, self.launch_regs)
+        ctx.tcgen05 = role is self.mma_role or role.issue == "warpgroup"
+        if role.issue == "thread":
+            ctx.elected = sync.elect_sync(b)
+            if self._loaded_inputs(role):
+                with b.if_(ctx.elected):
+                    for source in self._loaded_inputs(role):
+                        tma.prefetch_tensormap(self.tmap_args[source])
+            self._top_ops(role.body, ctx)
+            if role is self.mma_role:            # every lane of the warp, after the correction said it is done
+                tcgen05.fence_after()
+                tcgen05.dealloc(b, self.taddr, self.tmem_columns)
+        elif role.issue == "warpgroup":
+            if role.warps * T.warp_size != T.warpgroup_threads:
+                self._fail(f"role {role.name!r} has {role.warps} warps; a warpgroup role here is one warpgroup")
+            ctx.wg_index = c(0)
+            ctx.thread_in_wg = b.remu(self.tid, c(T.warpgroup_threads))
+            ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
+            quadrant = b.remu(self.warp, c(T.tmem.lanes // T.tmem.lanes_per_warp))
+            lane0 = b.mul(quadrant, c(T.tmem.lanes_per_warp))
+            ctx.row = b.add(lane0, b.remu(self.tid, c(T.warp_size)))        # the thread's row: its TMEM lane
+            ctx.lane_addr = b.add(self.taddr, b.mul(lane0, c(1 << 16)))    # lane field: bits 16..
+            self._ops(role.body, ctx)
+            if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
+                with b.if_(ctx.wg_leader):       # the stores have read their smem before the CTA exits
+                    tma.bulk_wait_group(0, read=True)
+        elif role.issue == "warp":
+            if role.body:
+                self._fail(f"role {role.name!r} of issue 'warp' has ops; the sm_100a attention's spare warps idle")
+        else:
+            self._fail(f"role {role.name!r} has issue = {role.issue!r}")
+
+    def _top_ops(self, ops, ctx: _Role) -> None:
+        """A one-thread role's ops: the elected lane runs them, except named-barrier syncs (the whole warp)."""
+        run: list = []
+        for op in list(ops) + [None]:
+            if op is None or isinstance(op, Sync):
+                if run:
+                    with self.b.if_(ctx.elected):
+                        self._ops(run, ctx)
+                    run = []
+                if op is not None:
+                    self._op_sync(op, ctx)
+            else:
+                run.append(op)
+
+    # ---- the key loop and barrier states --------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+        """scf.for over the key blocks, carrying the softmax's row max and sum (one row per thread); the last
+        section runs once after it at iteration `trips` when there was a block."""
+        b, c = self.b, self.b.const
+        if ctx.loop is not None:
+            self._fail("nested loops")
+        if op.first:
+            self._fail("a first section: the sm_100a attention's loops are not software pipelined")
+        names = list(op.carries)
+        for name in names:
+            if name.rstrip("0123456789") == "row_max":
+                ctx.values[name] = b.constf(float("-inf"))
+            elif name.rstrip("0123456789") == "row_sum":
+                ctx.values[name] = b.constf(0.0)
+            else:
+                self._fail(f"loop carries {name!r}: only row_max and row_sum")
+        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.values[n] for n in names], iv=b.fresh("kb")) as loop:
+            ctx.values.update(zip(names, loop.args))
+            ctx.loop = self._loop_state(loop.iv, loop.iv)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            if names:
+                loop.yield_(*[ctx.values[n] for n in names])
+        if names:
+            ctx.values.update(zip(names, loop.results))
+        if op.last:
+            with b.if_(b.cmp("sgt", self.trips, c(0))):
+                ctx.loop = self._loop_state(self.trips, self.trips)
+                self._ops(op.last, ctx)
+                ctx.loop = None
+
+    def _bar(self, name: str, ctx: _Role):
+        """(barrier, phase) of `name` at this point: outside the loop a once-used barrier (Q's: phase 0); in it a
+        barrier per stage of the K/V rings, or one used every block (phase = block & 1)."""
+        b, c = self.b, self.b.const
+        ring = self._ring(name)
+        loop = ctx.loop
+        if loop is None:
+            if ring.count != 1:
+                self._fail(f"an op on mbarrier {name!r} ({ring.count} stages) outside the key loop")
+            return self.rings[name].at(0), c(0)
+        if ring.count == 1:
+            key = ("bar1", name)
+            if key not in loop.cache:
+                loop.cache[key] = (self.rings[name].at(0), b.and_(loop.it, c(1)))
+            return loop.cache[key]
+        return self._barrier(name, loop), loop.phase
+
+    def _op_wait(self, op: Wait, ctx: _Role) -> None:
+        b, c = self.b, self.b.const
+        if op.lag:
+            self._fail(f"wl.wait lag = {op.lag} on {op.barrier!r}: not lowered here")
+        bar, phase = self._bar(op.barrier, ctx)
+        if op.parity not in ("phase", "phase^1"):
+            self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' or 'phase^1'")
+        bar.wait(phase if op.parity == "phase" else b.xor(phase, c(1)))
+        if ctx.tcgen05:
+            tcgen05.fence_after()
+
+    def _op_arrive(self, op: Arrive, ctx: _Role) -> None:
+        if op.tx_bytes:
+            self._arrive_expect_tx(op, ctx)
+            return
+        if op.lag or op.cta != "own":
+            self._fail(f"wl.arrive on {op.barrier!r} with lag {op.lag}, cta {op.cta!r}: not lowered here")
+        bar, _ = self._bar(op.barrier, ctx)
+        if op.per == "commit":
+            if ctx.role is not self.mma_role:
+                self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
+            tcgen05.commit(self.b, bar.addr)
+        elif op.per == "thread" and ctx.issue == "warpgroup":
+            if ctx.tcgen05:
+                tcgen05.fence_before()
+            bar.arrive()
+        else:
+            self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
+
+    def _op_sync(self, op: Sync, ctx: _Role) -> None:
+        b = self.b
+        nb = self.p.named_barriers.get(op.barrier)
+        if nb is None or nb.count != 1 or op.slot != "own" or op.warpgroup is not None or op.tiles != "each":
+            self._fail(f"named barrier {op.barrier!r}: the sm_100a attention syncs on single named barriers")
+        if ctx.tcgen05:
+            tcgen05.fence_before()
+        if op.arrive_only:
+            sync.named_barrier_arrive(b, nb.id, nb.threads)
+        else:
+            sync.named_barrier_sync(b, nb.id, nb.threads)
+            if ctx.tcgen05:
+                tcgen05.fence_after()
+
+    # ---- TMA loads: Q tile i starts at row row0 + 128 i --------------------------------------------------------
+    def _op_copy(self, op: Copy, ctx: _Role) -> None:
+        q_regions = [r.name for r in self.p.regions.values() if r.space == "smem" and r.dims == ("M", "D")
+                     and not r.aliases]
+        self._copy_row = None
+        if op.source == "q":
+            if op.region not in q_regions:
+                self._fail(f"Q copy into {op.region!r}: expected one of the Q tiles {q_regions}")
+            i = q_regions.index(op.region)
+            self._copy_row = self.row0 if i == 0 else self.b.add(self.row0, self.b.const(i * self.rows))
+        super()._op_copy(op, ctx)
+
+    def _coord_origin(self, dim: str, loop) -> ir.Value | None:
+        if dim == "M":
+            return self._copy_row
+        return super()._coord_origin(dim, loop)
+
+    # ---- MMAs ------------------------------------------------------------------------------------------------
+    def _op_mma(self, op: Mma, ctx: _Role) -> None:
+        """S_i = Q_i K^T (A, B smem descriptors) or O_i (+)= P_i V (A in TMEM at P_i's columns, 16 keys = 8 columns
+        per instruction; enable-input-d off at the first key block's first instruction)."""
+        b, c = self.b, self.b.const
+        loop = ctx.loop
+        if loop is None or ctx.role is not self.mma_role:
+            self._fail(f"wl.mma in role {ctx.name!r}: the MMA thread issues them, in the key loop")
+        m, n, k = op.shape
+        try:
+            T.check_mma_shape(m, n, self.elem, 1)
+        except ValueError as e:
+            self._fail(f"wl.mma shape {list(op.shape)}: {e}")
+        mma_k = T.mma_k_of(self.elem)
+        if m != self.rows or k % mma_k:
+            self._fail(f"wl.mma shape {list(op.shape)}: M must be {self.rows} (all TMEM lanes), K a multiple of {mma_k}")
+        if op.b.source != "smem" or op.acc.source != "tmem":
+            self._fail(f"wl.mma b from {op.b.source} into {op.acc.source}: B from smem, D in TMEM")
+        b_reg = self._region(op.b.name)
+        b_tile = self.tiles[b_reg.name]
+        d = b.add(self.taddr, c(self._tmem(op.acc.name).offset))
+        desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
+        on = b.cmp("eq", c(0), c(0))
+        try:
+            b_major = b_tile.major(op.k_dim)
+            T.check_mma_major(self.elem, b_major)
+            idesc = Sm100InstrDescriptor(self.elem, self.elem, "f32", m, n, a_major="K", b_major=b_major).encode()
+        except ValueError as e:
+            self._fail(f"wl.mma: {e}")
+        if op.a.source == "smem":
+            a_reg = self._region(op.a.name)
+            a_tile = self.tiles[a_reg.name]
+            if a_tile.major(op.k_dim) != "K" or op.accumulate:
+                self._fail(f"wl.mma A {op.a.name!r}: S = Q K^T takes K-major Q and overwrites S")
+            desc_a, _ = self._descriptor(a_reg, loop, None, op.k_dim)
+            for kk in range(k // mma_k):
+                da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
+                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
+                tcgen05.mma(b, d, da, db, idesc, b.cmp("ne", c(0), c(0)) if kk == 0 else on)
+        elif op.a.source == "tmem":
+            p = self._tmem(op.a.name)
+            cols = mma_k * targets.ELEMENT_BITS[p.elem] // T.tmem.cell_bits        # 8: two 16-bit keys a cell
+            if not op.accumulate:
+                self._fail("wl.mma O += P V accumulates over the key blocks")
+            first = b.cmp("ne", loop.kt, c(0))           # the first key block overwrites O
+            for kk in range(k // mma_k):
+                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
+                tcgen05.mma_tmem_a(b, d, b.add(self.taddr, c(p.offset + kk * cols)), db, idesc,
+                                   first if kk == 0 else on)
+        else:
+            self._fail(f"wl.mma A from {op.a.source!r}: smem or tmem")
+
+    # ---- register math -------------------------------------------------------------------------------------
+    def _op_compute(self, op: Compute, ctx: _Role) -> None:
+        if ctx.issue != "warpgroup":
+            self._fail(f"Compute in role {ctx.name!r}: register math runs in warpgroup roles")
+        handler = {"online_softmax": self._softmax, "rescale": self._rescale, "lse": self._lse,
+                   "normalize": self._normalize}.get(op.kind)
+        if handler is None:
+            self._fail(f"Compute {op.kind!r}: the sm_100a attention lowering knows online_softmax, rescale, lse "
+                       "and normalize")
+        handler(op, ctx)
+
+    def _tile_index(self, name: str) -> int:
+        digits = name.lstrip("abcdefghijklmnopqrstuvwxyz_")
+        if not digits.isdigit() or int(digits) >= self.q_tiles:
+            self._fail(f"{name!r}: expected a per-Q-tile name ending in 0..{self.q_tiles - 1}")
+        return int(digits)
+
+    def _corr_ptr(self, tile: int, which: int, ctx: _Role) -> ir.Value:
+        """&correction[tile][which][row] (which 0: the factor, 1: the row sum)."""
+        b, c = self.b, self.b.const
+        at = b.add(c(self.corr.offset + (tile * 2 + which) * T.tmem.lanes * 4), b.mul(ctx.row, c(4)))
+        return b.gep(self.base, at)
+
+    def _load_f32(self, ptr: ir.Value) -> ir.Value:
+        return llvm.LoadOp(self.b.f32, ptr, alignment=4, loc=self.b.loc("ld")).result
+
+    def _row_index(self, tile: int, ctx: _Role) -> ir.Value:
+        """The thread's query row (global in the head): row0 + 128 tile + its lane."""
+        return self.b.add(self.row0, self.b.add(self.b.const(tile * self.rows), ctx.row))
+
+    def _mask_of(self, tile: int, ctx: _Role) -> tuple[ir.Value, ir.Value]:
+        """(may, room) of this key block for the thread's row: columns < room are seen (keys < Sk and, when causal,
+        keys <= row + Sk - Sq: bottom-right); `may` says whether the block holds an unseen key for any row of the Q
+        tile (uniform over it: its first row has the smallest causal limit), so only such blocks pay for the mask."""
+        b, c = self.b, self.b.const
+        a, kt = self.args, ctx.loop.kt
+        kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
+        may = b.cmp("sgt", kv_end, a["Sk"])
+        limit = a["Sk"]
+        if self.causal:
+            shift = b.sub(a["Sk"], a["Sq"])
+            tile_row0 = b.add(self.row0, c(tile * self.rows))
+            may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(tile_row0, shift), c(1))))
+            limit = b.mins(limit, b.add(b.add(self._row_index(tile, ctx), shift), c(1)))
+        return may, b.sub(limit, b.mul(kt, c(self.BN)))
+
+    def _masked(self, vals: list, first: int, mask: tuple) -> list:
+        """`vals` (columns first ..) with the unseen ones at -inf, in the blocks that may hold some."""
+        b, c = self.b, self.b.const
+        may, room = mask
+        if_op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            ninf = b.constf(float("-inf"))
+            scf.YieldOp([b.select(b.cmp("slt", c(first + j), room), v, ninf) for j, v in enumerate(vals)])
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp(vals)
+        return list(if_op.results)
+
+    def _tree(self, vals: list, combine) -> ir.Value:
+        while len(vals) > 1:
+            vals = [combine(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+        return vals[0]
+
+    def _s_chunk(self, s_col: int, h: int, mask: tuple, ctx: _Role) -> list:
+        """Columns h * CHUNK .. of the thread's row of S (tcgen05.ld, wait::ld), masked."""
+        b = self.b
+        raw = tcgen05.ld_32x32b(b, b.add(ctx.lane_addr, b.const(s_col + h * CHUNK)), CHUNK)
+        tcgen05.wait_ld()
+        return self._masked([b.bitcast(b.extractelement(raw, j, "s"), b.f32) for j in range(CHUNK)], h * CHUNK, mask)
+
+    def _softmax(self, op: Compute, ctx: _Role) -> None:
+        """One key block of row `ctx.row` of Q tile i (module docstring, softmax<i>), CHUNK columns of S at a time in
+        two passes (the whole row would not fit the kernel's 128 registers a thread): the row max, then P. P's
+        chunk h lands on S columns h * CHUNK / 2 .., which the second pass has already read."""
+        b, c = self.b, self.b.const
+        s_name, max_name, sum_name = op.reads
+        if ctx.loop is None or len(op.writes) != 4:
+            self._fail(f"Compute online_softmax {list(op.writes)} outside the key loop or not P, max, sum, factor")
+        i = self._tile_index(s_name)
+        s, p = self._tmem(s_name), self._tmem(op.writes[0])
+        mask = self._mask_of(i, ctx)
+        chunks = range(self.BN // CHUNK)
+        block_max = self._tree([self._tree(self._s_chunk(s.offset, h, mask, ctx), b.maxnumf) for h in chunks],
+                               b.maxnumf)
+        sl2 = self.args["scale_log2"]
+        ninf = b.constf(float("-inf"))
+        m_old, l_old = ctx.values[max_name], ctx.values[sum_name]
+        m_cand = b.maxnumf(m_old, b.mulf(block_max, sl2))                         # in scaled log2 units
+        grow = b.cmpf("ogt", m_cand, b.addf(m_old, b.constf(self.threshold)))   # m_old = -inf: any finite max
+        m_new = b.select(grow, m_cand, m_old)
+        moved = b.and_(grow, b.cmpf("one", m_old, ninf))      # O holds something to rescale only then
+        factor = b.select(moved, b.exp2(b.subf(m_old, m_new)), b.constf(1.0))
+        neg = b.negf(b.select(b.cmpf("oeq", m_new, ninf), b.constf(0.0), m_new))  # all masked so far: exp2(-inf) = 0
+        sums = []
+        for h in chunks:
+            probs = []
+            for j, v in enumerate(self._s_chunk(s.offset, h, mask, ctx)):
+                x = b.fma(v, sl2, neg)
+                probs.append(self._exp2_poly(x) if j % POLY_GROUP >= POLY_GROUP - self.poly else b.exp2(x))
+            sums.append(self._tree(probs, b.addf))
+            packed = b.undef(ir.VectorType.get([CHUNK // 2], b.i32))
+            for j in range(CHUNK // 2):
+                packed = b.insertelement(packed, b.bitcast(self._pack(probs[2 * j], probs[2 * j + 1]), b.i32), c(j))
+            tcgen05.st_32x32b(b, b.add(ctx.lane_addr, c(p.offset + h * CHUNK // 2)), packed)
+        l_new = b.fma(l_old, factor, self._tree(sums, b.addf))
+        tcgen05.wait_st()
+        b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
+        b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
+        ctx.values.update({max_name: m_new, sum_name: l_new})
+
+    def _exp2_poly(self, x: ir.Value) -> ir.Value:
+        """2^x on the FMA units (FA4's trick to unload MUFU): x = n + f, n = floor(x), 2^f by the polynomial of
+        `exp2_poly_coefficients` (Horner, one FMA a step), n added to the result's exponent field; 0 below -126
+        (as ex2.approx.ftz flushes)."""
+        b, c = self.b, self.b.const
+        xc = b.maxnumf(x, b.constf(-127.0))
+        n = arith.FPToSIOp(b.i32, xc, loc=b.loc("n")).result                # toward zero
+        nf = arith.SIToFPOp(b.f32, n, loc=b.loc("nf")).result
+        n = b.select(b.cmpf("ogt", nf, xc), b.sub(n, c(1)), n)            # floor
+        f = b.subf(xc, arith.SIToFPOp(b.f32, n, loc=b.loc("nf")).result)
+        cs = exp2_poly_coefficients()
+        poly = b.constf(cs[-1])
+        for coef in reversed(cs[:-1]):
+            poly = b.fma(poly, f, b.constf(coef))
+        bits = b.add(b.bitcast(poly, b.i32), b.mul(n, c(1 << 23)))
+        return b.select(b.cmpf("olt", x, b.constf(-126.0)), b.constf(0.0), b.bitcast(bits, b.f32))
+
+    def _rescale(self, op: Compute, ctx: _Role) -> None:
+        """O_i *= the row's factor, by the warp's quadrant, only when one of its 32 rows has a factor != 1 (a
+        warp-uniform branch: tcgen05.ld/st are warp-collective), 32 columns at a time."""
+        b, c = self.b, self.b.const
+        corr_name, o_name = op.reads
+        i = self._tile_index(o_name)
+        o = self._tmem(o_name)
+        factor = self._load_f32(self._corr_ptr(i, 0, ctx))
+        need = b.select(b.cmpf("une", factor, b.constf(1.0)), c(1), c(0))
+        anyone = nvvm.ReduxOp(b.i32, need, nvvm.ReduxKind.OR, c(-1), loc=b.loc("any")).result
+        with b.if_(b.cmp("ne", anyone, c(0))):
+            for h in range(self.D // CHUNK):
+                at = b.add(ctx.lane_addr, c(o.offset + h * CHUNK))
+                raw = tcgen05.ld_32x32b(b, at, CHUNK)
+                tcgen05.wait_ld()
+                out = b.undef(ir.VectorType.get([CHUNK], b.i32))
+                for j in range(CHUNK):
+                    v = b.mulf(b.bitcast(b.extractelement(raw, j, "o"), b.f32), factor)
+                    out = b.insertelement(out, b.bitcast(v, b.i32), c(j))
+                tcgen05.st_32x32b(b, at, out)
+            tcgen05.wait_st()
+
+    def _lse(self, op: Compute, ctx: _Role) -> None:
+        """lse = (m + log2(sum)) ln 2 with m in scaled log2 units; -inf for a row that saw no key."""
+        b = self.b
+        max_name, sum_name = op.reads
+        m = ctx.values[max_name]
+        safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), b.constf(0.0), m)
+        ctx.values[op.writes[0]] = b.mulf(b.addf(safe, b.log2(ctx.values[sum_name])), b.constf(LN2))
+
+    def _normalize(self, op: Compute, ctx: _Role) -> None:
+        """1 / row sum (0 for a row that saw no key), from the correction rows: the store scales O by it."""
+        b = self.b
+        o_name, _ = op.reads
+        i = self._tile_index(o_name)
+        total = self._load_f32(self._corr_ptr(i, 1, ctx))
+        empty = b.cmpf("oeq", total, b.constf(0.0))
+        ctx.values[f"inv{i}"] = b.select(empty, b.constf(0.0), b.divf(b.constf(1.0), total))
+
+    # ---- stores --------------------------------------------------------------------------------------------
+    def _op_store(self, op: Store, ctx: _Role) -> None:
+        if ctx.issue != "warpgroup" or ctx.loop is not None:
+            self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
+        if op.output == "out":
+            self._store_out(op, ctx)
+        elif op.output == "lse":
+            self._store_lse(op, ctx)
+        else:
+            self._fail(f"Store to {op.output!r}: attention stores out and lse")
+
+    def _store_out(self, op: Store, ctx: _Role) -> None:
+        """O_i / row sum -> Q_i's smem (O's staging region on Q_i's bytes) -> TMA. Each thread reads its row of O_i
+        32 columns at a time (none when the tile had no key block: O is then 0), scales and converts them, and
+        writes 16-byte granules at the 128B-swizzled address of the row; fence.proxy.async, the warpgroup syncs on
+        `epilogue`, its first thread stores the tile box by box at (box column, row0 + 128 i, head, batch)."""
+        b, c = self.b, self.b.const
+        i = self._tile_index(op.value)
+        o, region = self._tmem(op.value), self._region(op.region)
+        nb = self.p.named_barriers.get(op.barrier)
+        tile = self.tiles[region.name]
+        if list(op.tile) != [self.rows, self.D] or tile.shape != (self.rows, self.D):
+            self._fail(f"Store tile {list(op.tile)} through {region.name!r} {tile.shape}: O_i is [{self.rows}, {self.D}]")
+        if nb is None or nb.threads != T.warpgroup_threads:
+            self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of the warpgroup's "
+                       f"{T.warpgroup_threads} threads")
+        inv = ctx.values.get(f"inv{i}")
+        if inv is None:
+            self._fail(f"Store of {op.value!r} before its normalize")
+        has_keys = b.cmp("sgt", self.trips, c(0))
+        vec = ir.VectorType.get([CHUNK], b.i32)
+        quad = ir.VectorType.get([4], b.i32)
+        elem_bytes = tile.elem_bits // 8
+        row_at = b.mul(ctx.row, c(tile.span))
+        for h in range(self.D // CHUNK):
+            if_op = scf.IfOp(has_keys, [vec], has_else=True)
+            with ir.InsertionPoint(if_op.then_block):
+                raw = tcgen05.ld_32x32b(b, b.add(ctx.lane_addr, c(o.offset + h * CHUNK)), CHUNK)
+                tcgen05.wait_ld()
+                scf.YieldOp([raw])
+            with ir.InsertionPoint(if_op.else_block):
+                scf.YieldOp([b.zero(vec)])
+            raw = if_op.results[0]
+            vals = [b.mulf(b.bitcast(b.extractelement(raw, j, "o"), b.f32), inv) for j in range(CHUNK)]
+            per_granule = 16 // elem_bytes
+            for g in range(CHUNK // per_granule):
+                q = b.undef(quad)
+                for e in range(per_granule // 2):
+                    j = g * per_granule + 2 * e
+                    q = b.insertelement(q, b.bitcast(self._pack(vals[j], vals[j + 1]), b.i32), c(e))
+                col_bytes = (h * CHUNK + g * per_granule) * elem_bytes
+                box, within = divmod(col_bytes, tile.span)
+                at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
+                b.store(q, b.gep(self.base, b.add(at, c(region.offset + box * tile.box_bytes))), alignment=16)
+        sync.fence_proxy_async_smem()
+        tcgen05.fence_before()
+        sync.named_barrier_sync(b, nb.id, nb.threads)
+        tcgen05.fence_after()
+        with b.if_(ctx.wg_leader):
+            row = b.add(self.row0, c(i * self.rows))
+            for j in range(tile.num_boxes):
+                tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, c(region.offset + tile.box_offset(j))),
+                              [c(tile.box_start(j)), row, self.head, self.batch])
+            tma.bulk_commit_group()
+
+    def _store_lse(self, op: Store, ctx: _Role) -> None:
+        """lse[b, h, row] (float32 [B, Hq, Sq]) for the thread's row when < Sq and the lse pointer is not null."""
+        b, c = self.b, self.b.const
+        a = self.args
+        i = self._tile_index(op.value)
+        row = self._row_index(i, ctx)
+        given = b.cmp("ne", b.ptrtoint(a["lse"], b.i64), c(0, b.i64))
+        with b.if_(b.and_(given, b.cmp("slt", row, a["Sq"]))):
+            plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
+            b.store(ctx.values[op.value], b.gep(a["lse"], b.add(plane, b.ext64(row)), b.f32), alignment=4)
+
