@@ -239,7 +239,7 @@ def test_sm100a_kernel_on_an_sm90_gpu(monkeypatch):
         launch.check_target(art, 0)
     monkeypatch.setattr(launch, "device_capability", lambda device: (8, 0))
     with pytest.raises(launch.TargetMismatchError, match=r"cannot run there\. warploom builds kernels for sm_90a, "
-                                                         r"sm_100a only"):
+                                                         r"sm_100a only: run on a GPU of one of those$"):
         launch.check_target(art, 0)
 
 
@@ -256,7 +256,7 @@ def test_offline_kernel_missing(tmp_path, monkeypatch):
 
 def test_offline_kernel_missing_cli(tmp_path):
     proc = run("warploom", "explain", env={"WARPLOOM_OFFLINE": "1", "WARPLOOM_CACHE_DIR": str(tmp_path)})
-    assert_refused(proc, 1, "warploom explain: no compiled kernel for bf16 GEMM",
+    assert_refused(proc, 1, "warploom explain: no compiled kernel for bf16 GEMM", "this machine does not compile",
                    f"warploom precompile --target sm_90a --cache {tmp_path}")
 
 
@@ -406,7 +406,7 @@ def test_help_lists_targets_and_defaults():
     assert "{sm_90a,sm_100a}" in pre and "(default: sm_90a)" in pre and "WARPLOOM_CACHE_DIR" in pre
     exp = " ".join(run("warploom", "explain", "--help").stdout.split())
     for words in ("{sm_90a,sm_100a}", "(default: sm_90a)", "(default: gemm)", "(default: bf16)", "(default: kn)",
-                  "(default: 128)", "GEMM: 256 by default", "GEMM: 4 by default; attention: 2"):
+                  "attention (default: 128)", "(cta_group::2, a cluster of 2) (default: 128)", "GEMM: 256 by default", "GEMM: 4 by default; attention: 2"):
         assert words in exp, words
 
 
