@@ -1,7 +1,7 @@
 """The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
 whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -50,8 +50,17 @@ ATTENTION_CASES = [
     ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd"),     # 3 key blocks over a 2-stage ring; ragged last block
 ]
 
+# the sm_100a attention (FA4-style; never run on hardware here), grid: (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv,
+# layout, grow). grow: the keys past the first block score far higher (positive queries, shifted keys), so every
+# row's max grows past the rescaling threshold mid-row and the correction warpgroup rescales O in TMEM
+FA4_CASES = [
+    ("bf16", 64, True, 1, 300, 130, 4, 1, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; GQA 4
+    ("f16", 128, False, 1, 130, 300, 1, 1, "bhsd", True),   # 3 key blocks over the 2-stage rings; rescaled rows
+]
 
-FAMILIES = ("gemm", "sm100", "attention")     # what `--only` picks from: the sm_90a GEMMs, sm_100a GEMMs, attention
+
+FAMILIES = ("gemm", "sm100", "attention", "fa4")   # what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a
+#                                                    attention, sm_100a attention
 
 
 def probe(families=FAMILIES) -> dict:
@@ -111,7 +120,35 @@ def probe(families=FAMILIES) -> dict:
             judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
-    n_attention = len(ATTENTION_CASES) if "attention" in families else 0
+    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow in (FA4_CASES if "fa4" in families else ()):
+        from warploom.build import planned_sm100_attention
+        from warploom.emulate import emulate_attention
+        from warploom.emulate.judge import judge_attention
+        rng = np.random.default_rng(13)
+        shape = (lambda s_, h_: (bsz, s_, h_, d)) if layout == "bshd" else (lambda s_, h_: (bsz, h_, s_, d))
+        q, k, v = (rng.standard_normal(shape(s_, h_)) for s_, h_ in ((sq, hq), (sk, hkv), (sk, hkv)))
+        if grow:
+            s_ax = 1 if layout == "bshd" else 2
+            q = np.abs(q)
+            k[(slice(None),) * s_ax + (slice(128, None),)] += 1.0
+        q, k, v = (round_to(x, dtype) for x in (q, k, v))
+        where = (f"sm_100a attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
+                 f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}")
+        for seed in SEEDS:
+            label = f"{where} seed {seed}"
+            try:
+                out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
+                                             program=planned_sm100_attention(dtype, d, causal))
+            except EmulationError as e:
+                return verdict(False, type(e).__name__, label, str(e), start)
+            except Exception as e:     # the planning, the lowering or the harness broke
+                tb = traceback.format_exc(limit=-3)
+                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
+            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
+            if not judged.ok:
+                return verdict(False, "mismatch", label, judged.problem, start)
+    n_attention = (len(ATTENTION_CASES) if "attention" in families else 0) + (len(FA4_CASES) if "fa4" in families
+                                                                              else 0)
     return verdict(True, "", "", f"{len(gemms)} GEMM and {n_attention} attention kernels x {len(SEEDS)} "
                    "interleavings match", start)
 

@@ -26,6 +26,7 @@ ATTN = "warploom/lowering/sm90_attention.py"
 SM100 = "warploom/lowering/sm100.py"
 DESC = "warploom/layout/descriptors.py"
 BARRIERS = "warploom/passes/plan_barriers.py"
+FA4 = "warploom/lowering/sm100_attention.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
@@ -225,4 +226,42 @@ MUTATIONS: list[Mutation] = [
              "both CTAs of a pair load the same half of B (the other CTA's columns offset dropped): the pair's MMA "
              "multiplies A by half of B twice",
              SM100, "self.b.mul(self.rank, self.b.const(self.BN // self.group))", "self.b.const(0)", ("sm100",)),
+    # ---- the sm_100a attention (FA4-style): caught by the emulator on the fa4 probe kernels ----
+    Mutation("fa4-p-alias-offset",
+             "the softmax writes P into the upper half of S's columns while the P V MMA reads it from P's planned "
+             "offset (the lower half): the MMA multiplies S's leftover bits by V",
+             FA4, "c(p.offset + h * CHUNK // 2)), packed)", "c(s.offset + self.BN // 2 + h * CHUNK // 2)), packed)",
+             ("fa4",)),
+    Mutation("fa4-correction-phase",
+             "the correction warpgroup waits for the phase of o_full the current key block completes (not the one "
+             "before): at block 0 it waits for P V 0, which waits for its o_ready",
+             BARRIERS, 'Wait(f"o{i}_full", "phase^1"), op,', 'Wait(f"o{i}_full", "phase"), op,', ("fa4",)),
+    Mutation("fa4-threshold-inverted",
+             "the conditional rescaling's test is inverted: the max moves when it grew by less than the threshold "
+             "and stays when it grew by more (P overflows past 2^8, or a first block keeps max -inf)",
+             FA4, 'grow = b.cmpf("ogt", m_cand,', 'grow = b.cmpf("ole", m_cand,', ("fa4",)),
+    Mutation("fa4-causal-diagonal-block",
+             "the causal mask's block test is one key block late: the diagonal block of a Q tile is taken as wholly "
+             "visible and its keys past the diagonal leak in",
+             FA4, "b.add(b.add(tile_row0, shift), c(1))))", "b.add(b.add(tile_row0, shift), c(1 + self.BN))))",
+             ("fa4",)),
+    Mutation("fa4-lane-quadrant",
+             "the softmax (and correction) warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may reach only the "
+             "quadrant of w % 4",
+             FA4, "quadrant = b.remu(self.warp, c(", "quadrant = b.remu(b.add(self.warp, c(1)), c(", ("fa4",)),
+    Mutation("fa4-o-into-q-early",
+             "the correction normalizes O and writes it over Q's smem without waiting for the last P V (o_full of "
+             "the last key block): O is read while the MMA still writes it",
+             BARRIERS, 'last=tuple(Wait(f"o{i}_full", "phase^1") for i in tiles)', "last=()", ("fa4",)),
+    Mutation("fa4-s-before-pv-done",
+             "the MMA thread issues S_i of the next key block without waiting for P_i V of this one (o_full): S_i "
+             "overwrites the P_i columns that P V may still read (different accumulators: no implicit order)",
+             BARRIERS, '_wait_before(out, Wait(f"o{i}_full", "phase^1"))', "pass", ("fa4",)),
+    Mutation("fa4-no-wait-st",
+             "the softmax arrives on p_full without tcgen05.wait::st: the P V MMA may read P before it is in TMEM",
+             FA4, "        tcgen05.wait_st()\n        b.store(factor", "        b.store(factor", ("fa4",)),
+    Mutation("fa4-poly-coefficient",
+             "the polynomial exp2 drops its linear term: a quarter of the P elements are wrong",
+             FA4, "        for coef in reversed(cs[:-1]):", "        for coef in reversed(cs[:1] + cs[2:-1]):",
+             ("fa4",)),
 ]

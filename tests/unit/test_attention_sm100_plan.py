@@ -49,8 +49,8 @@ def test_every_offset_follows_from_the_configuration(d):
 def test_the_roles_and_their_registers_fill_the_register_file():
     p = planned_sm100_attention("f16", 128, causal=True)
     roles = {r.name: (r.first_warp, r.warps, r.issue, r.regs) for r in p.roles}
-    assert roles == {"softmax0": (0, 4, "warpgroup", 192), "softmax1": (4, 4, "warpgroup", 192),
-                     "correction": (8, 4, "warpgroup", 80), "mma": (12, 1, "thread", 48),
-                     "load": (13, 1, "thread", 48), "spare": (14, 2, "warp", 48)}
-    assert p.threads == 512 and 128 * (192 + 192 + 80 + 48) == 65536
+    assert roles == {"softmax0": (0, 4, "warpgroup", 176), "softmax1": (4, 4, "warpgroup", 176),
+                     "correction": (8, 4, "warpgroup", 80), "mma": (12, 1, "thread", 80),
+                     "load": (13, 1, "thread", 80), "spare": (14, 2, "warp", 80)}
+    assert p.threads == 512 and 128 * (176 + 176 + 80 + 80) == 65536
     assert p.attrs["causal"] is True

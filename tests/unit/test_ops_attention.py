@@ -154,7 +154,10 @@ def test_standard_sets():
     assert all(isinstance(s, GemmSpec) for s in STANDARD_KERNELS["sm_90a"]) and len(STANDARD_KERNELS["sm_90a"]) == 16
     everything = precompile_set("sm_90a")
     assert everything == STANDARD_KERNELS["sm_90a"] + attn
-    assert precompile_set("sm_100a") == STANDARD_KERNELS["sm_100a"] and len(STANDARD_KERNELS["sm_100a"]) == 12
+    fa4 = STANDARD_ATTENTION_KERNELS["sm_100a"]       # the FA4-style kernels: head dims 64 and 128
+    assert {(s.elem, s.head_dim, s.causal) for s in fa4} == {
+        (e, d, c) for e in ("bf16", "f16") for d in (64, 128) for c in (False, True)} and len(fa4) == 8
+    assert precompile_set("sm_100a") == STANDARD_KERNELS["sm_100a"] + fa4 and len(STANDARD_KERNELS["sm_100a"]) == 12
 
 
 def test_tensor_map_contract():
@@ -449,8 +452,9 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
     assert "second line" not in out and "4 of 28 kernels failed" in err and "Traceback" not in err
     built.clear()
-    assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 0   # the 12 tcgen05 GEMMs
-    assert len(built) == 12 and all(s.target == "sm_100a" for s in built)
+    # the 12 tcgen05 GEMMs and the 8 FA4-style attention kernels
+    assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 0
+    assert len(built) == 12 + 8 and all(s.target == "sm_100a" for s in built)
 
 
 def test_ops_attention_imports_without_mlir():

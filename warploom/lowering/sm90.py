@@ -143,6 +143,7 @@ class _Sm90Lowering:
     T = T                                   # the target: its hardware numbers (an sm_100a lowering sets its own)
     WARPGROUP_ROLES = True                  # roles are whole warpgroups (sm_90a); sm_100a's are warps
     SMEM_DESCRIPTOR = WgmmaSmemDescriptor   # the MMA's shared memory descriptor encoder (warploom.layout)
+    MIN_CTAS_PER_SM = 0                     # .minnctapersm (0: none); the sm_100a attention needs 1 for setmaxnreg
 
     def __init__(self, program: Program, name: str):
         self.p = program
@@ -281,7 +282,9 @@ class _Sm90Lowering:
             block, f"{self.name}_mod", self.name, nvvm_target(self.T.name, self.T.ptx_features, LLVM_OPT), args,
             [tmap_attrs if kind == "tensormap" else {} for _, kind in plist], names,
             # nvvm.maxntid: ptxas honours setmaxnreg only when the kernel declares its block size
-            {"nvvm.kernel": ir.UnitAttr.get(), "nvvm.maxntid": ir.DenseI32ArrayAttr.get([self.threads, 1, 1])},
+            {"nvvm.kernel": ir.UnitAttr.get(), "nvvm.maxntid": ir.DenseI32ArrayAttr.get([self.threads, 1, 1]),
+             **({"nvvm.minctasm": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), self.MIN_CTAS_PER_SM)}
+                if self.MIN_CTAS_PER_SM else {})},
             # extern .shared aligned like the base: the base is also rounded up at run time (see _smem_base)
             smem=(self.smem_symbol, self.T.smem_base_align))
         self.tmap_args = {n: v for (n, kind), v in zip(plist, b.args) if kind == "tensormap"}

@@ -1,0 +1,115 @@
+"""The sm_100a FA4-style attention (warploom.lowering.sm100_attention), emulated thread by thread against the float64
+reference (warploom.reference.ops.attention: bottom-right causal mask, LSE). No Blackwell GPU exists here: this,
+ptxas and the SASS checks (tests/unit/test_assemble_sm100.py) are how these kernels are verified.
+
+Every standard sm_100a attention kernel (bf16 and f16, head dims 64 and 128, causal or not) at small ragged sizes
+(Sq, Sk not multiples of the CTA's 256 query rows or of the 128-key block; Sq > Sk and Sq < Sk), GQA 1 and 4, both
+layouts, three interleavings each, bit-equal across them. Then the FA4 specifics: the conditional rescaling (a row
+whose max grows past the threshold mid-row is rescaled by the correction warpgroup, one that grows by less is not,
+and both match the reference), the polynomial exp2 (the kernel with every column by the polynomial still matches),
+and rows that see no key.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from warploom.build import planned_sm100_attention
+from warploom.emulate import emulate_attention
+from warploom.emulate.judge import judge_attention
+from warploom.emulate.machine import NUMPY_ELEMS
+from warploom.reference.ops import round_to
+
+SEEDS = [(0, 4), (1, 8), (2, 16)]            # (interleaving seed, most scheduler steps an async op takes)
+
+# (elem, D, causal, Sq, Sk, Hq, Hkv, layout, B)
+CASES = [
+    ("bf16", 64, False, 130, 300, 1, 1, "bshd", 1),     # 3 key blocks: the 2-stage K/V rings wrap; ragged last
+    ("bf16", 64, True, 300, 130, 4, 1, "bhsd", 1),      # Sq > Sk: the first 170 rows see no key; GQA 4; 2 CTAs
+    ("bf16", 128, False, 60, 129, 4, 4, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block
+    ("bf16", 128, True, 200, 260, 2, 1, "bshd", 1),     # the diagonal crosses both Q tiles and all 3 blocks
+    ("f16", 64, False, 257, 64, 1, 1, "bhsd", 1),       # 2 CTAs, the second with one row; one key block
+    ("f16", 64, True, 100, 350, 4, 1, "bshd", 1),       # Sq < Sk, GQA 4
+    ("f16", 128, False, 129, 200, 1, 1, "bshd", 2),     # 2 batches
+    ("f16", 128, True, 130, 130, 1, 1, "bhsd", 1),
+]
+assert {(e, d, c) for e, d, c, *_ in CASES} == {(e, d, c) for e in ("bf16", "f16") for d in (64, 128)
+                                                for c in (False, True)}
+IDS = [f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}-h{hq}/{hkv}-{lay}-b{b}"
+       for e, d, c, sq, sk, hq, hkv, lay, b in CASES]
+
+
+def inputs(elem, d, sq, sk, hq, hkv, layout, bsz, rng):
+    shape = (lambda s, h: (bsz, s, h, d)) if layout == "bshd" else (lambda s, h: (bsz, h, s, d))
+    return tuple(round_to(rng.standard_normal(shape(s, h)), elem) for s, h in ((sq, hq), (sk, hkv), (sk, hkv)))
+
+
+def check(out, lse, q, k, v, elem, causal, layout, scale=None):
+    assert out.dtype == NUMPY_ELEMS[elem] and lse.dtype == np.float32
+    verdict = judge_attention(out, lse, q, k, v, elem, causal, layout, scale=scale)
+    assert verdict.ok, verdict.problem
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_attention_matches_the_reference(case):
+    elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
+    q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
+    program = planned_sm100_attention(elem, d, causal)
+    first = None
+    for seed, delay in SEEDS:
+        out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program)
+        check(out, lse, q, k, v, elem, causal, layout)
+        if first is None:
+            first = (out.copy(), lse.copy())
+        else:   # the interleaving changes no bit: each thread's arithmetic order is fixed by the program
+            np.testing.assert_array_equal(out.view(np.uint16), first[0].view(np.uint16))
+            np.testing.assert_array_equal(lse, first[1])
+
+
+def _growing(d, sk, jump, rng):
+    """One head; keys of the second block score `jump` (in log2 units after the scale) above those of the first:
+    the running max of every row grows by about `jump` at block 1."""
+    q = np.abs(rng.standard_normal((1, 1, 100, d))) / np.sqrt(d)
+    k = rng.standard_normal((1, 1, sk, d)) * 0.1
+    k[:, :, 128:] += 1.0                            # block 1: s = q . k about sum(q) larger
+    q *= jump / (np.log2(np.e) / np.sqrt(d)) / q.sum(axis=-1, keepdims=True)   # sum(q) * scale_log2 = jump
+    v = rng.standard_normal((1, 1, sk, d))
+    return (round_to(x, "bf16") for x in (q, k, v))
+
+
+@pytest.mark.parametrize("jump, rescales", [(20.0, True), (4.0, False)], ids=["past-threshold", "within"])
+def test_conditional_rescaling(jump, rescales):
+    """FA4 rescales O only when a row's max grew past the threshold (8 in log2 units): with a jump of 20 at the
+    second key block the correction warpgroup rescales O in TMEM (its tcgen05.st show in the count), with a jump of 4
+    it does not (P then reaches 2^4, still exact after the final normalization); both match the reference."""
+    program = planned_sm100_attention("bf16", 64, False)
+    assert program.attrs["rescale_threshold"] == 8.0
+    q, k, v = _growing(64, 200, jump, np.random.default_rng(3))
+    report: list = []
+    out, lse = emulate_attention(q, k, v, layout="bhsd", program=program, report=report)
+    check(out, lse, q, k, v, "bf16", False, "bhsd")
+    # the softmax warpgroups store P: 2 Q tiles x 4 warps x (128 keys / 32 columns a load) x 2 key blocks; the
+    # correction adds D / 32 per warp whose quadrant holds a rescaled row (Q tile 1 is past Sq = 100: zero scores)
+    softmax_stores = 2 * 4 * 4 * 2
+    stores = report[0].stats["tcgen05_st"]
+    assert (stores > softmax_stores) == rescales, (stores, softmax_stores)
+
+
+def test_every_exp2_by_the_polynomial():
+    """exp2_poly = 1: every P element by the FMA polynomial (warploom.lowering.sm100_attention.exp2_poly_fma);
+    the result stays within the reference's bound (the polynomial's relative error, below 8e-5, is under the
+    16-bit rounding of P)."""
+    program = planned_sm100_attention("f16", 64, True)
+    program = dataclasses.replace(program, attrs={**program.attrs, "exp2_poly": 1.0})
+    q, k, v = inputs("f16", 64, 150, 200, 1, 1, "bhsd", 1, np.random.default_rng(11))
+    out, lse = emulate_attention(q, k, v, causal=True, layout="bhsd", program=program)
+    check(out, lse, q, k, v, "f16", True, "bhsd")
+
+
+def test_scale_and_no_lse_pointer():
+    q, k, v = inputs("bf16", 64, 70, 90, 2, 2, "bshd", 1, np.random.default_rng(5))
+    out, lse = emulate_attention(q, k, v, causal=True, scale=0.3, with_lse=False,
+                                 program=planned_sm100_attention("bf16", 64, True))
+    assert lse is None
+    verdict = judge_attention(out, None, q, k, v, "bf16", True, "bshd", scale=0.3)
+    assert verdict.ok, verdict.problem
