@@ -393,9 +393,8 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False):
-    """The sm_100a (FA4-style) attention's typed Program after the planning passes: its smem, TMEM, rings and roles.
-    Planned only so far: the TMEM hand-offs (S, P, O, correction) and the lowering are issue 10's next steps
-    (docs/attention-sm100.md)."""
+    """The sm_100a (FA4-style) attention's typed Program after the planning passes (everything but wl-lower-sm100):
+    its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md)."""
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
     from warploom.passes import pipeline_for

@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, AttentionSpec, check_attention_artifact,
-                              get_kernel)
+from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_HEAD_DIMS, AttentionSpec,
+                              check_attention_artifact, get_kernel)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
@@ -203,9 +203,14 @@ SCHEDULE = None     # None: each head dim's standard schedule; "grid" or "persis
 TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces a persistent kernel's tile order
 
 
-def pick_spec(elem: str, head_dim: int, causal: bool) -> AttentionSpec:
-    """The kernel ops.attention runs: the standard one of (dtype, head dim, causal), or with SCHEDULE set, that
-    schedule's default tile."""
+def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a") -> AttentionSpec:
+    """The kernel ops.attention runs on a GPU of `target`: the standard one of (dtype, head dim, causal), or with
+    SCHEDULE set (sm_90a), that schedule's default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
+    if target == "sm_100a":
+        if head_dim not in FA4_HEAD_DIMS:
+            raise ValueError(f"attention: head dim {head_dim} has no sm_100a kernel (the FA4-style kernel takes "
+                             f"{', '.join(map(str, FA4_HEAD_DIMS))}); pad the head dim to one of them")
+        return AttentionSpec(elem, head_dim, causal, target=target)
     return AttentionSpec(elem, head_dim, causal, schedule=SCHEDULE)
 
 
@@ -227,13 +232,14 @@ def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
 
 
 def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = False, scale=None,
-         layout: str = "bshd") -> AttentionPlan:
-    """Check the inputs and decide the kernel and the copies (nothing is allocated or launched)."""
+         layout: str = "bshd", target: str = "sm_90a") -> AttentionPlan:
+    """Check the inputs and decide the kernel for a GPU of `target` and the copies (nothing is allocated or
+    launched)."""
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"attention: causal = {causal!r} must be True or False")
     problem = check_inputs(q, k, v, layout)
     scale, scale_log2 = scale_log2_of(scale, problem.head_dim)
-    spec = pick_spec(problem.elem, problem.head_dim, bool(causal))
+    spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target)
     tiles = rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch
     if spec.schedule == "persistent" and tiles > MAX_I32:
         raise ValueError(f"attention: {tiles} tiles of {spec.block_m} query rows (batch x heads x query blocks) "
@@ -243,9 +249,15 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     return AttentionPlan(problem, spec, scale, scale_log2, copies)
 
 
-def attention_plan(q, k, v, *, causal: bool = False, scale=None, layout: str = "bshd") -> AttentionPlan:
-    """`plan` on framework tensors: which kernel `attention` would run and which inputs it would copy."""
-    return plan(_view(q, "q"), _view(k, "k"), _view(v, "v"), causal=causal, scale=scale, layout=layout)
+def attention_plan(q, k, v, *, causal: bool = False, scale=None, layout: str = "bshd",
+                   target: str | None = None) -> AttentionPlan:
+    """`plan` on framework tensors: which kernel `attention` would run (on a GPU of `target`; default: the tensors'
+    GPU's) and which inputs it would copy."""
+    tq = _view(q, "q")
+    if target is None:
+        from warploom.ops import _device_target
+        target = _device_target(tq.device)
+    return plan(tq, _view(k, "k"), _view(v, "v"), causal=causal, scale=scale, layout=layout, target=target)
 
 
 def _extent(t: DeviceTensor) -> tuple[int, int] | None:
@@ -400,8 +412,9 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         prepared, device = hit
         prepared.launch(torch.cuda.current_stream(device).cuda_stream)
         return out
+    from warploom.ops import _device_target      # (ops imports this module)
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
-    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout)
+    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=_device_target(tq.device))
     problem = p.problem
     inputs = {"q": tq, "k": tk, "v": tv}
     to = (check_out(out, problem, inputs) if out is not None

@@ -201,7 +201,8 @@ def test_attention_mismatch_exits_1(capsys, monkeypatch):
     (["--shape", "1,0,200,2,1,64"], "must be at least 1"),
     (["--shape", "1,130,200,3,2,64"], "H = 3 query heads is not a multiple of Hkv = 2"),
     (["--shape", "1,130,200,2,1,96"], "head dim 96; the attention kernels take 64, 128, 256"),
-    (["--target", "sm_100a"], "attention kernels exist for sm_90a only"),
+    (["--target", "sm_100a", "--shape", "1,130,200,2,1,256"], "head dim 256 has no sm_100a kernel (the FA4-style "
+                                                                "kernel takes 64, 128)"),
     (["--shape", "2,1000,64,8,1,64"], "takes 128 CTAs (cdiv(Sq, 128) x H x B); that is more than --max-ctas 64"),
     (["--timeline"], "traced for --op matmul only"),
 ])
@@ -211,3 +212,13 @@ def test_attention_refused_input_exits_2(capsys, extra, message):
     assert rc == 2
     assert message in err, err
     assert "Traceback" not in err
+
+
+def test_attention_sm100a_emulates(capsys):
+    """--target sm_100a runs the FA4-style kernel ops.attention would pick on a Blackwell GPU (emulated only: no
+    Blackwell GPU exists here)."""
+    rc = main(["emulate", "--op", "attention", "--target", "sm_100a", "--shape", "1,200,130,2,1,64", "--causal",
+               "--seeds", "1"])
+    out, err = capsys.readouterr()
+    assert rc == 0, out + err
+    assert "picks wl_fa4_bf16_d64_256x128_s2_causal (sm_100a)" in out and "OK" in out

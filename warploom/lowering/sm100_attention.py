@@ -176,7 +176,8 @@ class _Fa4Lowering(_AttentionLowering):
         self.tmem_slot = p.regions.get("tmem_addr")
         self.corr = p.regions.get("correction")
         if self.tmem_slot is None or self.corr is None or tuple(self.corr.shape) != (self.q_tiles, 2, self.rows):
-            self._fail("expected smem regions 'tmem_addr' and 'correction' [q_tiles, 2, 128] f32 (wl-specialize)")
+            self._fail(f"expected smem regions 'tmem_addr' and 'correction' [q_tiles = {self.q_tiles}, 2, {self.rows}] "
+                       f"f32 (wl-specialize), found {self.corr.shape if self.corr else 'no correction region'}")
         owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
         if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
             self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; tcgen05.mma needs one one-thread role in "

@@ -331,7 +331,7 @@ def cmd_explain(args) -> int:
 
 
 def _explain_planned_attention(args) -> int:
-    """The sm_100a attention as far as it is built: its plans (smem in the seed's order, TMEM, mbarriers, roles)."""
+    """The sm_100a attention's plans (smem in the seed's order, TMEM, mbarriers, roles)."""
     from warploom.build import barrier_table, planned_sm100_attention, role_table
     from warploom.passes.plan_smem import plan_smem
     from warploom.passes.plan_tmem import plan_tmem
@@ -340,8 +340,8 @@ def _explain_planned_attention(args) -> int:
     print(f"sm_100a attention (FA4-style), {args.dtype}, head dim {d}, {'causal' if args.causal else 'full'}: "
           f"{program.attrs.get('q_tiles')} Q tiles of 128 rows per CTA ({bm} rows), {bn} keys a block, "
           f"{program.threads} threads")
-    print("planned only: the TMEM hand-offs (S, P, O, correction) and the lowering are not built yet "
-          "(docs/attention-sm100.md); no sm_100a kernel runs here in any case")
+    print("verified by ptxas, its SASS and the emulator only: no Blackwell GPU exists here, and this kernel has not "
+          "run on Blackwell hardware (docs/attention-sm100.md)")
     print(plan_smem(program).table())
     print(plan_tmem(program).table())
     print(barrier_table(program))

@@ -201,7 +201,6 @@ def run(args, out=None, err=None) -> int:
 # ---- attention -----------------------------------------------------------------------------------------
 
 ATTENTION_HEAD_DIMS = (64, 128, 256)
-ATTENTION_BLOCK_M = 128
 
 
 def parse_attention_shape(text: str) -> tuple[int, ...]:
@@ -231,26 +230,24 @@ def run_attention(args, out, err) -> int:
         return 2
 
     try:
-        if args.target != "sm_90a":
-            raise Refused(f"--target {args.target}: attention kernels exist for sm_90a only (the sm_100a attention "
-                          "is not built yet): emulate --target sm_90a")
         if args.timeline:
             raise Refused("--timeline: traced for --op matmul only so far; drop --timeline")
         b, sq, sk, h, hkv, d = parse_attention_shape(args.shape)
         if args.seeds < 1 or args.delay < 0:
             raise Refused("--seeds must be at least 1 and --delay at least 0")
-        from warploom.build import planned_attention_program
+        from warploom.build import planned_attention_program, planned_sm100_attention
         from warploom.ops_attention import pick_spec
-        spec = pick_spec(args.dtype, d, args.causal)
-        program = planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
-                                            schedule=spec.schedule)
+        spec = pick_spec(args.dtype, d, args.causal, args.target)
+        program = (planned_sm100_attention(spec.elem, d, args.causal) if args.target == "sm_100a" else
+                   planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
+                                             schedule=spec.schedule))
     except Refused as e:
         return refuse(str(e))
     except (ValueError, TypeError) as e:
         return refuse(f"cannot build the kernel: {e}")
-    ctas = -(-sq // ATTENTION_BLOCK_M) * h * b           # tiles: a CTA each, or walked by --sms CTAs (persistent)
+    ctas = -(-sq // spec.block_m) * h * b           # tiles: a CTA each, or walked by --sms CTAs (persistent)
     if ctas > args.max_ctas:
-        return refuse(f"--shape {args.shape} takes {ctas} CTAs (cdiv(Sq, {ATTENTION_BLOCK_M}) x H x B); that is more "
+        return refuse(f"--shape {args.shape} takes {ctas} CTAs (cdiv(Sq, {spec.block_m}) x H x B); that is more "
                       f"than --max-ctas {args.max_ctas}: pass --max-ctas {ctas} to run it anyway, or emulate fewer "
                       "heads or a shorter Sq (ragged sizes exercise the same code)")
     rng = np.random.default_rng(args.input_seed)
