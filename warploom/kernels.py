@@ -308,17 +308,26 @@ def get_kernel(spec: GemmSpec | AttentionSpec, cache: KernelCache | None = None)
     if memo_key in _memo:
         return _memo[memo_key]
     cache = cache or default_cache()
-    entry = read_index(cache, spec)
-    artifact = None
-    if entry is not None and entry.get("compiler") == compiler_hash():
-        artifact = cache.get(entry["key"])
+    artifact, entry = _cached(cache, spec)
     if artifact is None:
         if offline() or not mlir_available():
             stale = " (the cache holds one built by another warploom version)" if entry else ""
             raise MissingKernelError(spec.lookup_id, spec.describe() + stale,
                                      f"warploom precompile --target {spec.target} --cache {cache.root}")
-        artifact = compile_spec(spec)
-        cache.put(artifact)
-        write_index(cache, spec, artifact.key)
+        cache.check_writable()              # before minutes of compiling, not after
+        with cache.lock(spec.lookup_id):    # processes wanting the same kernel: one compiles, the others wait
+            artifact, _ = _cached(cache, spec)      # ... and find it here
+            if artifact is None:
+                artifact = compile_spec(spec)
+                cache.put(artifact)
+                write_index(cache, spec, artifact.key)
     _memo[memo_key] = artifact
     return artifact
+
+
+def _cached(cache: KernelCache, spec: GemmSpec | AttentionSpec) -> tuple[KernelArtifact | None, dict | None]:
+    """(the cached artifact of `spec` built by this compiler, or None; its index entry, or None)."""
+    entry = read_index(cache, spec)
+    if entry is not None and entry.get("compiler") == compiler_hash():
+        return cache.get(entry["key"]), entry
+    return None, entry

@@ -232,13 +232,16 @@ def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
 
 
 def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = False, scale=None,
-         layout: str = "bshd", target: str = "sm_90a") -> AttentionPlan:
-    """Check the inputs and decide the kernel for a GPU of `target` and the copies (nothing is allocated or
-    launched)."""
+         layout: str = "bshd", target: str | None = "sm_90a") -> AttentionPlan:
+    """Check the inputs and decide the kernel for a GPU of `target` (None: the inputs' GPU's, asked after the
+    inputs are checked) and the copies (nothing is allocated or launched)."""
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"attention: causal = {causal!r} must be True or False")
     problem = check_inputs(q, k, v, layout)
     scale, scale_log2 = scale_log2_of(scale, problem.head_dim)
+    if target is None:
+        from warploom.ops import _device_target      # (ops imports this module)
+        target = _device_target(problem.device)
     spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target)
     tiles = rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch
     if spec.schedule == "persistent" and tiles > MAX_I32:
@@ -253,11 +256,8 @@ def attention_plan(q, k, v, *, causal: bool = False, scale=None, layout: str = "
                    target: str | None = None) -> AttentionPlan:
     """`plan` on framework tensors: which kernel `attention` would run (on a GPU of `target`; default: the tensors'
     GPU's) and which inputs it would copy."""
-    tq = _view(q, "q")
-    if target is None:
-        from warploom.ops import _device_target
-        target = _device_target(tq.device)
-    return plan(tq, _view(k, "k"), _view(v, "v"), causal=causal, scale=scale, layout=layout, target=target)
+    return plan(_view(q, "q"), _view(k, "k"), _view(v, "v"), causal=causal, scale=scale, layout=layout,
+                target=target)
 
 
 def _extent(t: DeviceTensor) -> tuple[int, int] | None:
@@ -412,9 +412,8 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         prepared, device = hit
         prepared.launch(torch.cuda.current_stream(device).cuda_stream)
         return out
-    from warploom.ops import _device_target      # (ops imports this module)
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
-    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=_device_target(tq.device))
+    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None)
     problem = p.problem
     inputs = {"q": tq, "k": tk, "v": tv}
     to = (check_out(out, problem, inputs) if out is not None

@@ -69,6 +69,12 @@ GEMM = """func.func @gemm(%a: tensor<128x128xbf16>, %b: tensor<128x128xbf16>) ->
 """
 
 
+@pytest.fixture(autouse=True)
+def hopper(monkeypatch):
+    """ops.attention asks the inputs' GPU for its target (after checking the inputs): a Hopper GPU here."""
+    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")
+
+
 @pytest.fixture
 def mlir_file(tmp_path):
     def write(text: str, name: str = "input.mlir") -> Path:
@@ -305,6 +311,19 @@ def test_opt_custom_form(mlir_file):
                    'generic form, the op name quoted, e.g. %0 = "wl.matmul"(%x, %y)')
 
 
+def test_compile_custom_form(mlir_file):
+    path = mlir_file("func.func @g(%a: tensor<4x4xbf16>) -> tensor<4x4xbf16> {\n"
+                     "  %0 = wl.matmul %a, %a : tensor<4x4xbf16>\n"
+                     "  return %0 : tensor<4x4xbf16>\n}\n")
+    proc = run("warploom", "compile", path, "--target", "sm_90a")
+    assert_refused(proc, 1, f"{path}:2:8: error: 'wl.matmul' is written in custom form")
+
+
+def test_compile_missing_file(tmp_path):
+    proc = run("warploom", "compile", str(tmp_path / "nowhere.mlir"))
+    assert_refused(proc, 1, f"warploom compile: cannot read {tmp_path / 'nowhere.mlir'}: No such file or directory")
+
+
 def test_opt_custom_form_on_stdin_after_split():
     text = GEMM + "// -----\n" + "func.func @h(%a: tensor<4x4xbf16>) {\n  %0 = wl.exp %a : tensor<4x4xbf16>\n}\n"
     proc = run("warploom-opt", "--split-input-file", stdin=text)
@@ -356,6 +375,9 @@ def test_opt_smem_limit_overflow(mlir_file):
     assert_refused(proc, 1, f"{path}:2:8: error: smem plan needs 197696 B (a 65536 B, b 131072 B, mbarriers 64 B, "
                             "+ 1024 B alignment slack) for 4 stages; the limit is 1000 B")
     assert not re.search(r"use -?\d+ stages", proc.stderr), proc.stderr   # no stage count fits 1000 B
+    # what does fit: 2 stages of this tile (32768 + 65536 B each, the barriers, the slack)
+    assert "2 stages of this tile need 99392 B; use a smaller block-n (a stage's bytes shrink with it) or a limit " \
+           "of at least 99392 B" in proc.stderr, proc.stderr
 
 
 TMEM_OVER = """func.func @three_stages(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {

@@ -108,6 +108,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_fill", rec.fill)
     monkeypatch.setattr(oa, "default_launcher", rec)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
+    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")      # a Hopper GPU
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
         memo.clear()
     yield rec

@@ -132,8 +132,10 @@ def _plan(program: Program, limit: int, share: bool, check: bool = False) -> Sme
         once = sum(r.stage_bytes for r in data if r.stages == 1 and r.name not in shared)  # Q, O (own bytes)
         fit = (limit - slack - count * mbarrier_bytes - once) // per_stage if per_stage else 0
         listing = ", ".join(f"{r.name} {r.bytes} B" + (f" (on {r.shares}'s bytes)" if r.shares else "") for r in rows)
+        two = once + 2 * per_stage + count * mbarrier_bytes + slack          # the smallest pipeline of this tile
         fix = (f"use {fit} stages (wl-pipeline{{stages={fit}}}) or a smaller block-n" if fit >= 2 else
-               "no pipeline of 2 or more stages fits: use a smaller block-n")
+               f"no pipeline of 2 or more stages fits: 2 stages of this tile need {two} B; use a smaller block-n "
+               f"(a stage's bytes shrink with it) or a limit of at least {two} B")
         raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
                         f"for {stages} stages; the limit is {limit} B: {fix}")
     return plan

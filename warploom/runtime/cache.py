@@ -6,6 +6,8 @@ precompiled elsewhere; a miss raises MissingKernelError with the command that bu
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -92,6 +94,23 @@ class KernelCache:
             raise ValueError(f"cache entry {folder} holds key {art.key!r}, not {key!r}; "
                              "delete that folder to rebuild it")
         return art
+
+    @contextlib.contextmanager
+    def lock(self, name: str):
+        """An exclusive lock on `name` among every process sharing this cache folder (flock on root/.locks/<name>;
+        released when the block ends, or when the process dies). Compiling a missing kernel under it makes N
+        processes that want the same kernel compile it once: the others wait, then find it cached."""
+        folder = self.root / ".locks"
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(folder / f"{self.path(name).name}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise CacheNotWritableError(self.root, _reason(e, self.root)) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)            # closing the descriptor releases the lock
 
     def check_writable(self) -> None:
         """CacheNotWritableError, naming the folder and why, when a kernel could not be stored here (call it before

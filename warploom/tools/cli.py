@@ -48,14 +48,17 @@ def cmd_compile(args) -> int:
     from warploom.dialect import make_context
     from warploom.passes import PassError, pipeline_for, run_passes
 
-    from .diagnostics import DiagnosticCollector, to_diags
+    from .diagnostics import DiagnosticCollector, parse_failure, to_diags
 
     if args.emit == "cubin" and not args.output:
         print("warploom compile: --emit cubin writes a binary: give -o FILE", file=sys.stderr)
         return 1
     try:
         text, passes, args.input = _compile_input(args)
-    except (OSError, ValueError, SyntaxError) as e:
+    except OSError as e:
+        print(f"warploom compile: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except (ValueError, SyntaxError) as e:
         print(f"warploom compile: {e}", file=sys.stderr)
         return 1
     ctx = make_context()
@@ -71,7 +74,7 @@ def cmd_compile(args) -> int:
             records = run_passes(module, passes, dump_dir=args.dump_ir, on_ir=on_ir)
             program = _planned(records)         # the plan, for the summary (parsed in this context)
         except ir.MLIRError as e:
-            for d in collector.take() + to_diags(e.error_diagnostics):
+            for d in (collector.take() + to_diags(e.error_diagnostics)) or parse_failure(text):
                 print(d.format(args.input), file=sys.stderr)
             if getattr(e, "reproducer", None) is not None:
                 print(f"reproducer: {e.reproducer}/replay.sh (the failing step's input and the warploom-opt call that "
