@@ -211,7 +211,8 @@ def test_write_is_the_inverse_of_read_after_each_pass(passes):
      "smem plan needs 312424 B (q 65536 B, k 122880 B, v 122880 B, o 65536 B (on q's bytes), mbarriers 104 B, + 1024 B alignment slack) "
      "for 3 stages; the limit is 232448 B: use 2 stages (wl-pipeline{stages=2}) or a smaller block-n"),
     (lambda: attention_graph(d=256), ["wl-tile{block-n=256}", "wl-pipeline", "wl-specialize", "wl-plan-smem"],
-     "for 2 stages; the limit is 232448 B: no pipeline of 2 or more stages fits: use a smaller block-n"),
+     "for 2 stages; the limit is 232448 B: no pipeline of 2 or more stages fits: 2 stages of this tile need "
+     "590920 B; use a smaller block-n (a stage's bytes shrink with it)"),
 ])
 def test_refusals_name_the_value_the_limit_and_the_way_out(graph, passes, message):
     fails(graph(), passes, message)

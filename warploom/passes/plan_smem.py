@@ -135,7 +135,8 @@ def _plan(program: Program, limit: int, share: bool, check: bool = False) -> Sme
         two = once + 2 * per_stage + count * mbarrier_bytes + slack          # the smallest pipeline of this tile
         fix = (f"use {fit} stages (wl-pipeline{{stages={fit}}}) or a smaller block-n" if fit >= 2 else
                f"no pipeline of 2 or more stages fits: 2 stages of this tile need {two} B; use a smaller block-n "
-               f"(a stage's bytes shrink with it) or a limit of at least {two} B")
+               f"(a stage's bytes shrink with it)" + (f" or a limit of at least {two} B" if limit < target.smem_limit
+                                                      and two <= target.smem_limit else ""))
         raise PassError(f"smem plan needs {plan.requested} B ({listing}, + {slack} B alignment slack) "
                         f"for {stages} stages; the limit is {limit} B: {fix}")
     return plan
