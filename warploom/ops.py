@@ -196,8 +196,50 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
 
 
 def matmul(a, b, *, out=None):
-    """C = A @ B with fp32 accumulation; the result has the inputs' dtype and framework."""
-    return _gemm(a, b, out, None)
+    """C = A @ B with fp32 accumulation; the result has the inputs' dtype and framework.
+
+    A call on torch tensors that repeats an earlier one (the same addresses, shapes, strides, dtypes, device and
+    out=, and the same SCHEDULE) launches the kernel prepared then with nothing checked again: a fresh C
+    (torch.empty) goes into the prepared parameters in place of the last one (`_fast`)."""
+    key = _torch_key(a, b, out)
+    if key is not None:
+        hit = _FAST.get(key)
+        if hit is not None:
+            return _fast(hit, a, out)
+    return _gemm(a, b, out, None, key)
+
+
+# ---- the fast path for repeated torch calls ---------------------------------------------------------------------
+
+_FAST: OrderedDict = OrderedDict()       # a torch call's identity -> (PreparedLaunch, C's shape, C's param index)
+_FAST_SLOTS = 64
+
+
+def _torch_key(a, b, out) -> tuple | None:
+    """The identity of a torch call (None for any other framework): what the prepared launch depends on."""
+    if type(a).__name__ != "Tensor" or type(b).__name__ != "Tensor" or type(a).__module__ != "torch":
+        return None
+    o = None if out is None else (out.data_ptr(), out.shape, out.stride(), out.dtype, out.device)
+    return (a.data_ptr(), b.data_ptr(), a.shape, b.shape, a.stride(), b.stride(), a.dtype, a.device, o, SCHEDULE)
+
+
+def _fast(hit, a, out):
+    import torch
+    prepared, shape, c_index = hit
+    if out is None:
+        out = torch.empty(shape, dtype=a.dtype, device=a.device)
+        prepared.set_pointer(c_index, out.data_ptr())
+    prepared.launch(torch.cuda.current_stream(a.device).cuda_stream)
+    return out
+
+
+def _remember(key: tuple, prepared, artifact, shape: tuple) -> None:
+    """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`."""
+    from dataclasses import replace
+    c_index = next(i for i, p in enumerate(artifact.params) if p.name == "c")
+    _FAST[key] = (replace(prepared), shape, c_index)
+    if len(_FAST) > _FAST_SLOTS:
+        _FAST.popitem(last=False)
 
 
 def run_gemm(artifact, a, b, *, out=None):
@@ -206,8 +248,9 @@ def run_gemm(artifact, a, b, *, out=None):
     return _gemm(a, b, out, artifact)
 
 
-def _gemm(a, b, out, artifact):
+def _gemm(a, b, out, artifact, fast_key=None):
     ta, tb = _view(a, "a"), _view(b, "b")
+    given = (ta, tb)
     m, n, k = _check_inputs(ta, tb)
     layout = _b_layout(tb)
     if layout is None:                      # any other strides: one copy to row-major [K, N]
@@ -264,6 +307,9 @@ def _gemm(a, b, out, artifact):
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
+        # the torch fast path: the operands read in place (no copy) and C a plain pointer parameter (sm_90a)
+        if fast_key is not None and ta is given[0] and tb is given[1] and "c" not in maps:
+            _remember(fast_key, prepared, artifact, (m, n))
     prepared.launch(stream)
     if c_run is not tc:
         _copy_back(c_run, tc)

@@ -33,3 +33,50 @@ def test_attention_ops_eager_and_compiled():
     def f(a, b, c):
         return torch.ops.warploom.attention(a, b, c, True, None, "bhsd") + 1
     assert torch.equal(f(q, k, v), want + 1)
+
+
+def test_cuda_graph_capture_and_replay():
+    """Both ops captured into one CUDA graph (after a warm-up on a side stream, as torch asks) and replayed on new
+    inputs copied into the captured tensors: the outputs equal eager calls on those inputs."""
+    torch.manual_seed(2)
+    a = torch.randn(300, 520, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(520, 264, device="cuda", dtype=torch.bfloat16)
+    q, k, v = (torch.randn(2, 4, 200, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+
+    def step():
+        return torch.ops.warploom.matmul(a, b), torch.ops.warploom.attention(q, k, v, True, None, "bhsd")
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        c, o = step()
+    for trial in range(3):
+        for x in (a, b, q, k, v):
+            x.copy_(torch.randn_like(x))
+        c.fill_(float("nan"))
+        o.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(c, ops.matmul(a, b)), trial
+        assert torch.equal(o, ops.attention(q, k, v, causal=True, layout="bhsd")), trial
+
+
+def test_repeated_matmul_takes_the_fast_path():
+    """A repeated call on the same torch tensors launches the remembered kernel with a fresh C each time (or the
+    given out=): bit for bit what the checked path gives, after the inputs changed in place."""
+    torch.manual_seed(3)
+    a = torch.randn(200, 136, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(136, 72, device="cuda", dtype=torch.bfloat16)
+    c1 = ops.matmul(a, b)
+    assert ops._torch_key(a, b, None) in ops._FAST
+    c2 = ops.matmul(a, b)
+    assert c2.data_ptr() != c1.data_ptr() and torch.equal(c1, c2)
+    a.copy_(torch.randn_like(a))
+    out = torch.empty(200, 72, device="cuda", dtype=torch.bfloat16)
+    for got in (ops.matmul(a, b), ops.matmul(a, b, out=out), ops.matmul(a, b, out=out)):
+        assert torch.equal(got, ops._gemm(a, b, None, None))          # the checked path, no fast-path key

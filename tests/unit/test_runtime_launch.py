@@ -68,3 +68,27 @@ def test_no_driver_message():
         assert "CUDA driver could not be loaded" in str(e) or "cuInit" in str(e)
     else:
         pytest.skip("a CUDA driver is present on this machine")
+
+
+def test_prepared_launch_packs_its_parameters_once():
+    """The kernelParams array a prepared launch hands cuLaunchKernel: a pointer per parameter, a tensor map's to its
+    own 128 bytes, a scalar's to its C value; set_pointer rewrites one pointer parameter in place."""
+    import ctypes
+
+    from cuda.bindings import driver
+
+    from warploom.runtime.launch import PreparedLaunch
+
+    tmap = driver.CUtensorMap()
+    values = (tmap, 0x7F0000001000, 300, 1.5)
+    types = (None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_float)
+    p = PreparedLaunch("kernel 'k'", None, (1, 1, 1), (128, 1, 1), (1, 1, 1), 0, 0, values, types)
+    ptrs = (ctypes.c_void_p * 4).from_address(p._params)
+    assert ptrs[0] == tmap.getPtr()
+    assert ctypes.c_void_p.from_address(ptrs[1]).value == 0x7F0000001000
+    assert ctypes.c_int32.from_address(ptrs[2]).value == 300
+    assert ctypes.c_float.from_address(ptrs[3]).value == 1.5
+    p.set_pointer(1, 0x7F0000002000)
+    assert ctypes.c_void_p.from_address(ptrs[1]).value == 0x7F0000002000
+    with pytest.raises(TypeError, match="parameter 2 is not a pointer"):
+        p.set_pointer(2, 0)

@@ -165,6 +165,9 @@ class Launcher:
 
 @dataclass(frozen=True)
 class PreparedLaunch:
+    """A launch with everything but the stream decided: the function, grid, block, cluster, shared memory, and the
+    kernel parameters packed once into C storage (`kernelParams`: an array of pointers to each value, a tensor map
+    pointing at its own 128 bytes), so a launch costs one driver call and no per-call marshalling."""
     where: str
     fn: object
     grid: tuple[int, int, int]
@@ -175,13 +178,37 @@ class PreparedLaunch:
     values: tuple
     types: tuple
 
+    def __post_init__(self):
+        cells = [v if t is None else t(v) for v, t in zip(self.values, self.types)]   # CUtensorMap: its own bytes
+        pointers = (ctypes.c_void_p * max(1, len(cells)))(
+            *[c.getPtr() if t is None else ctypes.addressof(c) for c, t in zip(cells, self.types)])
+        object.__setattr__(self, "_cells", cells)           # kept alive: the pointers point into them
+        object.__setattr__(self, "_pointers", pointers)
+        object.__setattr__(self, "_params", ctypes.addressof(pointers))
+
+    def set_pointer(self, index: int, address: int) -> None:
+        """Change pointer parameter `index` in place (the fast paths' fresh output): only for the launch about to
+        be made by the same caller; prepared launches shared in a memo keep theirs."""
+        if self.types[index] is not ctypes.c_void_p:
+            raise TypeError(f"{self.where}: parameter {index} is not a pointer")
+        self._cells[index].value = address
+
     def launch(self, stream: int) -> None:
+        if self.cluster == (1, 1, 1):        # the current context is nearly always the device's: try it first
+            bx, by, bz = self.block
+            gx, gy, gz = self.grid
+            if driver.cuLaunchKernel(self.fn, gx, gy, gz, bx, by, bz, self.smem_bytes, stream, self._params,
+                                     0)[0] == driver.CUresult.CUDA_SUCCESS:
+                return
+        self._launch(stream)                 # clusters, or another context current: the checked path
+
+    def _launch(self, stream: int) -> None:
         hstream = driver.CUstream(int(stream))
         bx, by, bz = self.block
         with on_device(self.device):
             if self.cluster == (1, 1, 1):
                 result = driver.cuLaunchKernel(self.fn, *self.grid, bx, by, bz, self.smem_bytes, hstream,
-                                               (self.values, self.types), 0)
+                                               self._params, 0)
             else:
                 attr = driver.CUlaunchAttribute()
                 attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -193,7 +220,7 @@ class PreparedLaunch:
                 cfg.hStream = hstream
                 cfg.attrs = [attr]
                 cfg.numAttrs = 1
-                result = driver.cuLaunchKernelEx(cfg, self.fn, (self.values, self.types), 0)
+                result = driver.cuLaunchKernelEx(cfg, self.fn, self._params, 0)
         err = result[0]
         if err != driver.CUresult.CUDA_SUCCESS:
             raise RuntimeError(f"launch of {self.where} failed: {error_text(err)} (grid {self.grid}, block "
