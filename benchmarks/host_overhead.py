@@ -18,19 +18,15 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-
 sys.path.insert(0, __file__.rsplit("/benchmarks/", 1)[0])
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-import warploom.torch  # noqa: E402,F401  (registers torch.ops.warploom.*)
 from common import commit  # noqa: E402
-from warploom import ops  # noqa: E402
 
 N, LOOPS, WARMUP = 2000, 7, 200
 
 
 def host_us(fn) -> float:
+    import torch
     for _ in range(WARMUP):
         fn()
     torch.cuda.synchronize()
@@ -46,6 +42,11 @@ def host_us(fn) -> float:
 
 
 def cases():
+    import torch
+    import torch.nn.functional as F
+
+    import warploom.torch  # noqa: F401  (registers torch.ops.warploom.*)
+    from warploom import ops
     out = []
     for m in (64, 128):
         a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
@@ -104,6 +105,7 @@ def main() -> int:
                      "ratio": round(us / base[peer], 3) if peer in base else None})
         ratio = rows[-1]["ratio"]
         print(f"{name:42s} {us:7.2f} us  {'' if ratio is None else f'{ratio:.2f}x'}", flush=True)
+    import torch
     date = datetime.date.today().isoformat()
     doc = {"benchmark": "host_overhead", "date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(),
            "torch": torch.__version__, "calls_per_loop": N, "loops": LOOPS, "rows": rows}
