@@ -47,6 +47,12 @@ def cases():
 
     import warploom.torch  # noqa: F401  (registers torch.ops.warploom.*)
     from warploom import ops
+
+    # for comparison: the same op through the @custom_op decorator (what warploom.torch used before run 16)
+    @torch.library.custom_op("warploom_bench::matmul", mutates_args=())
+    def decorated(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return ops.matmul(a, b)
+
     out = []
     for m in (64, 128):
         a = torch.randn(m, m, device="cuda", dtype=torch.bfloat16)
@@ -56,7 +62,8 @@ def cases():
         out += [(peer, peer, lambda a=a, b=b: torch.matmul(a, b)),
                 (f"warploom.ops.matmul {m}^3", peer, lambda a=a, b=b: ops.matmul(a, b)),
                 (f"warploom.ops.matmul {m}^3 out=", peer, lambda a=a, b=b, c=c: ops.matmul(a, b, out=c)),
-                (f"torch.ops.warploom.matmul {m}^3", peer, lambda a=a, b=b: torch.ops.warploom.matmul(a, b))]
+                (f"torch.ops.warploom.matmul {m}^3", peer, lambda a=a, b=b: torch.ops.warploom.matmul(a, b)),
+                (f"@custom_op matmul {m}^3 (comparison)", peer, lambda a=a, b=b: decorated(a, b))]
     q, k, v = (torch.randn(1, 2, 128, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o = torch.empty_like(q)
     peer = "SDPA B1 H2 S128 D64"

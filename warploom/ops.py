@@ -224,20 +224,29 @@ def _torch_key(a, b, out) -> tuple | None:
 
 
 def _fast(hit, a, out):
-    import torch
     prepared, shape, c_index = hit
     if out is None:
-        out = torch.empty(shape, dtype=a.dtype, device=a.device)
-        prepared.set_pointer(c_index, out.data_ptr())
-    prepared.launch(torch.cuda.current_stream(a.device).cuda_stream)
+        out = a.new_empty(shape)
+        if prepared.types[c_index] is None:      # sm_100a: C leaves by TMA through its tensor map
+            prepared.set_tensor_map_address(c_index, out.data_ptr())
+        else:
+            prepared.set_pointer(c_index, out.data_ptr())
+    prepared.launch(torch_stream(a))
     return out
+
+
+def torch_stream(t) -> int:
+    """The raw handle of torch's current stream on t's device (where torch has it, without making a Stream object,
+    as Triton asks for it)."""
+    import torch
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return raw(t.device.index) if raw is not None else torch.cuda.current_stream(t.device).cuda_stream
 
 
 def _remember(key: tuple, prepared, artifact, shape: tuple) -> None:
     """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`."""
-    from dataclasses import replace
     c_index = next(i for i, p in enumerate(artifact.params) if p.name == "c")
-    _FAST[key] = (replace(prepared), shape, c_index)
+    _FAST[key] = (prepared.copy(), shape, c_index)
     if len(_FAST) > _FAST_SLOTS:
         _FAST.popitem(last=False)
 
@@ -308,7 +317,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
         # the torch fast path: the operands read in place (no copy) and C a plain pointer parameter (sm_90a)
-        if fast_key is not None and ta is given[0] and tb is given[1] and "c" not in maps:
+        if fast_key is not None and ta is given[0] and tb is given[1] and c_run is tc:
             _remember(fast_key, prepared, artifact, (m, n))
     prepared.launch(stream)
     if c_run is not tc:

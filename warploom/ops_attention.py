@@ -388,30 +388,62 @@ _FAST: OrderedDict = OrderedDict()            # a torch call's identity -> (Prep
 _FAST_SLOTS = 64
 
 
-def _torch_call_key(q, k, v, out, causal, scale, layout) -> tuple | None:
+def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse) -> tuple | None:
     """What every check of a call on torch tensors and its prepared launch depend on: each tensor's address, shape,
-    strides, dtype and device, and the options. None for tensors of other frameworks (they take the checked path)."""
+    strides, dtype and device (out: None when the call allocates it), the options and the target's choice
+    (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they take the checked path)."""
     try:
-        return (causal, scale, layout) + tuple((t.data_ptr(), t.shape, t.stride(), t.dtype, t.device)
-                                               for t in (q, k, v, out))
+        return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER) + tuple(
+            None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in (q, k, v, out))
     except (AttributeError, TypeError):
         return None
+
+
+def _fast(hit, q, out):
+    """A repeated torch call: the remembered launch, with a fresh out (and lse) written into its parameters."""
+    from warploom.ops import torch_stream
+    prepared, out_shape, lse_shape, out_i, lse_i = hit
+    if out is None:
+        out = q.new_empty(out_shape)
+        prepared.set_tensor_map_address(out_i, out.data_ptr())
+    if lse_shape is None:
+        prepared.launch(torch_stream(q))
+        return out
+    lse = q.new_empty(lse_shape, dtype=_torch_f32())
+    prepared.set_pointer(lse_i, lse.data_ptr())
+    prepared.launch(torch_stream(q))
+    return out, lse
+
+
+def _remember(fast_key, prepared, artifact, problem, return_lse: bool) -> None:
+    """For torch tensors read in place: the next identical call skips the checks (`_fast`), with its own copy of the
+    launch, in which it rewrites the addresses of a fresh out and lse."""
+    if fast_key is None:
+        return
+    index = {param.name: i for i, param in enumerate(artifact.params)}
+    _FAST[fast_key] = (prepared.copy(), problem.out_shape, problem.lse_shape if return_lse else None, index["out"],
+                       index["lse"])
+    if len(_FAST) > _FAST_SLOTS:
+        _FAST.popitem(last=False)
+
+
+def _torch_f32():
+    import torch
+    return torch.float32
 
 
 def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = False, out=None,
               layout: str = "bshd"):
     """softmax(q kᵀ · scale [+ causal mask]) v per batch and query head; `out`, or `(out, lse)` with return_lse.
 
-    A repeated call on the same torch tensors with out= (same addresses, shapes, strides, dtypes and options)
-    launches the kernel prepared by the first call without checking anything again: the checks and the tensor-map
-    lookups cost ~0.15 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md)."""
-    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout) if out is not None and not return_lse else None
+    A repeated call on the same torch tensors (same addresses, shapes, strides, dtypes, out= or none, and options)
+    launches the kernel prepared by the first call without checking anything again, a fresh out (and lse) put into
+    its parameters (cuTensorMapReplaceAddress for out's tensor map): the checks and the tensor-map encoding cost
+    ~0.1 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md)."""
+    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse)
     hit = _FAST.get(fast_key) if fast_key is not None else None
     if hit is not None:
-        import torch
-        prepared, device = hit
-        prepared.launch(torch.cuda.current_stream(device).cuda_stream)
-        return out
+        return _fast(hit, q, out)
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
     p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None)
     problem = p.problem
@@ -436,6 +468,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         prepared = _PREPARED.get(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
             _PREPARED.move_to_end(plan_key)
+            _remember(fast_key, prepared, artifact, problem, return_lse)
             prepared.launch(stream)
             return result
     maps, copies = {}, []
@@ -455,10 +488,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
-        if fast_key is not None:           # torch tensors, out= given, no lse: the next identical call skips the checks
-            _FAST[fast_key] = (prepared, out.device)
-            if len(_FAST) > _FAST_SLOTS:
-                _FAST.popitem(last=False)
+        _remember(fast_key, prepared, artifact, problem, return_lse)
     prepared.launch(stream)
     del copies
     return result

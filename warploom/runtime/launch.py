@@ -20,6 +20,7 @@ from .artifact import KernelArtifact
 
 _DEFAULT_SMEM_LIMIT = 48 * 1024  # above this, a kernel must opt in to dynamic shared memory
 _PORTABLE_CLUSTER = 8            # larger clusters need NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+_TENSOR_MAP_BYTES = 128          # sizeof(CUtensorMap)
 
 _INT_RANGES = {"i32": (-2**31, 2**31 - 1, ctypes.c_int32), "i64": (-2**63, 2**63 - 1, ctypes.c_int64)}
 
@@ -186,12 +187,33 @@ class PreparedLaunch:
         object.__setattr__(self, "_pointers", pointers)
         object.__setattr__(self, "_params", ctypes.addressof(pointers))
 
+    def copy(self) -> "PreparedLaunch":
+        """The same launch with its own parameter storage, tensor maps included (copied byte for byte): what a fast
+        path keeps to rewrite an output's address in (`set_pointer`, `set_tensor_map_address`), leaving the tensor
+        maps memoized elsewhere untouched."""
+        values = []
+        for v, t in zip(self.values, self.types):
+            if t is None:
+                mine = driver.CUtensorMap()
+                ctypes.memmove(mine.getPtr(), v.getPtr(), _TENSOR_MAP_BYTES)
+                v = mine
+            values.append(v)
+        return PreparedLaunch(self.where, self.fn, self.grid, self.block, self.cluster, self.smem_bytes, self.device,
+                              tuple(values), self.types)
+
     def set_pointer(self, index: int, address: int) -> None:
-        """Change pointer parameter `index` in place (the fast paths' fresh output): only for the launch about to
-        be made by the same caller; prepared launches shared in a memo keep theirs."""
+        """Change pointer parameter `index` in place (a fast path's fresh output): only in a `copy` that one
+        caller owns and launches right after."""
         if self.types[index] is not ctypes.c_void_p:
             raise TypeError(f"{self.where}: parameter {index} is not a pointer")
         self._cells[index].value = address
+
+    def set_tensor_map_address(self, index: int, address: int) -> None:
+        """Point tensor-map parameter `index` at `address` (same shape, strides and alignment: a fresh output like
+        the one it was encoded for) with cuTensorMapReplaceAddress; only in a `copy`, as `set_pointer`."""
+        if self.types[index] is not None:
+            raise TypeError(f"{self.where}: parameter {index} is not a tensor map")
+        check(driver.cuTensorMapReplaceAddress(self._cells[index], address), "cuTensorMapReplaceAddress")
 
     def launch(self, stream: int) -> None:
         if self.cluster == (1, 1, 1):        # the current context is nearly always the device's: try it first
