@@ -80,3 +80,21 @@ def test_repeated_matmul_takes_the_fast_path():
     out = torch.empty(200, 72, device="cuda", dtype=torch.bfloat16)
     for got in (ops.matmul(a, b), ops.matmul(a, b, out=out), ops.matmul(a, b, out=out)):
         assert torch.equal(got, ops._gemm(a, b, None, None))          # the checked path, no fast-path key
+
+
+def test_repeated_attention_takes_the_fast_path():
+    """Repeated attention calls on the same torch tensors, without out= and with the LSE: the remembered launch with
+    a fresh out (its tensor map re-pointed) and lse each time, bit for bit the checked path's results."""
+    import warploom.ops_attention as oa
+    torch.manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 150, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    o1, l1 = ops.attention(q, k, v, causal=True, layout="bhsd", return_lse=True)
+    assert oa._torch_call_key(q, k, v, None, True, None, "bhsd", True) in oa._FAST
+    o2, l2 = ops.attention(q, k, v, causal=True, layout="bhsd", return_lse=True)
+    assert o2.data_ptr() != o1.data_ptr() and torch.equal(o1, o2) and torch.equal(l1, l2)
+    q.copy_(torch.randn_like(q))
+    for _ in range(2):
+        got = ops.attention(q, k, v, causal=True, layout="bhsd")
+        oa._FAST.clear()                                   # the checked path, for the reference
+        want = ops.attention(q, k, v, causal=True, layout="bhsd")
+        assert torch.equal(got, want)
