@@ -49,8 +49,8 @@ def cases():
     from warploom import ops
 
     # for comparison: the same op through the @custom_op decorator (what warploom.torch used before run 16)
-    @torch.library.custom_op("warploom_bench::matmul", mutates_args=())
-    def decorated(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    @torch.library.custom_op("warploom_bench::matmul", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
+    def decorated(a, b):
         return ops.matmul(a, b)
 
     out = []
