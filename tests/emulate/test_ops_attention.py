@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver
 
-from warploom import ops_attention as oa
+from warploom import ops, ops_attention as oa
 from warploom.build import compile_attention, planned_attention_program
 from warploom.emulate.launch import attention_kernel, emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
@@ -134,6 +134,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_fill", g.fill)
     monkeypatch.setattr(oa, "default_launcher", g)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
+    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")     # the emulated GPU: a Hopper one
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
         memo.clear()
     yield g
