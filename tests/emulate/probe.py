@@ -98,47 +98,27 @@ def probe(families=FAMILIES) -> dict:
                 return verdict(False, "mismatch", label,
                                f"{len(bad)} of {c.size} elements differ from the float64 reference; first "
                                f"C[{i}, {j}] = {c[i, j]}, expected {ref[i, j]}", start)
-    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout in (ATTENTION_CASES if "attention" in families else ()):
-        from warploom.build import planned_attention_program
+    from warploom.build import planned_attention_program, planned_sm100_attention
+    attention = [("sm_90a", *case, False) for case in (ATTENTION_CASES if "attention" in families else ())]
+    attention += [("sm_100a", *case) for case in (FA4_CASES if "fa4" in families else ())]
+    for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
-        rng = np.random.default_rng(12)
-        shape = (lambda s_, h_: (bsz, s_, h_, d)) if layout == "bshd" else (lambda s_, h_: (bsz, h_, s_, d))
-        q, k, v = (round_to(rng.standard_normal(shape(s_, h_)), dtype) for s_, h_ in ((sq, hq), (sk, hkv), (sk, hkv)))
-        where = f"attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} H={hq}/{hkv} {layout}"
-        for seed in SEEDS:
-            label = f"{where} seed {seed}"
-            try:
-                program = planned_attention_program(dtype, d, causal)
-                out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
-                                             program=program)
-            except EmulationError as e:
-                return verdict(False, type(e).__name__, label, str(e), start)
-            except Exception as e:     # the planning, the lowering or the harness broke
-                tb = traceback.format_exc(limit=-3)
-                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
-            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
-            if not judged.ok:
-                return verdict(False, "mismatch", label, judged.problem, start)
-    for dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow in (FA4_CASES if "fa4" in families else ()):
-        from warploom.build import planned_sm100_attention
-        from warploom.emulate import emulate_attention
-        from warploom.emulate.judge import judge_attention
-        rng = np.random.default_rng(13)
+        rng = np.random.default_rng(12 if target == "sm_90a" else 13)
         shape = (lambda s_, h_: (bsz, s_, h_, d)) if layout == "bshd" else (lambda s_, h_: (bsz, h_, s_, d))
         q, k, v = (rng.standard_normal(shape(s_, h_)) for s_, h_ in ((sq, hq), (sk, hkv), (sk, hkv)))
         if grow:
-            s_ax = 1 if layout == "bshd" else 2
             q = np.abs(q)
-            k[(slice(None),) * s_ax + (slice(128, None),)] += 1.0
+            k[(slice(None),) * (1 if layout == "bshd" else 2) + (slice(128, None),)] += 1.0
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
-        where = (f"sm_100a attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
+        where = (f"{target} attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
                  f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}")
+        plan = planned_sm100_attention if target == "sm_100a" else planned_attention_program
         for seed in SEEDS:
             label = f"{where} seed {seed}"
             try:
                 out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
-                                             program=planned_sm100_attention(dtype, d, causal))
+                                             program=plan(dtype, d, causal))
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the planning, the lowering or the harness broke
@@ -147,9 +127,7 @@ def probe(families=FAMILIES) -> dict:
             judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
-    n_attention = (len(ATTENTION_CASES) if "attention" in families else 0) + (len(FA4_CASES) if "fa4" in families
-                                                                              else 0)
-    return verdict(True, "", "", f"{len(gemms)} GEMM and {n_attention} attention kernels x {len(SEEDS)} "
+    return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(SEEDS)} "
                    "interleavings match", start)
 
 

@@ -90,25 +90,7 @@ class _Sm100GemmLowering(_GemmLowering):
             self._fail("a role sets a register budget: the sm_100a GEMM's warp roles keep the launch's share "
                        "(setmaxnreg acts on whole warpgroups)")
         self.launch_regs = None
-        self.tmem_columns = p.attrs.get("tmem_columns")
-        if self.tmem_columns is None:
-            self._fail("the kernel has no 'tmem_columns' attribute: run wl-plan-tmem first")
-        smem = [r for r in p.regions.values() if r.space == "smem"]
-        for region in p.regions.values():
-            if region.offset is None or region.size is None:
-                self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem and wl-plan-tmem first")
-            if region.space == "tmem" and region.offset + region.size > self.tmem_columns:
-                self._fail(f"TMEM region {region.name!r} (columns {region.offset}..{region.offset + region.size - 1}) "
-                           f"is outside the {self.tmem_columns}-column allocation")
-        for bar in p.barriers.values():
-            if bar.offset is None or bar.offset % T.mbarrier_bytes:
-                self._fail(f"mbarrier ring {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset "
-                           "(run wl-plan-barriers)")
-        end = max([r.offset + r.size for r in smem] + [b.offset + T.mbarrier_bytes * b.count
-                                                        for b in p.barriers.values()])
-        if self.smem_bytes < end + T.smem_base_align - 1:
-            self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
-                       f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
+        smem = check_placement(self)
         self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
         slots = [r for r in smem if not r.dims and r.elem == "i32"]
         if len(slots) != 1:
@@ -267,17 +249,7 @@ class _Sm100GemmLowering(_GemmLowering):
         if ctx.issue != "thread":
             self._ops(ops, ctx)
             return
-        run: list = []
-        for op in list(ops) + [None]:
-            if op is None or isinstance(op, Sync):
-                if run:
-                    with self.b.if_(ctx.elected):
-                        self._ops(run, ctx)
-                    run = []
-                if op is not None:
-                    self._op_sync(op, ctx)
-            else:
-                run.append(op)
+        run_elected(self, ops, ctx)
 
     # ---- ring state -----------------------------------------------------------------------------------
     def _state(self, barrier: str, ctx: _Role) -> tuple[_Loop, int]:
@@ -519,6 +491,47 @@ class _Sm100GemmLowering(_GemmLowering):
             with b.if_(ctx.storer):
                 tma.tma_store(b, self.tmap_args["c"], b.gep(self.base, c(base)), [b.add(n0, c(j * cols)), m0])
                 tma.bulk_commit_group()
+
+
+def check_placement(lowering) -> list:
+    """What an sm_100a kernel's plan must hold before it is lowered: every region placed, TMEM regions inside the
+    allocation (sets lowering.tmem_columns), mbarriers aligned, smem_bytes covering the plan and the run-time base
+    round-up. Returns the smem regions."""
+    p, fail = lowering.p, lowering._fail
+    lowering.tmem_columns = p.attrs.get("tmem_columns")
+    if lowering.tmem_columns is None:
+        fail("the kernel has no 'tmem_columns' attribute: run wl-plan-tmem first")
+    for region in p.regions.values():
+        if region.offset is None or region.size is None:
+            fail(f"buffer {region.name!r} has no offset: run wl-plan-smem and wl-plan-tmem first")
+        if region.space == "tmem" and region.offset + region.size > lowering.tmem_columns:
+            fail(f"TMEM region {region.name!r} (columns {region.offset}..{region.offset + region.size - 1}) "
+                 f"is outside the {lowering.tmem_columns}-column allocation")
+    for bar in p.barriers.values():
+        if bar.offset is None or bar.offset % T.mbarrier_bytes:
+            fail(f"mbarrier {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset (run wl-plan-barriers)")
+    smem = [r for r in p.regions.values() if r.space == "smem"]
+    end = max([r.offset + r.size for r in smem] + [b.offset + T.mbarrier_bytes * b.count for b in p.barriers.values()])
+    if lowering.smem_bytes < end + T.smem_base_align - 1:
+        fail(f"smem_bytes = {lowering.smem_bytes} does not cover the plan's {end} B plus {T.smem_base_align - 1} B for "
+             f"the run-time {T.smem_base_align} B alignment of the base")
+    return smem
+
+
+def run_elected(lowering, ops, ctx: _Role) -> None:
+    """A one-thread role's ops (sm_100a kernels): the elected lane (ctx.elected) runs them, except the named-barrier
+    syncs, which the whole warp takes (bar.sync counts threads)."""
+    run: list = []
+    for op in list(ops) + [None]:
+        if op is None or isinstance(op, Sync):
+            if run:
+                with lowering.b.if_(ctx.elected):
+                    lowering._ops(run, ctx)
+                run = []
+            if op is not None:
+                lowering._op_sync(op, ctx)
+        else:
+            run.append(op)
 
 
 def _load_i32(b, ptr: ir.Value) -> ir.Value:

@@ -47,6 +47,7 @@ from warploom.lowering.emit import sync, tcgen05, tma
 from warploom.runtime.artifact import TensorMapSpec
 
 from .sm90 import LoweredKernel, _Role
+from .sm100 import check_placement, run_elected
 from .sm90_attention import LN2, _AttentionLowering
 
 T = targets.get("sm_100a")
@@ -153,25 +154,7 @@ class _Fa4Lowering(_AttentionLowering):
         used = sum(T.warp_size * r.warps * r.regs for r in p.roles)
         if used > T.register_file:
             self._fail(f"role register budgets need {used} registers; the register file holds {T.register_file}")
-        self.tmem_columns = p.attrs.get("tmem_columns")
-        if self.tmem_columns is None:
-            self._fail("the kernel has no 'tmem_columns' attribute: run wl-plan-tmem first")
-        for region in p.regions.values():
-            if region.offset is None or region.size is None:
-                self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem and wl-plan-tmem first")
-            if region.space == "tmem" and region.offset + region.size > self.tmem_columns:
-                self._fail(f"TMEM region {region.name!r} (columns {region.offset}..{region.offset + region.size - 1})"
-                           f" is outside the {self.tmem_columns}-column allocation")
-        for bar in p.barriers.values():
-            if bar.offset is None or bar.offset % T.mbarrier_bytes:
-                self._fail(f"mbarrier {bar.name!r} needs an {T.mbarrier_bytes}-byte aligned offset "
-                           "(run wl-plan-barriers)")
-        smem = [r for r in p.regions.values() if r.space == "smem"]
-        end = max([r.offset + r.size for r in smem] + [b.offset + T.mbarrier_bytes * b.count
-                                                        for b in p.barriers.values()])
-        if self.smem_bytes < end + T.smem_base_align - 1:
-            self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
-                       f"{T.smem_base_align - 1} B for the run-time {T.smem_base_align} B alignment of the base")
+        smem = check_placement(self)
         self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
         self.tmem_slot = p.regions.get("tmem_addr")
         self.corr = p.regions.get("correction")
@@ -243,7 +226,7 @@ class _Fa4Lowering(_AttentionLowering):
                 with b.if_(ctx.elected):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
-            self._top_ops(role.body, ctx)
+            run_elected(self, role.body, ctx)
             if role is self.mma_role:            # every lane of the warp, after the correction said it is done
                 tcgen05.fence_after()
                 tcgen05.dealloc(b, self.taddr, self.tmem_columns)
@@ -266,20 +249,6 @@ class _Fa4Lowering(_AttentionLowering):
                 self._fail(f"role {role.name!r} of issue 'warp' has ops; the sm_100a attention's spare warps idle")
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}")
-
-    def _top_ops(self, ops, ctx: _Role) -> None:
-        """A one-thread role's ops: the elected lane runs them, except named-barrier syncs (the whole warp)."""
-        run: list = []
-        for op in list(ops) + [None]:
-            if op is None or isinstance(op, Sync):
-                if run:
-                    with self.b.if_(ctx.elected):
-                        self._ops(run, ctx)
-                    run = []
-                if op is not None:
-                    self._op_sync(op, ctx)
-            else:
-                run.append(op)
 
     # ---- the key loop and barrier states --------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: _Role) -> None:
