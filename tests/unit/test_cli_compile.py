@@ -1,5 +1,7 @@
 """`warploom compile`: what it writes (--emit, -o), and that it says so, exiting non-zero, when no kernel was built;
 `warploom --version`."""
+import re
+
 import pytest
 
 from warploom.tools.cli import main
@@ -130,6 +132,9 @@ def test_explain_draws_the_maps(tmp_path, capsys, argv):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20000
     out = capsys.readouterr().out
     assert "tmem (limit 512 columns)" in out
+    # registers and spills from ptxas; sm_100a kernels say how they are verified
+    assert re.search(r"^ptxas: \d+ registers a thread, 0 B spills, 0 B stack$", out, re.M), out
+    assert "has not run on Blackwell hardware" in out
 
 
 def test_explain_png_without_matplotlib_says_how_to_get_it(tmp_path, capsys, monkeypatch):

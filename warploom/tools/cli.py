@@ -300,8 +300,6 @@ def cmd_precompile(args) -> int:
 
 def cmd_explain(args) -> int:
     from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
-    if args.op == "attention" and args.target == "sm_100a":
-        return _explain_planned_attention(args)
     if args.op == "attention":
         spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or ATTENTION_STAGES,
                              args.target, schedule=args.schedule)
@@ -318,41 +316,25 @@ def cmd_explain(args) -> int:
         return 2
     meta = artifact.meta
     if args.png:             # the plan, drawn: from the planned program (the artifact keeps its tables only)
-        from warploom.build import planned_attention_program, planned_program
+        from warploom.build import planned_attention_program, planned_program, planned_sm100_attention
         from .maps import draw_maps
         program = (planned_program(spec) if args.op == "gemm" else
+                   planned_sm100_attention(spec.elem, spec.head_dim, spec.causal) if spec.target == "sm_100a" else
                    planned_attention_program(spec.elem, spec.head_dim, spec.causal))
         draw_maps(program, args.png)
     print(f"kernel {artifact.name}  ({spec.describe()})")
+    if spec.target == "sm_100a":
+        print("verified by ptxas, its SASS and the emulator only: no Blackwell GPU exists here, and this kernel has "
+              f"not run on Blackwell hardware ({'docs/attention-sm100.md' if args.op == 'attention' else 'docs/gemm-sm100.md'})")
     print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
     print(meta.get("smem_plan", ""))
     if meta.get("tmem_plan"):
         print(meta["tmem_plan"])
     print(meta.get("barrier_plan", ""))
     print(meta.get("roles", ""))
-    return 0
-
-
-def _explain_planned_attention(args) -> int:
-    """The sm_100a attention's plans (smem in the seed's order, TMEM, mbarriers, roles)."""
-    from warploom.build import barrier_table, planned_sm100_attention, role_table
-    from warploom.passes.plan_smem import plan_smem
-    from warploom.passes.plan_tmem import plan_tmem
-    program = planned_sm100_attention(args.dtype, args.head_dim, args.causal)
-    bm, bn, d = program.attrs["tile"]
-    print(f"sm_100a attention (FA4-style), {args.dtype}, head dim {d}, {'causal' if args.causal else 'full'}: "
-          f"{program.attrs.get('q_tiles')} Q tiles of 128 rows per CTA ({bm} rows), {bn} keys a block, "
-          f"{program.threads} threads")
-    print("verified by ptxas, its SASS and the emulator only: no Blackwell GPU exists here, and this kernel has not "
-          "run on Blackwell hardware (docs/attention-sm100.md)")
-    print(plan_smem(program).table())
-    print(plan_tmem(program).table())
-    print(barrier_table(program))
-    print(role_table(program))
-    if args.png:
-        from .maps import draw_maps
-        draw_maps(program, args.png)
-        print(f"maps written to {args.png}")
+    asm = meta.get("ptxas")
+    if asm:
+        print(f"ptxas: {asm['registers']} registers a thread, {asm['spill_bytes']} B spills, {asm['stack_bytes']} B stack")
     return 0
 
 
