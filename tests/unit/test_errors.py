@@ -413,6 +413,9 @@ def test_explain_bad_block_n_and_stages():
     assert_refused(run("warploom", "explain", "--block-n", "100"), 2,
                    "block-n = 100: must be a multiple of 64 up to 256")
     assert_refused(run("warploom", "explain", "--stages", "9"), 2, "wl-pipeline: stages = 9; use 2..8")
+    # 0 is a value, not "not given": refused, not silently replaced by the default
+    assert_refused(run("warploom", "explain", "--stages", "0"), 2, "0 stages", "wl-pipeline: stages = 0; use 2..8")
+    assert_refused(run("warploom", "explain", "--block-n", "0"), 2, "block-n = 0: must be a multiple of 64")
 
 
 def test_cli_unknown_target_and_head_dim(tmp_path):

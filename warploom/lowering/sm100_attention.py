@@ -374,7 +374,8 @@ class _Fa4Lowering(_AttentionLowering):
             self._fail(f"wl.mma shape {list(op.shape)}: {e}")
         mma_k = T.mma_k_of(self.elem)
         if m != self.rows or k % mma_k:
-            self._fail(f"wl.mma shape {list(op.shape)}: M must be {self.rows} (all TMEM lanes), K a multiple of {mma_k}")
+            self._fail(f"wl.mma shape {list(op.shape)}: M must be {self.rows} (all TMEM lanes), K a multiple of "
+                       f"{mma_k}")
         if op.b.source != "smem" or op.acc.source != "tmem":
             self._fail(f"wl.mma b from {op.b.source} into {op.acc.source}: B from smem, D in TMEM")
         b_reg = self._region(op.b.name)
@@ -599,7 +600,8 @@ class _Fa4Lowering(_AttentionLowering):
         nb = self.p.named_barriers.get(op.barrier)
         tile = self.tiles[region.name]
         if list(op.tile) != [self.rows, self.D] or tile.shape != (self.rows, self.D):
-            self._fail(f"Store tile {list(op.tile)} through {region.name!r} {tile.shape}: O_i is [{self.rows}, {self.D}]")
+            self._fail(f"Store tile {list(op.tile)} through {region.name!r} {tile.shape}: O_i is "
+                       f"[{self.rows}, {self.D}]")
         if nb is None or nb.threads != T.warpgroup_threads:
             self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of the warpgroup's "
                        f"{T.warpgroup_threads} threads")

@@ -143,11 +143,12 @@ def _compile_input(args) -> tuple[str, list[str], str]:
         if args.input is not None:
             raise ValueError(f"give a file ({args.input}) or --op {args.op}, not both")
         if args.op == "matmul":
-            spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
+            spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
                             args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
             graph = wc.gemm_graph(spec)
         else:
-            spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or 2, args.target,
+            spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, _given(args.stages, 2),
+                                 args.target,
                                  schedule=args.schedule)
             graph = wc.attention_graph(spec)
         return str(graph.module), wc.planning_passes(spec) + pipeline_for(args.target)[-1:], f"--op {args.op}"
@@ -298,13 +299,19 @@ def cmd_precompile(args) -> int:
     return 0
 
 
+def _given(value, default):
+    """An option's value, or its default when it was not given (0 is a value, refused by the spec's checks)."""
+    return default if value is None else value
+
+
 def cmd_explain(args) -> int:
     from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
     if args.op == "attention":
-        spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, args.stages or ATTENTION_STAGES,
+        spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n,
+                             _given(args.stages, ATTENTION_STAGES),
                              args.target, schedule=args.schedule)
     else:
-        spec = GemmSpec(args.dtype, args.b_layout, args.block_n or 256, args.stages or 4, args.target,
+        spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
                         args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
     try:
         artifact = get_kernel(spec)
@@ -324,9 +331,11 @@ def cmd_explain(args) -> int:
         draw_maps(program, args.png)
     print(f"kernel {artifact.name}  ({spec.describe()})")
     if spec.target == "sm_100a":
+        doc = "docs/attention-sm100.md" if args.op == "attention" else "docs/gemm-sm100.md"
         print("verified by ptxas, its SASS and the emulator only: no Blackwell GPU exists here, and this kernel has "
-              f"not run on Blackwell hardware ({'docs/attention-sm100.md' if args.op == 'attention' else 'docs/gemm-sm100.md'})")
-    print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  dynamic smem {artifact.smem_bytes} B")
+              f"not run on Blackwell hardware ({doc})")
+    print(f"grid {artifact.grid}  block {artifact.block}  cluster {artifact.cluster}  "
+          f"dynamic smem {artifact.smem_bytes} B")
     print(meta.get("smem_plan", ""))
     if meta.get("tmem_plan"):
         print(meta["tmem_plan"])
@@ -334,7 +343,8 @@ def cmd_explain(args) -> int:
     print(meta.get("roles", ""))
     asm = meta.get("ptxas")
     if asm:
-        print(f"ptxas: {asm['registers']} registers a thread, {asm['spill_bytes']} B spills, {asm['stack_bytes']} B stack")
+        print(f"ptxas: {asm['registers']} registers a thread, {asm['spill_bytes']} B spills, "
+              f"{asm['stack_bytes']} B stack")
     return 0
 
 
