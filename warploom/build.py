@@ -19,7 +19,8 @@ import time
 import warploom
 import math
 
-from warploom.kernels import AttentionSpec, GemmSpec, check_attention_artifact
+from warploom.kernels import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
+                              check_attention_artifact)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -50,7 +51,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     from warploom.passes import pipeline_for
     target = "" if spec.target == "sm_90a" else f" target={spec.target}"
     block_m = f" block-m={spec.block_m}" if isinstance(spec, GemmSpec) and spec.block_m != 128 else ""
-    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}}}",
+    shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
+    options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}{shared}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
     if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
@@ -245,7 +247,7 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     elem = program.inputs["q"].elem
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
-                         str(program.attrs.get("schedule", "grid")))
+                         str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -392,14 +394,11 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
     return CompiledKernel(graph.name, target, records, program)
 
 
-def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False):
+def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,
+                            stages: int | None = None):
     """The sm_100a (FA4-style) attention's typed Program after the planning passes (everything but wl-lower-sm100):
-    its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md)."""
-    from warploom.dialect.kernel_ir import kernel_ops
-    from warploom.kernel import read_program
-    from warploom.passes import pipeline_for
-    graph = attention_graph(AttentionSpec(elem, head_dim, causal, target="sm_100a"))
-    module, _ = graph.run_pipeline(pipeline_for("sm_100a")[:-1])          # everything but the lowering
-    with module.context:
-        (kernel,) = kernel_ops(module)
-        return read_program(kernel)
+    its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md). shared_kv: K and V share one ring of
+    `stages` slots (default: the standard kernel's stages; 3 for a shared ring)."""
+    stages = stages or (FA4_SHARED_KV_SLOTS if shared_kv else ATTENTION_STAGES)
+    spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv)
+    return planned_attention(attention_graph(spec), spec)[0]

@@ -128,10 +128,13 @@ def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, 
             f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}")
 
 
-def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool) -> str:
-    """wl_fa4_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal]: the PTX entry point of an sm_100a (FA4-style) attention
-    kernel (docs/attention-sm100.md); BM is the CTA's query rows (its Q tiles together)."""
-    return f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
+                    shared_kv: bool = False) -> str:
+    """wl_fa4_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_skv]: the PTX entry point of an sm_100a (FA4-style)
+    attention kernel (docs/attention-sm100.md); BM is the CTA's query rows (its Q tiles together); _skv: K and V
+    share one ring of `stages` slots."""
+    return (f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
+            f"{'_skv' if shared_kv else ''}")
 
 
 # The sm_100a attention (FA4-style): Q tiles per CTA, each of 128 rows (the TMEM lanes); keys per block; head dims
@@ -139,6 +142,7 @@ FA4_Q_TILES = 2
 FA4_TILE_ROWS = 128
 FA4_BLOCK_N = 128
 FA4_HEAD_DIMS = (64, 128)
+FA4_SHARED_KV_SLOTS = 3         # a shared K/V ring's slots (the design's example): K of block j+1 while V of j
 
 
 @dataclass(frozen=True)
@@ -159,6 +163,7 @@ class AttentionSpec:
     #                                 (None: on for sm_90a; sm_100a has no such schedule)
     schedule: str | None = None     # "grid": a CTA per (query block, head, batch); "persistent": one per SM;
     #                                 None: default_attention_schedule(head_dim) (sm_100a: grid)
+    shared_kv: bool = False         # sm_100a: K and V tiles share one ring of `stages` slots (the seed's use_shared_kv)
 
     def __post_init__(self):
         fa4 = self.target == "sm_100a"
@@ -177,13 +182,17 @@ class AttentionSpec:
         for name in ("causal", "overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"AttentionSpec: {name} = {getattr(self, name)!r} must be True or False")
+        if not isinstance(self.shared_kv, bool) or (self.shared_kv and not fa4):
+            raise ValueError(f"AttentionSpec: shared_kv = {self.shared_kv!r}: True or False, and True only for the "
+                             "sm_100a attention (target='sm_100a')")
         if self.schedule not in ATTENTION_SCHEDULES:
             raise ValueError(f"AttentionSpec: schedule = {self.schedule!r}: one of {', '.join(ATTENTION_SCHEDULES)}")
 
     @property
     def kernel_name(self) -> str:
         if self.target == "sm_100a":
-            return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal)
+            return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
+                                   self.shared_kv)
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
                                      self.overlap, self.schedule)
 

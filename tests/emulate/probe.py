@@ -19,6 +19,7 @@ lowering itself broke). Exit status 0 when every kernel matched, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -52,10 +53,12 @@ ATTENTION_CASES = [
 
 # the sm_100a attention (FA4-style; never run on hardware here), grid: (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv,
 # layout, grow). grow: the keys past the first block score far higher (positive queries, shifted keys), so every
-# row's max grows past the rescaling threshold mid-row and the correction warpgroup rescales O in TMEM
+# row's max grows past the rescaling threshold mid-row and the correction warpgroup rescales O in TMEM; "skv": the
+# shared K/V ring instead
 FA4_CASES = [
     ("bf16", 64, True, 1, 300, 130, 4, 1, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; GQA 4
     ("f16", 128, False, 1, 130, 300, 1, 1, "bhsd", True),   # 3 key blocks over the 2-stage rings; rescaled rows
+    ("bf16", 64, False, 1, 100, 520, 1, 1, "bshd", "skv"),  # K and V through one ring of 3 slots (use_shared_kv)
 ]
 
 
@@ -107,13 +110,15 @@ def probe(families=FAMILIES) -> dict:
         rng = np.random.default_rng(12 if target == "sm_90a" else 13)
         shape = (lambda s_, h_: (bsz, s_, h_, d)) if layout == "bshd" else (lambda s_, h_: (bsz, h_, s_, d))
         q, k, v = (rng.standard_normal(shape(s_, h_)) for s_, h_ in ((sq, hq), (sk, hkv), (sk, hkv)))
+        shared, grow = grow == "skv", grow is True
         if grow:
             q = np.abs(q)
             k[(slice(None),) * (1 if layout == "bshd" else 2) + (slice(128, None),)] += 1.0
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
         where = (f"{target} attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
-                 f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}")
-        plan = planned_sm100_attention if target == "sm_100a" else planned_attention_program
+                 f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}{' shared K/V ring' if shared else ''}")
+        plan = (functools.partial(planned_sm100_attention, shared_kv=shared) if target == "sm_100a" else
+                planned_attention_program)
         for seed in SEEDS:
             label = f"{where} seed {seed}"
             try:

@@ -113,3 +113,23 @@ def test_scale_and_no_lse_pointer():
     assert lse is None
     verdict = judge_attention(out, None, q, k, v, "bf16", True, "bshd", scale=0.3)
     assert verdict.ok, verdict.problem
+
+
+SHARED_KV = [("bf16", 64, True, 300, 500, 2, 1, "bshd", 1),        # 4-6 key blocks through 3 slots: K and V turn
+             ("f16", 128, False, 130, 520, 1, 1, "bhsd", 1)]       # over the ring in every slot, phases wrap
+
+
+@pytest.mark.parametrize("case", SHARED_KV, ids=[f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}"
+                                                 for e, d, c, sq, sk, *_ in SHARED_KV])
+def test_shared_kv_ring(case):
+    """use_shared_kv: K and V through one ring of 3 slots (K of block j at position 2j, V at 2j + 1), three
+    interleavings, bit-equal to the kernel with separate K and V rings (the same arithmetic, other smem slots)."""
+    elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
+    q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq + sk))
+    program = planned_sm100_attention(elem, d, causal, shared_kv=True)
+    assert program.rings["kv"].uses == 2 and program.rings["kv"].stages == 3
+    separate, _ = emulate_attention(q, k, v, causal=causal, layout=layout, program=planned_sm100_attention(elem, d, causal))
+    for seed, delay in SEEDS:
+        out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program)
+        check(out, lse, q, k, v, elem, causal, layout)
+        np.testing.assert_array_equal(out.view(np.uint16), separate.view(np.uint16))

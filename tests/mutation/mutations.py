@@ -260,6 +260,10 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-no-wait-st",
              "the softmax arrives on p_full without tcgen05.wait::st: the P V MMA may read P before it is in TMEM",
              FA4, "        tcgen05.wait_st()\n        b.store(factor", "        b.store(factor", ("fa4",)),
+    Mutation("fa4-shared-kv-slot",
+             "the shared K/V ring puts V in the same slot as K of its block (ring position = block * uses, the use "
+             "dropped): V's copy overwrites K's slot while the S MMAs may read it, and the phases go out of step",
+             FA4, "b.add(b.mul(loop.it, c(ring.uses)), c(use))", "b.mul(loop.it, c(ring.uses))", ("fa4",)),
     Mutation("fa4-poly-coefficient",
              "the polynomial exp2 drops its linear term: a quarter of the P elements are wrong",
              FA4, "        for coef in reversed(cs[:-1]):", "        for coef in reversed(cs[:1] + cs[2:-1]):",

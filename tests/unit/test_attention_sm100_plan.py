@@ -49,8 +49,29 @@ def test_every_offset_follows_from_the_configuration(d):
 def test_the_roles_and_their_registers_fill_the_register_file():
     p = planned_sm100_attention("f16", 128, causal=True)
     roles = {r.name: (r.first_warp, r.warps, r.issue, r.regs) for r in p.roles}
-    assert roles == {"softmax0": (0, 4, "warpgroup", 176), "softmax1": (4, 4, "warpgroup", 176),
-                     "correction": (8, 4, "warpgroup", 80), "mma": (12, 1, "thread", 80),
-                     "load": (13, 1, "thread", 80), "spare": (14, 2, "warp", 80)}
-    assert p.threads == 512 and 128 * (176 + 176 + 80 + 80) == 65536
+    assert roles == {"softmax0": (0, 4, "warpgroup", 168), "softmax1": (4, 4, "warpgroup", 168),
+                     "correction": (8, 4, "warpgroup", 80), "mma": (12, 1, "thread", 88),
+                     "load": (13, 1, "thread", 88), "spare": (14, 2, "warp", 88)}
+    assert p.threads == 512 and 128 * (168 + 168 + 80 + 88) == 64512 <= 65536
     assert p.attrs["causal"] is True
+
+
+@pytest.mark.parametrize("d", [64, 128])
+def test_the_shared_kv_ring_follows_from_the_configuration(d):
+    """use_shared_kv: K and V tiles pass through one ring of SLOTS slots (K of block j in slot 2j % SLOTS, V in
+    (2j + 1) % SLOTS), right after the Q tiles as in the seed; its full and empty barriers have one per slot."""
+    slots = 3
+    p = planned_sm100_attention("bf16", d, shared_kv=True)
+    q_tile, kv_slot = BLOCK_M * d * ELEM_BYTES, BLOCK_N * d * ELEM_BYTES
+    kv = Q_TILES * q_tile
+    correction = kv + slots * kv_slot
+    tmem_addr = correction + Q_TILES * 2 * LANES * 4
+    mbarriers = -(-(tmem_addr + 4) // 8) * 8
+    smem = {r.name: (r.offset, r.size) for r in p.regions.values() if r.space == "smem"}
+    assert smem == {"q0": (0, q_tile), "q1": (q_tile, q_tile), "kv": (kv, slots * kv_slot), "o0_out": (0, q_tile),
+                    "o1_out": (q_tile, q_tile), "correction": (correction, Q_TILES * 2 * LANES * 4),
+                    "tmem_addr": (tmem_addr, 4), "mbarriers": (mbarriers, 8 * (Q_TILES + 2 * slots + 4 * Q_TILES))}
+    ring = p.rings["kv"]
+    assert (ring.stages, ring.uses, ring.regions) == (slots, 2, ("kv",)) and "k" not in p.rings
+    assert p.barriers["kv_full"].count == slots and p.barriers["kv_full"].tx_bytes == kv_slot
+    assert p.attrs["shared_kv"] is True and p.attrs["stages"] == slots

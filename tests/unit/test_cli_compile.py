@@ -148,3 +148,13 @@ def test_explain_png_without_matplotlib_says_how_to_get_it(tmp_path, capsys, mon
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     assert main(["explain", "--op", "attention", "--target", "sm_100a", "--png", str(tmp_path / "x.png")]) == 1
     assert "pip install 'warploom[plot]'" in capsys.readouterr().err
+
+
+def test_explain_the_shared_kv_ring(capsys):
+    """--shared-kv: the sm_100a attention with K and V through one ring of 3 slots (after the Q tiles, as the seed
+    lays it out)."""
+    assert main(["explain", "--op", "attention", "--target", "sm_100a", "--head-dim", "64", "--shared-kv"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel wl_fa4_bf16_d64_256x128_s3_skv" in out
+    assert re.search(r"^  kv\s+32768\s+49152\s+1024  3 x 128x64 bf16, 128B swizzle$", out, re.M), out
+    assert "kv_full[3] kv_empty[3]" in out

@@ -418,6 +418,13 @@ def test_explain_bad_block_n_and_stages():
     assert_refused(run("warploom", "explain", "--block-n", "0"), 2, "block-n = 0: must be a multiple of 64")
 
 
+def test_shared_kv_needs_the_sm100a_attention():
+    assert_refused(run("warploom", "explain", "--op", "attention", "--shared-kv"), 2,
+                   "shared_kv = True: True or False, and True only for the sm_100a attention (target='sm_100a')")
+    proc = run("warploom-opt", "-", "--wl-tile=shared-kv=true", stdin=GEMM)
+    assert_refused(proc, 1, "wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles")
+
+
 def test_cli_unknown_target_and_head_dim(tmp_path):
     assert_refused(run("warploom", "precompile", "--target", "sm_80", "--cache", tmp_path), 2,
                    "argument --target: invalid choice: 'sm_80' (choose from", "sm_90a", "sm_100a")

@@ -140,6 +140,8 @@ class Ring:
     counts: str = "iteration"        # RING_COUNTS
     relay: str | None = None         # a CTA pair: the role of the other CTA that tells the leader its slot landed
     peer: str | None = None          # ... on this barrier of the leader (wl-plan-barriers)
+    uses: int = 1                    # slots taken per iteration (a shared K/V ring: 2, K's then V's); an op on the
+    #                                  ring says which with its `use`: ring position = iteration * uses + use
 
 
 # ---- what runs: ops --------------------------------------------------------------------------------
@@ -177,6 +179,7 @@ class Load:
     tile: tuple[int, ...]
     dims: tuple[str, ...]
     region: str | None = None
+    use: int = 0                     # which of the iteration's slots of a ring taking several (Ring.uses)
 
 
 @dataclass(frozen=True)
@@ -185,6 +188,7 @@ class Wait:
     barrier: str
     parity: str = "phase"            # PARITIES
     lag: int = 0
+    use: int = 0                     # Ring.uses: the iteration's slot it waits on
 
 
 @dataclass(frozen=True)
@@ -198,6 +202,7 @@ class Arrive:
     tx_bytes: int = 0
     per: str = "role"                # ARRIVERS
     cta: str = "own"                 # ARRIVE_CTAS (a CTA pair's kernel: arrive on the leader's instance, or on both)
+    use: int = 0                     # Ring.uses: the iteration's slot it arrives for
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,7 @@ class Copy:
     source: str
     region: str
     barrier: str | None = None       # None until wl-plan-barriers picks it
+    use: int = 0                     # Ring.uses: the iteration's slot it fills
 
 
 @dataclass(frozen=True)
@@ -214,6 +220,7 @@ class Operand:
     source: str                      # SOURCES
     name: str
     major: str = "K"                 # MAJORS
+    use: int = 0                     # Ring.uses: the iteration's slot of a ring taking several that it reads
 
 
 @dataclass(frozen=True)

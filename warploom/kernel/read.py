@@ -28,7 +28,7 @@ RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
 LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group",
-                "q_tiles", "rescale_threshold", "exp2_poly")   # what the program keeps
+                "q_tiles", "rescale_threshold", "exp2_poly", "shared_kv")   # what the program keeps
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:
@@ -55,7 +55,7 @@ def read_program(kernel_op, target: str | None = None) -> Program:
             program.rings[b["name"]] = Ring(
                 name=b["name"], stages=b["stages"], regions=tuple(b["regions"]), producer=b.get("producer"),
                 consumers=tuple(b.get("consumers", ())), full=b.get("full"), empty=b.get("empty"),
-                counts=b.get("counts", "iteration"), relay=b.get("relay"), peer=b.get("peer"))
+                counts=b.get("counts", "iteration"), relay=b.get("relay"), peer=b.get("peer"), uses=b.get("uses", 1))
         elif op.kind == "mbarrier":
             program.barriers[b["name"]] = MBarrier(
                 name=b["name"], count=b["count"], arrivals=b["arrivals"], tx_bytes=b.get("tx_bytes", 0),
@@ -103,16 +103,17 @@ def _ops(body: list[KOp], program: Program) -> list:
                             first=tuple(sections["first"]), last=tuple(sections["last"])))
         elif op.kind == "load_tile":
             out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ())),
-                            region=a.get("buffer")))
+                            region=a.get("buffer"), use=a.get("use", 0)))
         elif op.kind == "wait":
-            out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"]), lag=a.get("lag", 0)))
+            out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"]), lag=a.get("lag", 0),
+                            use=a.get("use", 0)))
         elif op.kind == "arrive_expect_tx":
-            out.append(Arrive(a["barrier"], tx_bytes=a["bytes"]))
+            out.append(Arrive(a["barrier"], tx_bytes=a["bytes"], use=a.get("use", 0)))
         elif op.kind == "arrive":
             out.append(Arrive(a["barrier"], lag=a.get("lag", 0), per=ARRIVE_PER.get(a.get("issue"), "role"),
-                              cta=a.get("cta", "own")))
+                              cta=a.get("cta", "own"), use=a.get("use", 0)))
         elif op.kind == "async_load":
-            out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier")))
+            out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier"), use=a.get("use", 0)))
         elif op.kind == "mma":
             m, n, k = a["shape"]
             k_dim = a.get("k_dim", "K")
@@ -123,7 +124,7 @@ def _ops(body: list[KOp], program: Program) -> list:
             for which in ("a", "b"):
                 implied = implied_operand(program, a[which], k_dim)
                 ab.append(Operand(a.get(f"{which}_source", implied.source), a[which],
-                                  a.get(f"{which}_major", implied.major)))
+                                  a.get(f"{which}_major", implied.major), use=a.get(f"{which}_use", 0)))
             out.append(Mma(*ab, acc, (m, n, k), k_dim=k_dim, accumulate=a.get("accumulate", True),
                            lag=a.get("lag", 0)))
         elif op.kind == "mma_wait":

@@ -315,7 +315,8 @@ def check_tx_bytes(p: Program):
             if not isinstance(op, Arrive) or not op.tx_bytes:
                 continue
             expected_by[op.barrier] = True
-            copies = [c for c in body if isinstance(c, Copy) and c.barrier == op.barrier and c.region in p.regions]
+            copies = [c for c in body if isinstance(c, Copy) and c.barrier == op.barrier and c.region in p.regions
+                      and c.use == op.use]       # a ring taking several slots an iteration: this use's copies
             landed = sum(p.regions[c.region].stage_bytes for c in copies)
             if landed != op.tx_bytes:
                 listing = " + ".join(f"{c.region} {p.regions[c.region].stage_bytes} B" for c in copies) or "none"
@@ -369,8 +370,9 @@ def check_arrivals(p: Program):
         for op, section in _sectioned(role.body):
             if isinstance(op, Arrive) and op.barrier in p.barriers and section in ("top", "body"):
                 n = _arrivals_per_phase(role, op, t.warp_size, t.warpgroup_threads) * _landing(p, role, op)
-                total[op.barrier] = total.get(op.barrier, 0) + n
-                made.setdefault(op.barrier, []).append(f"{role.name} {n}")
+                key = (op.barrier, op.use)        # each use of a ring taking several slots is its own phase
+                total[key] = total.get(key, 0) + n
+                made.setdefault(key, []).append(f"{role.name} {n}")
         for loop in (o for o in role.walk() if isinstance(o, Loop)):
             for section, lagged in (("first", False), ("last", True)):
                 if not getattr(loop, section):
@@ -389,10 +391,12 @@ def check_arrivals(p: Program):
                                       f"makes {have.get(name, 0)} arrivals on {name!r} where the body makes "
                                       f"{want.get(name, 0)} {which}: that stage's phase would "
                                       f"{'never complete' if have.get(name, 0) < want.get(name, 0) else 'complete early'}")
-    for name, bar in p.barriers.items():
-        if name in total and total[name] != bar.arrivals:
-            yield Problem("arrivals", f"mbarrier {name!r}", f"initialised for {bar.arrivals} arrivals per phase, but "
-                          f"the roles make {total[name]} ({', '.join(made[name])}): set arrivals = {total[name]}")
+    for (name, use), n in total.items():
+        bar = p.barriers[name]
+        if n != bar.arrivals:
+            of = f" (slot use {use})" if use else ""
+            yield Problem("arrivals", f"mbarrier {name!r}{of}", f"initialised for {bar.arrivals} arrivals per phase, "
+                          f"but the roles make {n} ({', '.join(made[(name, use)])}): set arrivals = {n}")
 
 
 def check_handoff(p: Program):

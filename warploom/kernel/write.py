@@ -19,6 +19,8 @@ set from the program; the launch rules wl-tile wrote stay as they are.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 
 from warploom.dialect.kernel_ir import before_terminator, body_block, make_op, set_attrs
 
@@ -77,6 +79,8 @@ def write_program(kernel_op, program: Program) -> None:
                 attrs["relay"] = ring.relay
             if ring.peer is not None:
                 attrs["peer"] = ring.peer
+            if ring.uses != 1:
+                attrs["uses"] = ring.uses
             make_op("ring", attrs)
         for bar in program.barriers.values():
             ring = program.ring_of_barrier(bar.name)
@@ -151,23 +155,31 @@ def _op(op, program: Program) -> None:
         attrs = {"operand": op.source, "tile": list(op.tile), "dims": list(op.dims)}
         if op.region is not None:
             attrs["buffer"] = op.region
+        if op.use:
+            attrs["use"] = op.use
         make_op("load_tile", attrs)
     elif isinstance(op, Copy):
         attrs = {"operand": op.source, "buffer": op.region, "tile": list(program.regions[op.region].shape)}
         if op.barrier is not None:
             attrs["barrier"] = op.barrier
+        if op.use:
+            attrs["use"] = op.use
         make_op("async_load", attrs)
     elif isinstance(op, Wait):
         attrs = {"barrier": op.barrier, "parity": PARITY[op.parity]}
         if op.lag:
             attrs["lag"] = op.lag
+        if op.use:
+            attrs["use"] = op.use
         make_op("wait", attrs)
     elif isinstance(op, Arrive) and op.tx_bytes:
-        make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes})
+        make_op("arrive_expect_tx", {"barrier": op.barrier, "bytes": op.tx_bytes, **({"use": op.use} if op.use else {})})
     elif isinstance(op, Arrive):
         attrs = {"barrier": op.barrier, "lag": op.lag, "issue": ARRIVE_ISSUE[op.per]}
         if op.cta != "own":
             attrs["cta"] = op.cta
+        if op.use:
+            attrs["use"] = op.use
         make_op("arrive", attrs)
     elif isinstance(op, Mma):
         attrs = {"a": op.a.name, "b": op.b.name, "acc": op.acc.name, "shape": list(op.shape)}
@@ -175,8 +187,10 @@ def _op(op, program: Program) -> None:
             attrs["k_dim"] = op.k_dim
         for which in ("a", "b"):
             operand = getattr(op, which)
-            if op.k_dim != "K" or operand != implied_operand(program, operand.name, op.k_dim):
+            if op.k_dim != "K" or replace(operand, use=0) != implied_operand(program, operand.name, op.k_dim):
                 attrs.update({f"{which}_source": operand.source, f"{which}_major": operand.major})
+            if operand.use:
+                attrs[f"{which}_use"] = operand.use
         if op.acc.source != "regs":
             attrs["acc_source"] = op.acc.source
         if not op.accumulate:

@@ -64,7 +64,7 @@ def kernel_name(program: Program) -> str:
     """The name the sm_100a attention kernel gets (warploom.kernels.fa4_kernel_name)."""
     bm, bn, d = program.attrs["tile"]
     return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
-                           bool(program.attrs.get("causal")))
+                           bool(program.attrs.get("causal")), bool(program.attrs.get("shared_kv")))
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -282,12 +282,28 @@ class _Fa4Lowering(_AttentionLowering):
                 self._ops(op.last, ctx)
                 ctx.loop = None
 
-    def _bar(self, name: str, ctx: _Role):
+    def _use_loop(self, loop, ring, use: int):
+        """The ring state of slot `use` of this key block on a ring taking several slots a block (the shared K/V
+        ring: position = block * uses + use, stage and phase from it); the block's own state otherwise."""
+        if loop is None or ring is None or ring.uses == 1:
+            if use:
+                self._fail(f"slot use {use} on {ring.name if ring else 'a region'!r}, which takes one slot a block")
+            return loop
+        if not 0 <= use < ring.uses:
+            self._fail(f"slot use {use} of ring {ring.name!r}, which takes {ring.uses} slots a block")
+        key = ("use", ring.name, use)
+        if key not in loop.cache:
+            b, c = self.b, self.b.const
+            loop.cache[key] = self._loop_state(loop.kt, b.add(b.mul(loop.it, c(ring.uses)), c(use)))
+        return loop.cache[key]
+
+    def _bar(self, name: str, ctx: _Role, use: int = 0):
         """(barrier, phase) of `name` at this point: outside the loop a once-used barrier (Q's: phase 0); in it a
-        barrier per stage of the K/V rings, or one used every block (phase = block & 1)."""
+        barrier per stage of the K/V rings (at slot `use` of a shared ring), or one used every block (phase =
+        block & 1)."""
         b, c = self.b, self.b.const
         ring = self._ring(name)
-        loop = ctx.loop
+        loop = self._use_loop(ctx.loop, self.p.ring_of_barrier(name), use)
         if loop is None:
             if ring.count != 1:
                 self._fail(f"an op on mbarrier {name!r} ({ring.count} stages) outside the key loop")
@@ -303,7 +319,7 @@ class _Fa4Lowering(_AttentionLowering):
         b, c = self.b, self.b.const
         if op.lag:
             self._fail(f"wl.wait lag = {op.lag} on {op.barrier!r}: not lowered here")
-        bar, phase = self._bar(op.barrier, ctx)
+        bar, phase = self._bar(op.barrier, ctx, op.use)
         if op.parity not in ("phase", "phase^1"):
             self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' or 'phase^1'")
         bar.wait(phase if op.parity == "phase" else b.xor(phase, c(1)))
@@ -312,11 +328,11 @@ class _Fa4Lowering(_AttentionLowering):
 
     def _op_arrive(self, op: Arrive, ctx: _Role) -> None:
         if op.tx_bytes:
-            self._arrive_expect_tx(op, ctx)
+            self._at_slot(ctx, self.p.ring_of_barrier(op.barrier), op.use, lambda: self._arrive_expect_tx(op, ctx))
             return
         if op.lag or op.cta != "own":
             self._fail(f"wl.arrive on {op.barrier!r} with lag {op.lag}, cta {op.cta!r}: not lowered here")
-        bar, _ = self._bar(op.barrier, ctx)
+        bar, _ = self._bar(op.barrier, ctx, op.use)
         if op.per == "commit":
             if ctx.role is not self.mma_role:
                 self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
@@ -352,7 +368,14 @@ class _Fa4Lowering(_AttentionLowering):
                 self._fail(f"Q copy into {op.region!r}: expected one of the Q tiles {q_regions}")
             i = q_regions.index(op.region)
             self._copy_row = self.row0 if i == 0 else self.b.add(self.row0, self.b.const(i * self.rows))
-        super()._op_copy(op, ctx)
+        self._at_slot(ctx, self.p.ring_of_region(op.region), op.use, lambda: super(_Fa4Lowering, self)._op_copy(op, ctx))
+
+    def _at_slot(self, ctx: _Role, ring, use: int, emit) -> None:
+        """emit() with the loop state of slot `use` of `ring` in place of the block's (the shared K/V ring)."""
+        block = ctx.loop
+        ctx.loop = self._use_loop(block, ring, use)
+        emit()
+        ctx.loop = block
 
     def _coord_origin(self, dim: str, loop) -> ir.Value | None:
         if dim == "M":
@@ -381,7 +404,8 @@ class _Fa4Lowering(_AttentionLowering):
         b_reg = self._region(op.b.name)
         b_tile = self.tiles[b_reg.name]
         d = b.add(self.taddr, c(self._tmem(op.acc.name).offset))
-        desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
+        desc_b, _ = self._descriptor(b_reg, self._use_loop(loop, self.p.ring_of_region(b_reg.name), op.b.use), None,
+                                     op.k_dim)
         on = b.cmp("eq", c(0), c(0))
         try:
             b_major = b_tile.major(op.k_dim)

@@ -8,7 +8,9 @@ of a loop that feed the same MMA advance together: they form one `wl.ring`
 and one empty barrier). The GEMM's A and B tiles feed one MMA: one ring `ab`.
 An attention's K and V tiles feed different MMAs (S = Q K^T, then O += P V), so
 each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
-computed, while V is still in use. A load outside any loop (attention's Q tile,
+computed, while V is still in use. The sm_100a attention with `shared-kv` loads K and V into one region `kv`:
+its ring takes two slots an iteration (`uses` = 2: K's, then V's), so the stages are shared in FIFO order (the
+seed's use_shared_kv). A load outside any loop (attention's Q tile,
 loaded once per CTA) gets a region and a ring of one stage.
 A TMEM accumulator's output (the sm_100a GEMM's C) gets a staging region named after it: two chunks of the tile's
 rows by one 128-byte swizzle span of columns (64 16-bit columns), written by the epilogue and stored by TMA in turn.
@@ -54,7 +56,7 @@ def pipeline(program: Program, stages: int) -> None:
         name = load.region or load.source
         program.regions[name] = Region(name, "smem", program.inputs[load.source].elem, tuple(load.tile),
                                        tuple(load.dims), n)
-        return Copy(load.source, name)
+        return Copy(load.source, name, use=load.use)
 
     body = []
     # an sm_100a attention's O tiles (in TMEM) go out through their own Q tile's smem, in order
@@ -81,7 +83,10 @@ def pipeline(program: Program, stages: int) -> None:
             groups = _ring_groups(op)
             op = replace(op, body=tuple(add(c, stages) if isinstance(c, Load) else c for c in op.body))
             for names in groups:
-                program.rings["".join(names)] = Ring("".join(names), stages, names)
+                # loads into one region (a shared K/V ring) take its slots in turn: `uses` a loop iteration
+                regions = tuple(dict.fromkeys(names))
+                uses = len(names) // len(regions)
+                program.rings["".join(regions)] = Ring("".join(regions), stages, regions, uses=uses)
         body.append(op)
     program.body = tuple(_with_majors(body, program))
     program.attrs["stages"] = stages

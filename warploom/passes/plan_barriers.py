@@ -269,6 +269,46 @@ def _hand_offs(body: tuple, ring, full: str, empty: str | None, tx_bytes: int, o
     return tuple(out)
 
 
+def _shared_hand_offs(body: tuple, ring, full: str, empty: str, tx_bytes: int, commit: bool) -> tuple:
+    """A ring taking `ring.uses` slots an iteration (the sm_100a attention's shared K/V ring): each use is its own
+    slot, with its own full and empty phases. The producer waits for a free slot and announces its bytes before each
+    copy (of its use); the consumer waits for a use's slot before the first MMA reading it and frees it after the
+    last one (a tcgen05.commit: the arrival comes once those MMAs completed)."""
+    out = []
+    for op in body:
+        if isinstance(op, Loop):
+            if op.first or op.last:
+                raise PassError(f"wl-plan-barriers: ring {ring.name!r} takes {ring.uses} slots an iteration; a "
+                                "software-pipelined loop over it is not planned")
+            out.append(replace(op, body=_shared_hand_offs(op.body, ring, full, empty, tx_bytes, commit)))
+        elif isinstance(op, Copy) and op.region in ring.regions:
+            out += [Wait(empty, "phase^1", use=op.use), Arrive(full, tx_bytes=tx_bytes, use=op.use),
+                    replace(op, barrier=full)]
+        else:
+            out.append(op)
+    reads = {}          # use -> indices of the MMAs reading that slot
+    for i, op in enumerate(out):
+        if isinstance(op, Mma):
+            for operand in (op.a, op.b):
+                if operand.name in ring.regions:
+                    reads.setdefault(operand.use, []).append(i)
+    if not reads:
+        return tuple(out)
+    if not commit:
+        raise PassError(f"wl-plan-barriers: ring {ring.name!r} takes {ring.uses} slots an iteration; only a tcgen05 "
+                        "MMA thread (freeing slots by commit) is planned as its consumer")
+    before = {at[0]: use for use, at in reads.items()}
+    after = {at[-1]: use for use, at in reads.items()}
+    planned = []
+    for i, op in enumerate(out):
+        if i in before:
+            _wait_before(planned, Wait(full, "phase", use=before[i]))
+        planned.append(op)
+        if i in after:
+            planned.append(Arrive(empty, per="commit", use=after[i]))
+    return tuple(planned)
+
+
 def _relay(body: tuple, full: str, peer: str) -> tuple:
     """The relay role's loops: per iteration, wait until this CTA's slot landed, then arrive on the leader's
     `peer` barrier of the same stage."""
@@ -329,6 +369,11 @@ def plan_barriers(program: Program) -> None:
             program.roles = [replace(role, body=_relay(role.body, full.name, ring.peer)) if role.name == ring.relay
                              else role for role in program.roles]
         commit = any(program.role(c).issue == "thread" for c in ring.consumers)     # a tcgen05 MMA thread
+        if ring.uses > 1:
+            program.roles = [replace(role, body=_shared_hand_offs(role.body, ring, full.name, ring.empty,
+                                                                  full.tx_bytes, commit))
+                             if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
+            continue
         once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
         sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,

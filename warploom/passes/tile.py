@@ -275,7 +275,7 @@ RESCALE_THRESHOLD = 8.0         # O is rescaled only when a row's running max gr
 EXP2_POLY = 0.25                # share of exp2 computed by a polynomial on the FMA units (a multiple of 1/8)
 
 
-def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
+def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_kv: bool = False) -> None:
     """An FA4-style kernel: each CTA takes Q_TILES tiles of 128 query rows (one per TMEM lane), and per key block
     computes S_i = Q_i K^T into TMEM, the online softmax writes P_i (16-bit) into S_i's columns, and the MMA
     accumulates O_i += P_i V into TMEM with P_i read from there (docs/attention-sm100.md). Grid schedule only;
@@ -308,20 +308,22 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str) -> None:
             "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]], "target": "sm_100a",
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
-            "rescale_threshold": RESCALE_THRESHOLD, "exp2_poly": EXP2_POLY},
+            "rescale_threshold": RESCALE_THRESHOLD, "exp2_poly": EXP2_POLY, "shared_kv": shared_kv},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
     tiles = range(Q_TILES)
     stats = [(f"row_max{i}", f"row_sum{i}") for i in tiles]
+    # K and V each in their own ring, or (shared_kv) both in one region "kv" taking its slots in turn
+    k_at, v_at = (("kv", 0), ("kv", 1)) if shared_kv else (("k", 0), ("v", 0))
     kv_loop = Loop(trip, name="kv", carries=tuple(n for s in stats for n in s), body=(
-        Load("k", (bn, d), ("N", "D")),
-        *(Mma(Operand("smem", f"q{i}", "K"), Operand("smem", "k", "K"), Operand("tmem", f"s{i}"), (rows, bn, d),
-              k_dim="D", accumulate=False) for i in tiles),
+        Load("k", (bn, d), ("N", "D"), region=k_at[0] if shared_kv else None, use=k_at[1]),
+        *(Mma(Operand("smem", f"q{i}", "K"), Operand("smem", k_at[0], "K", use=k_at[1]), Operand("tmem", f"s{i}"),
+              (rows, bn, d), k_dim="D", accumulate=False) for i in tiles),
         *(Compute("online_softmax", (f"s{i}", *stats[i]), (f"p{i}", *stats[i], f"corr{i}")) for i in tiles),
-        Load("v", (bn, d), ("N", "D")),
-        *(Mma(Operand("tmem", f"p{i}", "K"), Operand("smem", "v", "MN"), Operand("tmem", f"o{i}"), (rows, d, bn),
-              k_dim="N") for i in tiles),
+        Load("v", (bn, d), ("N", "D"), region=v_at[0] if shared_kv else None, use=v_at[1]),
+        *(Mma(Operand("tmem", f"p{i}", "K"), Operand("smem", v_at[0], "MN", use=v_at[1]), Operand("tmem", f"o{i}"),
+              (rows, d, bn), k_dim="N") for i in tiles),
         *(Compute("rescale", (f"corr{i}", f"o{i}"), (f"o{i}",)) for i in tiles)))
 
     def body(p):
@@ -355,18 +357,23 @@ def _cast(value, to: ir.Type):
 
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
           "key blocks (grid and trip count are runtime rules)",
-          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str}, after=())
+          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool},
+          after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
-        target: str = "sm_90a"):
+        target: str = "sm_90a", shared_kv: bool = False):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
-    the tile's limits and where the accumulator lives; the later passes read it from the kernel."""
+    the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
+    sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
+    if shared_kv and (target != "sm_100a" or kernel_ops(module, "matmul")):
+        raise PassError("wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles; only "
+                        "the sm_100a attention takes it (target=sm_100a, no matmul)")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
-            tile_attention_sm100(attention, block_n, schedule)
+            tile_attention_sm100(attention, block_n, schedule, shared_kv)
         else:
             tile_attention(attention, block_m, block_n, schedule)

@@ -139,7 +139,7 @@ def _compile_input(args) -> tuple[str, list[str], str]:
     from warploom.passes import pipeline_for
     if args.op is not None:
         from warploom import build as wc
-        from warploom.kernels import AttentionSpec, GemmSpec
+        from warploom.kernels import GemmSpec
         if args.input is not None:
             raise ValueError(f"give a file ({args.input}) or --op {args.op}, not both")
         if args.op == "matmul":
@@ -147,9 +147,7 @@ def _compile_input(args) -> tuple[str, list[str], str]:
                             args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
             graph = wc.gemm_graph(spec)
         else:
-            spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, _given(args.stages, 2),
-                                 args.target,
-                                 schedule=args.schedule)
+            spec = _attention_spec(args)
             graph = wc.attention_graph(spec)
         return str(graph.module), wc.planning_passes(spec) + pipeline_for(args.target)[-1:], f"--op {args.op}"
     if args.input is None:
@@ -299,17 +297,27 @@ def cmd_precompile(args) -> int:
     return 0
 
 
+def _attention_spec(args):
+    """The attention kernel the options name (compile --op attention, explain --op attention)."""
+    from warploom.kernels import ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec
+    stages = _given(args.stages, FA4_SHARED_KV_SLOTS if args.shared_kv else ATTENTION_STAGES)
+    return AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
+                         schedule=args.schedule, shared_kv=args.shared_kv)
+
+
 def _given(value, default):
     """An option's value, or its default when it was not given (0 is a value, refused by the spec's checks)."""
     return default if value is None else value
 
 
 def cmd_explain(args) -> int:
-    from warploom.kernels import ATTENTION_STAGES, AttentionSpec, GemmSpec, get_kernel
+    from warploom.kernels import GemmSpec, get_kernel
     if args.op == "attention":
-        spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n,
-                             _given(args.stages, ATTENTION_STAGES),
-                             args.target, schedule=args.schedule)
+        try:
+            spec = _attention_spec(args)
+        except ValueError as e:
+            print(f"warploom explain: {e}", file=sys.stderr)
+            return 2
     else:
         spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
                         args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
@@ -372,6 +380,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="--op matmul: B as [K,N] or [N,K]")
     sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="--op attention")
     sp.add_argument("--causal", action="store_true", help="--op attention: the bottom-right causal mask")
+    sp.add_argument("--shared-kv", action="store_true",
+                    help="--op attention --target sm_100a: K and V share one smem ring of --stages slots (default 3)")
     sp.add_argument("--block-m", type=int, default=128, help="--op matmul (256: sm_100a's CTA pair)")
     sp.add_argument("--block-n", type=int, default=None, help="--op: the standard kernel's by default")
     sp.add_argument("--stages", type=int, default=None, help="--op: the standard kernel's by default")
@@ -400,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256],
                     help="attention (default: %(default)s)")
     sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal kernel")
+    sp.add_argument("--shared-kv", action="store_true",
+                    help="attention, sm_100a: K and V share one smem ring of --stages slots (default 3)")
     sp.add_argument("--block-n", type=int, default=None,
                     help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
                          "(128, 160, 80 at head dim 64, 128, 256)")

@@ -52,9 +52,9 @@
 // CHECK: nvvm.tcgen05.alloc %{{.*}}, %c512_i32
 // CHECK-NEXT: nvvm.tcgen05.relinquish_alloc_permit
 // CHECK-NEXT: nvvm.tcgen05.fence <before>
-// softmax0 (176 registers): S read 32 columns at a time after the wait on s0_full, P stored, wait::st, then the
+// softmax0 (168 registers): S read 32 columns at a time after the wait on s0_full, P stored, wait::st, then the
 // fence before its arrival on p0_full
-// CHECK: nvvm.setmaxregister  increase 176
+// CHECK: nvvm.setmaxregister  increase 168
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK-NEXT: nvvm.tcgen05.fence <after>
 // CHECK: nvvm.tcgen05.ld {{.*}}shape_32x32b{{.*}} : vector<32xi32>
