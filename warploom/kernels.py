@@ -128,21 +128,30 @@ def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, 
             f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}")
 
 
-def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
-                    shared_kv: bool = False) -> str:
-    """wl_fa4_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_skv]: the PTX entry point of an sm_100a (FA4-style)
-    attention kernel (docs/attention-sm100.md); BM is the CTA's query rows (its Q tiles together); _skv: K and V
-    share one ring of `stages` slots."""
-    return (f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
-            f"{'_skv' if shared_kv else ''}")
-
-
 # The sm_100a attention (FA4-style): Q tiles per CTA, each of 128 rows (the TMEM lanes); keys per block; head dims
 FA4_Q_TILES = 2
 FA4_TILE_ROWS = 128
 FA4_BLOCK_N = 128
 FA4_HEAD_DIMS = (64, 128)
 FA4_SHARED_KV_SLOTS = 3         # a shared K/V ring's slots (the design's example): K of block j+1 while V of j
+FA4_RESCALE_THRESHOLD = 8.0     # O is rescaled only when a row's running max grew by more (log2 units: P <= 2^8)
+FA4_EXP2_POLY = 0.25            # share of exp2 computed by a polynomial on the FMA units ...
+FA4_EXP2_POLY_GROUP = 8         # ... the last k columns of each 8 (so a multiple of 1/8)
+
+
+def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
+                    shared_kv: bool = False, rescale_threshold: float = FA4_RESCALE_THRESHOLD,
+                    exp2_poly: float = FA4_EXP2_POLY) -> str:
+    """wl_fa4_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_skv][_t{threshold}][_p{eighths}]: the PTX entry point of an
+    sm_100a (FA4-style) attention kernel (docs/attention-sm100.md); BM is the CTA's query rows (its Q tiles
+    together); _skv: K and V share one ring of `stages` slots; _t, _p: a rescaling threshold or polynomial share of
+    exp2 other than the defaults (FA4_RESCALE_THRESHOLD, FA4_EXP2_POLY)."""
+    extra = "_skv" if shared_kv else ""
+    if rescale_threshold != FA4_RESCALE_THRESHOLD:
+        extra += f"_t{rescale_threshold:g}".replace(".", "p")
+    if exp2_poly != FA4_EXP2_POLY:
+        extra += f"_p{round(exp2_poly * FA4_EXP2_POLY_GROUP)}"
+    return f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}{extra}"
 
 
 @dataclass(frozen=True)

@@ -133,3 +133,16 @@ def test_shared_kv_ring(case):
         out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program)
         check(out, lse, q, k, v, elem, causal, layout)
         np.testing.assert_array_equal(out.view(np.uint16), separate.view(np.uint16))
+
+
+def test_threshold_zero_is_the_classic_online_softmax():
+    """rescale_threshold = 0 (wl-tile{rescale-threshold=0}): the max moves at every growth and O is rescaled each
+    time, as the classic online softmax does; with a jump of 4 (under the default threshold: no rescale there) the
+    correction warpgroup now rescales, and the result still matches the reference."""
+    program = planned_sm100_attention("bf16", 64, False)
+    program = dataclasses.replace(program, attrs={**program.attrs, "rescale_threshold": 0.0})
+    q, k, v = _growing(64, 200, 4.0, np.random.default_rng(3))
+    report: list = []
+    out, lse = emulate_attention(q, k, v, layout="bhsd", program=program, report=report)
+    check(out, lse, q, k, v, "bf16", False, "bhsd")
+    assert report[0].stats["tcgen05_st"] > 2 * 4 * 4 * 2        # more than the softmax's P stores

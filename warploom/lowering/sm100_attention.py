@@ -41,7 +41,8 @@ from mlir.dialects import arith, llvm, nvvm, scf
 from warploom import targets
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Program, Store, Sync, Wait
-from warploom.kernels import ATTENTION_MAP_DIMS, fa4_kernel_name
+from warploom.kernels import (ATTENTION_MAP_DIMS, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP, FA4_RESCALE_THRESHOLD,
+                              fa4_kernel_name)
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import sync, tcgen05, tma
 from warploom.runtime.artifact import TensorMapSpec
@@ -55,7 +56,7 @@ OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", C
        Sync: "sync"}
 OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
 CHUNK = 32                  # TMEM columns per tcgen05.ld/st of O (the correction warpgroup's 80 registers)
-POLY_GROUP = 8              # exp2_poly is a share of each 8 consecutive columns: a multiple of 1/8
+POLY_GROUP = FA4_EXP2_POLY_GROUP   # exp2_poly is a share of each 8 consecutive columns: a multiple of 1/8
 POLY_DEGREE = 5            # degree 3 (7.5e-5 relative) is below P's 16-bit rounding, but the row sum adds the f32
 #                           p and the LSE (1e-5 relative) shows it; degree 5: 9e-8, under f32's own rounding
 
@@ -63,8 +64,10 @@ POLY_DEGREE = 5            # degree 3 (7.5e-5 relative) is below P's 16-bit roun
 def kernel_name(program: Program) -> str:
     """The name the sm_100a attention kernel gets (warploom.kernels.fa4_kernel_name)."""
     bm, bn, d = program.attrs["tile"]
-    return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
-                           bool(program.attrs.get("causal")), bool(program.attrs.get("shared_kv")))
+    a = program.attrs
+    return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
+                           bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
+                           float(a.get("exp2_poly", FA4_EXP2_POLY)))
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:

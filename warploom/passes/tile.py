@@ -45,7 +45,8 @@ from warploom.dialect.shapes import TensorType
 from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
 
-from warploom.kernels import FA4_BLOCK_N, FA4_HEAD_DIMS, FA4_Q_TILES
+from warploom.kernels import (FA4_BLOCK_N, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP, FA4_HEAD_DIMS, FA4_Q_TILES,
+                              FA4_RESCALE_THRESHOLD)
 from warploom.kernels import default_attention_block_n as default_block_n
 
 from .registry import PassError, edit_program, register
@@ -271,11 +272,11 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
 # the FA4-style kernel's head dims, Q tiles per CTA (each with its own S, P and O in TMEM and its softmax warpgroup)
 # and keys per block: warploom.kernels
 SM100_ATTENTION_HEAD_DIMS, Q_TILES, SM100_ATTENTION_BLOCK_N = FA4_HEAD_DIMS, FA4_Q_TILES, FA4_BLOCK_N
-RESCALE_THRESHOLD = 8.0         # O is rescaled only when a row's running max grew by more (log2 units: P <= 2^8)
-EXP2_POLY = 0.25                # share of exp2 computed by a polynomial on the FMA units (a multiple of 1/8)
+RESCALE_THRESHOLD, EXP2_POLY, EXP2_POLY_GROUP = FA4_RESCALE_THRESHOLD, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP
 
 
-def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_kv: bool = False) -> None:
+def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_kv: bool = False,
+                         rescale_threshold: float | None = None, exp2_poly: float | None = None) -> None:
     """An FA4-style kernel: each CTA takes Q_TILES tiles of 128 query rows (one per TMEM lane), and per key block
     computes S_i = Q_i K^T into TMEM, the online softmax writes P_i (16-bit) into S_i's columns, and the MMA
     accumulates O_i += P_i V into TMEM with P_i read from there (docs/attention-sm100.md). Grid schedule only;
@@ -298,6 +299,16 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
         raise PassError(f"block-n = {bn}: must be a multiple of {target.mma_k_of(elem)} (P V contracts block_n keys) "
                         f"up to {target.tma.box_dim_max} (the rows of one TMA box of K or V)", attention)
     causal = bool(attrs["causal"])
+    threshold = RESCALE_THRESHOLD if rescale_threshold is None else rescale_threshold
+    poly = EXP2_POLY if exp2_poly is None else exp2_poly
+    if not 0.0 <= threshold <= 64.0:
+        raise PassError(f"wl-tile: rescale-threshold = {threshold}: the growth of a row's max (log2 units) past which O "
+                        "is rescaled; use 0 (every growth: the classic online softmax) .. 64 (P <= 2^64 stays finite "
+                        "in f32); 8 by default", attention)
+    if not 0.0 <= poly <= 1.0 or (poly * EXP2_POLY_GROUP) % 1:
+        raise PassError(f"wl-tile: exp2-poly = {poly}: the share of exp2 by the FMA polynomial is a multiple of "
+                        f"1/{EXP2_POLY_GROUP} (the last k of each {EXP2_POLY_GROUP} columns) in 0 .. 1; "
+                        f"{EXP2_POLY} by default", attention)
     bm = Q_TILES * rows
     seq = TensorType((None, None, None, d), elem)
     with ir.InsertionPoint(attention), attention.operation.location:
@@ -308,7 +319,7 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
             "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]], "target": "sm_100a",
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
-            "rescale_threshold": RESCALE_THRESHOLD, "exp2_poly": EXP2_POLY, "shared_kv": shared_kv},
+            "rescale_threshold": threshold, "exp2_poly": poly, "shared_kv": shared_kv},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -357,23 +368,31 @@ def _cast(value, to: ir.Type):
 
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
           "key blocks (grid and trip count are runtime rules)",
-          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool},
+          options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
+                   "rescale-threshold": float, "exp2-poly": float},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
-        target: str = "sm_90a", shared_kv: bool = False):
+        target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
+        exp2_poly: float | None = None):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
-    sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block."""
+    sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block;
+    `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
+    fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
+                                ("exp2-poly", exp2_poly)) if v is not None]
     if shared_kv and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError("wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles; only "
                         "the sm_100a attention takes it (target=sm_100a, no matmul)")
+    if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
+        raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
+                        "use them with target=sm_100a on an attention")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
-            tile_attention_sm100(attention, block_n, schedule, shared_kv)
+            tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly)
         else:
             tile_attention(attention, block_m, block_n, schedule)

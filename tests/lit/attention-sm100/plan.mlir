@@ -1,6 +1,10 @@
 // RUN: warploom-opt %s --wl-tile=target=sm_100a | FileCheck %s --check-prefix=TILE
 // RUN: warploom-opt %s --wl-tile=target=sm_100a --wl-pipeline --wl-specialize --wl-plan-tmem --wl-plan-smem | FileCheck %s
 // RUN: not warploom-opt %s --wl-tile="target=sm_100a schedule=persistent" 2>&1 | FileCheck %s --check-prefix=SCHED
+// RUN: warploom-opt %s --wl-tile=target=sm_100a | FileCheck %s --check-prefix=DEFAULTS
+// RUN: warploom-opt %s --wl-tile="target=sm_100a rescale-threshold=0 exp2-poly=0.5" | FileCheck %s --check-prefix=OPTS
+// RUN: not warploom-opt %s --wl-tile="target=sm_100a exp2-poly=0.3" 2>&1 | FileCheck %s --check-prefix=POLY
+// RUN: not warploom-opt %s --wl-tile="rescale-threshold=4" 2>&1 | FileCheck %s --check-prefix=SM90
 
 // The sm_100a attention (FA4-style, docs/attention-sm100.md), planned so far: two Q tiles of 128 rows per CTA, each
 // with S, P and O in Tensor Memory; head dim 128, 128 keys a block.
@@ -43,6 +47,13 @@
 // CHECK: }) {issue = "one_thread", name = "mma", regs = 88 : i64, warps = [12, 1]}
 // CHECK: }) {issue = "one_thread", name = "load", regs = 88 : i64, warps = [13, 1]}
 // CHECK: smem_bytes = {{[0-9]+}} : i64, {{.*}}threads = 512 : i64, {{.*}}tmem_columns = 512 : i64
+
+// The softmax's configuration: the conditional rescaling's threshold (8 by default) and the polynomial's share of
+// exp2 (1/4 by default), kernel attributes the lowering reads.
+// DEFAULTS: exp2_poly = 2.500000e-01 : f32{{.*}}rescale_threshold = 8.000000e+00 : f32
+// OPTS: exp2_poly = 5.000000e-01 : f32{{.*}}rescale_threshold = 0.000000e+00 : f32
+// POLY: error: wl-tile: exp2-poly = 0.3: the share of exp2 by the FMA polynomial is a multiple of 1/8 (the last k of each 8 columns) in 0 .. 1; 0.25 by default
+// SM90: error: wl-tile: rescale-threshold: options of the sm_100a (FA4-style) attention's softmax; use them with target=sm_100a on an attention
 
 // SCHED: error: wl-tile: schedule = 'persistent': the sm_100a attention is built with the grid schedule only so far; use schedule=grid
 
