@@ -118,6 +118,10 @@ class _Fa4Lowering(_AttentionLowering):
         if self.p.target != T.name:
             self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {T.name}")
         a = self.p.attrs
+        if a.get("rope_depth") or a.get("scale_dtype"):
+            self._fail(f"rope_depth = {a.get('rope_depth')}, scale_dtype = {a.get('scale_dtype')!r}: the seed's rope "
+                       "columns (MLA) and per-token scales (FP8) are planned (their smem is reserved) but not lowered "
+                       "yet; plan without rope-depth and scale-dtype")
         self.rows = T.tmem.lanes
         self.q_tiles = int(a.get("q_tiles", 0))
         super()._read_config()

@@ -341,10 +341,41 @@ def specialize_fa4(program: Program) -> None:
     program.body = ()
     program.threads = first * target.warp_size
     rows = target.tmem.lanes
+    _reserve_rope_and_scales(program, tiles, rows)
     program.regions[CORRECTION] = Region(CORRECTION, "smem", "f32", (tiles, 2, rows))
+    for name, size in _scale_regions(program, tiles, rows):
+        program.regions[name] = Region(name, "smem", program.attrs["scale_dtype"], size)
     program.regions[TMEM_ADDR] = Region(TMEM_ADDR, "smem", "i32", (1,))
     for name, ring in program.rings.items():        # the load warp fills every ring, the MMA warp reads them
         program.rings[name] = replace(ring, producer="load", consumers=("mma",))
+
+
+def _reserve_rope_and_scales(program: Program, tiles: int, rows: int) -> None:
+    """The seed's rope columns (MLA: rope_depth > 0): q_rope right after the Q tiles, k_rope after the K/V stages,
+    each planned (wl-plan-smem places them in the seed's order) but not loaded or lowered yet."""
+    depth = int(program.attrs.get("rope_depth", 0))
+    if not depth:
+        return
+    regions, elem = dict(program.regions), program.inputs["q"].elem
+    kv = [r for r in regions.values() if r.space == "smem" and r.dims == ("N", "D")]
+    stages, block_n = max(r.stages for r in kv), kv[0].shape[0]
+    order = []
+    for name, region in regions.items():
+        order.append((name, region))
+        if name == f"q{tiles - 1}":
+            order.append(("q_rope", Region("q_rope", "smem", elem, (tiles * rows, depth), ("M", "R"))))
+        if region is kv[-1]:
+            order.append(("k_rope", Region("k_rope", "smem", elem, (block_n, depth), ("N", "R"), stages)))
+    program.regions = dict(order)
+
+
+def _scale_regions(program: Program, tiles: int, rows: int) -> list:
+    """The seed's per-token scales (FP8: scale_dtype set): q_scale a value per query row, k_scale per key of each
+    K stage, after the correction rows; planned, not lowered yet."""
+    if not program.attrs.get("scale_dtype"):
+        return []
+    kv = [r for r in program.regions.values() if r.space == "smem" and r.dims == ("N", "D")]
+    return [("q_scale", (tiles * rows,)), ("k_scale", (max(r.stages for r in kv), kv[0].shape[0]))]
 
 
 def specialize_any(program: Program, producer_regs: int | None, consumer_regs: int | None,

@@ -276,7 +276,8 @@ RESCALE_THRESHOLD, EXP2_POLY, EXP2_POLY_GROUP = FA4_RESCALE_THRESHOLD, FA4_EXP2_
 
 
 def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_kv: bool = False,
-                         rescale_threshold: float | None = None, exp2_poly: float | None = None) -> None:
+                         rescale_threshold: float | None = None, exp2_poly: float | None = None,
+                         rope_depth: int = 0, scale_dtype: str = "") -> None:
     """An FA4-style kernel: each CTA takes Q_TILES tiles of 128 query rows (one per TMEM lane), and per key block
     computes S_i = Q_i K^T into TMEM, the online softmax writes P_i (16-bit) into S_i's columns, and the MMA
     accumulates O_i += P_i V into TMEM with P_i read from there (docs/attention-sm100.md). Grid schedule only;
@@ -309,6 +310,9 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
         raise PassError(f"wl-tile: exp2-poly = {poly}: the share of exp2 by the FMA polynomial is a multiple of "
                         f"1/{EXP2_POLY_GROUP} (the last k of each {EXP2_POLY_GROUP} columns) in 0 .. 1; "
                         f"{EXP2_POLY} by default", attention)
+    if rope_depth < 0 or rope_depth % 16 or scale_dtype not in ("", "f32"):
+        raise PassError(f"wl-tile: rope-depth = {rope_depth}, scale-dtype = {scale_dtype!r}: the seed's rope columns "
+                        "(a multiple of 16, 0 for none) and per-token scale type ('f32', or '' for none)", attention)
     bm = Q_TILES * rows
     seq = TensorType((None, None, None, d), elem)
     with ir.InsertionPoint(attention), attention.operation.location:
@@ -319,7 +323,8 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
             "grid": [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]], "target": "sm_100a",
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
-            "rescale_threshold": threshold, "exp2_poly": poly, "shared_kv": shared_kv},
+            "rescale_threshold": threshold, "exp2_poly": poly, "shared_kv": shared_kv,
+            "rope_depth": rope_depth, "scale_dtype": scale_dtype},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -369,20 +374,23 @@ def _cast(value, to: ir.Type):
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
-                   "rescale-threshold": float, "exp2-poly": float},
+                   "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
         target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
-        exp2_poly: float | None = None):
+        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = ""):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
     sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block;
-    `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share."""
+    `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share;
+    `rope-depth`, `scale-dtype`: the seed's rope columns (MLA) and per-token scales (FP8), planned (wl-specialize
+    reserves their smem) but not lowered yet."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
-                                ("exp2-poly", exp2_poly)) if v is not None]
+                                ("exp2-poly", exp2_poly), ("rope-depth", rope_depth or None),
+                                ("scale-dtype", scale_dtype or None)) if v is not None]
     if shared_kv and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError("wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles; only "
                         "the sm_100a attention takes it (target=sm_100a, no matmul)")
@@ -393,6 +401,7 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
-            tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly)
+            tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,
+                                 rope_depth, scale_dtype)
         else:
             tile_attention(attention, block_m, block_n, schedule)
