@@ -366,10 +366,19 @@ class CompiledKernel:
                 "ptxas": meta["ptxas"]}
 
     def __call__(self, *tensors, out=None):
-        """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b) as its graph declared them."""
+        """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v) and returns
+        out, in the layout, mask and scale its graph declared (warploom.ops.attention with this kernel's spec)."""
+        if self.program is not None and self.program.kind == "attention":
+            if len(tensors) != 3:
+                raise ValueError(f"an attention kernel takes (q, k, v); got {len(tensors)} tensors")
+            from warploom import ops_attention
+            spec = attention_spec_of(self.program, self.target)
+            a = self.program.attrs
+            return ops_attention.attention(*tensors, causal=spec.causal, scale=a.get("scale"),
+                                           layout=a.get("layout", "bshd"), out=out, spec=spec)
         if self.program is None or self.program.kind != "gemm":
-            raise ValueError(f"kernel(*tensors) runs GEMM kernels; this is {self.program.kind if self.program else 'no'} "
-                             "kernel: run attention with warploom.ops.attention(q, k, v), which picks the same kernel")
+            raise ValueError(f"kernel(*tensors) runs GEMM and attention kernels; this is "
+                             f"{self.program.kind if self.program else 'no'} kernel")
         if len(tensors) != 2:
             raise ValueError(f"a GEMM kernel takes (a, b); got {len(tensors)} tensors")
         from warploom import ops

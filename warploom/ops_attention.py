@@ -232,7 +232,7 @@ def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
 
 
 def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = False, scale=None,
-         layout: str = "bshd", target: str | None = "sm_90a") -> AttentionPlan:
+         layout: str = "bshd", target: str | None = "sm_90a", spec: AttentionSpec | None = None) -> AttentionPlan:
     """Check the inputs and decide the kernel for a GPU of `target` (None: the inputs' GPU's, asked after the
     inputs are checked) and the copies (nothing is allocated or launched)."""
     if not isinstance(causal, (bool, np.bool_)):
@@ -242,7 +242,12 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     if target is None:
         from warploom.ops import _device_target      # (ops imports this module)
         target = _device_target(problem.device)
-    spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target)
+    if spec is None:
+        spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target)
+    elif (spec.elem, spec.head_dim, spec.causal, spec.target) != (problem.elem, problem.head_dim, bool(causal), target):
+        raise ValueError(f"attention: the kernel is a {spec.describe()}; the call is {problem.elem}, head dim "
+                         f"{problem.head_dim}, {'causal' if causal else 'non-causal'}, on a {target} GPU: compile a "
+                         "graph of those (or call warploom.ops.attention, which picks one)")
     tiles = rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch
     if spec.schedule == "persistent" and tiles > MAX_I32:
         raise ValueError(f"attention: {tiles} tiles of {spec.block_m} query rows (batch x heads x query blocks) "
@@ -388,12 +393,12 @@ _FAST: OrderedDict = OrderedDict()            # a torch call's identity -> (Prep
 _FAST_SLOTS = 64
 
 
-def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse) -> tuple | None:
+def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None) -> tuple | None:
     """What every check of a call on torch tensors and its prepared launch depend on: each tensor's address, shape,
     strides, dtype and device (out: None when the call allocates it), the options and the target's choice
     (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they take the checked path)."""
     try:
-        return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER) + tuple(
+        return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER, spec) + tuple(
             None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in (q, k, v, out))
     except (AttributeError, TypeError):
         return None
@@ -433,19 +438,21 @@ def _torch_f32():
 
 
 def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = False, out=None,
-              layout: str = "bshd"):
+              layout: str = "bshd", spec: AttentionSpec | None = None):
     """softmax(q kᵀ · scale [+ causal mask]) v per batch and query head; `out`, or `(out, lse)` with return_lse.
 
     A repeated call on the same torch tensors (same addresses, shapes, strides, dtypes, out= or none, and options)
     launches the kernel prepared by the first call without checking anything again, a fresh out (and lse) put into
     its parameters (cuTensorMapReplaceAddress for out's tensor map): the checks and the tensor-map encoding cost
-    ~0.1 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md)."""
-    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse)
+    ~0.1 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md). `spec`: run that
+    kernel instead of the one this picks (warploom.compile(graph)(q, k, v) passes its own); it must take the call's
+    dtype, head dim, mask and GPU (ValueError naming both otherwise)."""
+    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec)
     hit = _FAST.get(fast_key) if fast_key is not None else None
     if hit is not None:
         return _fast(hit, q, out)
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
-    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None)
+    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None, spec=spec)
     problem = p.problem
     inputs = {"q": tq, "k": tk, "v": tv}
     to = (check_out(out, problem, inputs) if out is not None

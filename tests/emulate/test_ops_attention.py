@@ -16,6 +16,7 @@ from cuda.bindings import driver
 
 from warploom import ops, ops_attention as oa
 from warploom.build import compile_attention, planned_attention_program
+from warploom.emulate.judge import judge_attention
 from warploom.emulate.launch import attention_kernel, emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.reference.ops import attention, round_to
@@ -206,3 +207,25 @@ def test_tensor_strides_of_views():
     t = g.tensor(a[:, :, 1])
     assert t.ptr == a.ctypes.data + 4 * 64 * 2 and t.strides == (10 * 3 * 4 * 64, 3 * 4 * 64, 64, 1)
     assert contiguous_strides((2, 3)) == (3, 1)
+
+
+def test_a_compiled_attention_kernel_runs_on_its_tensors(gpu):
+    """warploom.compile(graph)(q, k, v): the attention the graph declares (its layout, mask and scale), through
+    ops.attention with the compiled kernel's spec; a call its kernel does not take is refused before any launch."""
+    import warploom
+    from warploom.build import attention_graph
+    from warploom.kernels import AttentionSpec
+
+    spec = AttentionSpec("bf16", 64, True)
+    kernel = warploom.compile(attention_graph(spec), target="sm_90a")
+    rng = np.random.default_rng(4)
+    q, k, v = (random_into(gpu, (1, 2, s, 64), "bf16", rng) for s in (100, 90, 90))     # bhsd, as the graph says
+    out = kernel(*(gpu.tensor(x) for x in (q, k, v)))
+    assert gpu.launches == 1
+    verdict = judge_attention(out, None, q, k, v, "bf16", True, "bhsd")
+    assert verdict.ok, verdict.problem
+    wide = random_into(gpu, (1, 2, 100, 128), "bf16", rng)
+    with pytest.raises(ValueError, match=r"the kernel is a bf16 attention forward, head dim 64, causal.*the call is "
+                                         r"bf16, head dim 128"):
+        kernel(*(gpu.tensor(x) for x in (wide, wide, wide)))
+    assert gpu.launches == 1

@@ -44,7 +44,7 @@ def test_a_graph_without_a_kernel():
     assert kernel.program is None
     with pytest.raises(ValueError, match="planned no kernel"):
         kernel.ptx
-    with pytest.raises(ValueError, match=r"kernel\(\*tensors\) runs GEMM kernels"):
+    with pytest.raises(ValueError, match=r"kernel\(\*tensors\) runs GEMM and attention kernels; this is no kernel"):
         kernel(1, 2)
 
 
