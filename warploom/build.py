@@ -294,11 +294,12 @@ class CompiledKernel:
         kernel.ir(after="wl-plan-smem") the IR after that pass (the last pass's by default; "input" for the graph)
         kernel.resources                the plan as data: smem regions, TMEM, mbarriers, roles, ptxas's report
         kernel.ptx, kernel.sass, kernel.cubin
-        kernel(a, b)                    run it on a GPU (GEMM kernels; attention runs through warploom.ops.attention)
+        kernel(a, b), kernel(q, k, v)   run it on a GPU (a GEMM; an attention through warploom.ops.attention)
     """
 
-    def __init__(self, graph_name: str, target: str, records, program):
+    def __init__(self, graph_name: str, target: str, records, program, graph_attrs: dict | None = None):
         self.name, self.target, self._records, self.program = graph_name, target, records, program
+        self._graph_attrs = graph_attrs or {}       # what the graph declared that the kernel takes at run time
         self._artifact = None
 
     def __repr__(self) -> str:
@@ -373,7 +374,7 @@ class CompiledKernel:
                 raise ValueError(f"an attention kernel takes (q, k, v); got {len(tensors)} tensors")
             from warploom import ops_attention
             spec = attention_spec_of(self.program, self.target)
-            a = self.program.attrs
+            a = self._graph_attrs
             return ops_attention.attention(*tensors, causal=spec.causal, scale=a.get("scale"),
                                            layout=a.get("layout", "bshd"), out=out, spec=spec)
         if self.program is None or self.program.kind != "gemm":
@@ -389,6 +390,7 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
     """warploom.compile: run `target`'s pipeline on `graph` (a warploom.Graph) up to the resource-assigned kernel;
     the returned CompiledKernel lowers, assembles and runs it on demand. PassError / MLIRError when a pass refuses
     the graph (their messages name the op, the value, the limit and the way out)."""
+    from warploom.dialect import op_attrs
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
     from warploom.passes import pipeline_for
@@ -397,10 +399,12 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
     with module.context:
         kernels = kernel_ops(module)
         program = read_program(kernels[0]) if len(kernels) == 1 else None
+        attrs = op_attrs(kernels[0]) if len(kernels) == 1 else {}
     if len(kernels) > 1:
         raise ValueError(f"graph {graph.name!r} plans {len(kernels)} kernels; warploom.compile builds one: compile "
                          "each matmul or attention as its own graph")
-    return CompiledKernel(graph.name, target, records, program)
+    return CompiledKernel(graph.name, target, records, program,
+                          {key: attrs[key] for key in ("layout", "scale") if key in attrs})
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,
