@@ -26,13 +26,16 @@ COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowerin
                     "kernels.py")
 
 
-def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a") -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_sm100a]: the PTX entry point of a GEMM
-    kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for)."""
+def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a",
+                     epilogue: str = "tma") -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_direct][_sm100a]: the PTX entry point of a
+    GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for). `_direct`:
+    C stored from registers instead of through smem by TMA."""
     bm, bn, bk = tile
     sched = "" if schedule == "grid" else f"_{schedule}"
+    epi = "" if epilogue == "tma" else f"_{epilogue}"
     arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
-    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{arch}"
+    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{epi}{arch}"
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ class GemmSpec:
 
     block_m: int = 128
     block_k: int = 64
+    epilogue: str = "tma"           # "tma": C through smem by TMA stores; "direct" (sm_90a): from registers
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -54,7 +58,8 @@ class GemmSpec:
 
     @property
     def kernel_name(self) -> str:
-        return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target)
+        return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target,
+                                self.epilogue)
 
     @property
     def lookup_id(self) -> str:
@@ -62,15 +67,20 @@ class GemmSpec:
 
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
+        store = "C through smem by TMA" if self.epilogue == "tma" else "C stored from registers"
         return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
-                f"schedule, {self.target}")
+                f"schedule, {store}, {self.target}")
 
 
 # The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", schedule)
                for schedule in ("grid", "persistent")
-               for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)],
+               for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)]
+    # small M: one consumer warpgroup of 64 rows (warploom.ops picks these for M <= 64, and for M near 128 where the
+    # 128-row tiles leave SMs idle)
+    + [GemmSpec(elem, layout, block_n, 4, "sm_90a", "grid", 64)
+       for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (64, 128)],
     # tcgen05, one CTA per SM walking the tiles, the accumulator double-buffered in TMEM. Assembled, SASS-checked
     # and emulated here; never run on a Blackwell GPU (none exists here).
     # 128 x 128 and 128 x 256 on one CTA (cta_group::1), 256 x 256 over a CTA pair (cta_group::2, a cluster of 2)

@@ -173,10 +173,18 @@ def _device_target(device: int) -> str:
     return _TARGETS[device]
 
 
-def _pick_block_n(m: int, n: int) -> int:
-    """256-wide tiles when they still give every SM a tile; 128 otherwise (more CTAs for small problems)."""
-    tiles_256 = -(-m // 128) * -(-n // 256)
-    return 256 if tiles_256 >= NUM_SMS_HINT else 128
+# sm_90a GEMM tiles (block_m, block_n) in order of preference: the widest that still gives every SM a tile. 64-row
+# tiles (one consumer warpgroup) serve small M: for M <= 64 a 128-row tile would be at least half empty rows, and
+# for M around 128 they double the CTAs (benchmarks/NOTES.md: small-M kernels).
+TILES_SM90 = ((128, 256), (128, 128), (64, 128))
+TILES_SM90_SMALL_M = ((64, 128), (64, 64))
+
+
+def _pick_tile(m: int, n: int) -> tuple[int, int]:
+    """The first tile of the list that gives every SM (NUM_SMS_HINT) a tile; else the one that makes the most tiles."""
+    tiles = TILES_SM90_SMALL_M if m <= TILES_SM90_SMALL_M[0][0] else TILES_SM90
+    count = lambda t: -(-m // t[0]) * -(-n // t[1])      # noqa: E731
+    return next((t for t in tiles if count(t) >= NUM_SMS_HINT), max(tiles, key=count))
 
 
 def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a") -> GemmSpec:
@@ -185,13 +193,16 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
     buffered TMEM accumulator is what overlaps one tile's epilogue with the next's MMAs). sms: the
     multiprocessor count (an int, or a function returning it); an H200's by default, which is what
     `warploom emulate` assumes."""
-    block_n = _pick_block_n(m, n)
     if target == "sm_100a":
         # a CTA pair's 256 x 256 tile where the pairs still fill the SMs, one CTA's 128-row tiles otherwise
         sm = sms() if callable(sms) else sms
         if -(-m // 256) * -(-n // 256) >= sm // 2:
             return GemmSpec(elem, b_layout, 256, target=target, schedule="persistent", block_m=256)
+        block_n = 256 if -(-m // 128) * -(-n // 256) >= NUM_SMS_HINT else 128
         return GemmSpec(elem, b_layout, block_n, target=target, schedule="persistent")
+    block_m, block_n = _pick_tile(m, n)
+    if block_m != 128:         # the small-M kernels are built for the grid schedule only
+        return GemmSpec(elem, b_layout, block_n, target=target, block_m=block_m)
     return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 
 

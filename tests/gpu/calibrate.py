@@ -37,9 +37,10 @@ CASES = [
     ("f16", "nk", 128, "persistent", 300, 200, 72, 2),
     ("f16", "kn", 128, "grid", 129, 136, 64, None),
 ]
-# every standard kernel, at ragged sizes: grid 2 x 2 or 3 x 2 CTAs; persistent: 3 CTAs walking 6 or 9 tiles
+# every standard kernel, at ragged sizes: grid 2 x 2 or 3 x 2 CTAs (4 x 3 to 5 x 3 for the 64-row tiles);
+# persistent: 3 CTAs walking 6 or 9 tiles
 STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, None) if s.schedule == "grid"
-                                                                else (260, 264, 136, 3)))
+                                                                else (260, 264, 136, 3)), s.block_m)
                   for s in STANDARD_KERNELS["sm_90a"]]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -56,15 +57,17 @@ def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np
     return a.astype(low).astype(np.float32), b.astype(low).astype(np.float32)
 
 
-def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np):
-    spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule)
+def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128):
+    spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule, block_m)
     art = get_kernel(spec)
     a = torch.from_numpy(a_np).to("cuda", TORCH[dtype])
     b = torch.from_numpy(b_np).to("cuda", TORCH[dtype])            # row-major [N, K] or [K, N]: what TMA reads
     c = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[dtype])
     args = {"a": encode_tiled(art.tensor_maps["a"], as_device_tensor(a), [1, 0]),
             "b": encode_tiled(art.tensor_maps["b"], as_device_tensor(b), [1, 0]),
-            "c": as_device_tensor(c).ptr, "M": m, "N": n, "K": k}
+            # C leaves by TMA (its tensor map) in the standard kernels, from registers (a pointer) in direct ones
+            "c": (encode_tiled(art.tensor_maps["c"], as_device_tensor(c), [1, 0]) if "c" in art.tensor_maps
+                  else as_device_tensor(c).ptr), "M": m, "N": n, "K": k}
     sizes = {"M": m, "N": n, "K": k, "SMS": sms or 132}
     default_launcher().prepare(art, sizes, args, device=0).launch(torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
@@ -74,16 +77,17 @@ def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np):
 def main(path: str, cases: list) -> None:
     rng = np.random.default_rng(2026)
     arrays, manifest = {}, []
-    for i, (dtype, b_layout, block_n, schedule, m, n, k, sms) in enumerate(cases):
+    for i, (dtype, b_layout, block_n, schedule, m, n, k, sms, *rest) in enumerate(cases):
+        block_m = rest[0] if rest else 128
         for kind in ("exact", "random"):
             a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
-            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b)
+            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m)
             ref = a.astype(np.float64) @ (b.T if b_layout == "nk" else b).astype(np.float64)
             assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
             rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
             key = f"case{i}_{kind}"
             arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
-            manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n,
+            manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m,
                              "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
                              "artifact_key": art.key, "rel_err_vs_f64": rel})
             print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")

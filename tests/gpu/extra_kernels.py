@@ -1,6 +1,7 @@
-"""Build into an AOT cache the non-standard kernels the GPU attention tests and `benchmarks/attention.py
---compare-grid` launch beside the standard ones: the grid-schedule kernels of head dims 64 and 128, at the grid
-schedule's own block_n (the benchmark's comparison) and at the persistent kernels' block_n (the bitwise test).
+"""Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
+grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
+--compare-grid`) and at the persistent kernels' block_n (the bitwise test); and the direct-epilogue twin of every
+standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`).
 
     warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
 """
@@ -8,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from warploom.kernels import AttentionSpec, default_attention_block_n, get_kernel
+from dataclasses import replace
+
+from warploom.kernels import STANDARD_KERNELS, AttentionSpec, default_attention_block_n, get_kernel
 from warploom.runtime.cache import KernelCache
 
 
@@ -20,12 +23,16 @@ def extra_specs() -> list[AttentionSpec]:
     return out
 
 
+def extra_gemm_specs() -> list:
+    return [replace(s, epilogue="direct") for s in STANDARD_KERNELS["sm_90a"] if s.block_m == 128]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--cache", required=True)
     args = p.parse_args(argv)
     cache = KernelCache(args.cache)
-    for spec in extra_specs():
+    for spec in extra_specs() + extra_gemm_specs():
         a = get_kernel(spec, cache)
         print(f"  {spec.lookup_id:<52} {a.smem_bytes:>7} B smem")
     return 0

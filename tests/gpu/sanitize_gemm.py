@@ -12,7 +12,9 @@ from warploom import ops  # noqa: E402
 
 ops.SCHEDULE = sys.argv[1] if len(sys.argv) > 1 else ops.SCHEDULE
 print(f"schedule {ops.SCHEDULE}")
-for m, n, k, transposed in ((1000, 1000, 1000, False), (777, 1001, 1000, True)):
+# the last two take the 64-row kernels (M <= 64; M near 128 with few column tiles)
+for m, n, k, transposed in ((1000, 1000, 1000, False), (777, 1001, 1000, True), (16, 4096, 1000, False),
+                            (128, 2048, 1000, True)):
     a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t() if transposed else \
         torch.randn(k, n, device="cuda", dtype=torch.bfloat16)

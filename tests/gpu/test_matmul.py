@@ -138,3 +138,27 @@ def test_bad_input_is_refused_before_launch(make, error, text):
     a, b = make()
     with pytest.raises(error, match=text):
         ops.matmul(a, b)
+
+
+def _every_sm90_kernel():
+    from warploom.kernels import STANDARD_KERNELS
+    from tests.gpu.extra_kernels import extra_gemm_specs
+    return list(STANDARD_KERNELS["sm_90a"]) + extra_gemm_specs()
+
+
+@pytest.mark.parametrize("spec", _every_sm90_kernel(), ids=lambda s: s.kernel_name)
+def test_every_sm90_gemm_kernel(spec):
+    """Each standard sm_90a GEMM kernel (and each kernel the benchmark runs beside them: the direct-epilogue twins),
+    called by name at a ragged size with several tiles a side, C poisoned: every element written, and right."""
+    from warploom.kernels import get_kernel
+    dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
+    m, n, k = 300, 392, 328          # 3-5 row tiles, 2-7 column tiles, 5 k-tiles + a tail
+    g = torch.Generator(device="cuda").manual_seed(m + spec.block_n)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=dtype, generator=g).t() if spec.b_layout == "nk"
+         else torch.randn(k, n, device="cuda", dtype=dtype, generator=g))
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+    got = ops.run_gemm(get_kernel(spec), a, b, out=out)
+    torch.cuda.synchronize()
+    assert not torch.isnan(got).any(), f"{spec.kernel_name}: unwritten outputs"
+    assert rel_fro(got, a.float() @ b.float()) <= TOL

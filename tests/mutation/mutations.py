@@ -51,9 +51,9 @@ MUTATIONS: list[Mutation] = [
              "(it = (tile - first) / step * trips + kt): stage and phase disagree with the barriers' state",
              SM90, "it = kt if self.it_base is None else b.add(self.it_base, kt)", "it = kt"),
     Mutation("epilogue-row-offset",
-             "the epilogue puts warp w's fragment rows at m0 + wg*64 + w*8 + lane/4 instead of + w*16: "
-             "rows written twice and rows never written",
-             SM90, "b.mul(warp_in_wg, c(16))", "b.mul(warp_in_wg, c(8))"),
+             "the epilogue puts warp w's fragment rows at wg*64 + w*8 + lane/4 of the staging chunk instead of "
+             "+ w*16: rows written twice and rows never written",
+             SM90, "b.mul(warp, c(16))", "b.mul(warp, c(8))"),
     Mutation("lag-ignored",
              "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
              "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",
@@ -108,12 +108,22 @@ MUTATIONS: list[Mutation] = [
              "barriers",
              SM90, "            sync.fence_mbarrier_init()", "            pass"),
     Mutation("epilogue-register-order",
-             "the guarded epilogue stores register 4j+h+2e instead of 4j+2h+e: the second row half and the "
-             "odd column swap",
-             SM90, "vals[4 * j + 2 * h + e]", "vals[4 * j + h + 2 * e]"),
+             "the staged epilogue packs registers 4j+h and 4j+h+2 instead of 4j+2h and 4j+2h+1: the second row "
+             "half and the odd column swap",
+             SM90, "vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1]", "vals[4 * j8 + h], vals[4 * j8 + h + 2]"),
     Mutation("epilogue-column",
-             "the epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
-             SM90, "b.mul(b.remu(lane, c(4)), c(2))", "b.remu(lane, c(4))"),
+             "the staged epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
+             SM90, "b.mul(b.mul(b.remu(lane, c(4)), c(2)), c(elem_bytes))", "b.mul(b.remu(lane, c(4)), c(elem_bytes))"),
+    Mutation("epilogue-staging-reuse",
+             "before writing a staging chunk the warpgroup's storer lets two TMA stores stay pending instead of one "
+             "(none at a tile's first chunk): the chunk is overwritten while the store of two chunks ago still "
+             "reads it",
+             SM90, "tma.bulk_wait_group(0 if j == 0 else 1, read=True)", "tma.bulk_wait_group(2, read=True)"),
+    Mutation("epilogue-no-proxy-fence",
+             "the consumers write their chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
+             "between: the async proxy may read stale bytes",
+             SM90, "            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads\n",
+             ""),
     Mutation("plan-producer-parity",
              "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
              BARRIERS, 'out.append(Wait(empty, "phase^1"))\n                out.append(Arrive(full, tx_bytes',

@@ -372,12 +372,13 @@ def test_opt_version():
 def test_opt_smem_limit_overflow(mlir_file):
     path = mlir_file(GEMM.replace("128x128", "?x?"))
     proc = run("warploom-opt", path, "--wl-tile", "--wl-pipeline", "--wl-specialize", "--wl-plan-smem=limit=1000")
-    assert_refused(proc, 1, f"{path}:2:8: error: smem plan needs 197696 B (a 65536 B, b 131072 B, mbarriers 64 B, "
+    assert_refused(proc, 1, f"{path}:2:8: error: smem plan needs 230464 B (a 65536 B, b 131072 B, c 32768 B, "
+                            "mbarriers 64 B, "
                             "+ 1024 B alignment slack) for 4 stages; the limit is 1000 B")
     assert not re.search(r"use -?\d+ stages", proc.stderr), proc.stderr   # no stage count fits 1000 B
-    # what does fit: 2 stages of this tile (32768 + 65536 B each, the barriers, the slack)
-    assert "2 stages of this tile need 99392 B; use a smaller block-n (a stage's bytes shrink with it) or a limit " \
-           "of at least 99392 B" in proc.stderr, proc.stderr
+    # what does fit: 2 stages of this tile (16384 + 32768 B each, C's staging, the barriers, the slack)
+    assert "2 stages of this tile need 132160 B; use a smaller block-n (a stage's bytes shrink with it) or a limit " \
+           "of at least 132160 B" in proc.stderr, proc.stderr
 
 
 TMEM_OVER = """func.func @three_stages(%arg0: tensor<?x?xbf16>, %arg1: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
@@ -401,8 +402,8 @@ def test_opt_tmem_overflow(mlir_file):
 
 def test_explain_smem_overflow_suggests_a_config_that_fits(tmp_path):
     proc = run("warploom", "explain", "--stages", "8", env={"WARPLOOM_CACHE_DIR": str(tmp_path)})
-    assert_refused(proc, 2, "warploom explain: cannot build the bf16 GEMM", "smem plan needs 394368 B (a 131072 B, "
-                   "b 262144 B, mbarriers 128 B, + 1024 B alignment slack) for 8 stages; the limit is 232448 B: use")
+    assert_refused(proc, 2, "warploom explain: cannot build the bf16 GEMM", "smem plan needs 427136 B (a 131072 B, "
+                   "b 262144 B, c 32768 B, mbarriers 128 B, + 1024 B alignment slack) for 8 stages; the limit is 232448 B: use")
     stages = int(re.search(r"use (\d+) stages", proc.stderr).group(1))
     assert 2 <= stages < 8
     fits = run("warploom", "explain", "--stages", stages, env={"WARPLOOM_CACHE_DIR": str(tmp_path)})

@@ -50,9 +50,13 @@ def lower_gemm(elem, b_layout, block_n):
 
 def test_standard_set():
     specs = STANDARD_KERNELS["sm_90a"]
-    assert len(specs) == 16 and len(set(specs)) == 16
+    assert len(specs) == 24 and len(set(specs)) == 24 and len({s.kernel_name for s in specs}) == 24
     assert {(s.elem, s.b_layout) for s in specs} == {("bf16", "kn"), ("bf16", "nk"), ("f16", "kn"), ("f16", "nk")}
-    assert {s.block_n for s in specs} == {128, 256} and {s.schedule for s in specs} == {"grid", "persistent"}
+    wide = [s for s in specs if s.block_m == 128]          # 16: two consumer warpgroups, both schedules
+    assert {s.block_n for s in wide} == {128, 256} and {s.schedule for s in wide} == {"grid", "persistent"}
+    small = [s for s in specs if s.block_m == 64]          # 8: one consumer warpgroup, small M, grid only
+    assert len(wide) == 16 and {(s.block_n, s.schedule) for s in small} == {(64, "grid"), (128, "grid")}
+    assert all(s.epilogue == "tma" for s in specs)
 
 
 @pytest.mark.parametrize("b_layout, block_n", [("kn", 256), ("nk", 128)])
@@ -60,7 +64,7 @@ def test_launch_contract(b_layout, block_n):
     program = planned_program("bf16", b_layout, block_n)
     k = lower(program)
     assert k.name == f"wl_gemm_bf16_{b_layout}_128x{block_n}x64_s4"
-    assert [(p.name, p.kind) for p in k.params] == [("a", "tensormap"), ("b", "tensormap"), ("c", "ptr"),
+    assert [(p.name, p.kind) for p in k.params] == [("a", "tensormap"), ("b", "tensormap"), ("c", "tensormap"),
                                                     ("M", "i32"), ("N", "i32"), ("K", "i32")]
     assert k.grid == (("cdiv", "N", block_n), ("cdiv", "M", 128), ("const", 1))
     assert k.block == (384, 1, 1) and k.cluster == (1, 1, 1)
@@ -71,7 +75,11 @@ def test_launch_contract(b_layout, block_n):
         assert (b.dims, b.box) == (("K", "N"), (64, block_n))
     else:   # [K, N] row-major: boxes of 64 N (128 B) x 64 K, block_n / 64 of them per stage
         assert (b.dims, b.box) == (("N", "K"), (64, 64))
-        assert k.text.count("nvvm.cp.async.bulk.tensor") == 1 + block_n // 64
+        assert k.text.count("nvvm.cp.async.bulk.tensor.shared.cluster.global") == 1 + block_n // 64
+    # C leaves by TMA: one 64-column x 64-row box (a warpgroup's rows of one chunk) per store, block_n / 64 stores
+    c = k.tensor_maps["c"]
+    assert (c.dims, c.box, c.swizzle, c.dtype) == (("N", "M"), (64, 64), 128, "bf16")
+    assert k.text.count("nvvm.cp.async.bulk.tensor.global.shared.cta") == block_n // 64
     assert k.text.startswith(f"gpu.module @{k.name}_mod [#nvvm.target<O = 3, chip = \"sm_90a\"")
     with make_context(), ir.Location.unknown():
         parsed = ir.Module.parse(k.text)
@@ -95,18 +103,20 @@ def test_code_follows_the_plan():
 
     p = planned_program("bf16", "nk", 128)
     p.roles[1] = replace(p.roles[1], regs=216)
-    p.regions["b"] = replace(p.regions["b"], offset=65536 + 4096)      # B moved up by 4 KiB, the barriers after it
-    p.barriers["full"] = replace(p.barriers["full"], offset=135168)
-    p.barriers["empty"] = replace(p.barriers["empty"], offset=135200, arrivals=7)
-    p.smem_bytes = 135232 + 1024
+    p.regions["b"] = replace(p.regions["b"], offset=65536 + 4096)      # B and C moved up by 4 KiB, the barriers
+    p.regions["c"] = replace(p.regions["c"], offset=131072 + 4096)     # after them
+    p.barriers["full"] = replace(p.barriers["full"], offset=167936)
+    p.barriers["empty"] = replace(p.barriers["empty"], offset=167968, arrivals=7)
+    p.smem_bytes = 168000 + 1024
     k = lower(p)
     text = one_spaced(k.text)
-    assert k.smem_bytes == 136256
+    assert k.smem_bytes == 169024
     assert "setmaxregister increase 216" in text
     assert re.search(r"nvvm.mbarrier.init %v\d+, %ci32_7 ", text)
-    for const in (69632, 135168, 135200, 135224):                # B base, full[0], empty[0], empty[3]
+    for const in (69632, 135168, 151552, 167936, 167968, 167992):  # B, C's chunks 0 and 1, full[0], empty[0], empty[3]
         assert f"arith.constant {const} : i32" in text
-    assert "arith.constant 65536 : i32" not in text and "arith.constant 131072 : i32" not in text
+    for const in (65536, 131072, 147456, 163840):
+        assert f"arith.constant {const} : i32" not in text
 
 
 def test_stages_and_barriers_from_the_plan():
@@ -172,7 +182,7 @@ def test_pass_replaces_kernel_with_launch():
         (launch,) = kernel_ops(module, "launch")
         assert op_attrs(launch) == {"kernel": "wl_gemm_bf16_kn_128x256x64_s4",
                                     "grid": [["cdiv", "N", 256], ["cdiv", "M", 128], ["const", 1]],
-                                    "block": [384, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 197696}
+                                    "block": [384, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 230464}
         mods = [o for o in module.body.operations if o.operation.name == "gpu.module"]
         assert [ir.StringAttr(m.operation.attributes["sym_name"]).value for m in mods] == \
             ["wl_gemm_bf16_kn_128x256x64_s4_mod"]

@@ -40,21 +40,21 @@ def test_smem_overflow_names_regions_bytes_limit_and_way_out():
     with pytest.raises(PassError) as e:
         plan_smem(specialized(256, 5))
     msg = str(e.value)
-    assert "smem plan needs 246864 B" in msg
-    assert "a 81920 B, b 163840 B, mbarriers 80 B" in msg
+    assert "smem plan needs 279632 B" in msg
+    assert "a 81920 B, b 163840 B, c 32768 B, mbarriers 80 B" in msg
     assert "the limit is 232448 B" in msg
     assert "use 4 stages" in msg
 
 
 def test_smem_limit_option_overrides_the_targets_and_tiles_align_as_their_layout_says():
     program = specialized(128, 4, transpose_b=True)
-    plan = plan_smem(program, limit=150000)
-    assert plan.limit == 150000 and "150000" in plan.table()
+    plan = plan_smem(program, limit=170000)
+    assert plan.limit == 170000 and "170000" in plan.table()
     for r in plan.regions[:-1]:
         region = program.regions[r.name]
         assert r.align == SmemTile(region.dims, region.shape, region.elem, r.swizzle).align == 1024
-    with pytest.raises(PassError, match="the limit is 100000 B: use 3 stages"):
-        plan_smem(program, limit=100000)
+    with pytest.raises(PassError, match="the limit is 140000 B: use 3 stages"):    # C's staging does not shrink
+        plan_smem(program, limit=140000)
 
 
 def test_a_tile_its_layout_refuses_is_a_pass_error_naming_the_region():
@@ -86,5 +86,5 @@ def test_planned_ir_carries_the_table():
         program = read_program(kernel_ops(module, "kernel")[0]) if kernel_ops(module, "kernel") else None
     text = next(r.ir for r in records if r.name == "wl-plan-barriers")
     assert '"wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full"' in text
-    assert "smem_bytes = 197696" in text
-    assert program is None or program.smem_bytes == 197696
+    assert "smem_bytes = 230464" in text
+    assert program is None or program.smem_bytes == 230464

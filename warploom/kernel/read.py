@@ -28,7 +28,8 @@ RESOURCE_OPS = ("buffer", "ring", "mbarrier", "named_barrier", "register", "role
 LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
 LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group",
-                "q_tiles", "rescale_threshold", "exp2_poly", "shared_kv", "rope_depth", "scale_dtype")   # kept
+                "q_tiles", "rescale_threshold", "exp2_poly", "shared_kv", "rope_depth", "scale_dtype",
+                "epilogue")   # kept
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:

@@ -25,7 +25,8 @@ Code shape:
              Wait -> mbarrier.try_wait.parity, Arrive (tx) -> arrive.expect_tx, Copy ->
              cp.async.bulk.tensor (TMA), Mma -> wgmma.mma_async on smem
              descriptors, MmaWait -> wgmma.wait_group, Arrive -> mbarrier.arrive,
-             Store -> the accumulator fragment stored to global memory.
+             Store -> the accumulator fragment stored to C: through the staging smem and TMA stores, in
+             64-column chunks, when the plan stages C (the default); from registers otherwise.
 """
 from __future__ import annotations
 
@@ -76,12 +77,14 @@ class LoweredKernel:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent]: the name wl-lower-sm90 gives a kernel."""
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_direct]: the name wl-lower-sm90 gives a
+    kernel."""
     from warploom.kernels import gemm_kernel_name
     b = program.regions.get("b")
     b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
     return gemm_kernel_name(next(iter(program.inputs.values())).elem, b_layout, program.attrs["tile"],
-                            program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target)
+                            program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target,
+                            program.attrs.get("epilogue", "tma"))
 
 
 def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -373,6 +376,9 @@ class _Sm90Lowering:
             ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
             ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
             self._tile_loop(role.body, ctx)
+            if any(isinstance(o, Store) and o.region is not None and o.barrier is not None for o in role.walk()):
+                with b.if_(ctx.wg_leader):     # the last TMA stores have read their smem before the CTA exits
+                    tma.bulk_wait_group(0, read=True)
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the lowering knows 'thread' and 'warpgroup'")
 
@@ -553,7 +559,8 @@ class _Sm90Lowering:
 
 
 class _GemmLowering(_Sm90Lowering):
-    """The warp-specialized GEMM: one K loop per tile, C stored from the accumulator fragment."""
+    """The warp-specialized GEMM: one K loop per tile, C stored from the accumulator fragment (through smem and TMA,
+    or directly)."""
     OPS = OPS
     OP_NAMES = WL_NAMES
 
@@ -621,11 +628,25 @@ class _GemmLowering(_Sm90Lowering):
         return (1, 1, 1)
 
     def _param_list(self) -> list[tuple[str, str]]:
-        """Tensor maps by value (grid constants), then C (global pointer), then M, N, K."""
-        return [(n, "tensormap") for n in self.tmaps] + [("c", "ptr")] + [(s, "i32") for s in ("M", "N", "K")]
+        """Tensor maps by value (grid constants: a, b, and c when C leaves by TMA), then C as a global pointer when
+        it is stored from registers, then M, N, K."""
+        c_ptr = [] if "c" in self.tmaps else [("c", "ptr")]
+        return [(n, "tensormap") for n in self.tmaps] + c_ptr + [(s, "i32") for s in ("M", "N", "K")]
 
     def _bind_args(self, args: dict) -> None:
-        self.c_ptr, self.M, self.N, self.K = (args[n] for n in ("c", "M", "N", "K"))
+        self.c_ptr = args.get("c")
+        self.M, self.N, self.K = (args[n] for n in ("M", "N", "K"))
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """C's TMA map (N, M innermost first): a box of one chunk's columns (one swizzle span) by one warpgroup's
+        rows, so each consumer warpgroup stores its own rows."""
+        if op.output != "c":
+            self._fail(f"store of {op.output!r} through smem: the GEMM stages c only")
+        tile = self.tiles[self._region(op.region).name]
+        if tile.num_boxes != 1:
+            self._fail(f"staging region {op.region!r} {tile.shape}: one chunk must be one TMA box wide")
+        return TensorMapSpec(name="c", operand="c", dtype=self.elem, box=(tile.box[0], self.mma_m),
+                             swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
 
     def _tensor_map(self, op: Copy) -> TensorMapSpec:
         """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's."""
@@ -744,7 +765,7 @@ class _GemmLowering(_Sm90Lowering):
             self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
                        f"and {b_reg.name!r} {list(b_reg.shape)} for {n_wgs} warpgroups")
         # each warpgroup reads its own m rows of A: the layout says where warpgroup 1's rows start
-        a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset("M", 1, m)))
+        a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset("M", 1, m))) if n_wgs > 1 else None
         desc_a, _ = self._descriptor(a_reg, loop, a_rows)
         desc_b, _ = self._descriptor(b_reg, loop, None)
         b_major = "col" if b_tile.major(op.k_dim) == "K" else "row"   # wgmma layout: <col> = K-major B
@@ -759,14 +780,8 @@ class _GemmLowering(_Sm90Lowering):
         ctx.accs[op.acc.name] = acc
 
     def _op_store(self, op: Store, ctx: _Role) -> None:
-        """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) as the output element type.
-
-        Fragment (warploom.layout.fragments.wgmma_accumulator): warp w owns rows 16w..16w+15; lane l:
-        r0 = 16w + l/4; register 4j+2h+e holds (r0 + 8h, 8j + 2(l%4) + e). Fast path (the warpgroup's whole
-        64 x N slice in bounds, N even): pairs packed to one 4-byte store. Otherwise one guarded 2-byte store
-        per element.
-        """
-        b, c = self.b, self.b.const
+        """Store a warpgroup's m64nN f32 fragment to C as the output element type: through the staging smem and TMA
+        (`_store_staged`) when the plan gives the store a region, else from registers (`_store_direct`)."""
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"wl.store_tile in role {ctx.name!r} must follow the k_loop of a warpgroup role")
         if op.output != "c":
@@ -776,6 +791,83 @@ class _GemmLowering(_Sm90Lowering):
         n = ctx.acc_n[op.value]
         if list(op.tile) != [self.mma_m, n]:
             self._fail(f"wl.store_tile tile {list(op.tile)} must be the fragment of the MMA, [{self.mma_m}, {n}]")
+        if op.region is None:
+            self._store_direct(op, ctx)
+        else:
+            self._store_staged(op, ctx)
+
+    def _pack_pair(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Two f32 values as one i32 holding the pair in the output type (cvt.rn.{ty}x2.f32), lo first."""
+        b, c = self.b, self.b.const
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        u = b.insertelement(b.undef(ir.VectorType.get([2], b.f32)), lo, c(0))
+        u = b.insertelement(u, hi, c(1))
+        return b.fptrunc(u, ir.VectorType.get([2], ty))
+
+    def _store_staged(self, op: Store, ctx: _Role) -> None:
+        """C through smem and TMA, one chunk of columns (one 128-byte swizzle span) at a time, the staging region's
+        two buffers in turn. Per chunk: the warpgroup's first thread waits until the buffer's last TMA store has
+        read it (wait_group.read 1, or 0 at a tile's first chunk: the previous tile's stores may use either
+        buffer), the warpgroup syncs on its named barrier, each thread writes its fragment's pairs of the chunk
+        (one 4-byte st.shared each, at the swizzled address of the layout) into the warpgroup's 64 rows, fences
+        them for the async proxy, the warpgroup syncs again, and the first thread TMA-stores the 64 x 64 box at
+        (n0 + 64 j, m0 + 64 w) and commits it. The tensor map drops rows past M and columns past N."""
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
+        staging = self._region(op.region)
+        tile = self.tiles[staging.name]
+        rows, cols = tile.shape
+        nb = self.p.named_barriers.get(op.barrier) if op.barrier else None
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
+        if rows != n_wgs * self.mma_m or n % cols or staging.stages != 2 or tile.num_boxes != 1:
+            self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}): expected 2 chunks "
+                       f"of [{n_wgs * self.mma_m}, one swizzle span] with the span dividing {n}")
+        if nb is None or nb.count != n_wgs or nb.threads != self.T.warpgroup_threads:
+            self._fail(f"wl.store_tile syncs on {op.barrier!r}: a named barrier of {self.T.warpgroup_threads} "
+                       f"threads per consumer warpgroup ({n_wgs})")
+        res = ctx.accs[op.value]
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        wg_row = b.mul(ctx.wg_index, c(self.mma_m))
+        elem_bytes = tile.elem_bits // 8
+        col_byte = b.mul(b.mul(b.remu(lane, c(4)), c(2)), c(elem_bytes))     # the thread's pair in each 8 columns
+        row_at = []
+        for h in range(2):     # the thread's rows r0 and r0 + 8 of the tile, as byte offsets of their first pair
+            row = b.add(wg_row, b.add(b.add(b.mul(warp, c(16)), b.divu(lane, c(4))), c(8 * h)))
+            row_at.append(b.add(b.mul(row, c(tile.span)), col_byte))
+        chunk_bytes = staging.size // staging.stages
+        bar = b.add(c(nb.id), ctx.wg_index)
+        m0, n0 = self.origin["M"], self.origin["N"]
+        wg_src = b.mul(wg_row, c(tile.span))
+        for j in range(n // cols):
+            with b.if_(ctx.wg_leader):          # the buffer's last store has read it
+                tma.bulk_wait_group(0 if j == 0 else 1, read=True)
+            sync.named_barrier_sync(b, bar, nb.threads)
+            base = staging.offset + (j % staging.stages) * chunk_bytes
+            for q in range(cols // 8):          # fragment columns 8q .. 8q + 7 of the chunk: registers of j8 = 8j/8 + q
+                j8 = j * cols // 8 + q
+                for h in range(2):
+                    at = tile.swizzle.apply_with(b, b.add(row_at[h], c(8 * q * elem_bytes)))
+                    pair = self._pack_pair(vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1])
+                    b.store(b.bitcast(pair, b.i32), b.gep(self.base, b.add(at, c(base))), alignment=4)
+            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads
+            sync.named_barrier_sync(b, bar, nb.threads)
+            with b.if_(ctx.wg_leader):
+                src = b.gep(self.base, b.add(wg_src, c(base)))
+                tma.tma_store(b, self.tmap_args["c"], src, [b.add(n0, c(j * cols)), b.add(m0, wg_row)])
+                tma.bulk_commit_group()
+
+    def _store_direct(self, op: Store, ctx: _Role) -> None:
+        """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) from registers.
+
+        Fragment (warploom.layout.fragments.wgmma_accumulator): warp w owns rows 16w..16w+15; lane l:
+        r0 = 16w + l/4; register 4j+2h+e holds (r0 + 8h, 8j + 2(l%4) + e). Fast path (the warpgroup's whole
+        64 x N slice in bounds, N even): pairs packed to one 4-byte store. Otherwise one guarded 2-byte store
+        per element.
+        """
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
         res = ctx.accs[op.value]
         ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
         pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)

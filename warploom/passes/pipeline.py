@@ -12,13 +12,15 @@ computed, while V is still in use. The sm_100a attention with `shared-kv` loads 
 its ring takes two slots an iteration (`uses` = 2: K's, then V's), so the stages are shared in FIFO order (the
 seed's use_shared_kv). A load outside any loop (attention's Q tile,
 loaded once per CTA) gets a region and a ring of one stage.
-A TMEM accumulator's output (the sm_100a GEMM's C) gets a staging region named after it: two chunks of the tile's
-rows by one 128-byte swizzle span of columns (64 16-bit columns), written by the epilogue and stored by TMA in turn.
+A GEMM's output C gets a staging region named after it: two chunks of the tile's rows by one 128-byte swizzle
+span of columns (64 16-bit columns), written by the epilogue (sm_90a: the consumer warpgroups, from their
+accumulator registers; sm_100a: the epilogue warps, from Tensor Memory) and stored by TMA in turn. An sm_90a GEMM
+tiled with `epilogue=direct` has none: its consumers store C from registers.
 
 An attention's output tile gets a staging region `o` (one stage, the tile's shape): the consumers write O
 there and TMA stores it (sm_100a: each O tile i, in TMEM, gets `o<i>_out` on its own Q tile's bytes). It may alias Q's region (`aliases = ("q",)`): wl-plan-smem lets them share bytes
 where Q is dead by the epilogue (the grid schedule), and keeps them apart where the next tile's Q is loaded
-during it (the persistent schedule). A GEMM still stores C from registers.
+during it (the persistent schedule).
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ def pipeline(program: Program, stages: int) -> None:
             program.regions["o"] = Region("o", "smem", program.outputs["out"].elem, tuple(op.tile), ("M", "D"), 1,
                                           aliases=("q",))
             op = replace(op, region="o")
-        elif isinstance(op, Store) and program.regions.get(op.value, Region("", "smem", "f32", ())).space == "tmem":
+        elif isinstance(op, Store) and program.kind == "gemm" and program.attrs.get("epilogue", "tma") == "tma":
             op = replace(op, region=_chunk_staging(program, op))
         elif isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body):
             groups = _ring_groups(op)
@@ -92,13 +94,13 @@ def pipeline(program: Program, stages: int) -> None:
     program.attrs["stages"] = stages
 
 
-STORE_STAGING_STAGES = 2     # the staged store of a TMEM accumulator alternates two chunk buffers
+STORE_STAGING_STAGES = 2     # a GEMM's staged store of C alternates two chunk buffers
 
 
 def _chunk_staging(program: Program, store: Store) -> str:
-    """A TMEM accumulator's output (sm_100a GEMM) is stored through smem by TMA in chunks of the tile's rows by
-    one 128-byte swizzle span of columns: region `c` holds two such chunks (one is written while the previous
-    one's TMA store reads the other)."""
+    """A GEMM's C is stored through smem by TMA (unless its epilogue is "direct", sm_90a) in chunks of the tile's
+    rows by one 128-byte swizzle span of columns: region `c` holds two such chunks (one is written while the
+    previous one's TMA store reads the other)."""
     elem = program.outputs[store.output].elem
     columns = SWIZZLE_128B.span_bytes * 8 // targets.ELEMENT_BITS[elem]
     rows, width = store.tile

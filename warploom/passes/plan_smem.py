@@ -127,9 +127,12 @@ def _plan(program: Program, limit: int, share: bool, check: bool = False) -> Sme
     plan = SmemPlan(rows, limit, slack)
     if check and plan.requested > limit:
         stages = program.attrs["stages"]
-        per_stage = sum(r.stage_bytes for r in data if r.stages > 1)        # what one more stage costs
+        # what one more pipeline stage costs: a stage of each region its rings cycle through; the rest (Q, O, C's
+        # staging chunks) keeps its bytes whatever the stage count (a region on another's bytes costs none)
+        piped = {name for ring in program.rings.values() if ring.stages > 1 for name in ring.regions}
+        per_stage = sum(r.stage_bytes for r in data if r.name in piped)
         shared = {r.name for r in rows if r.shares}
-        once = sum(r.stage_bytes for r in data if r.stages == 1 and r.name not in shared)  # Q, O (own bytes)
+        once = sum(r.stage_bytes * r.stages for r in data if r.name not in piped and r.name not in shared)
         fit = (limit - slack - count * mbarrier_bytes - once) // per_stage if per_stage else 0
         listing = ", ".join(f"{r.name} {r.bytes} B" + (f" (on {r.shares}'s bytes)" if r.shares else "") for r in rows)
         two = once + 2 * per_stage + count * mbarrier_bytes + slack          # the smallest pipeline of this tile

@@ -2,7 +2,9 @@
 
 Warpgroup 0 becomes the producer: one elected thread issues every async copy.
 Warpgroups 1..n are consumers: each issues the MMAs for its 64-row slice of the
-tile (wgmma is m64 per warpgroup) and stores that slice. A consumer keeps
+tile (wgmma is m64 per warpgroup) and stores that slice (through the staging smem
+of C with a named barrier per warpgroup, `epilogue`, unless wl-tile made the
+epilogue direct: then from its registers). A consumer keeps
 `mma-in-flight` MMA groups running while it waits for the next stage (so the
 tensor cores never idle on the wait), and drains them after the loop. Registers move from the
 producer to the consumers with setmaxnreg, so the budgets must fit the file:
@@ -78,7 +80,8 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     target = targets.get(program.target)
     rows = target.mma_rows_per_warpgroup
     consumers = program.attrs["tile"][0] // rows
-    check_budget(target, producer_regs, consumer_regs, consumers)
+    if producer_regs is not None or consumer_regs is not None:
+        check_budget(target, producer_regs, consumer_regs, consumers)
     stages = program.attrs["stages"]
     if not 0 <= mma_in_flight < stages:
         raise PassError(f"mma-in-flight = {mma_in_flight}: must be 0..{stages - 1} (stages - 1), since a "
@@ -89,7 +92,10 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     consumer_body = [replace(loop, body=(replace(mma, shape=(rows, n, k)), MmaWait(mma_in_flight)))]
     if mma_in_flight:
         consumer_body.append(MmaWait(0))       # the accumulators are final only now
-    consumer_body.append(replace(store, tile=(rows, store.tile[1])))
+    if store.region is not None:           # C through smem and TMA: each warpgroup syncs its own 128 threads
+        epilogue_barriers(program, target, consumers)
+    consumer_body.append(replace(store, tile=(rows, store.tile[1]),
+                                 barrier=EPILOGUE if store.region is not None else None))
     per_warpgroup_registers(program, rows)
     program.roles = [
         Role("producer", 0, warps_per_wg, "thread", producer_regs, body=(replace(loop, body=copies, carries=()),)),
@@ -110,7 +116,17 @@ def per_warpgroup_registers(program: Program, rows: int) -> None:
 
 
 TURN = "turn"                 # the named barrier of the consumers' turns at the tensor cores
-EPILOGUE = "epilogue"         # per consumer warpgroup: its O tile is in the staging smem, one thread may store it
+EPILOGUE = "epilogue"         # per consumer warpgroup: its output tile is in the staging smem, one thread may store it
+
+
+def epilogue_barriers(program: Program, target: Target, consumers: int) -> None:
+    """One named barrier per consumer warpgroup for its staged store (the next free ids)."""
+    lo, hi = target.named_barrier_ids
+    first = lo + sum(nb.count for nb in program.named_barriers.values())
+    if first + consumers - 1 > hi:
+        raise PassError(f"wl-specialize needs named barriers {first}..{first + consumers - 1} for the "
+                        f"consumers' staged stores; {program.target} has ids {lo}..{hi}")
+    program.named_barriers[EPILOGUE] = NamedBarrier(EPILOGUE, first, target.warpgroup_threads, count=consumers)
 CORR = "corr"                 # overlap: the softmax's correction factor of O, one per row
 
 
@@ -141,12 +157,7 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
         program.named_barriers[TURN] = NamedBarrier(TURN, first, consumers * target.warpgroup_threads,
                                                     count=consumers)
     if any(isinstance(op, Store) and op.region is not None for op in program.body):
-        lo, hi = target.named_barrier_ids
-        first = lo + sum(nb.count for nb in program.named_barriers.values())
-        if first + consumers - 1 > hi:
-            raise PassError(f"wl-specialize needs named barriers {first}..{first + consumers - 1} for the "
-                            f"consumers' staged stores; {program.target} has ids {lo}..{hi}")
-        program.named_barriers[EPILOGUE] = NamedBarrier(EPILOGUE, first, target.warpgroup_threads, count=consumers)
+        epilogue_barriers(program, target, consumers)
 
     def per_warpgroup(op):
         if isinstance(op, Mma):
@@ -391,6 +402,11 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
         (specialize_fa4 if program.kind == "attention" else specialize_tcgen05)(program)
         return
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
+    if program.kind == "gemm" and program.attrs["tile"][0] == targets.get(program.target).mma_rows_per_warpgroup \
+            and producer_regs is None and consumer_regs is None:
+        # one consumer warpgroup (block-m 64): 256 threads get all the registers they can use at launch, so no role
+        # moves any (a setmaxnreg.inc past what the CTA was given would wait for registers no warp frees)
+        defaults = (None, None) + tuple(defaults[2:])
     regs_p, regs_c, flight, ov = (d if v is None else v for v, d in
                                   zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))
     computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)

@@ -53,7 +53,8 @@ from .registry import PassError, edit_program, register
 
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
 SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the GEMM's operand layout)
-CONSUMER_WARPGROUPS = 2              # the GEMM schedule: two consumer warpgroups share the M tile
+CONSUMER_WARPGROUPS = 2              # the attention schedule: two consumer warpgroups share the query tile
+GEMM_CONSUMER_WARPGROUPS = (1, 2)    # the sm_90a GEMM: one consumer warpgroup per 64 rows (block-m 64 for small M)
 
 
 def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, target_name: str = "sm_90a") -> None:
@@ -62,10 +63,11 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, ta
         return
     target = targets.get("sm_90a")
     mma_m = target.mma_shapes[0].m[0]
-    if block_m != CONSUMER_WARPGROUPS * mma_m:
-        raise PassError(f"block-m = {block_m}: the sm_90a GEMM splits {CONSUMER_WARPGROUPS * mma_m} rows over "
-                        f"{CONSUMER_WARPGROUPS} consumer warpgroups (m{mma_m} each); use "
-                        f"block-m={CONSUMER_WARPGROUPS * mma_m}", op)
+    allowed = [n * mma_m for n in GEMM_CONSUMER_WARPGROUPS]
+    if block_m not in allowed:
+        raise PassError(f"block-m = {block_m}: the sm_90a GEMM gives each consumer warpgroup m{mma_m} rows, with "
+                        f"{' or '.join(map(str, GEMM_CONSUMER_WARPGROUPS))} of them; use block-m="
+                        f"{' or '.join(map(str, allowed))}", op)
     box = SWIZZLE_BYTES // elem_bytes            # one TMA box of the contiguous dim
     n_max = target.mma_shapes[0].n_max
     if not (box <= block_n <= n_max and block_n % box == 0):
@@ -104,12 +106,19 @@ def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, 
 
 
 SCHEDULES = ("persistent", "grid")
+EPILOGUES = ("tma", "direct")   # C through smem and TMA stores (the default), or stored from registers (sm_90a)
 
 
-def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a") -> None:
+def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a",
+                epilogue: str = "tma") -> None:
     check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
     if schedule not in SCHEDULES:
         raise PassError(f"schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", matmul)
+    if epilogue not in EPILOGUES:
+        raise PassError(f"epilogue = {epilogue!r}: use one of {', '.join(EPILOGUES)}", matmul)
+    if epilogue == "direct" and target != "sm_90a":
+        raise PassError(f"epilogue = direct: the {target} GEMM stores C from Tensor Memory through smem by TMA only; "
+                        "leave the option out", matmul)
     attrs = op_attrs(matmul)
     a_type, b_type = (tensor_type(v.type) for v in matmul.operation.operands)
     c_type = tensor_type(matmul.operation.results[0].type)
@@ -139,7 +148,8 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
             **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
-            **({"cta_group": group} if group > 1 else {})},
+            **({"cta_group": group} if group > 1 else {}),
+            **({"epilogue": epilogue} if epilogue != "tma" else {})},      # no epilogue: C by TMA
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
@@ -374,18 +384,20 @@ def _cast(value, to: ir.Type):
 @register("wl-tile", "Tile each 2-D matmul into a wl.kernel over K tiles, each attention into a wl.kernel over "
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
-                   "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str},
+                   "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str,
+                   "epilogue": str},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
         target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
-        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = ""):
+        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = ""):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
     sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block;
     `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share;
     `rope-depth`, `scale-dtype`: the seed's rope columns (MLA) and per-token scales (FP8), planned (wl-specialize
-    reserves their smem) but not lowered yet."""
+    reserves their smem) but not lowered yet. `epilogue` (a GEMM's): "tma" (the default) stages C through smem in
+    64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
@@ -397,8 +409,12 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
+    if epilogue and not kernel_ops(module, "matmul"):
+        raise PassError(f"wl-tile: epilogue = {epilogue}: an option of the GEMM kernels (how C is stored); an "
+                        "attention stores O through smem by TMA")
     for matmul in kernel_ops(module, "matmul"):
-        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target)
+        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target,
+                    epilogue or "tma")
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,

@@ -1,4 +1,4 @@
-// RUN: warploom-opt %s --wl-tile=block-n=64 --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s
+// RUN: warploom-opt %s --wl-tile=block-n=64,epilogue=direct --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s
 
 // The epilogue's fragment-to-element mapping (bf16, B "nk", tile 128x64x64: a 32-register m64n64 f32
 // accumulator per thread), followed through the data flow. wgmma's f32 fragment (gpu-facts.md
@@ -6,7 +6,7 @@
 // 8j + 2(l % 4) + e; register 4j + 2h + e holds (r0 + 8h, 8j + 2(l % 4) + e). The warpgroup's rows
 // start at m0 + 64 * (its index in the consumer role).
 
-// CHECK-LABEL: llvm.func @wl_gemm_bf16_nk_128x64x64_s4(
+// CHECK-LABEL: llvm.func @wl_gemm_bf16_nk_128x64x64_s4_direct(
 // CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[C:%[a-z0-9_]+]]: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32

@@ -3,15 +3,15 @@
 // bf16 GEMM with B given as [N, K] (transpose_b: "nk", K-major like A), tile 128x128x64, 4 stages.
 // Both wgmma operands are K-major (B <col>), and B takes one TMA box per stage.
 
-// CHECK: "wl.launch"(%arg0, %arg1) {block = [384, 1, 1], cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], kernel = "wl_gemm_bf16_nk_128x128x64_s4", smem_bytes = 132160 : i64}
+// CHECK: "wl.launch"(%arg0, %arg1) {block = [384, 1, 1], cluster = [1, 1, 1], grid = [["cdiv", "N", 128], ["cdiv", "M", 128], ["const", 1]], kernel = "wl_gemm_bf16_nk_128x128x64_s4", smem_bytes = 164928 : i64}
 // CHECK: gpu.module @wl_gemm_bf16_nk_128x128x64_s4_mod [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx80">]
-// CHECK: llvm.func @wl_gemm_bf16_nk_128x128x64_s4(%arg0: !llvm.ptr {{{.*}}nvvm.grid_constant}, %arg1: !llvm.ptr {{{.*}}nvvm.grid_constant}, %arg2: !llvm.ptr<1>, %arg3: i32, %arg4: i32, %arg5: i32) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>}
+// CHECK: llvm.func @wl_gemm_bf16_nk_128x128x64_s4(%arg0: !llvm.ptr {{{.*}}nvvm.grid_constant}, %arg1: !llvm.ptr {{{.*}}nvvm.grid_constant}, %arg2: !llvm.ptr {{{.*}}nvvm.grid_constant}, %arg3: i32, %arg4: i32, %arg5: i32) attributes {nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>}
 
-// Barriers at the planned offsets: full at 131072 + 8s (1 arrival), empty at 131104 + 8s (2 arrivals).
+// Barriers at the planned offsets: full at 163840 + 8s (1 arrival), empty at 163872 + 8s (2 arrivals).
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i32
-// CHECK-DAG: %[[FULL0:.*]] = arith.constant 131072 : i32
-// CHECK-DAG: %[[EMPTY3:.*]] = arith.constant 131128 : i32
+// CHECK-DAG: %[[FULL0:.*]] = arith.constant 163840 : i32
+// CHECK-DAG: %[[EMPTY3:.*]] = arith.constant 163896 : i32
 // CHECK: %[[BASE:.*]] = llvm.getelementptr %{{.*}}[%{{.*}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8
 // CHECK: %[[B0:.*]] = llvm.getelementptr %[[BASE]][%[[FULL0]]]
 // CHECK-NEXT: nvvm.mbarrier.init %[[B0]], %[[C1]] : !llvm.ptr<3>, i32

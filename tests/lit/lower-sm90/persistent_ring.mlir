@@ -7,7 +7,7 @@
 // kt * 64 (the K tile of this tile), and the tile origins come from t.
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_kn_128x256x64_s4_persistent(
-// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, %{{[a-z0-9_]+}}: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMC:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C3:%[a-z0-9_]+]] = arith.constant 3 : i32

@@ -4,14 +4,14 @@
 // The mbarrier ring protocol of the lowered sm_90a GEMM (bf16, B "nk", 128x128x64), followed through the
 // data flow: every SSA value is captured where it is defined and matched where it is used, so a check
 // fails when an operand changes, not only when an op goes missing.
-//   S4 = 4 stages, one MMA group kept in flight (lag 1)  -> barriers full[s] at 131072 + 8s, empty[s] at 131104 + 8s
-//   S3 = 3 stages, two MMA groups in flight (lag 2)      -> barriers full[s] at  98304 + 8s, empty[s] at  98328 + 8s
+//   S4 = 4 stages, one MMA group kept in flight (lag 1)  -> barriers full[s] at 163840 + 8s, empty[s] at 163872 + 8s
+//   S3 = 3 stages, two MMA groups in flight (lag 2)      -> barriers full[s] at  131072 + 8s, empty[s] at  131096 + 8s
 // Each config has its own ring size and lag so that a stage or lag taken from the wrong constant shows up.
 // Constants are hoisted to the function entry: capture them by value there (CHECK-DAG); lines that
 // would match the same constant twice (the lag 1 is also the phase mask 1) live under one prefix only.
 
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_nk_128x128x64_s{{[34]}}(
-// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, %{{[a-z0-9_]+}}: !llvm.ptr<1>, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
+// CHECK-SAME: [[TMA:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMB:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[TMC:%[a-z0-9_]+]]: !llvm.ptr {{.*}}, [[M:%[a-z0-9_]+]]: i32, [[N:%[a-z0-9_]+]]: i32, [[K:%[a-z0-9_]+]]: i32)
 // CHECK-DAG: [[C0:%[a-z0-9_]+]] = arith.constant 0 : i32
 // CHECK-DAG: [[C1:%[a-z0-9_]+]] = arith.constant 1 : i32
 // CHECK-DAG: [[C2:%[a-z0-9_]+]] = arith.constant 2 : i32
@@ -23,21 +23,21 @@
 // CHECK-DAG: [[TX:%[a-z0-9_]+]] = arith.constant 32768 : i32
 // S4-DAG: [[S:%[a-z0-9_]+]] = arith.constant 4 : i32
 // S4-DAG: [[C3:%[a-z0-9_]+]] = arith.constant 3 : i32
-// S4-DAG: [[FULL0:%[a-z0-9_]+]] = arith.constant 131072 : i32
-// S4-DAG: [[FULL1:%[a-z0-9_]+]] = arith.constant 131080 : i32
-// S4-DAG: [[FULL2:%[a-z0-9_]+]] = arith.constant 131088 : i32
-// S4-DAG: [[FULL3:%[a-z0-9_]+]] = arith.constant 131096 : i32
-// S4-DAG: [[EMPTY0:%[a-z0-9_]+]] = arith.constant 131104 : i32
-// S4-DAG: [[EMPTY1:%[a-z0-9_]+]] = arith.constant 131112 : i32
-// S4-DAG: [[EMPTY2:%[a-z0-9_]+]] = arith.constant 131120 : i32
-// S4-DAG: [[EMPTY3:%[a-z0-9_]+]] = arith.constant 131128 : i32
+// S4-DAG: [[FULL0:%[a-z0-9_]+]] = arith.constant 163840 : i32
+// S4-DAG: [[FULL1:%[a-z0-9_]+]] = arith.constant 163848 : i32
+// S4-DAG: [[FULL2:%[a-z0-9_]+]] = arith.constant 163856 : i32
+// S4-DAG: [[FULL3:%[a-z0-9_]+]] = arith.constant 163864 : i32
+// S4-DAG: [[EMPTY0:%[a-z0-9_]+]] = arith.constant 163872 : i32
+// S4-DAG: [[EMPTY1:%[a-z0-9_]+]] = arith.constant 163880 : i32
+// S4-DAG: [[EMPTY2:%[a-z0-9_]+]] = arith.constant 163888 : i32
+// S4-DAG: [[EMPTY3:%[a-z0-9_]+]] = arith.constant 163896 : i32
 // S3-DAG: [[S:%[a-z0-9_]+]] = arith.constant 3 : i32
-// S3-DAG: [[FULL0:%[a-z0-9_]+]] = arith.constant 98304 : i32
-// S3-DAG: [[FULL1:%[a-z0-9_]+]] = arith.constant 98312 : i32
-// S3-DAG: [[FULL2:%[a-z0-9_]+]] = arith.constant 98320 : i32
-// S3-DAG: [[EMPTY0:%[a-z0-9_]+]] = arith.constant 98328 : i32
-// S3-DAG: [[EMPTY1:%[a-z0-9_]+]] = arith.constant 98336 : i32
-// S3-DAG: [[EMPTY2:%[a-z0-9_]+]] = arith.constant 98344 : i32
+// S3-DAG: [[FULL0:%[a-z0-9_]+]] = arith.constant 131072 : i32
+// S3-DAG: [[FULL1:%[a-z0-9_]+]] = arith.constant 131080 : i32
+// S3-DAG: [[FULL2:%[a-z0-9_]+]] = arith.constant 131088 : i32
+// S3-DAG: [[EMPTY0:%[a-z0-9_]+]] = arith.constant 131096 : i32
+// S3-DAG: [[EMPTY1:%[a-z0-9_]+]] = arith.constant 131104 : i32
+// S3-DAG: [[EMPTY2:%[a-z0-9_]+]] = arith.constant 131112 : i32
 
 // CHECK: [[TID:%[a-z0-9_]+]] = nvvm.read.ptx.sreg.tid.x : i32
 // CHECK: [[BASE:%[a-z0-9_]+]] = llvm.getelementptr %{{[a-z0-9_]+}}[%{{[a-z0-9_]+}}] : (!llvm.ptr<3>, i32) -> !llvm.ptr<3>, i8

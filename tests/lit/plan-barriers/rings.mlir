@@ -4,8 +4,8 @@
 // full[4]: one arrival (expect_tx) plus the 48 KiB of one stage; empty[4]: one arrival per consumer warpgroup.
 // The ring wl-pipeline declared names its two barriers; each barrier names its ring.
 // CHECK: "wl.ring"() {consumers = ["consumer"], empty = "empty", full = "full", name = "ab", producer = "producer", regions = ["a", "b"], stages = 4 : i64}
-// CHECK: "wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full", offset = 196608 : i64, ring = "ab", tx_bytes = 49152 : i64}
-// CHECK-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 4 : i64, name = "empty", offset = 196640 : i64, ring = "ab", tx_bytes = 0 : i64}
+// CHECK: "wl.mbarrier"() {arrivals = 1 : i64, count = 4 : i64, name = "full", offset = 229376 : i64, ring = "ab", tx_bytes = 49152 : i64}
+// CHECK-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 4 : i64, name = "empty", offset = 229408 : i64, ring = "ab", tx_bytes = 0 : i64}
 // The producer waits for a free stage, announces the bytes, then issues copies that complete on full.
 // CHECK: "wl.wait"() {barrier = "empty", parity = "producer"}
 // CHECK-NEXT: "wl.arrive_expect_tx"() {barrier = "full", bytes = 49152 : i64}

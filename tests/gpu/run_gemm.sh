@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# One device call on the H200 for the GEMM: its GPU tests, the GEMM benchmark beside cuBLAS (--compare: both
+# schedules and both epilogues of the 128-row kernels, by name), compute-sanitizer (memcheck, racecheck) on both
+# schedules, and a calibration recording of every standard sm_90a GEMM for the emulator.
+# Everything runs from the AOT cache built on the CPU host (the GPU machine has no MLIR).
+#
+#   warploom precompile --target sm_90a --cache .wlcache          # CPU host; .wlcache is in .git/info/exclude
+#   python3 -m tests.gpu.extra_kernels --cache .wlcache           # the direct-epilogue twins the benchmark compares
+#   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] bash tests/gpu/run_gemm.sh
+#
+# Files in $OUT: gemm-run.log (everything, in order), pytest_gemm.log, sanitize_gemm.log (the four sanitizer runs,
+# whole), gemm-calibration.npz, gemm-grid-<date>.{json,png}.
+set -uo pipefail
+export PYTHONPATH=. WARPLOOM_CACHE_DIR=${WARPLOOM_CACHE_DIR:-.wlcache} WARPLOOM_OFFLINE=1 PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/warploom-out}
+mkdir -p "$OUT"
+log="$OUT/gemm-run.log"
+san="$OUT/sanitize_gemm.log"
+: > "$san"
+step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
+{
+  step "machine"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+  python3 -c "import torch, cuda.bindings; print('torch', torch.__version__, 'cuda-bindings', cuda.bindings.__version__)"
+  echo "commit ${WARPLOOM_COMMIT:-?}"
+
+  step "pytest -m gpu (GEMM, runtime, torch ops)"
+  python3 -m pytest -m gpu tests/gpu/test_matmul.py tests/gpu/test_runtime_gpu.py tests/gpu/test_torch_ops.py -q \
+      -p no:cacheprovider > "$OUT/pytest_gemm.log" 2>&1
+  echo "exit $?"; tail -n 5 "$OUT/pytest_gemm.log"
+
+  step "benchmarks/gemm.py --compare"
+  python3 benchmarks/gemm.py --out "$OUT" --schedule grid --compare --rounds 3 ${BENCH_ARGS:-} 2>&1
+
+  for schedule in grid persistent; do
+    for tool in memcheck racecheck; do
+      step "compute-sanitizer $tool ($schedule)"
+      extra=""; [ "$tool" = memcheck ] && extra="--report-api-errors no"
+      { echo "=== $tool $schedule"; compute-sanitizer --tool $tool $extra python3 tests/gpu/sanitize_gemm.py $schedule 2>&1;
+        echo "exit $?"; } >> "$san"
+      tail -n 4 "$san"
+    done
+  done
+
+  step "tests/gpu/calibrate.py --standard"
+  python3 tests/gpu/calibrate.py "$OUT/gemm-calibration.npz" --standard 2>&1 | tail -n 6
+} 2>&1 | tee "$log"
