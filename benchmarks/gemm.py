@@ -12,7 +12,7 @@ time is the median of its rounds (a clock drift within a shape reaches every var
 `ops` is warploom.ops.matmul as a user calls it (the kernel it picks, under `--schedule`). With `--compare`, the
 128-row kernels of the same block_n are also timed by name under both schedules and both epilogues (C through smem
 by TMA, the standard; C stored from registers, "direct": the kernels before issue 12), so each change is measured
-against the old kernel in the same run. Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
+against the old kernel in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64 tiles instead. Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
 prints a table and the geomeans against cuBLAS (the PEERS.md grid; the issue's shapes).
 """
 from __future__ import annotations
@@ -45,8 +45,15 @@ def bench(fn) -> float:
     return tt.do_bench(fn, warmup=100, rep=300, return_mode="median")
 
 
-def variants(spec: GemmSpec) -> dict[str, GemmSpec]:
-    """The kernels timed by name beside the user path: a 128-row tile under both schedules and both epilogues."""
+SMALL_M = 128     # up to this M the small-M tiles are compared too
+
+
+def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
+    """The kernels timed by name beside the user path: a 128-row tile under both schedules and both epilogues; for
+    small M, the grid kernels of the 128 x 128, 64 x 128 and 64 x 64 tiles."""
+    if m <= SMALL_M:
+        return {f"{bm}x{bn}": GemmSpec(spec.elem, spec.b_layout, bn, spec.stages, spec.target, "grid", bm)
+                for bm, bn in ((128, 128), (64, 128), (64, 64))}
     if spec.block_m != 128:
         return {}
     return {f"{sched}/{epi}": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched,
@@ -62,7 +69,7 @@ def run_case(m, n, k, dtype, transposed_b, compare: bool, rounds: int):
     elem, layout = DTYPES[dtype], "nk" if transposed_b else "kn"
     spec = ops.pick_spec(elem, layout, m, n, torch.cuda.get_device_properties(0).multi_processor_count)
     calls = {"cublas": lambda: torch.matmul(a, b, out=out), "ops": lambda: ops.matmul(a, b, out=out)}
-    for name, vspec in (variants(spec).items() if compare else ()):
+    for name, vspec in (variants(spec, m).items() if compare else ()):
         art = get_kernel(vspec)
         calls[name] = (lambda art=art: ops.run_gemm(art, a, b, out=out))
     rel = {}

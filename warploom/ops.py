@@ -27,9 +27,10 @@ from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_str
 
 GEMM_ELEMENTS = ("bf16", "f16")
 # "grid": a CTA per output tile; "persistent": a CTA per SM walking the tiles; "auto": persistent when
-# there are at least two waves of tiles (where the H200 run 2 measured it faster), grid otherwise.
-# The default stays "grid", the schedule of the last full GPU run; "auto" as a whole is not yet measured.
-SCHEDULE = "grid"
+# there are at least two waves of tiles, grid otherwise. The default is "persistent": with C stored by TMA it
+# matched or beat the grid schedule on every shape of H200 run 18 (geomean 0.925 against 0.893 of cuBLAS;
+# benchmarks/NOTES.md). The small-M (64-row) kernels are grid kernels whatever SCHEDULE says.
+SCHEDULE = "persistent"
 SCHEDULES = ("auto", "grid", "persistent")
 NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctness
 TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
@@ -173,18 +174,20 @@ def _device_target(device: int) -> str:
     return _TARGETS[device]
 
 
-# sm_90a GEMM tiles (block_m, block_n) in order of preference: the widest that still gives every SM a tile. 64-row
-# tiles (one consumer warpgroup) serve small M: for M <= 64 a 128-row tile would be at least half empty rows, and
-# for M around 128 they double the CTAs (benchmarks/NOTES.md: small-M kernels).
-TILES_SM90 = ((128, 256), (128, 128), (64, 128))
-TILES_SM90_SMALL_M = ((64, 128), (64, 64))
+# sm_90a GEMM tiles (block_m, block_n) and the share of the 128 x 256 tile's MMA rate each keeps when it runs
+# alone on an SM (smaller tiles spend more of their time on loads, barriers and the epilogue per FLOP): the model
+# `_pick_tile` weighs against wave quantization. 64-row tiles (one consumer warpgroup) serve small M.
+# Rates: estimates to be replaced by measured ones (benchmarks/NOTES.md, small-M kernels).
+TILE_RATES_SM90 = {(128, 256): 1.0, (128, 128): 0.95, (64, 128): 0.85, (64, 64): 0.7}
 
 
 def _pick_tile(m: int, n: int) -> tuple[int, int]:
-    """The first tile of the list that gives every SM (NUM_SMS_HINT) a tile; else the one that makes the most tiles."""
-    tiles = TILES_SM90_SMALL_M if m <= TILES_SM90_SMALL_M[0][0] else TILES_SM90
-    count = lambda t: -(-m // t[0]) * -(-n // t[1])      # noqa: E731
-    return next((t for t in tiles if count(t) >= NUM_SMS_HINT), max(tiles, key=count))
+    """The tile with the least modelled time: waves of tiles over NUM_SMS_HINT SMs x a tile's work / its rate (a
+    partly empty tile costs a full one). Ties go to the larger tile."""
+    def cost(t):
+        tiles = -(-m // t[0]) * -(-n // t[1])
+        return -(-tiles // NUM_SMS_HINT) * t[0] * t[1] / TILE_RATES_SM90[t]
+    return min(TILE_RATES_SM90, key=cost)
 
 
 def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a") -> GemmSpec:
@@ -200,6 +203,8 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
             return GemmSpec(elem, b_layout, 256, target=target, schedule="persistent", block_m=256)
         block_n = 256 if -(-m // 128) * -(-n // 256) >= NUM_SMS_HINT else 128
         return GemmSpec(elem, b_layout, block_n, target=target, schedule="persistent")
+    if SCHEDULE not in SCHEDULES:          # refused whichever kernel this problem would take
+        raise ValueError(f"warploom.ops.SCHEDULE = {SCHEDULE!r}; use one of {', '.join(SCHEDULES)}")
     block_m, block_n = _pick_tile(m, n)
     if block_m != 128:         # the small-M kernels are built for the grid schedule only
         return GemmSpec(elem, b_layout, block_n, target=target, block_m=block_m)

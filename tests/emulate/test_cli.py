@@ -160,14 +160,15 @@ def test_schedule_option_picks_under_that_schedule_and_restores_it(capsys):
 
 def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
     from warploom import ops
-    assert ops.pick_spec("bf16", "kn", 130, 136).block_n == 128              # fewer 256-wide tiles than SMs
+    assert ops.pick_spec("bf16", "kn", 130, 136).tile == (64, 64, 64)        # 6 tiles of 64 x 64: one wave either way
     assert ops.pick_spec("f16", "nk", 8192, 8192).tile == (128, 256, 64)
-    # small M: 64-row tiles (grid schedule), as wide as still fills the SMs
-    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (64, 64, 64)          # 128 tiles; 64 x 128 makes 64
-    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (64, 64, 64)           # the most tiles there are (64)
-    assert ops.pick_spec("bf16", "kn", 64, 32768).tile == (64, 128, 64)        # 256 tiles of 64 x 128
-    assert ops.pick_spec("bf16", "kn", 128, 8192).tile == (64, 128, 64)        # 128 tiles against 64 of 128 x 128
-    assert ops.pick_spec("bf16", "kn", 512, 8192).tile == (128, 128, 64)
+    # the tile model (waves x work / rate): small M takes 64-row tiles (grid schedule)
+    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (64, 64, 64)          # 128 tiles in one wave
+    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (64, 64, 64)
+    assert ops.pick_spec("bf16", "kn", 64, 32768).tile == (64, 128, 64)        # 256 tiles: two waves either way
+    assert ops.pick_spec("bf16", "kn", 128, 8192).tile == (64, 128, 64)        # 128 tiles in one wave
+    assert ops.pick_spec("bf16", "kn", 512, 8192).tile == (128, 256, 64)       # 128 tiles: one wave, widest tile
+    assert ops.pick_spec("bf16", "kn", 6144, 3072).tile == (128, 128, 64)      # 9 waves of 128 x 128 beat 5 of 256
     assert all(ops.pick_spec("bf16", "kn", m, 8192, lambda: 8).schedule == "grid" for m in (1, 128))
     monkeypatch.setattr(ops, "SCHEDULE", "auto")                           # persistent from 2 waves of tiles on
     assert ops.pick_spec("bf16", "kn", 8192, 8192, 132).schedule == "persistent"

@@ -9,7 +9,7 @@
 #   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] bash tests/gpu/run_gemm.sh
 #
 # Files in $OUT: gemm-run.log (everything, in order), pytest_gemm.log, sanitize_gemm.log (the four sanitizer runs,
-# whole), gemm-calibration.npz, gemm-grid-<date>.{json,png}.
+# whole), gemm-calibration.npz, gemm-<schedule>-<date>.{json,png} (SCHEDULE, default persistent: the schedule warploom.ops uses).
 set -uo pipefail
 export PYTHONPATH=. WARPLOOM_CACHE_DIR=${WARPLOOM_CACHE_DIR:-.wlcache} WARPLOOM_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/warploom-out}
@@ -30,7 +30,7 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
   echo "exit $?"; tail -n 5 "$OUT/pytest_gemm.log"
 
   step "benchmarks/gemm.py --compare"
-  python3 benchmarks/gemm.py --out "$OUT" --schedule grid --compare --rounds 3 ${BENCH_ARGS:-} 2>&1
+  python3 benchmarks/gemm.py --out "$OUT" --schedule ${SCHEDULE:-persistent} --compare --rounds 3 ${BENCH_ARGS:-} 2>&1
 
   for schedule in grid persistent; do
     for tool in memcheck racecheck; do

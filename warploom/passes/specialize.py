@@ -80,8 +80,7 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     target = targets.get(program.target)
     rows = target.mma_rows_per_warpgroup
     consumers = program.attrs["tile"][0] // rows
-    if producer_regs is not None or consumer_regs is not None:
-        check_budget(target, producer_regs, consumer_regs, consumers)
+    check_budget(target, producer_regs, consumer_regs, consumers)
     stages = program.attrs["stages"]
     if not 0 <= mma_in_flight < stages:
         raise PassError(f"mma-in-flight = {mma_in_flight}: must be 0..{stages - 1} (stages - 1), since a "
@@ -402,11 +401,6 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
         (specialize_fa4 if program.kind == "attention" else specialize_tcgen05)(program)
         return
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
-    if program.kind == "gemm" and program.attrs["tile"][0] == targets.get(program.target).mma_rows_per_warpgroup \
-            and producer_regs is None and consumer_regs is None:
-        # one consumer warpgroup (block-m 64): 256 threads get all the registers they can use at launch, so no role
-        # moves any (a setmaxnreg.inc past what the CTA was given would wait for registers no warp frees)
-        defaults = (None, None) + tuple(defaults[2:])
     regs_p, regs_c, flight, ov = (d if v is None else v for v, d in
                                   zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))
     computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)
