@@ -12,7 +12,8 @@ time is the median of its rounds (a clock drift within a shape reaches every var
 `ops` is warploom.ops.matmul as a user calls it (the kernel it picks, under `--schedule`). With `--compare`, the
 128-row kernels of the same block_n are also timed by name under both schedules and both epilogues (C through smem
 by TMA, the standard; C stored from registers, "direct": the kernels before issue 12), so each change is measured
-against the old kernel in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64 tiles instead. Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
+against the old kernel in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64 tiles instead, with the
+standard 4 stages and with deeper rings (6, 8 and 8 stages; tests/gpu/extra_kernels.py). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
 prints a table and the geomeans against cuBLAS (the PEERS.md grid; the issue's shapes).
 """
 from __future__ import annotations
@@ -52,13 +53,16 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
     """The kernels timed by name beside the user path: a 128-row tile under both schedules and both epilogues; for
     small M, the grid kernels of the 128 x 128, 64 x 128 and 64 x 64 tiles."""
     if m <= SMALL_M:
-        return {f"{bm}x{bn}": GemmSpec(spec.elem, spec.b_layout, bn, spec.stages, spec.target, "grid", bm)
-                for bm, bn in ((128, 128), (64, 128), (64, 64))}
+        return {f"{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "grid", bm)
+                for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8))}
     if spec.block_m != 128:
         return {}
-    return {f"{sched}/{epi}": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched,
-                                       epilogue=epi)
-            for sched in ("grid", "persistent") for epi in ("tma", "direct")}
+    out = {f"{sched}/{epi}": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched,
+                                      epilogue=epi)
+           for sched in ("grid", "persistent") for epi in ("tma", "direct")}
+    other = 384 - spec.block_n                 # the other 128-row tile (128 <-> 256), persistent: the tile model's data
+    out[f"persistent/tma/n{other}"] = GemmSpec(spec.elem, spec.b_layout, other, spec.stages, spec.target, "persistent")
+    return out
 
 
 def run_case(m, n, k, dtype, transposed_b, compare: bool, rounds: int):
@@ -67,7 +71,7 @@ def run_case(m, n, k, dtype, transposed_b, compare: bool, rounds: int):
     out = torch.empty(m, n, device="cuda", dtype=dtype)
     ref = a.float() @ b.float()
     elem, layout = DTYPES[dtype], "nk" if transposed_b else "kn"
-    spec = ops.pick_spec(elem, layout, m, n, torch.cuda.get_device_properties(0).multi_processor_count)
+    spec = ops.pick_spec(elem, layout, m, n, torch.cuda.get_device_properties(0).multi_processor_count, k=k)
     calls = {"cublas": lambda: torch.matmul(a, b, out=out), "ops": lambda: ops.matmul(a, b, out=out)}
     for name, vspec in (variants(spec, m).items() if compare else ()):
         art = get_kernel(vspec)

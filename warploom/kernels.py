@@ -250,8 +250,11 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
 
 
 def precompile_set(target: str) -> list:
-    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, then the attention kernels."""
-    return list(STANDARD_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ()))
+    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, then the attention kernels, then
+    the GEMMs the shipped tuning table names that are not standard (warploom/tuning)."""
+    from warploom import tuning
+    standard = list(STANDARD_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ()))
+    return standard + [s for s in tuning.table_specs(target) if s not in standard]
 
 
 def check_attention_artifact(artifact: KernelArtifact, spec: AttentionSpec) -> None:

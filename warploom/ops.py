@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from warploom import tuning
 from warploom.kernels import GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
 from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
@@ -31,7 +32,11 @@ GEMM_ELEMENTS = ("bf16", "f16")
 # matched or beat the grid schedule on every shape of H200 run 18 (geomean 0.925 against 0.893 of cuBLAS;
 # benchmarks/NOTES.md). The small-M (64-row) kernels are grid kernels whatever SCHEDULE says.
 SCHEDULE = "persistent"
+DEFAULT_SCHEDULE = SCHEDULE
 SCHEDULES = ("auto", "grid", "persistent")
+# Use the shipped tuning table (warploom/tuning/<target>.json: the kernel measured fastest per shape bucket) before
+# the tile model; skipped when TUNING is False or SCHEDULE was changed from its default (the caller chose).
+TUNING = True
 NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctness
 TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
 
@@ -174,27 +179,33 @@ def _device_target(device: int) -> str:
     return _TARGETS[device]
 
 
-# sm_90a GEMM tiles (block_m, block_n) and the share of the 128 x 256 tile's MMA rate each keeps when it runs
-# alone on an SM (smaller tiles spend more of their time on loads, barriers and the epilogue per FLOP): the model
-# `_pick_tile` weighs against wave quantization. 64-row tiles (one consumer warpgroup) serve small M.
-# Rates: estimates to be replaced by measured ones (benchmarks/NOTES.md, small-M kernels).
-TILE_RATES_SM90 = {(128, 256): 1.0, (128, 128): 0.95, (64, 128): 0.85, (64, 64): 0.7}
+# sm_90a GEMM tiles of 128 rows (block_m, block_n) and the share of the 128 x 256 tile's rate each keeps, measured
+# on the H200 (run 19, 6144x3072x5120: 128 x 128 in 9 waves was 4.5% slower than 128 x 256 in 5): the model
+# `_pick_tile` weighs it against wave quantization.
+TILE_RATES_SM90 = {(128, 256): 1.0, (128, 128): 0.86}
+# M <= 64 (memory-bound: the rows of a 128-row tile would be at least half empty): one consumer warpgroup of 64 rows,
+# 128 columns wide while that still makes a tile for a third of the SMs, else 64 (run 19: 16x8192x8192 ran best at
+# 64 x 128, 64 tiles; 1x4096x4096 at 64 x 64, 64 tiles, not 64 x 128, 32 tiles)
+SMALL_M_TILES_SM90 = ((64, 128), (64, 64))
 
 
 def _pick_tile(m: int, n: int) -> tuple[int, int]:
-    """The tile with the least modelled time: waves of tiles over NUM_SMS_HINT SMs x a tile's work / its rate (a
-    partly empty tile costs a full one). Ties go to the larger tile."""
-    def cost(t):
-        tiles = -(-m // t[0]) * -(-n // t[1])
-        return -(-tiles // NUM_SMS_HINT) * t[0] * t[1] / TILE_RATES_SM90[t]
-    return min(TILE_RATES_SM90, key=cost)
+    """M <= 64: the widest 64-row tile that makes at least NUM_SMS_HINT / 3 tiles (else the narrowest). Otherwise
+    the 128-row tile with the least modelled time: waves of tiles over NUM_SMS_HINT SMs x a tile's work / its rate (a
+    partly empty tile costs a full one); ties go to the wider tile."""
+    count = lambda t: -(-m // t[0]) * -(-n // t[1])      # noqa: E731
+    if m <= SMALL_M_TILES_SM90[0][0]:
+        return next((t for t in SMALL_M_TILES_SM90 if 3 * count(t) >= NUM_SMS_HINT), SMALL_M_TILES_SM90[-1])
+    return min(TILE_RATES_SM90, key=lambda t: -(-count(t) // NUM_SMS_HINT) * t[0] * t[1] / TILE_RATES_SM90[t])
 
 
-def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a") -> GemmSpec:
-    """The GEMM kernel `matmul` runs for C[m, n] of `elem` with B as "kn" or "nk" on `target`: block-n by problem
-    size; on sm_90a the schedule by SCHEDULE, on sm_100a persistent (the one schedule built there: its double-
-    buffered TMEM accumulator is what overlaps one tile's epilogue with the next's MMAs). sms: the
-    multiprocessor count (an int, or a function returning it); an H200's by default, which is what
+def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a",
+              k: int | None = None) -> GemmSpec:
+    """The GEMM kernel `matmul` runs for C[m, n] (= A[m, k] @ B) of `elem` with B as "kn" or "nk" on `target`. On
+    sm_90a: the tuning table's kernel for the problem's bucket when there is one (k given, TUNING, SCHEDULE left
+    at its default), else the tile model's tile under SCHEDULE. On sm_100a: persistent (the one schedule built
+    there: its double-buffered TMEM accumulator is what overlaps one tile's epilogue with the next's MMAs). sms:
+    the multiprocessor count (an int, or a function returning it); an H200's by default, which is what
     `warploom emulate` assumes."""
     if target == "sm_100a":
         # a CTA pair's 256 x 256 tile where the pairs still fill the SMs, one CTA's 128-row tiles otherwise
@@ -205,6 +216,10 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         return GemmSpec(elem, b_layout, block_n, target=target, schedule="persistent")
     if SCHEDULE not in SCHEDULES:          # refused whichever kernel this problem would take
         raise ValueError(f"warploom.ops.SCHEDULE = {SCHEDULE!r}; use one of {', '.join(SCHEDULES)}")
+    if TUNING and k is not None and SCHEDULE == DEFAULT_SCHEDULE:
+        tuned = tuning.lookup(elem, b_layout, m, n, k, target)
+        if tuned is not None:
+            return tuned
     block_m, block_n = _pick_tile(m, n)
     if block_m != 128:         # the small-M kernels are built for the grid schedule only
         return GemmSpec(elem, b_layout, block_n, target=target, block_m=block_m)
@@ -290,7 +305,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
     if artifact is None:
-        spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device))
+        spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device), k=k)
         artifact = get_kernel(spec)
     else:
         _check_artifact(artifact, ta.dtype, layout)

@@ -7,7 +7,8 @@ import pytest
 from warploom.emulate import machine
 from warploom.tools.cli import main
 
-SMALL = ["emulate", "--op", "matmul", "--target", "sm_90a", "--shape", "130x136x200"]   # 2 x 2 CTAs, 4 k-tiles
+SMALL = ["emulate", "--op", "matmul", "--target", "sm_90a", "--shape", "130x136x200",    # 2 x 2 CTAs, 4 k-tiles
+         "--schedule", "grid"]
 
 
 def run(capsys, *extra):
@@ -160,16 +161,18 @@ def test_schedule_option_picks_under_that_schedule_and_restores_it(capsys):
 
 def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
     from warploom import ops
-    assert ops.pick_spec("bf16", "kn", 130, 136).tile == (64, 64, 64)        # 6 tiles of 64 x 64: one wave either way
+    assert ops.pick_spec("bf16", "kn", 130, 136).tile == (128, 128, 64)       # one wave either way: 4 smaller tiles
     assert ops.pick_spec("f16", "nk", 8192, 8192).tile == (128, 256, 64)
-    # the tile model (waves x work / rate): small M takes 64-row tiles (grid schedule)
-    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (64, 64, 64)          # 128 tiles in one wave
-    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (64, 64, 64)
-    assert ops.pick_spec("bf16", "kn", 64, 32768).tile == (64, 128, 64)        # 256 tiles: two waves either way
-    assert ops.pick_spec("bf16", "kn", 128, 8192).tile == (64, 128, 64)        # 128 tiles in one wave
+    # M <= 64: 64-row tiles (grid schedule), 128 wide while that makes a tile for a third of the SMs
+    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (64, 128, 64)         # 64 tiles
+    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (64, 64, 64)           # 32 tiles of 64 x 128: too few
+    assert ops.pick_spec("bf16", "kn", 64, 32768).tile == (64, 128, 64)
+    # larger M: the 128-row tile with the least modelled time (waves x work / measured rate)
+    assert ops.pick_spec("bf16", "kn", 128, 8192).tile == (128, 128, 64)       # 64 tiles against 32
     assert ops.pick_spec("bf16", "kn", 512, 8192).tile == (128, 256, 64)       # 128 tiles: one wave, widest tile
-    assert ops.pick_spec("bf16", "kn", 6144, 3072).tile == (128, 128, 64)      # 9 waves of 128 x 128 beat 5 of 256
-    assert all(ops.pick_spec("bf16", "kn", m, 8192, lambda: 8).schedule == "grid" for m in (1, 128))
+    assert ops.pick_spec("bf16", "kn", 6144, 3072).tile == (128, 256, 64)      # 5 waves of 256 beat 9 of 128
+    assert ops.pick_spec("bf16", "kn", 1000, 4096).tile == (128, 256, 64)      # 1 wave of 256 beats 2 of 128
+    assert all(ops.pick_spec("bf16", "kn", m, 8192, lambda: 8).schedule == "grid" for m in (1, 16))
     monkeypatch.setattr(ops, "SCHEDULE", "auto")                           # persistent from 2 waves of tiles on
     assert ops.pick_spec("bf16", "kn", 8192, 8192, 132).schedule == "persistent"
     assert ops.pick_spec("bf16", "kn", 8192, 8192, lambda: 1100).schedule == "grid"   # 2048 tiles < 2 x 1100

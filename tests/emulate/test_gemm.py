@@ -9,6 +9,7 @@ exactly the float64 result; random ones must round like it.
 import numpy as np
 import pytest
 
+from warploom import tuning
 from warploom.emulate import emulate_gemm
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.kernels import STANDARD_KERNELS
@@ -66,3 +67,18 @@ def test_swizzle_is_applied_to_absolute_addresses():
         emulate_launch(gemm_kernel(spec), {"a": a.astype(c.dtype), "b": b.astype(c.dtype), "c": c},
                        {"M": m, "N": n, "K": k}, smem_base=base)
         np.testing.assert_array_equal(c.astype(np.float64), ref)
+
+
+TUNING_ONLY = [s for s in tuning.all_candidates() if s not in SPECS]     # what only the tuning table may pick
+
+
+@pytest.mark.parametrize("spec", TUNING_ONLY, ids=[s.kernel_name for s in TUNING_ONLY])
+def test_tuning_candidates_give_the_exact_result(spec):
+    """The kernels outside the standard set that `warploom tune` may put in the table (deeper rings): K spans more
+    k-tiles than their 6 or 8 stages, so the phases wrap."""
+    rng = np.random.default_rng(11)
+    m, n, k = 70, 136, 1100
+    a = round_to(rng.integers(-1, 2, (m, k)).astype(np.float64), spec.elem)
+    b = round_to(rng.integers(-1, 2, (k, n) if spec.b_layout == "kn" else (n, k)).astype(np.float64), spec.elem)
+    c = emulate_gemm(spec, a, b, seed=1)
+    np.testing.assert_array_equal(c.astype(np.float64), matmul(a, b, transpose_b=spec.b_layout == "nk"))

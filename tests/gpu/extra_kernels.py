@@ -1,7 +1,8 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
 --compare-grid`) and at the persistent kernels' block_n (the bitwise test); and the direct-epilogue twin of every
-standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`).
+standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`) and small-M tiles with
+deeper rings (the same comparison, for M <= 128).
 
     warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
 """
@@ -11,7 +12,7 @@ import argparse
 
 from dataclasses import replace
 
-from warploom.kernels import STANDARD_KERNELS, AttentionSpec, default_attention_block_n, get_kernel
+from warploom.kernels import STANDARD_KERNELS, AttentionSpec, GemmSpec, default_attention_block_n, get_kernel
 from warploom.runtime.cache import KernelCache
 
 
@@ -23,8 +24,16 @@ def extra_specs() -> list[AttentionSpec]:
     return out
 
 
+# small-M tiles with deeper rings (the benchmark's small-M comparison): a K loop of 128 k-tiles per CTA is bound by
+# how many loads are in flight, so more stages should stream B faster
+DEEP_SMALL_M = [(64, 64, 8), (64, 128, 8), (128, 128, 6)]
+
+
 def extra_gemm_specs() -> list:
-    return [replace(s, epilogue="direct") for s in STANDARD_KERNELS["sm_90a"] if s.block_m == 128]
+    direct = [replace(s, epilogue="direct") for s in STANDARD_KERNELS["sm_90a"] if s.block_m == 128]
+    deep = [GemmSpec(elem, layout, bn, stages, block_m=bm)
+            for elem in ("bf16", "f16") for layout in ("kn", "nk") for bm, bn, stages in DEEP_SMALL_M]
+    return direct + deep
 
 
 def main(argv=None) -> int:

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # One device call on the H200 for the GEMM: its GPU tests, the GEMM benchmark beside cuBLAS (--compare: both
 # schedules and both epilogues of the 128-row kernels, by name), compute-sanitizer (memcheck, racecheck) on both
-# schedules, and a calibration recording of every standard sm_90a GEMM for the emulator.
+# schedules and on every tuning candidate, optionally a tuning run (TUNE), and a calibration recording of every
+# standard sm_90a GEMM for the emulator (CALIBRATE=1).
 # Everything runs from the AOT cache built on the CPU host (the GPU machine has no MLIR).
 #
 #   warploom precompile --target sm_90a --cache .wlcache          # CPU host; .wlcache is in .git/info/exclude
 #   python3 -m tests.gpu.extra_kernels --cache .wlcache           # the direct-epilogue twins the benchmark compares
-#   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] bash tests/gpu/run_gemm.sh
+#   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] [TUNE=MxNxK,...] \
+#                                 bash tests/gpu/run_gemm.sh
+# (with TUNE the cache must hold the tuning candidates: `warploom precompile --tuning`)
 #
-# Files in $OUT: gemm-run.log (everything, in order), pytest_gemm.log, sanitize_gemm.log (the four sanitizer runs,
+# Files in $OUT: gemm-run.log (everything, in order), pytest_gemm.log, sanitize_gemm.log (the six sanitizer runs,
 # whole), gemm-calibration.npz, gemm-<schedule>-<date>.{json,png} (SCHEDULE, default persistent: the schedule warploom.ops uses).
 set -uo pipefail
 export PYTHONPATH=. WARPLOOM_CACHE_DIR=${WARPLOOM_CACHE_DIR:-.wlcache} WARPLOOM_OFFLINE=1 PYTHONUNBUFFERED=1
@@ -25,14 +28,25 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
   echo "commit ${WARPLOOM_COMMIT:-?}"
 
   step "pytest -m gpu (GEMM, runtime, torch ops)"
-  python3 -m pytest -m gpu tests/gpu/test_matmul.py tests/gpu/test_runtime_gpu.py tests/gpu/test_torch_ops.py -q \
+  python3 -m pytest -m gpu tests/gpu/test_matmul.py tests/gpu/test_runtime_gpu.py tests/gpu/test_torch_ops.py \
+      tests/gpu/test_fresh_process.py -q \
       -p no:cacheprovider > "$OUT/pytest_gemm.log" 2>&1
   echo "exit $?"; tail -n 5 "$OUT/pytest_gemm.log"
+
+  if [ -n "${TUNE:-}" ]; then
+    # TUNE="MxNxK,..." tunes bf16 [K,N] over those shapes, then fp16 and w.t() at 8192^3, into the package's table
+    # (copied to $OUT); the benchmark after it runs warploom.ops with that table
+    step "warploom tune"
+    python3 -m warploom.tools.cli tune --shapes "$TUNE" --out warploom/tuning/sm_90a.json 2>&1
+    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --dtype f16 --out warploom/tuning/sm_90a.json 2>&1
+    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --b-layout nk --out warploom/tuning/sm_90a.json 2>&1
+    cp warploom/tuning/sm_90a.json "$OUT/tuning-sm_90a.json"
+  fi
 
   step "benchmarks/gemm.py --compare"
   python3 benchmarks/gemm.py --out "$OUT" --schedule ${SCHEDULE:-persistent} --compare --rounds 3 ${BENCH_ARGS:-} 2>&1
 
-  for schedule in grid persistent; do
+  for schedule in grid persistent candidates; do
     for tool in memcheck racecheck; do
       step "compute-sanitizer $tool ($schedule)"
       extra=""; [ "$tool" = memcheck ] && extra="--report-api-errors no"
@@ -42,6 +56,8 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
     done
   done
 
-  step "tests/gpu/calibrate.py --standard"
-  python3 tests/gpu/calibrate.py "$OUT/gemm-calibration.npz" --standard 2>&1 | tail -n 6
+  if [ "${CALIBRATE:-0}" = 1 ]; then
+    step "tests/gpu/calibrate.py --standard"
+    python3 tests/gpu/calibrate.py "$OUT/gemm-calibration.npz" --standard 2>&1 | tail -n 6
+  fi
 } 2>&1 | tee "$log"

@@ -450,3 +450,38 @@ def test_every_row_of_the_table_has_its_test():
     assert named and named <= defined, named - defined
     assert defined - named <= {"test_every_row_of_the_table_has_its_test", "test_graph_input_takes_numpy_dtypes",
                                "test_opt_version", "test_help_lists_targets_and_defaults"}, defined - named
+
+
+# ---- warploom tune and the tuning table --------------------------------------------------------------------------
+
+@pytest.fixture
+def empty_table(tmp_path, monkeypatch):
+    from warploom import tuning
+    monkeypatch.setattr(tuning, "TABLE_DIR", tmp_path)
+    monkeypatch.setattr(tuning, "_TABLES", {})
+    return tmp_path / "sm_90a.json"
+
+
+def test_an_entry_naming_no_candidate_is_refused(empty_table):
+    from warploom import tuning
+    from warploom.kernels import GemmSpec
+    spec = GemmSpec("bf16", "kn", 192, 4, "sm_90a", "grid")
+    tuning.write(empty_table, {tuning.entry_key("matmul", "bf16", "kn", (8192, 8192, 8192)):
+                               tuning.entry(spec, (8192, 8192, 8192), {spec.kernel_name: 1.0}, 1.0, {})}, {})
+    with pytest.raises(ValueError, match="tuning entry names wl_gemm_bf16_kn_128x192x64_s4, which is not a tuning "
+                                         "candidate"):
+        tuning.lookup("bf16", "kn", 8192, 8192, 8192)
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--shapes", "8192x8192", "--out", "t.json"], "--shapes '8192x8192': give each shape as positive integers"),
+    (["--shapes", "0x8x8", "--out", "t.json"], "give each shape as positive integers MxNxK"),
+    (["--shapes", "8x8x8", "--iters", "0", "--out", "t.json"], "--iters 0 and --rounds 3 must be at least 1"),
+    (["--shapes", "8x8x8", "--out", "t.json"], "no CUDA GPU with torch here"),
+])
+def test_tune_refuses_with_the_way_out(tmp_path, args, text):
+    out = tmp_path / "t.json"
+    proc = run("warploom", "tune", *[str(out) if a == "t.json" else a for a in args])
+    assert_refused(proc, 2, text)
+    assert not (tmp_path / "t.json").exists()
+

@@ -3,7 +3,8 @@
     warploom demo                                  what warploom does, on this machine
     warploom compile graph.mlir --target sm_90a --dump-ir ir/ [--emit ptx|sass|cubin|mlir -o FILE]
     warploom passes
-    warploom precompile --target sm_90a --cache DIR
+    warploom precompile --target sm_90a --cache DIR [--tuning]
+    warploom tune --shapes 8192x8192x8192,16x8192x8192 [--dtype bf16] [--b-layout kn] --out FILE   (on a GPU)
     warploom explain --dtype bf16 --b-layout kn --block-n 256
     warploom emulate --op matmul --target sm_90a --shape 130x136x328 --seeds 3 [--timeline]
 """
@@ -269,6 +270,9 @@ def cmd_precompile(args) -> int:
     from warploom.runtime.cache import KernelCache
 
     specs = precompile_set(args.target)
+    if args.tuning:                     # every candidate `warploom tune` may time, once
+        from warploom.tuning import all_candidates
+        specs += [s for s in all_candidates(args.target) if s not in specs]
     if not specs:
         targets = sorted(set(STANDARD_KERNELS) | set(STANDARD_ATTENTION_KERNELS))
         print(f"warploom precompile: no standard kernels for {args.target!r} yet; targets: "
@@ -294,6 +298,41 @@ def cmd_precompile(args) -> int:
               file=sys.stderr)
         return 1
     print(f"done: use it with WARPLOOM_CACHE_DIR={cache.root} WARPLOOM_OFFLINE=1")
+    return 0
+
+
+def cmd_tune(args) -> int:
+    from pathlib import Path
+
+    from warploom import tuning
+    shapes = []
+    for text in args.shapes.split(","):
+        try:
+            m, n, k = (int(v) for v in text.lower().split("x"))
+        except ValueError:
+            m = n = k = 0
+        if min(m, n, k) < 1:
+            print(f"warploom tune: --shapes {text!r}: give each shape as positive integers MxNxK, e.g. "
+                  "--shapes 8192x8192x8192,16x8192x8192", file=sys.stderr)
+            return 2
+        shapes.append((m, n, k))
+    if args.iters < 1 or args.rounds < 1:
+        print(f"warploom tune: --iters {args.iters} and --rounds {args.rounds} must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        import torch
+        ready = torch.cuda.is_available()
+    except ImportError:
+        ready = False
+    if not ready:
+        print("warploom tune: no CUDA GPU with torch here; tune times kernels on the GPU beside torch.matmul. Build "
+              "the candidates with `warploom precompile --tuning --cache DIR` on this machine and run tune on the "
+              "GPU with WARPLOOM_CACHE_DIR=DIR WARPLOOM_OFFLINE=1", file=sys.stderr)
+        return 2
+    from warploom.tuning.search import tune
+    found = tune(shapes, args.dtype, args.b_layout, args.iters, args.rounds)
+    tuning.write(Path(args.out), found, {"target": "sm_90a"})
+    print(f"{len(found)} entries -> {args.out}")
     return 0
 
 
@@ -400,7 +439,20 @@ def build_parser() -> argparse.ArgumentParser:
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--cache", required=True, metavar="DIR",
                     help="the cache folder to fill (created if missing); use it with WARPLOOM_CACHE_DIR=DIR")
+    sp.add_argument("--tuning", action="store_true",
+                    help="also build every GEMM kernel `warploom tune` times (sm_90a), for a tuning run on a GPU")
     sp.set_defaults(fn=cmd_precompile)
+    sp = sub.add_parser("tune", help="on a GPU: time each tuning candidate of the given GEMM shapes beside cuBLAS "
+                        "and write the fastest per shape bucket to a tuning table")
+    sp.add_argument("--shapes", required=True, metavar="MxNxK[,MxNxK...]", help="the problems to tune")
+    sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")
+    sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] or [N,K] (default: kn)")
+    sp.add_argument("--iters", type=int, default=20, help="timed calls per round (default: %(default)s)")
+    sp.add_argument("--rounds", type=int, default=3, help="rounds over the candidates (default: %(default)s)")
+    sp.add_argument("--out", required=True, metavar="FILE",
+                    help="the table to write (merged into it when it exists); warploom ships "
+                         "warploom/tuning/sm_90a.json")
+    sp.set_defaults(fn=cmd_tune)
     sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM or "
                         "attention kernel")
     sp.add_argument("--op", default="gemm", choices=["gemm", "attention"], help="the kernel (default: %(default)s)")

@@ -1,0 +1,77 @@
+"""The tuning table (warploom/tuning): buckets, candidates, lookups, what precompile builds. (`warploom tune`'s
+refusals and a table entry no candidate matches: tests/unit/test_errors.py, rows of docs/errors.md.)"""
+import json
+
+import pytest
+
+from warploom import ops, tuning
+from warploom.kernels import STANDARD_KERNELS, GemmSpec, precompile_set
+
+
+def test_buckets_round_each_dim_up_to_a_power_of_two():
+    assert tuning.bucket(3000, 5000, 1000) == (4096, 8192, 1024)
+    assert tuning.bucket(1, 4096, 4097) == (1, 4096, 8192)
+    assert tuning.bucket(16, 8192, 8192) == (16, 8192, 8192)
+
+
+def test_candidates_follow_m():
+    small = tuning.candidates("bf16", "kn", 16)
+    assert {s.block_m for s in small} == {64} and {s.stages for s in small} == {4, 8}
+    mid = tuning.candidates("bf16", "kn", 128)
+    assert (128, 128, 6) in {(s.block_m, s.block_n, s.stages) for s in mid}
+    large = tuning.candidates("f16", "nk", 4096)
+    assert {(s.block_n, s.schedule) for s in large} == {(128, "grid"), (128, "persistent"), (256, "grid"),
+                                                         (256, "persistent")}
+    assert all(s.elem == "f16" and s.b_layout == "nk" for s in large)
+    assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 36
+    with pytest.raises(ValueError, match="sm_100a has no candidates"):
+        tuning.candidates("bf16", "kn", 16, "sm_100a")
+
+
+@pytest.fixture
+def table(tmp_path, monkeypatch):
+    """An empty table for sm_90a in a temporary folder, instead of the shipped one."""
+    monkeypatch.setattr(tuning, "TABLE_DIR", tmp_path)
+    monkeypatch.setattr(tuning, "_TABLES", {})
+    return tmp_path / "sm_90a.json"
+
+
+def add(path, spec, shape):
+    tuning.write(path, {tuning.entry_key("matmul", spec.elem, spec.b_layout, tuning.bucket(*shape)):
+                        tuning.entry(spec, shape, {spec.kernel_name: 1.0}, 1.1, {})}, {"target": "sm_90a"})
+    tuning._TABLES.clear()
+
+
+def test_ops_takes_the_tuned_kernel_of_the_bucket(table, monkeypatch):
+    deep = GemmSpec("bf16", "kn", 128, 8, "sm_90a", "grid", 64)
+    add(table, deep, (16, 8192, 8192))
+    assert tuning.lookup("bf16", "kn", 9, 5000, 5000) == deep            # the same bucket (16, 8192, 8192)
+    assert ops.pick_spec("bf16", "kn", 16, 8192, k=8192) == deep
+    assert ops.pick_spec("bf16", "kn", 16, 8192) != deep                  # no K: the model
+    assert ops.pick_spec("bf16", "nk", 16, 8192, k=8192) != deep          # another layout: not tuned
+    monkeypatch.setattr(ops, "TUNING", False)
+    assert ops.pick_spec("bf16", "kn", 16, 8192, k=8192) != deep
+    monkeypatch.setattr(ops, "TUNING", True)
+    monkeypatch.setattr(ops, "SCHEDULE", "grid")                          # the caller chose: no table
+    assert ops.pick_spec("bf16", "kn", 16, 8192, k=8192) != deep
+    entry = json.loads(table.read_text())["entries"]["matmul/bf16/kn/16x8192x8192"]
+    assert entry["name"] == deep.kernel_name and entry["ratio_vs_cublas"] == pytest.approx(1.1)
+
+
+def test_precompile_builds_what_the_table_names(table):
+    deep = GemmSpec("f16", "nk", 64, 8, "sm_90a", "grid", 64)
+    standard = STANDARD_KERNELS["sm_90a"][0]
+    add(table, deep, (1, 4096, 4096))
+    add(table, standard, (8192, 8192, 8192))
+    everything = precompile_set("sm_90a")
+    assert everything.count(deep) == 1 and everything.count(standard) == 1 and everything[-1] == deep
+
+
+def test_the_shipped_table_names_candidates_of_its_buckets():
+    entries = tuning.load("sm_90a")
+    for key, entry in entries.items():
+        op, elem, layout, shape_bucket = key.split("/")
+        assert op == "matmul" and "x".join(map(str, tuning.bucket(*entry["shape"]))) == shape_bucket
+        spec = tuning.spec_of(entry, elem, layout, "sm_90a")
+        assert spec in tuning.candidates(elem, layout, entry["shape"][0]) and spec.kernel_name == entry["name"]
+        assert entry["ms"] == min(entry["candidates_ms"].values())

@@ -1,0 +1,119 @@
+"""Tuned GEMM kernel choices: the table `warploom.ops` consults before its tile model, and the candidates
+`warploom tune` searches to fill it.
+
+A table (`warploom/tuning/<target>.json`, shipped in the package) maps (op, element type, B layout, shape bucket)
+to the kernel that ran fastest for that bucket on the GPU, with what was measured. A bucket rounds M, N and K up
+to powers of two, so 3000x5000x1000 and 4000x4096x1024 share (4096, 8192, 1024). `warploom tune` (on a GPU)
+times every candidate of `candidates()` for each shape it is given, beside cuBLAS, and writes the winners;
+`warploom precompile` builds the candidates (`--tuning`) and every kernel the shipped table names, so a cache
+built here serves the table there. A bucket the table lacks falls back to the tile model in `warploom.ops`.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+from warploom.kernels import GemmSpec
+
+TABLE_DIR = Path(__file__).parent
+SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule")     # what an entry chooses; elem, layout from its key
+ELEMENTS, LAYOUTS = ("bf16", "f16"), ("kn", "nk")
+SMALL_M = 64          # up to here the candidates are 64-row tiles (a 128-row tile would be half empty or more)
+MID_M = 128           # up to here the 128 x 128 grid kernels join them
+
+
+def bucket(m: int, n: int, k: int) -> tuple[int, int, int]:
+    """M, N, K each rounded up to a power of two."""
+    return tuple(1 << max(0, (v - 1).bit_length()) for v in (m, n, k))
+
+
+def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list[GemmSpec]:
+    """The kernels `warploom tune` times for a problem of M rows: small M the 64-row tiles with 4 and 8 stages
+    (and the 128 x 128 grid kernels up to M = 128), larger M the 128-row tiles under both schedules."""
+    if target != "sm_90a":
+        raise ValueError(f"warploom tune searches sm_90a GEMM kernels; {target} has no candidates (its kernels "
+                         "have not run on a GPU here)")
+    out = []
+    if m <= MID_M:
+        out += [GemmSpec(elem, b_layout, bn, stages, target, "grid", 64)
+                for bn in (64, 128) for stages in (4, 8)]
+    if SMALL_M < m <= MID_M:
+        out += [GemmSpec(elem, b_layout, 128, stages, target, "grid") for stages in (4, 6)]
+    if m > SMALL_M:
+        out += [GemmSpec(elem, b_layout, bn, 4, target, schedule)
+                for bn in (128, 256) for schedule in ("persistent", "grid")]
+    return out
+
+
+def all_candidates(target: str = "sm_90a") -> list[GemmSpec]:
+    """Every kernel any problem may be tuned over (what `warploom precompile --tuning` builds)."""
+    seen = {}
+    for elem in ELEMENTS:
+        for layout in LAYOUTS:
+            for m in (SMALL_M, MID_M, MID_M + 1):
+                for spec in candidates(elem, layout, m, target):
+                    seen.setdefault(spec, None)
+    return list(seen)
+
+
+def table_path(target: str) -> Path:
+    return TABLE_DIR / f"{target}.json"
+
+
+def entry_key(op: str, elem: str, b_layout: str, shape_bucket) -> str:
+    return f"{op}/{elem}/{b_layout}/{'x'.join(map(str, shape_bucket))}"
+
+
+def spec_of(entry: dict, elem: str, b_layout: str, target: str) -> GemmSpec:
+    """The GemmSpec an entry names (ValueError for an entry this warploom cannot build)."""
+    fields = {f: entry["kernel"][f] for f in SPEC_FIELDS}
+    spec = GemmSpec(elem, b_layout, fields["block_n"], fields["stages"], target, fields["schedule"],
+                    fields["block_m"])
+    if spec not in candidates(elem, b_layout, SMALL_M, target) + candidates(elem, b_layout, MID_M, target) + \
+            candidates(elem, b_layout, MID_M + 1, target):
+        raise ValueError(f"tuning entry names {spec.kernel_name}, which is not a tuning candidate")
+    return spec
+
+
+_TABLES: dict[str, dict] = {}
+
+
+def load(target: str) -> dict:
+    """The shipped table of `target` (an empty one when there is none), read once."""
+    if target not in _TABLES:
+        path = table_path(target)
+        _TABLES[target] = json.loads(path.read_text())["entries"] if path.exists() else {}
+    return _TABLES[target]
+
+
+def lookup(elem: str, b_layout: str, m: int, n: int, k: int, target: str = "sm_90a") -> GemmSpec | None:
+    """The tuned kernel for this problem's bucket, or None."""
+    entry = load(target).get(entry_key("matmul", elem, b_layout, bucket(m, n, k)))
+    return None if entry is None else spec_of(entry, elem, b_layout, target)
+
+
+def table_specs(target: str) -> list[GemmSpec]:
+    """Every kernel the shipped table names (what `warploom precompile` adds to the standard set)."""
+    out = {}
+    for key, entry in load(target).items():
+        _, elem, b_layout, _ = key.split("/")
+        out.setdefault(spec_of(entry, elem, b_layout, target), None)
+    return list(out)
+
+
+def entry(spec: GemmSpec, shape, timings: dict, cublas_ms: float, meta: dict) -> dict:
+    """A table entry: the winner's fields, the shape it was measured on, every candidate's time."""
+    fields = asdict(spec)
+    return {"kernel": {f: fields[f] for f in SPEC_FIELDS}, "name": spec.kernel_name, "shape": list(shape),
+            "ms": timings[spec.kernel_name], "cublas_ms": cublas_ms, "ratio_vs_cublas": cublas_ms / timings[spec.kernel_name],
+            "candidates_ms": timings, **meta}
+
+
+def write(path: Path, entries: dict, meta: dict) -> None:
+    """Merge `entries` into the table at `path` (entries of the same key are replaced)."""
+    old = json.loads(path.read_text())["entries"] if path.exists() else {}
+    old.update(entries)
+    path.write_text(json.dumps({"about": "warploom tuning table: the fastest kernel per (op, elem, B layout, shape "
+                                         "bucket) measured by `warploom tune`; see warploom/tuning/__init__.py",
+                                **meta, "entries": dict(sorted(old.items()))}, indent=1) + "\n")

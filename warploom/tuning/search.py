@@ -1,0 +1,77 @@
+"""`warploom tune`: time every tuning candidate of each shape on the GPU, beside cuBLAS, and keep the fastest.
+
+Needs a CUDA GPU, torch and a cache holding the candidates (`warploom precompile --tuning`). Each candidate runs
+on the same random inputs; its time is the median of `rounds` medians of `iters` CUDA-event timed calls, the
+candidates taken in turn in each round (so a clock drift reaches them alike). A candidate whose result differs
+from float32 torch by more than 1e-2 (relative Frobenius) is dropped, never chosen.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+
+from warploom import tuning
+
+
+def _median_ms(torch, fn, iters: int) -> float:
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(iters):
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def tune(shapes, elem: str = "bf16", b_layout: str = "kn", iters: int = 20, rounds: int = 3,
+         out=sys.stderr) -> dict:
+    """{entry key: entry} for each (M, N, K) of `shapes`; progress lines go to `out`."""
+    import torch
+
+    from warploom import ops
+    from warploom.kernels import get_kernel
+
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}[elem]
+    found = {}
+    props = torch.cuda.get_device_properties(0)
+    meta = {"gpu": props.name, "sms": props.multi_processor_count, "torch": torch.__version__}
+    for i, (m, n, k) in enumerate(shapes, 1):
+        a = torch.randn(m, k, device="cuda", dtype=dtype)
+        b = (torch.randn(n, k, device="cuda", dtype=dtype).t() if b_layout == "nk"
+             else torch.randn(k, n, device="cuda", dtype=dtype))
+        out_t = torch.empty(m, n, device="cuda", dtype=dtype)
+        ref = a.float() @ b.float()
+        calls = {"cublas": lambda: torch.matmul(a, b, out=out_t)}
+        specs = {}
+        for spec in tuning.candidates(elem, b_layout, m):
+            art = get_kernel(spec)
+            out_t.fill_(float("nan"))
+            got = ops.run_gemm(art, a, b, out=out_t)
+            err = (torch.linalg.norm(got.float() - ref) / torch.linalg.norm(ref)).item()
+            if not err <= 1e-2:          # NaN too
+                print(f"  {spec.kernel_name}: relative error {err:.2e}, dropped", file=out)
+                continue
+            specs[spec.kernel_name] = spec
+            calls[spec.kernel_name] = (lambda art=art: ops.run_gemm(art, a, b, out=out_t))
+        for fn in calls.values():        # warm-up
+            for _ in range(3):
+                fn()
+        torch.cuda.synchronize()
+        per_round = {name: [] for name in calls}
+        for r in range(rounds):
+            for j, (name, fn) in enumerate(calls.items(), 1):
+                per_round[name].append(_median_ms(torch, fn, iters))
+                done = (r * len(calls) + j) / (rounds * len(calls))
+                bar = "#" * int(20 * done)
+                print(f"\r[{i}/{len(shapes)}] {m}x{n}x{k} {elem} {b_layout}  [{bar:<20}] {100 * done:3.0f}%",
+                      end="", file=out, flush=True)
+        ms = {name: statistics.median(t) for name, t in per_round.items()}
+        cublas = ms.pop("cublas")
+        best = min(ms, key=ms.get)
+        key = tuning.entry_key("matmul", elem, b_layout, tuning.bucket(m, n, k))
+        found[key] = tuning.entry(specs[best], (m, n, k), ms, cublas, meta)
+        print(f"\r[{i}/{len(shapes)}] {m}x{n}x{k} {elem} {b_layout}: {best} {ms[best]:.4f} ms, cuBLAS "
+              f"{cublas:.4f} ms ({cublas / ms[best]:.3f}x)" + " " * 10, file=out, flush=True)
+    return found
