@@ -476,7 +476,7 @@ def test_an_entry_naming_no_candidate_is_refused(empty_table):
 @pytest.mark.parametrize("args, text", [
     (["--shapes", "8192x8192", "--out", "t.json"], "--shapes '8192x8192': give each shape as positive integers"),
     (["--shapes", "0x8x8", "--out", "t.json"], "give each shape as positive integers MxNxK"),
-    (["--shapes", "8x8x8", "--iters", "0", "--out", "t.json"], "--iters 0 and --rounds 3 must be at least 1"),
+    (["--shapes", "8x8x8", "--iters", "0", "--out", "t.json"], "--iters 0 and --rounds 5 must be at least 1"),
     (["--shapes", "8x8x8", "--out", "t.json"], "no CUDA GPU with torch here"),
 ])
 def test_tune_refuses_with_the_way_out(tmp_path, args, text):

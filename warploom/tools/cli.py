@@ -447,8 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--shapes", required=True, metavar="MxNxK[,MxNxK...]", help="the problems to tune")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] or [N,K] (default: kn)")
-    sp.add_argument("--iters", type=int, default=20, help="timed calls per round (default: %(default)s)")
-    sp.add_argument("--rounds", type=int, default=3, help="rounds over the candidates (default: %(default)s)")
+    sp.add_argument("--iters", type=int, default=20, help="calls timed back to back per round (default: %(default)s)")
+    sp.add_argument("--rounds", type=int, default=5, help="rounds over the candidates, the median kept "
+                    "(default: %(default)s)")
     sp.add_argument("--out", required=True, metavar="FILE",
                     help="the table to write (merged into it when it exists); warploom ships "
                          "warploom/tuning/sm_90a.json")

@@ -1,9 +1,10 @@
 """`warploom tune`: time every tuning candidate of each shape on the GPU, beside cuBLAS, and keep the fastest.
 
 Needs a CUDA GPU, torch and a cache holding the candidates (`warploom precompile --tuning`). Each candidate runs
-on the same random inputs; its time is the median of `rounds` medians of `iters` CUDA-event timed calls, the
-candidates taken in turn in each round (so a clock drift reaches them alike). A candidate whose result differs
-from float32 torch by more than 1e-2 (relative Frobenius) is dropped, never chosen.
+on the same random inputs; in each of `rounds` rounds every candidate (and cuBLAS) is timed in turn over `iters`
+back-to-back calls between two CUDA events (so the GPU never waits for the host between calls, as in a real
+stream of work), and its time is the median over the rounds. A candidate whose result differs from float32
+torch by more than 1e-2 (relative Frobenius) is dropped, never chosen.
 """
 from __future__ import annotations
 
@@ -13,19 +14,18 @@ import sys
 from warploom import tuning
 
 
-def _median_ms(torch, fn, iters: int) -> float:
+def _mean_ms(torch, fn, iters: int) -> float:
+    """Milliseconds per call over `iters` calls queued back to back."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
+    start.record()
     for _ in range(iters):
-        start.record()
         fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / iters
 
 
-def tune(shapes, elem: str = "bf16", b_layout: str = "kn", iters: int = 20, rounds: int = 3,
+def tune(shapes, elem: str = "bf16", b_layout: str = "kn", iters: int = 20, rounds: int = 5,
          out=sys.stderr) -> dict:
     """{entry key: entry} for each (M, N, K) of `shapes`; progress lines go to `out`."""
     import torch
@@ -62,7 +62,7 @@ def tune(shapes, elem: str = "bf16", b_layout: str = "kn", iters: int = 20, roun
         per_round = {name: [] for name in calls}
         for r in range(rounds):
             for j, (name, fn) in enumerate(calls.items(), 1):
-                per_round[name].append(_median_ms(torch, fn, iters))
+                per_round[name].append(_mean_ms(torch, fn, iters))
                 done = (r * len(calls) + j) / (rounds * len(calls))
                 bar = "#" * int(20 * done)
                 print(f"\r[{i}/{len(shapes)}] {m}x{n}x{k} {elem} {b_layout}  [{bar:<20}] {100 * done:3.0f}%",
