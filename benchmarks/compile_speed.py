@@ -84,6 +84,7 @@ def main() -> int:
         print(f"{key:18s} {result[key]:8.3f}   target <= {limit}   {'ok' if result[key] <= limit else 'MISSED'}")
     for kind, rows in shares.items():
         print(f"{kind}: " + ", ".join(f"{r['pass']} {r['share']:.0%}" for r in rows if r["share"] >= 0.02))
+    os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"compile_speed-{date}")
     with open(path + ".json", "w") as f:
         json.dump(doc, f, indent=1)
