@@ -75,3 +75,5 @@ def test_the_shipped_table_names_candidates_of_its_buckets():
         spec = tuning.spec_of(entry, elem, layout, "sm_90a")
         assert spec in tuning.candidates(elem, layout, entry["shape"][0]) and spec.kernel_name == entry["name"]
         assert entry["ms"] == min(entry["candidates_ms"].values())
+        m, n, k = entry["shape"]
+        assert ops.pick_spec(elem, layout, m, n, k=k) == spec      # what warploom.ops.matmul runs there
