@@ -485,3 +485,14 @@ def test_tune_refuses_with_the_way_out(tmp_path, args, text):
     assert_refused(proc, 2, text)
     assert not (tmp_path / "t.json").exists()
 
+
+@pytest.mark.parametrize("args, text", [
+    (["--shape", "16x8192"], "--shape '16x8192': give M, N and K as positive integers MxNxK, e.g. --shape 16x8192x8192"),
+    (["--shape", "16x8x8", "--block-n", "128"], "--shape asks which kernel warploom.ops.matmul picks; --block-n "
+                                                "would choose it yourself: give one or the other"),
+    (["--op", "attention", "--shape", "16x8x8"], "--shape explains the GEMM kernel warploom.ops.matmul picks; an "
+                                                 "attention kernel is chosen by --head-dim"),
+])
+def test_explain_shape_refusals(args, text):
+    assert_refused(run("warploom", "explain", *args), 2, f"warploom explain: {text}")
+

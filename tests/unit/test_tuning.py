@@ -77,3 +77,23 @@ def test_the_shipped_table_names_candidates_of_its_buckets():
         assert entry["ms"] == min(entry["candidates_ms"].values())
         m, n, k = entry["shape"]
         assert ops.pick_spec(elem, layout, m, n, k=k) == spec      # what warploom.ops.matmul runs there
+
+
+def test_explain_names_the_kernel_ops_picks_and_why(tmp_path):
+    """`warploom explain --shape` on a bucket of the shipped table and on one the table lacks."""
+    import subprocess
+    import sys
+    env = {"WARPLOOM_CACHE_DIR": str(tmp_path)}
+    entries = tuning.load("sm_90a")
+    key = next(iter(sorted(entries)))
+    _, elem, layout, _ = key.split("/")
+    m, n, k = entries[key]["shape"]
+    import os
+    cmd = [sys.executable, "-m", "warploom.tools.cli", "explain", "--dtype", elem, "--b-layout", layout]
+    tuned = subprocess.run(cmd + ["--shape", f"{m}x{n}x{k}"], capture_output=True, text=True,
+                           env={**os.environ, **env})
+    assert tuned.returncode == 0, tuned.stderr
+    assert "the tuning table's entry for bucket" in tuned.stdout and f"kernel {entries[key]['name']} " in tuned.stdout
+    model = subprocess.run(cmd + ["--shape", "3000x700x100"], capture_output=True, text=True, env={**os.environ, **env})
+    assert model.returncode == 0 and "the tile model (no tuning table entry" in model.stdout, model.stderr
+

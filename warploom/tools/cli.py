@@ -301,6 +301,36 @@ def cmd_precompile(args) -> int:
     return 0
 
 
+def _gemm_choice(args):
+    """(spec, why) for `explain --shape MxNxK`: the kernel warploom.ops.matmul picks there, and from where (the
+    tuning table's entry, or the tile model); None after printing the refusal."""
+    from warploom import ops, tuning
+    try:
+        m, n, k = (int(v) for v in args.shape.lower().split("x"))
+    except ValueError:
+        m = n = k = 0
+    if min(m, n, k) < 1:
+        print(f"warploom explain: --shape {args.shape!r}: give M, N and K as positive integers MxNxK, e.g. "
+              "--shape 16x8192x8192", file=sys.stderr)
+        return None
+    given = [f"--{o.replace('_', '-')}" for o in ("block_n", "stages", "schedule") if getattr(args, o) is not None]
+    if given or args.block_m != 128:
+        print(f"warploom explain: --shape asks which kernel warploom.ops.matmul picks; {', '.join(given or ['--block-m'])} "
+              "would choose it yourself: give one or the other", file=sys.stderr)
+        return None
+    spec = ops.pick_spec(args.dtype, args.b_layout, m, n, target=args.target, k=k)
+    entry = tuning.load(args.target).get(tuning.entry_key("matmul", args.dtype, args.b_layout, tuning.bucket(m, n, k)))
+    if entry is not None and args.target == "sm_90a":
+        why = (f"the tuning table's entry for bucket {'x'.join(map(str, tuning.bucket(m, n, k)))} (measured on "
+               f"{entry.get('gpu', 'the GPU')} at {'x'.join(map(str, entry['shape']))}: {entry['ratio_vs_cublas']:.3f}x "
+               f"cuBLAS by warploom tune)")
+    elif args.target == "sm_90a":
+        why = "the tile model (no tuning table entry for this bucket; docs/tuning.md)"
+    else:
+        why = "the sm_100a choice (a CTA pair's 256 x 256 tile where the pairs fill the SMs, else 128 rows)"
+    return spec, why
+
+
 def cmd_tune(args) -> int:
     from pathlib import Path
 
@@ -351,12 +381,22 @@ def _given(value, default):
 
 def cmd_explain(args) -> int:
     from warploom.kernels import GemmSpec, get_kernel
+    if args.op == "attention" and args.shape:
+        print("warploom explain: --shape explains the GEMM kernel warploom.ops.matmul picks; an attention kernel is "
+              "chosen by --head-dim, --causal and --dtype", file=sys.stderr)
+        return 2
     if args.op == "attention":
         try:
             spec = _attention_spec(args)
         except ValueError as e:
             print(f"warploom explain: {e}", file=sys.stderr)
             return 2
+    elif args.shape:
+        chosen = _gemm_choice(args)
+        if chosen is None:
+            return 2
+        spec, why = chosen
+        print(f"warploom.ops.matmul runs this kernel for {args.shape} ({args.dtype}, B {args.b_layout}): {why}")
     else:
         spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
                         args.schedule or ("persistent" if args.target == "sm_100a" else "grid"), args.block_m)
@@ -477,6 +517,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--schedule", choices=("grid", "persistent"),
                     help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
+    sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
+                    "problem, and why (the tuning table or the tile model)")
     sp.set_defaults(fn=cmd_explain)
     sp = sub.add_parser("emulate", help="run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
                         "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "
