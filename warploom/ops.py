@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from warploom import tuning
-from warploom.kernels import GemmSpec, get_kernel
+from warploom.kernels import SMALL_M_STAGES, GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
 from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
@@ -221,8 +221,8 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         if tuned is not None:
             return tuned
     block_m, block_n = _pick_tile(m, n)
-    if block_m != 128:         # the small-M kernels are built for the grid schedule only
-        return GemmSpec(elem, b_layout, block_n, target=target, block_m=block_m)
+    if block_m != 128:         # the small-M kernels: grid schedule, a deep ring
+        return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m)
     return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 
 

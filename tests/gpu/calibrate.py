@@ -40,7 +40,7 @@ CASES = [
 # every standard kernel, at ragged sizes: grid 2 x 2 or 3 x 2 CTAs (4 x 3 to 5 x 3 for the 64-row tiles);
 # persistent: 3 CTAs walking 6 or 9 tiles
 STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, None) if s.schedule == "grid"
-                                                                else (260, 264, 136, 3)), s.block_m)
+                                                                else (260, 264, 136, 3)), s.block_m, s.stages)
                   for s in STANDARD_KERNELS["sm_90a"]]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -57,8 +57,8 @@ def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np
     return a.astype(low).astype(np.float32), b.astype(low).astype(np.float32)
 
 
-def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128):
-    spec = GemmSpec(dtype, b_layout, block_n, 4, "sm_90a", schedule, block_m)
+def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128, stages=4):
+    spec = GemmSpec(dtype, b_layout, block_n, stages, "sm_90a", schedule, block_m)
     art = get_kernel(spec)
     a = torch.from_numpy(a_np).to("cuda", TORCH[dtype])
     b = torch.from_numpy(b_np).to("cuda", TORCH[dtype])            # row-major [N, K] or [K, N]: what TMA reads
@@ -78,16 +78,16 @@ def main(path: str, cases: list) -> None:
     rng = np.random.default_rng(2026)
     arrays, manifest = {}, []
     for i, (dtype, b_layout, block_n, schedule, m, n, k, sms, *rest) in enumerate(cases):
-        block_m = rest[0] if rest else 128
+        block_m, stages = (list(rest) + [128, 4][len(rest):])[:2]
         for kind in ("exact", "random"):
             a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
-            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m)
+            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m, stages)
             ref = a.astype(np.float64) @ (b.T if b_layout == "nk" else b).astype(np.float64)
             assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
             rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
             key = f"case{i}_{kind}"
             arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
-            manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m,
+            manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m, "stages": stages,
                              "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
                              "artifact_key": art.key, "rel_err_vs_f64": rel})
             print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")

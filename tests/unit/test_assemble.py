@@ -252,3 +252,16 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     assert n["USETMAXREG"] == 2 and "USETMAXREG.DEALLOC.CTAPOOL 0x18" in sass
     assert re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL (UP\d+, )?0xf0 ", sass)
     assert max(int(r) for r in re.findall(r"\bR(\d+)\b", sass)) < 240       # within the consumers' 240
+
+
+def test_tuning_only_kernels_assemble_without_serialized_wgmma():
+    """The kernels only the tuning table may pick (warploom/tuning) run through ops like the standard ones: ptxas must
+    honour their setmaxnreg (no C7508), keep their wgmmas unserialized (no C7520) and spill nothing."""
+    from warploom import tuning
+    extra = [s for s in tuning.all_candidates() if s not in STANDARD]
+    assert extra
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(assemble, [gpu_module_to_ptx(build_gemm_module(s)) for s in extra]))
+    for spec, a in zip(extra, results):
+        assert "C7520" not in a.log and "C7508" not in a.log, (spec.kernel_name, a.log)
+        assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), (spec.kernel_name, a.log)

@@ -54,8 +54,8 @@ def test_standard_set():
     assert {(s.elem, s.b_layout) for s in specs} == {("bf16", "kn"), ("bf16", "nk"), ("f16", "kn"), ("f16", "nk")}
     wide = [s for s in specs if s.block_m == 128]          # 16: two consumer warpgroups, both schedules
     assert {s.block_n for s in wide} == {128, 256} and {s.schedule for s in wide} == {"grid", "persistent"}
-    small = [s for s in specs if s.block_m == 64]          # 8: one consumer warpgroup, small M, grid only
-    assert len(wide) == 16 and {(s.block_n, s.schedule) for s in small} == {(64, "grid"), (128, "grid")}
+    small = [s for s in specs if s.block_m == 64]          # 8: one consumer warpgroup, small M, grid only, 8 stages
+    assert len(wide) == 16 and {(s.block_n, s.schedule, s.stages) for s in small} == {(64, "grid", 8), (128, "grid", 8)}
     assert all(s.epilogue == "tma" for s in specs)
 
 

@@ -43,7 +43,7 @@ def add(path, spec, shape):
 
 
 def test_ops_takes_the_tuned_kernel_of_the_bucket(table, monkeypatch):
-    deep = GemmSpec("bf16", "kn", 128, 8, "sm_90a", "grid", 64)
+    deep = GemmSpec("bf16", "kn", 64, 4, "sm_90a", "grid", 64)           # a candidate the model would not pick
     add(table, deep, (16, 8192, 8192))
     assert tuning.lookup("bf16", "kn", 9, 5000, 5000) == deep            # the same bucket (16, 8192, 8192)
     assert ops.pick_spec("bf16", "kn", 16, 8192, k=8192) == deep
@@ -59,7 +59,7 @@ def test_ops_takes_the_tuned_kernel_of_the_bucket(table, monkeypatch):
 
 
 def test_precompile_builds_what_the_table_names(table):
-    deep = GemmSpec("f16", "nk", 64, 8, "sm_90a", "grid", 64)
+    deep = GemmSpec("f16", "nk", 64, 4, "sm_90a", "grid", 64)            # a tuning candidate outside the standard set
     standard = STANDARD_KERNELS["sm_90a"][0]
     add(table, deep, (1, 4096, 4096))
     add(table, standard, (8192, 8192, 8192))
