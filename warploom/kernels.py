@@ -46,7 +46,8 @@ class GemmSpec:
     block_n: int = 256
     stages: int = 4
     target: str = "sm_90a"
-    schedule: str = "grid"          # "grid": a CTA per tile; "persistent": one CTA per SM walks the tiles
+    schedule: str = "grid"          # "grid": a CTA per tile; "persistent": one CTA per SM walks the tiles;
+                                    # "streamk": one CTA per SM takes an equal run of (tile, K tile) iterations
 
     block_m: int = 128
     block_k: int = 64
@@ -65,6 +66,18 @@ class GemmSpec:
     def lookup_id(self) -> str:
         return f"{self.kernel_name}-{self.target}"
 
+    @property
+    def consumer_warpgroups(self) -> int:
+        """sm_90a: one consumer warpgroup per 64 rows of the tile."""
+        return self.block_m // 64
+
+    def streamk_buffers(self, ctas: int, m: int, n: int) -> tuple[int, int]:
+        """A stream-K kernel's (workspace f32 elements, counters i32 elements) for `ctas` CTAs on an m x n C: the
+        partial pieces, STREAMK_SLOTS per CTA and consumer warpgroup; a counter per tile and consumer warpgroup,
+        zero before the first launch (each launch leaves them zero)."""
+        tiles = -(-m // self.block_m) * -(-n // self.block_n)
+        return ctas * STREAMK_SLOTS * self.block_m * self.block_n, tiles * self.consumer_warpgroups
+
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
         store = "C through smem by TMA" if self.epilogue == "tma" else "C stored from registers"
@@ -72,6 +85,10 @@ class GemmSpec:
                 f"schedule, {store}, {self.target}")
 
 
+# stream-K (schedule "streamk"): the fix-up's global buffers, kernel parameters after C; partial pieces a CTA
+# leaves in the workspace: its run's first and last (the pieces between are whole tiles)
+STREAMK_PARAMS = ("workspace", "counters")
+STREAMK_SLOTS = 2
 SMALL_M_STAGES = 8    # the ring of the 64-row (small-M) GEMM kernels: their K loop is bound by the loads in flight
 # The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {

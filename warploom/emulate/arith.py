@@ -47,7 +47,7 @@ import re
 import numpy as np
 from mlir import ir
 
-from .compiler import FLOATS, HANDLERS, TypeInfo, _operands, _result, lanes, signed, uniform
+from .compiler import BAR_RED_OR, FLOATS, HANDLERS, TypeInfo, _bar_red_or, _operands, _result, lanes, signed, uniform
 from .errors import AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
 from .machine import WARP, Pending
 
@@ -383,6 +383,8 @@ def _call_intrinsic(c, op, info):
     # the NVVM intrinsics MLIR 22 has no op for: llvm.nvvm.ex2.approx[.ftz].{f,f32,bf16,f16} (PTX "ex2") and
     # llvm.nvvm.f{max,min}[.ftz][.nan].{f,bf16,f16} (PTX "max", "min")
     name = ir.StringAttr(op.attributes["intrin"]).value
+    if name == BAR_RED_OR:         # a barrier (it blocks): compiler.py has the barriers
+        return _bar_red_or(c, op, info, name)
     args = _operands(c, op)
     if len(op.results) != 1:
         raise UnknownOpError(f"llvm.call_intrinsic {name!r} without one result is not modelled")
@@ -412,7 +414,7 @@ def _call_intrinsic(c, op, info):
             e[r] = f(e[args[0]], e[args[1]], elem)
         return False, fn2
     raise UnknownOpError(f"llvm.call_intrinsic {name!r}: the emulator models llvm.nvvm.ex2.approx.*, "
-                         "llvm.nvvm.lg2.approx.* and llvm.nvvm.f{max,min}.* only")
+                         f"llvm.nvvm.lg2.approx.*, llvm.nvvm.f{{max,min}}.* and {BAR_RED_OR} only")
 
 
 # ---- conversions ---------------------------------------------------------------------------------------

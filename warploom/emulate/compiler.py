@@ -576,16 +576,22 @@ def _value_bytes(vt: TypeInfo):
 
 @handles("llvm.load")
 def _load(c, op, info):
-    # PTX ISA "Data movement and conversion instructions: ld" (.shared::cta, .shared::cluster): a generic-proxy load
+    # PTX ISA "Data movement and conversion instructions: ld" (.shared::cta, .shared::cluster, .global): a
+    # generic-proxy load
     (addr,) = _operands(c, op)
     space = TypeInfo(op.operands[0].type).space
-    if space not in (3, 7):
-        raise UnknownOpError(f"llvm.load from address space {space}: only shared memory loads (shared::cta 3, "
-                             "shared::cluster 7) are modelled")
+    if space not in (1, 3, 7):
+        raise UnknownOpError(f"llvm.load from address space {space}: only global (1) and shared memory loads "
+                             "(shared::cta 3, shared::cluster 7) are modelled")
     _plain_access(op)
     r, t = _result(c, op)
     nbytes, _, unpack = _value_bytes(t)
     align = _int_attr(op, "alignment") if "alignment" in op.attributes else nbytes
+    if space == 1:
+        def fn_global(w):
+            e = w.env
+            e[r] = unpack(w.cta.launch.memory.load(lanes(e[addr], np.uint64), w.mask, nbytes, align))
+        return False, fn_global
     what = f"ld.shared::{'cluster' if space == 7 else 'cta'} of {nbytes} B"
 
     def fn(w):
@@ -793,6 +799,66 @@ def _barrier(c, op, info):
         if cta.trace is not None:
             cta.note_passed(t)
     return True, gen
+
+
+BAR_RED_OR = "llvm.nvvm.barrier.cta.red.or.aligned.count"
+
+
+def _bar_red_or(c, op, info, name: str):
+    # PTX ISA 9.7.13 "bar, barrier" (bar.red.or.pred d, a, b, c): bar.sync a with b threads that also ORs predicate c
+    # over every thread taking part; d is the OR, in each of them
+    bid, cnt, pred = _operands(c, op)
+    r, _ = _result(c, op)
+
+    def gen(w):
+        e = w.env
+        if not w.mask.all():
+            raise DivergenceError(f"{name} with lanes {np.flatnonzero(~w.mask).tolist()} inactive: the .aligned form "
+                                  "must be executed by every thread of the warp")
+        b = uniform(e[bid], w.mask, "barrier id")
+        n = uniform(e[cnt], w.mask, "barrier thread count")
+        w.last_op = info
+        cta = w.cta
+        gen_at = cta.bars[b][1] if b in cta.bars else 0
+        if cta.trace is not None:
+            t = cta.note(w.index, "bar", f"bar.red.or {b} ({n} threads)")
+        wait = cta.bar_sync(w, b, n, lanes(e[pred], bool))
+        if wait is not None:
+            yield wait
+        if cta.trace is not None:
+            cta.note_passed(t)
+        e[r] = np.full(WARP, cta.bar_or[(b, gen_at)])
+    return True, gen
+
+
+@handles("llvm.fence")
+def _fence(c, op, info):
+    # PTX ISA "membar / fence" (fence.acq_rel.gpu, from llvm.fence acq_rel syncscope("device")): an ordering point
+    # only. Global memory here is one array every CTA sees at once (CTAs run one after another), so a missing fence
+    # is NOT detected by the emulator; the lowering's lit tests check that the fences are there.
+    return False, lambda w: None
+
+
+ATOMIC_ADD = 1          # llvm::AtomicRMWInst::Add, the `bin_op` attribute of llvm.atomicrmw add
+
+
+@handles("llvm.atomicrmw")
+def _atomicrmw(c, op, info):
+    # PTX ISA "atom" (atom.global.add.u32, from llvm.atomicrmw add on an i32 in address space 1): the old value; the
+    # active lanes add one after another, in lane order
+    kind = _int_attr(op, "bin_op")
+    ptr_t, val_t = TypeInfo(op.operands[0].type), TypeInfo(op.operands[1].type)
+    if kind != ATOMIC_ADD or ptr_t.space != 1 or val_t.kind != "int" or val_t.width not in (32, 64):
+        raise UnknownOpError(f"llvm.atomicrmw (bin_op {kind}) of {val_t.kind}{val_t.width or ''} in address space "
+                             f"{ptr_t.space}: only an integer add (bin_op {ATOMIC_ADD}) in global memory is modelled")
+    addr, val = _operands(c, op)
+    r, _ = _result(c, op)
+    nbytes = val_t.width // 8
+
+    def fn(w):
+        e = w.env
+        e[r] = w.cta.launch.memory.atomic_add(lanes(e[addr], np.uint64), lanes(e[val], np.uint64), w.mask, nbytes)
+    return False, fn
 
 
 @handles("nvvm.barrier.arrive")

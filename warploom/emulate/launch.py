@@ -296,13 +296,19 @@ def gemm_kernel(spec) -> EmulatedKernel:
     return _KERNELS[spec]
 
 
+CTA_ORDERS = ("forward", "reverse", "shuffle")
+
+
 def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None,
-                 trace: dict | None = None) -> np.ndarray:
+                 trace: dict | None = None, cta_order: str = "forward", fixup: dict | None = None) -> np.ndarray:
     """C = A @ B (B [K, N] for "kn", [N, K] for "nk") by the emulated kernel of `spec`, as spec.elem.
 
     a and b are cast to spec.elem (round to nearest even) unless they already are; C starts as NaN, so an
     element the kernel never writes stays NaN. `sms` is the SM count a persistent kernel's grid takes; trace as
-    emulate_launch's."""
+    emulate_launch's. CTAs run one after another in `cta_order` ("forward", "reverse", or "shuffle" by the seed):
+    for stream-K, which CTA finishes a shared tile last. A stream-K kernel gets a NaN-filled workspace and zeroed
+    counters, or those of `fixup` ({"workspace": f32 array, "counters": i32 array}, to reuse across launches as
+    warploom.ops does); the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
     elem = NUMPY_ELEMS[spec.elem]
     a, b = np.ascontiguousarray(np.asarray(a).astype(elem)), np.ascontiguousarray(np.asarray(b).astype(elem))
     m, k = a.shape
@@ -310,10 +316,33 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
     if (b.shape[0] if spec.b_layout == "kn" else b.shape[1]) != k:
         raise ValueError(f"emulate_gemm: a is [{m}, {k}] but b {b.shape} ({spec.b_layout}) has another K")
     c = np.full((m, n), np.nan, elem)
-    r = emulate_launch(gemm_kernel(spec), {"a": a, "b": b, "c": c}, {"M": m, "N": n, "K": k, "SMS": sms},
-                       seed=seed, delay=delay, trace=trace)
+    kernel = gemm_kernel(spec)
+    sizes = {"M": m, "N": n, "K": k, "SMS": sms}
+    args = {"a": a, "b": b, "c": c}
+    if spec.schedule == "streamk":
+        floats, counts = spec.streamk_buffers(rules.evaluate(kernel.grid[0], sizes), m, n)
+        if fixup is None:
+            fixup = {}
+        fixup.setdefault("workspace", np.full(floats, np.nan, np.float32))
+        fixup.setdefault("counters", np.zeros(counts, np.int32))
+        if fixup["workspace"].size < floats or fixup["counters"].size < counts:
+            raise ValueError(f"emulate_gemm: the fix-up needs {floats} f32 and {counts} counters, got "
+                             f"{fixup['workspace'].size} and {fixup['counters'].size}")
+        args.update(fixup)
+    if cta_order not in CTA_ORDERS:
+        raise ValueError(f"cta_order {cta_order!r}: one of {', '.join(CTA_ORDERS)}")
+    ids = list(itertools.product(*(range(g) for g in (rules.evaluate(r, sizes) for r in kernel.grid))))
+    if cta_order == "reverse":
+        ids.reverse()
+    elif cta_order == "shuffle":
+        random.Random(seed).shuffle(ids)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids)
     if report is not None:
         report.append(r)
+    if spec.schedule == "streamk" and fixup["counters"].any():
+        left = np.flatnonzero(fixup["counters"])
+        raise OutOfBoundsError(f"stream-K counters {left[:8].tolist()} are not zero after the launch (values "
+                               f"{fixup['counters'][left[:8]].tolist()}): the next launch would miscount its pieces")
     return c
 
 

@@ -257,6 +257,46 @@ class GlobalMemory:
                                    f"(offset {a - near[1]}): check the row/column bounds of the store")
 
 
+    def load(self, addr: np.ndarray, mask: np.ndarray, nbytes: int, align: int) -> np.ndarray:
+        """(32, nbytes) uint8: the bytes at addr[lane] for the active lanes (zeros for the others)."""
+        out = np.zeros((len(addr), nbytes), np.uint8)
+        lanes = np.flatnonzero(mask)
+        bad = lanes[addr[lanes] % max(align, 1) != 0]
+        if bad.size:
+            raise OutOfBoundsError(f"global load of {nbytes} B at 0x{int(addr[bad[0]]):x} (lane {bad[0]}) is not "
+                                   f"{align}-byte aligned as the load's alignment promises")
+        left = lanes
+        for name, base, buf in self.regions:
+            inside = (addr[left] >= base) & (addr[left] + nbytes <= base + buf.size)
+            hit = left[inside]
+            if hit.size:
+                out[hit] = buf[(addr[hit] - base).astype(np.int64)[:, None] + np.arange(nbytes)]
+            left = left[~inside]
+        if left.size:
+            a = int(addr[left[0]])
+            near = min(self.regions, key=lambda r: abs(a - r[1]))
+            raise OutOfBoundsError(f"global load of {nbytes} B at 0x{a:x} (lane {left[0]}) is outside every array; "
+                                   f"nearest is {near[0]!r} at 0x{near[1]:x}..0x{near[1] + near[2].size:x} "
+                                   f"(offset {a - near[1]})")
+        return out
+
+    def atomic_add(self, addr: np.ndarray, value: np.ndarray, mask: np.ndarray, nbytes: int) -> np.ndarray:
+        """atom.add of value[lane] at addr[lane], lane by lane in lane order (one at a time, as atomics are); the old
+        values (unsigned, as uint64)."""
+        old = np.zeros(len(addr), np.uint64)
+        dt = np.dtype(f"u{nbytes}")
+        for lane in np.flatnonzero(mask):
+            one = np.zeros(len(addr), bool)
+            one[lane] = True
+            was = self.load(addr, one, nbytes, nbytes)[lane].view(dt)[0]
+            old[lane] = int(was)
+            new = np.array([(int(was) + int(value[lane])) & ((1 << (8 * nbytes)) - 1)], dt).view(np.uint8)
+            data = np.zeros((len(addr), nbytes), np.uint8)
+            data[lane] = new
+            self.store(addr, data, one, nbytes)
+        return old
+
+
 class CTA:
     """One CTA of a launch: its smem, mbarriers, async units and warps. Its cluster runs it (`cluster.run`, or
     `run` for a CTA made alone, which is a cluster of one)."""
@@ -285,6 +325,7 @@ class CTA:
         self.copies: list[tuple[int, int, str]] = []          # in-flight TMA loads: smem offsets [lo, hi), what
         self.warpgroups: dict[int, Warpgroup] = {}
         self.bars: dict[int, list] = {}                       # bar.sync id -> [arrived threads, generation, ...]
+        self.bar_or: dict = {}                                # (bar id, generation) -> bar.red.or's result
         self.regs: dict[int, int] = {}                        # warp -> setmaxnreg budget (absent: the launch's)
         self.reg_calls: dict[int, int] = {}                   # warp -> setmaxnreg instructions run
         self.reg_log: dict[int, list] = {}                    # warpgroup -> [(count, inc)] in order
@@ -1001,7 +1042,8 @@ class CTA:
                                f"{WARP} and at most the CTA's {WARP * len(self.warps)} threads")
         # state[5]: warps that arrived (bar.sync or bar.arrive) in this generation
         # state[6]: an arrival carried tcgen05 work (its bar.sync waiters must fence::after_thread_sync)
-        state = self.bars.setdefault(barrier, [0, 0, threads, set(), [], set(), False])
+        # state[7]: bar.red.or: whether any arriving thread's predicate held (its result, by generation, in bar_or)
+        state = self.bars.setdefault(barrier, [0, 0, threads, set(), [], set(), False, None])
         if state[2] != threads:
             raise DivergenceError(f"{what} {barrier} with {threads} threads; an earlier arrival said {state[2]}")
         if threads is not None and warp.index in state[5]:
@@ -1068,8 +1110,12 @@ class CTA:
                                    f"(generation {state[1]}): an arrival no bar.sync took; every bar.arrive / bar.sync "
                                    "hand-off must balance").locate(self.id)
 
-    def bar_sync(self, warp: Warp, barrier: int, threads: int | None) -> Wait | None:
+    def bar_sync(self, warp: Warp, barrier: int, threads: int | None, pred=None) -> Wait | None:
+        """bar.sync id, threads; with `pred` (a lane mask) bar.red.or.pred: the OR over every arriving thread is
+        then `bar_or[(barrier, generation)]` once the barrier completes (generation: state[1] at arrival)."""
         state = self._bar_state(warp, barrier, threads, "bar.sync")
+        if pred is not None:
+            state[7] = bool(state[7]) or bool((pred & warp.mask).any())
         state[6] |= self.tc_signal(warp, warp.mask, f"bar.sync {barrier}")
         state[0] += int(warp.mask.sum())
         state[3].add(warp.index)
@@ -1096,7 +1142,10 @@ class CTA:
                     for w in state[3]:
                         self.tc_passed(self.warps[w], self.warps[w].mask, f"bar.sync {bid}, which a thread that "
                                        "accessed TMEM took part in")
-                state[3], state[4], state[5], state[6] = set(), [], set(), False
+                if state[7] is not None:
+                    bid = next(b for b, s in self.bars.items() if s is state)
+                    self.bar_or[(bid, state[1] - 1)] = state[7]
+                state[3], state[4], state[5], state[6], state[7] = set(), [], set(), False, None
 
     # ---- scheduler --------------------------------------------------------------------------------
     def _async(self, origin: OpInfo, what: str, fire, eligible=None) -> None:

@@ -39,6 +39,7 @@ from warploom.dialect import make_context
 from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Wait
 from warploom.kernel.program import BARRIER_STORAGE
 from warploom.kernel.write import wl_name
+from warploom.kernels import STREAMK_PARAMS, STREAMK_SLOTS
 from warploom.layout import SmemTile, WgmmaSmemDescriptor
 from warploom.lowering import emit
 from warploom.lowering.emit import sync, tma, wgmma
@@ -112,6 +113,20 @@ class _Loop:
     phase: ir.Value
     cache: dict
     once: bool = False      # not a loop: the ops of a 1-stage ring used once (attention's Q), stage 0, phase 0
+
+
+@dataclass
+class _Piece:
+    """The piece of a tile a stream-K CTA works on now: tile index, its first iteration t0 (= tile * kt), the K tiles
+    [lo, hi) of it in this CTA's run, and the run's start, the CTA, the CTA count and the iteration count."""
+    tile: ir.Value
+    t0: ir.Value
+    lo: ir.Value
+    hi: ir.Value
+    start: ir.Value
+    cta: ir.Value
+    ctas: ir.Value
+    iters: ir.Value
 
 
 @dataclass
@@ -604,8 +619,14 @@ class _GemmLowering(_Sm90Lowering):
         if len(self.grid) != 3:
             self._fail(f"grid {shown} needs three rules")
         self.origin_axis = {}
-        self.persistent = a.get("schedule", "grid") == "persistent"
-        if self.persistent:
+        self.streamk = a.get("schedule", "grid") == "streamk"
+        self.persistent = a.get("schedule", "grid") == "persistent" or self.streamk
+        if self.streamk:
+            if self.grid[0] != ("streamk", "M", self.BM, "N", self.BN, "K", self.BK, self.grid[0][-1]) or \
+                    self.grid[1:] != (("const", 1), ("const", 1)) or self.WALK != "persistent":
+                self._fail(f"grid {shown}: a stream-K kernel needs "
+                           f"['streamk(M, {self.BM}, N, {self.BN}, K, {self.BK}, SMS)', '1', '1']")
+        elif self.persistent:
             if self.grid[0] != (self.WALK, "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
                     self.grid[1:] != (("const", 1), ("const", 1)):
                 self._fail(f"grid {shown}: a persistent kernel needs "
@@ -633,12 +654,14 @@ class _GemmLowering(_Sm90Lowering):
 
     def _param_list(self) -> list[tuple[str, str]]:
         """Tensor maps by value (grid constants: a, b, and c when C leaves by TMA), then C as a global pointer when
-        it is stored from registers, then M, N, K."""
+        it is stored from registers, then (stream-K) the fix-up's workspace and counters, then M, N, K."""
         c_ptr = [] if "c" in self.tmaps else [("c", "ptr")]
-        return [(n, "tensormap") for n in self.tmaps] + c_ptr + [(s, "i32") for s in ("M", "N", "K")]
+        fixup = [(n, "ptr") for n in STREAMK_PARAMS] if self.streamk else []
+        return [(n, "tensormap") for n in self.tmaps] + c_ptr + fixup + [(s, "i32") for s in ("M", "N", "K")]
 
     def _bind_args(self, args: dict) -> None:
         self.c_ptr = args.get("c")
+        self.workspace, self.counters = args.get("workspace"), args.get("counters")
         self.M, self.N, self.K = (args[n] for n in ("M", "N", "K"))
 
     def _store_map(self, op: Store) -> TensorMapSpec:
@@ -666,7 +689,7 @@ class _GemmLowering(_Sm90Lowering):
         # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
         # a persistent kernel sets them per tile instead (see _tile_loop)
         self.origin = {}
-        self.it_base = None
+        self.it_base, self.piece = None, None
         for dim in (("N", "M") if not self.persistent else ()):
             axis, extent = self.origin_axis[dim]
             cta = b.sreg("ctaid", CTAID[axis], "cta")
@@ -683,9 +706,13 @@ class _GemmLowering(_Sm90Lowering):
         self._init_barriers()
 
     def _tile_loop(self, ops, ctx: _Role) -> None:
-        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule)."""
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule), or once per piece
+        of a tile in this CTA's run of iterations (stream-K)."""
         if not self.persistent:
             self._ops(ops, ctx)
+            return
+        if self.streamk:
+            self._streamk_loop(ops, ctx)
             return
         b, c = self.b, self.b.const
         n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
@@ -700,6 +727,30 @@ class _GemmLowering(_Sm90Lowering):
             self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
             self._ops(ops, ctx)
         self.it_base, self.origin = None, {}
+
+    def _streamk_loop(self, ops, ctx: _Role) -> None:
+        """Stream-K (rules.streamk_start): this CTA's run [start, end) of the I = tiles x kt iterations (tile, K tile),
+        walked tile by tile: for tile t from start / kt to (end - 1) / kt, the K tiles [lo, hi) of t in the run. The
+        ring iteration of K tile kt of tile t is t * kt + kt - start, so every role's stages and phases agree."""
+        b, c = self.b, self.b.const
+        n_tiles, _ = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        cta = b.sreg("ctaid", "x", "cta")
+        ctas = b.sreg("nctaid", "x", "ncta")
+        iters = rules.streamk_iterations(self.grid[0], {"M": self.M, "N": self.N, "K": self.K}, b)
+        start = rules.streamk_start(cta, ctas, iters, b)
+        end = rules.streamk_start(b.add(cta, c(1)), ctas, iters, b)
+        first = b.divu(start, self.trips)
+        last = b.add(b.divu(b.sub(end, c(1)), self.trips), c(1))
+        with b.for_(first, last, c(1), iv=b.fresh("tile")) as loop:
+            tile = loop.iv
+            t0 = b.mul(tile, self.trips)                    # the tile's first iteration
+            lo = b.sub(b.maxs(start, t0), t0)               # never negative: indices stay below 2^31 (rules)
+            hi = b.sub(b.mins(end, b.add(t0, self.trips)), t0)
+            self.piece = _Piece(tile, t0, lo, hi, start, cta, ctas, iters)
+            self.it_base = b.sub(t0, start)
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            self._ops(ops, ctx)
+        self.it_base, self.origin, self.piece = None, {}, None
 
     # ---- ops ------------------------------------------------------------------------------
     def _check_gemm_loop(self, op: Loop, ctx: _Role) -> None:
@@ -725,7 +776,8 @@ class _GemmLowering(_Sm90Lowering):
         res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
         arg_names = [b.fresh("acc_in") for _ in carried]
         outer = dict(ctx.accs)
-        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
+        lo, hi = (c(0), self.trips) if self.piece is None else (self.piece.lo, self.piece.hi)
+        with b.for_(lo, hi, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
                     args=arg_names, results=res_name) as loop:
             ctx.accs.update(zip(carried, loop.args))
             kt = loop.iv
@@ -795,10 +847,108 @@ class _GemmLowering(_Sm90Lowering):
         n = ctx.acc_n[op.value]
         if list(op.tile) != [self.mma_m, n]:
             self._fail(f"wl.store_tile tile {list(op.tile)} must be the fragment of the MMA, [{self.mma_m}, {n}]")
-        if op.region is None:
+        if self.piece is not None:
+            with self.b.if_(self._streamk_fixup(op, ctx)):
+                self._store_staged(op, ctx)
+        elif op.region is None:
             self._store_direct(op, ctx)
         else:
             self._store_staged(op, ctx)
+
+    def _streamk_fixup(self, op: Store, ctx: _Role) -> ir.Value:
+        """Stream-K: make ctx.accs[op.value] this warpgroup's rows of the whole tile and return whether to store them
+        (i1, the same in every thread of the warpgroup).
+
+        A whole tile (K tiles 0 .. kt in this CTA): its accumulator, stored. A partial piece: each thread writes its
+        fragment rows that are inside M to the workspace slot (CTA, slot, warpgroup), slot 0 for the CTA's first
+        piece and 1 for its last, as 16-byte vectors of 4 f32 at ((h * n/16 + j) * 128 + thread) * 16 bytes; the
+        warpgroup syncs on its named barrier; its first thread fences (gpu scope) and adds 1 to the tile's counter
+        (tile * warpgroups + warpgroup). The piece that brings the count to the tile's number of pieces is the last:
+        its thread sets the counter back to 0 (ready for the next launch) and fences again, bar.red tells the
+        warpgroup, and every thread sums the pieces' slots in K order (CTAs streamk_cta(t0) .. streamk_cta(t0 + kt -
+        1)), starting from 0, so the sum does not depend on which CTA finished last. The others store nothing."""
+        b, c = self.b, self.b.const
+        pc, n = self.piece, ctx.acc_n[op.value]
+        acc = ctx.accs[op.value]
+        nb = self.p.named_barriers.get(op.barrier) if op.barrier else None
+        threads = self.T.warpgroup_threads
+        if nb is None or nb.threads != threads:
+            self._fail(f"the stream-K fix-up syncs each consumer warpgroup on the store's named barrier; "
+                       f"{op.barrier!r} is not one of {threads} threads")
+        n_wgs = ctx.role.warps * self.T.warp_size // threads
+        f32x4 = ir.VectorType.get([4], b.f32)
+        per_row = n // 16                                     # 4-value vectors of one fragment row half
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        row0 = b.add(b.add(self.origin["M"], b.mul(ctx.wg_index, c(self.mma_m))),
+                     b.add(b.mul(warp, c(16)), b.divu(lane, c(4))))
+        row_ok = [b.cmp("slt", b.add(row0, c(8 * h)), self.M) for h in range(2)]
+
+        def vector_at(h: int, j: int) -> list[int]:     # the fragment registers of vector j of row half h
+            return [4 * (2 * j + q) + 2 * h + e for q in range(2) for e in range(2)]
+
+        def slot_ptr(cta: ir.Value) -> ir.Value:
+            """This thread's first f32 of CTA `cta`'s slot for this tile and warpgroup."""
+            slot = b.select(b.cmp("ule", pc.t0, rules.streamk_start(cta, pc.ctas, pc.iters, b)), c(0), c(1))
+            index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)
+            floats = b.add(b.mul(b.add(b.mul(index, c(n_wgs)), ctx.wg_index), c(self.mma_m * n)),
+                           b.mul(ctx.thread_in_wg, c(4)))
+            return b.gep(self.workspace, floats, b.f32)
+
+        whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))
+        then, orelse, (total, store) = b.if_values(whole, [acc.type, b.i1])
+        with then as out:
+            out += [acc, b.const(1, b.i1)]
+        with orelse as out:
+            mine = slot_ptr(pc.cta)
+            for h in range(2):
+                with b.if_(row_ok[h]):
+                    for j in range(per_row):
+                        v = b.undef(f32x4)
+                        for e, r in enumerate(vector_at(h, j)):
+                            v = b.insertelement(v, b.extractvalue(acc, r, b.f32, "f"), c(e))
+                        b.store(v, b.gep(mine, (h * per_row + j) * threads * 4, b.f32), alignment=16)
+            bar = b.add(c(nb.id), ctx.wg_index)
+            sync.named_barrier_sync(b, bar, threads)
+            first = rules.streamk_cta(pc.t0, pc.ctas, pc.iters, b)
+            pieces = b.add(b.sub(rules.streamk_cta(b.add(pc.t0, b.sub(self.trips, c(1))), pc.ctas, pc.iters, b),
+                                 first), c(1))
+            lead, other, (is_last,) = b.if_values(ctx.wg_leader, [b.i1])
+            with lead as yielded:
+                sync.fence_gpu()                              # release: the warpgroup's slot writes, then the count
+                counter = b.gep(self.counters, b.add(b.mul(pc.tile, c(n_wgs)), ctx.wg_index), b.i32)
+                last = b.cmp("eq", sync.atomic_add_gpu(b, counter, c(1)), b.sub(pieces, c(1)))
+                with b.if_(last):
+                    b.store(c(0), counter, alignment=4)
+                    sync.fence_gpu()                          # acquire: the other pieces' slots, before reading them
+                yielded.append(last)
+            with other as yielded:
+                yielded.append(b.const(0, b.i1))
+            reduce = sync.named_barrier_any(b, bar, threads, is_last)
+            sum_then, sum_else, (summed,) = b.if_values(reduce, [acc.type])
+            with sum_then as out2:
+                with b.for_(first, b.add(first, pieces), c(1), iter_args=[b.zero(acc.type, "acc")],
+                            iv=b.fresh("piece"), results=b.fresh("sum")) as loop:
+                    part, = loop.args
+                    src = slot_ptr(loop.iv)
+                    for h in range(2):
+                        got, skip, vecs = b.if_values(row_ok[h], [f32x4] * per_row)
+                        with got as vals:
+                            vals += [b.load(f32x4, b.gep(src, (h * per_row + j) * threads * 4, b.f32), 16, "part")
+                                     for j in range(per_row)]
+                        with skip as vals:
+                            vals += [b.zero(f32x4)] * per_row
+                        for j, v in enumerate(vecs):
+                            for e, r in enumerate(vector_at(h, j)):
+                                x = b.addf(b.extractvalue(part, r, b.f32, "f"), b.extractelement(v, e))
+                                part = b.insertvalue(part, x, r)
+                    loop.yield_(part)
+                out2.append(loop.results[0])
+            with sum_else as out2:
+                out2.append(acc)
+            out += [summed, reduce]
+        ctx.accs[op.value] = total
+        return store
 
     def _pack_pair(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
         """Two f32 values as one i32 holding the pair in the output type (cvt.rn.{ty}x2.f32), lo first."""

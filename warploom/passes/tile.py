@@ -21,6 +21,10 @@ launch size) and gives the kernel `schedule = "persistent"`: each role's body th
 runs once per tile, for tiles t = ctaid.x, ctaid.x + nctaid.x, ... in row-major
 order (n fastest), and the K iterations count on across tiles, so the producer
 loads the next tile while the consumers store this one.
+schedule = "streamk" (sm_90a GEMM, C by TMA) launches min(tiles x K tiles, SMS) CTAs, each taking an equal run of
+the (tile, K tile) iterations (rules.streamk_start); a tile whose K tiles several CTAs share is summed in f32 by
+the last of them to finish, through a workspace (the stream-K fix-up, warploom/lowering/sm90.py). It fills the
+SMs where whole tiles would leave a wave partly idle: few tiles (M = 128 or less) or a fractional last wave.
 
 An attention (rank-4 q, k, v; bf16/f16; head dim D in 64/128/256; Dv = D) becomes one CTA per 128 query rows
 of one head of one batch (grid cdiv(Sq, 128) x Hq x B) whose body loads the Q tile once, loops over blocks of
@@ -105,7 +109,8 @@ def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, 
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
 
 
-SCHEDULES = ("persistent", "grid")
+SCHEDULES = ("persistent", "grid", "streamk")
+GEMM_ONLY_SCHEDULES = ("streamk",)
 EPILOGUES = ("tma", "direct")   # C through smem and TMA stores (the default), or stored from registers (sm_90a)
 
 
@@ -134,6 +139,9 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     # a CTA pair (sm_100a, block-m 256): each CTA loads 128 rows of A and half of B's columns, and keeps its 128
     # rows of the accumulator; the pair's MMA covers the whole tile
     group = cta_group_of(block_m) if target == "sm_100a" else 1
+    if schedule == "streamk" and (target != "sm_90a" or epilogue != "tma"):
+        raise PassError(f"schedule = streamk: built for the sm_90a GEMM with C stored by TMA (target = {target}, "
+                        f"epilogue = {epilogue}); use schedule=persistent there", matmul)
     if group == 2 and schedule != "persistent":
         raise PassError(f"schedule = {schedule!r}: the sm_100a CTA-pair GEMM (block-m 256) is built persistent only; "
                         "use schedule=persistent", matmul)
@@ -141,8 +149,9 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     b_tile = [b_cols, block_k] if b_layout == "nk" else [block_k, b_cols]
     b_dims = ["N", "K"] if b_layout == "nk" else ["K", "N"]
     walk = "persistent_pairs" if group == 2 else "persistent"
-    grid = ([[walk, "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]]
-            if schedule == "persistent" else [["cdiv", "N", block_n], ["cdiv", "M", block_m], ["const", 1]])
+    grid = ([[walk, "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]] if schedule == "persistent" else
+            [["streamk", "M", block_m, "N", block_n, "K", block_k, "SMS"], ["const", 1], ["const", 1]]
+            if schedule == "streamk" else [["cdiv", "N", block_n], ["cdiv", "M", block_m], ["const", 1]])
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group, 1, 1], "grid": grid,
@@ -236,8 +245,8 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
     attrs = op_attrs(attention)
     out_type = attention.operation.results[0].type
     elem, d = check_attention(attention, ATTENTION_HEAD_DIMS, "sm_90a")
-    if schedule not in SCHEDULES:
-        raise PassError(f"wl-tile: schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", attention)
+    if schedule not in SCHEDULES or schedule in GEMM_ONLY_SCHEDULES:
+        raise PassError(f"wl-tile: schedule = {schedule!r}: an attention takes grid or persistent", attention)
     bm, bn = block_m, default_block_n(d, schedule) if block_n is None else block_n
     check_attention_tile(bm, bn, elem, attention)
     causal = bool(attrs["causal"])

@@ -11,6 +11,11 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
                                        2 * min(ceil(M / bm) * ceil(N / bn), P / 2): one CTA pair (a cluster of 2,
                                        sm_100a's cta_group::2) per tile of bm rows, at most one CTA per SM; the
                                        pairs stride over the tiles as the CTAs of "persistent" do
+    ("streamk", M, bm, N, bn, K, bk, P)
+                                       min(ceil(M / bm) * ceil(N / bn) * ceil(K / bk), P): one CTA per SM, each
+                                       taking an equal run of the iterations (tile, K tile) in order; a tile whose
+                                       iterations several CTAs share is summed by the last to finish (see
+                                       `streamk_range`)
     ("causal_blocks", Sq, Sk, m, bm, bn)
                                        the key blocks of bn keys that query block m (rows m*bm .. m*bm+bm-1)
                                        sees under the bottom-right causal mask (query i sees key j <= i + Sk - Sq):
@@ -28,9 +33,10 @@ Imports nothing but the standard library: the runtime (which never imports MLIR)
 """
 from __future__ import annotations
 
-ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "persistent_pairs": 5, "causal_blocks": 5,
-         "attention_persistent": 5}
-PERSISTENT = ("persistent", "persistent_pairs")     # the GEMM tile walks (tile_counts, tile_origin)
+ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "persistent_pairs": 5, "streamk": 7,
+         "causal_blocks": 5, "attention_persistent": 5}
+PERSISTENT = ("persistent", "persistent_pairs", "streamk")     # the GEMM tile walks (tile_counts, tile_origin)
+STREAMK_INDEX_LIMIT = 1 << 31    # iterations x CTAs of a stream-K launch: the kernel's i32 index arithmetic
 
 
 class IntOps:
@@ -68,7 +74,12 @@ def check(rule) -> tuple:
         raise ValueError(f"rule {rule!r}: {op!r} takes {ARITY[op]} argument(s), got {len(args)}")
     if op == "const" and not (isinstance(args[0], int) and args[0] >= 1):
         raise ValueError(f"rule {rule!r}: the constant must be an integer >= 1")
-    if op in PERSISTENT:
+    if op == "streamk":
+        names, steps = args[0:6:2] + args[6:], args[1:6:2]
+        if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
+            raise ValueError(f"rule {rule!r}: expected (\"streamk\", M, bm, N, bn, K, bk, P) with size names "
+                             "and positive tile sizes")
+    elif op in PERSISTENT:
         names, steps = args[0::2], args[1::2]
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
             raise ValueError(f"rule {rule!r}: expected ({op!r}, M, bm, N, bn, P) with size names "
@@ -133,6 +144,14 @@ def evaluate(rule, sizes: dict, ops=INT):
         return ops.minu(cdiv(sk, bn, ops), cdiv(ops.maxs(seen, ops.const(0)), bn, ops))
     if op == "attention_persistent":
         return ops.minu(attention_tiles(rule, sizes, ops), _size(sizes, rule[5], rule, ops))
+    if op == "streamk":
+        iters = streamk_iterations(rule, sizes, ops)
+        ctas = ops.minu(iters, _size(sizes, rule[7], rule, ops))
+        if ops is INT and iters * ctas >= STREAMK_INDEX_LIMIT:
+            raise ValueError(f"stream-K over {iters} iterations (tile, K tile) on {ctas} CTAs: iterations x CTAs must "
+                             f"stay below {STREAMK_INDEX_LIMIT} for the kernel's 32-bit index arithmetic; use the "
+                             "persistent schedule for a problem this large")
+        return ctas
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
     if op == "persistent_pairs":
@@ -146,7 +165,7 @@ def tile_counts(rule, sizes: dict, ops=INT) -> tuple:
     rule = check(rule)
     if rule[0] not in PERSISTENT:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
-    m, bm, n, bn, _ = rule[1:]
+    m, bm, n, bn = rule[1:5]
     return cdiv(_size(sizes, n, rule, ops), bn, ops), cdiv(_size(sizes, m, rule, ops), bm, ops)
 
 
@@ -158,8 +177,50 @@ def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
     rule = check(rule)
     if rule[0] not in PERSISTENT:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
-    m, bm, n, bn, _ = rule[1:]
+    m, bm, n, bn = rule[1:5]
     return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}
+
+
+# ---- stream-K ------------------------------------------------------------------------------------------------
+# A stream-K launch of P CTAs numbers its work as I = tiles x K tiles iterations, tile-major (iteration x is K tile
+# x % kt of tile x / kt), and gives CTA c the run [floor(c I / P), floor((c + 1) I / P)). A CTA's run covers the end
+# of one tile, whole tiles, and the start of another: at most its first and its last piece of a tile are partial.
+# Each partial piece is summed into the tile through a workspace (warploom/lowering/sm90.py, the stream-K fix-up).
+
+def streamk_iterations(rule, sizes: dict, ops=INT):
+    """I = ceil(M / bm) * ceil(N / bn) * ceil(K / bk): the (tile, K tile) iterations of a stream-K rule."""
+    rule = check(rule)
+    if rule[0] != "streamk":
+        raise ValueError(f"rule {text(rule)} is not a stream-K rule")
+    m, bm, n, bn, k, bk = rule[1:7]
+    tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
+    return ops.mul(tiles, cdiv(_size(sizes, k, rule, ops), bk, ops))
+
+
+def streamk_start(cta, ctas, iters, ops=INT):
+    """The first iteration of CTA `cta` of `ctas` (the end of its run is streamk_start(cta + 1))."""
+    return ops.divu(ops.mul(cta, iters), ctas)
+
+
+def streamk_cta(x, ctas, iters, ops=INT):
+    """The CTA whose run holds iteration x: the largest c with streamk_start(c) <= x, i.e. ((x + 1) P - 1) / I."""
+    return ops.divu(ops.sub(ops.mul(ops.add(x, ops.const(1)), ctas), ops.const(1)), iters)
+
+
+def streamk_pieces(ctas: int, iters: int, k_tiles: int) -> list[list[tuple[int, int, int]]]:
+    """Per tile, the (cta, first K tile, end K tile) pieces of a stream-K launch, in K order (Python ints; what the
+    kernel computes piece by piece, for tests and for `warploom explain`)."""
+    tiles = iters // k_tiles
+    out = [[] for _ in range(tiles)]
+    for c in range(ctas):
+        lo, hi = streamk_start(c, ctas, iters), streamk_start(c + 1, ctas, iters)
+        x = lo
+        while x < hi:
+            t = x // k_tiles
+            end = min(hi, (t + 1) * k_tiles)
+            out[t].append((c, x - t * k_tiles, end - t * k_tiles))
+            x = end
+    return out
 
 
 # ---- the persistent attention schedule ----------------------------------------------------------------------

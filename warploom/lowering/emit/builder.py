@@ -275,6 +275,9 @@ class Builder:
     def store(self, value: ir.Value, p: ir.Value, alignment: int) -> None:
         llvm.StoreOp(value, p, alignment=alignment)
 
+    def load(self, ty: ir.Type, p: ir.Value, alignment: int, prefix: str = "v") -> ir.Value:
+        return llvm.LoadOp(ty, p, alignment=alignment, loc=self.loc(prefix)).result
+
     # ---- aggregates and vectors --------------------------------------------------------------------
     def struct(self, elems: list[ir.Type]) -> ir.Type:
         return llvm.StructType.get_literal(elems)
@@ -319,6 +322,19 @@ class Builder:
                 yield op
                 scf.YieldOp([])
         return branch(op.then_block), branch(op.else_block)
+
+    def if_values(self, cond: ir.Value, types: list[ir.Type]):
+        """scf.if cond -> (types) { then } else { else }: (then, else, results); each branch is a context manager
+        giving a list, which its body fills with the values the branch yields."""
+        op = scf.IfOp(cond, list(types), has_else=True)
+
+        @contextmanager
+        def branch(block):
+            with ir.InsertionPoint(block):
+                out: list = []
+                yield out
+                scf.YieldOp(out)
+        return branch(op.then_block), branch(op.else_block), list(op.results)
 
     @contextmanager
     def for_(self, lower: ir.Value, upper: ir.Value, step: ir.Value, iter_args=(), iv: str | None = None,

@@ -12,7 +12,7 @@ size, wait hint, register budgets) come from the caller.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import nvvm
+from mlir.dialects import llvm, nvvm
 
 from .builder import Builder
 
@@ -47,6 +47,26 @@ def named_barrier_arrive(b: Builder, barrier_id: int | ir.Value, threads: int) -
     """bar.arrive id, threads: count this thread at barrier `id` without waiting."""
     bid = b.const(barrier_id) if isinstance(barrier_id, int) else barrier_id
     nvvm.BarrierArriveOp(b.const(threads), barrierId=bid)
+
+
+def named_barrier_any(b: Builder, barrier_id: int | ir.Value, threads: int, pred: ir.Value) -> ir.Value:
+    """bar.red.or.pred d, id, threads, pred: bar.sync that also ORs the threads' `pred` (i1); d, in every thread, is
+    true when any thread's was (how one thread's decision reaches its warpgroup without smem). MLIR 22's nvvm.barrier
+    takes a reduction only on barrier 0, so this calls the LLVM intrinsic."""
+    bid = b.const(barrier_id) if isinstance(barrier_id, int) else barrier_id
+    return b.intrinsic("llvm.nvvm.barrier.cta.red.or.aligned.count", [bid, b.const(threads), pred], b.i1)
+
+
+def fence_gpu() -> None:
+    """fence.acq_rel.gpu: this thread's memory accesses before it are ordered before those after it, for every thread
+    of the GPU (the release half of a hand-off through global memory before an atomic, the acquire half after)."""
+    llvm.FenceOp(llvm.AtomicOrdering.acq_rel, syncscope="device")
+
+
+def atomic_add_gpu(b: Builder, p: ir.Value, value: ir.Value) -> ir.Value:
+    """atom.relaxed.gpu.global.add.u32: add `value` to the i32 at global `p` (one thread); the old value."""
+    return llvm.AtomicRMWOp(llvm.AtomicBinOp.add, p, value, llvm.AtomicOrdering.monotonic, syncscope="device",
+                            alignment=4, loc=b.loc("old")).res
 
 
 def shfl_bfly(b: Builder, value: ir.Value, lane_xor: int) -> ir.Value:
