@@ -13,7 +13,8 @@ time is the median of its rounds (a clock drift within a shape reaches every var
 128-row kernels of the same block_n are also timed by name under both schedules and both epilogues (C through smem
 by TMA, the standard; C stored from registers, "direct": the kernels before issue 12), so each change is measured
 against the old kernel in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64 tiles instead, with the
-standard 4 stages and with deeper rings (6, 8 and 8 stages; tests/gpu/extra_kernels.py). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
+standard 4 stages and with deeper rings (6, 8 and 8 stages; tests/gpu/extra_kernels.py); and the stream-K kernels
+of those tiles (`streamk/...`: the tuning candidates, `warploom precompile --tuning`). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
 prints a table and the geomeans against cuBLAS (the PEERS.md grid; the issue's shapes).
 """
 from __future__ import annotations
@@ -53,8 +54,11 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
     """The kernels timed by name beside the user path: a 128-row tile under both schedules and both epilogues; for
     small M, the grid kernels of the 128 x 128, 64 x 128 and 64 x 64 tiles."""
     if m <= SMALL_M:
-        return {f"{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "grid", bm)
-                for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8))}
+        out = {f"{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "grid", bm)
+               for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8))}
+        out.update({f"streamk/{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "streamk", bm)
+                    for bm, bn, st in ((64, 128, 8), (64, 64, 8), (128, 128, 4), (128, 256, 4))})
+        return out
     if spec.block_m != 128:
         return {}
     out = {f"{sched}/{epi}": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched,
@@ -62,6 +66,8 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
            for sched in ("grid", "persistent") for epi in ("tma", "direct")}
     other = 384 - spec.block_n                 # the other 128-row tile (128 <-> 256), persistent: the tile model's data
     out[f"persistent/tma/n{other}"] = GemmSpec(spec.elem, spec.b_layout, other, spec.stages, spec.target, "persistent")
+    for bn in (128, 256):                      # stream-K of both 128-row tiles
+        out[f"streamk/n{bn}"] = GemmSpec(spec.elem, spec.b_layout, bn, 4, spec.target, "streamk")
     return out
 
 

@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from warploom import targets
 from warploom.runtime.artifact import KernelArtifact, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 
@@ -66,17 +67,9 @@ class GemmSpec:
     def lookup_id(self) -> str:
         return f"{self.kernel_name}-{self.target}"
 
-    @property
-    def consumer_warpgroups(self) -> int:
-        """sm_90a: one consumer warpgroup per 64 rows of the tile."""
-        return self.block_m // 64
-
     def streamk_buffers(self, ctas: int, m: int, n: int) -> tuple[int, int]:
-        """A stream-K kernel's (workspace f32 elements, counters i32 elements) for `ctas` CTAs on an m x n C: the
-        partial pieces, STREAMK_SLOTS per CTA and consumer warpgroup; a counter per tile and consumer warpgroup,
-        zero before the first launch (each launch leaves them zero)."""
-        tiles = -(-m // self.block_m) * -(-n // self.block_n)
-        return ctas * STREAMK_SLOTS * self.block_m * self.block_n, tiles * self.consumer_warpgroups
+        """A stream-K kernel's fix-up buffers for `ctas` CTAs on an m x n C (see `streamk_buffers`)."""
+        return streamk_buffers(self.block_m, self.block_n, ctas, m, n)
 
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
@@ -89,6 +82,17 @@ class GemmSpec:
 # leaves in the workspace: its run's first and last (the pieces between are whole tiles)
 STREAMK_PARAMS = ("workspace", "counters")
 STREAMK_SLOTS = 2
+
+
+def streamk_buffers(block_m: int, block_n: int, ctas: int, m: int, n: int) -> tuple[int, int]:
+    """A stream-K GEMM's (workspace f32 elements, counters i32 elements) for `ctas` CTAs on an m x n C: STREAMK_SLOTS
+    partial tiles per CTA; a counter per tile and consumer warpgroup (one per wgmma's 64 rows), zero before the first
+    launch (each launch leaves them zero)."""
+    tiles = -(-m // block_m) * -(-n // block_n)
+    return ctas * STREAMK_SLOTS * block_m * block_n, tiles * (block_m // SM90_MMA_M)
+
+
+SM90_MMA_M = targets.get("sm_90a").mma_shapes[0].m[0]     # rows of one wgmma: a consumer warpgroup's share
 SMALL_M_STAGES = 8    # the ring of the 64-row (small-M) GEMM kernels: their K loop is bound by the loads in flight
 # The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
@@ -106,6 +110,14 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
                 for elem in ("bf16", "f16") for layout in ("kn", "nk")
                 for block_m, block_n in ((128, 128), (128, 256), (256, 256))],
 }
+
+# stream-K GEMMs (sm_90a): what warploom.ops.matmul may pick for few tiles or a partly idle last wave; `warploom
+# precompile` builds them beside the standard set. The 64-row tiles keep the small-M kernels' deep ring.
+STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, stages, "sm_90a", "streamk", block_m)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (64, 128, SMALL_M_STAGES), (128, 128, 4),
+                                                (128, 256, 4))]}
 
 
 # ---- attention ----------------------------------------------------------------------------
@@ -268,10 +280,11 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
 
 
 def precompile_set(target: str) -> list:
-    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, then the attention kernels, then
-    the GEMMs the shipped tuning table names that are not standard (warploom/tuning)."""
+    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, the stream-K GEMMs, then the
+    attention kernels, then the GEMMs the shipped tuning table names that are not among them (warploom/tuning)."""
     from warploom import tuning
-    standard = list(STANDARD_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ()))
+    standard = (list(STANDARD_KERNELS.get(target, ())) + list(STREAMK_KERNELS.get(target, ()))
+                + list(STANDARD_ATTENTION_KERNELS.get(target, ())))
     return standard + [s for s in tuning.table_specs(target) if s not in standard]
 
 

@@ -22,6 +22,7 @@ from collections import OrderedDict
 from warploom import tuning
 from warploom.kernels import SMALL_M_STAGES, GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
+from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
@@ -30,10 +31,12 @@ GEMM_ELEMENTS = ("bf16", "f16")
 # "grid": a CTA per output tile; "persistent": a CTA per SM walking the tiles; "auto": persistent when
 # there are at least two waves of tiles, grid otherwise. The default is "persistent": with C stored by TMA it
 # matched or beat the grid schedule on every shape of H200 run 18 (geomean 0.925 against 0.893 of cuBLAS;
-# benchmarks/NOTES.md). The small-M (64-row) kernels are grid kernels whatever SCHEDULE says.
+# benchmarks/NOTES.md). The small-M (64-row) kernels are grid kernels unless SCHEDULE is "streamk".
+# "streamk": one CTA per SM, each taking an equal run of the (tile, K tile) iterations, shared tiles summed in f32
+# (the small-M tiles too, with their deep ring).
 SCHEDULE = "persistent"
 DEFAULT_SCHEDULE = SCHEDULE
-SCHEDULES = ("auto", "grid", "persistent")
+SCHEDULES = ("auto", "grid", "persistent", "streamk")
 # Use the shipped tuning table (warploom/tuning/<target>.json: the kernel measured fastest per shape bucket) before
 # the tile model; skipped when TUNING is False or SCHEDULE was changed from its default (the caller chose).
 TUNING = True
@@ -221,8 +224,9 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         if tuned is not None:
             return tuned
     block_m, block_n = _pick_tile(m, n)
-    if block_m != 128:         # the small-M kernels: grid schedule, a deep ring
-        return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m)
+    if block_m != 128:         # the small-M kernels: grid schedule (or stream-K when asked for), a deep ring
+        return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m,
+                        schedule="streamk" if SCHEDULE == "streamk" else "grid")
     return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 
 
@@ -236,7 +240,9 @@ def matmul(a, b, *, out=None):
     if key is not None:
         hit = _FAST.get(key)
         if hit is not None:
-            return _fast(hit, a, out)
+            done = _fast(hit, a, out)
+            if done is not None:
+                return done
     return _gemm(a, b, out, None, key)
 
 
@@ -255,14 +261,18 @@ def _torch_key(a, b, out) -> tuple | None:
 
 
 def _fast(hit, a, out):
-    prepared, shape, c_index = hit
+    """The remembered launch with a fresh C; None when it may not run on the current stream (then the slow path)."""
+    prepared, shape, c_index, only_stream = hit
+    stream = torch_stream(a)
+    if only_stream is not None and stream != only_stream:
+        return None
     if out is None:
         out = a.new_empty(shape)
         if prepared.types[c_index] is None:      # sm_100a: C leaves by TMA through its tensor map
             prepared.set_tensor_map_address(c_index, out.data_ptr())
         else:
             prepared.set_pointer(c_index, out.data_ptr())
-    prepared.launch(torch_stream(a))
+    prepared.launch(stream)
     return out
 
 
@@ -274,10 +284,11 @@ def torch_stream(t) -> int:
     return raw(t.device.index) if raw is not None else torch.cuda.current_stream(t.device).cuda_stream
 
 
-def _remember(key: tuple, prepared, artifact, shape: tuple) -> None:
-    """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`."""
+def _remember(key: tuple, prepared, artifact, shape: tuple, stream: int | None = None) -> None:
+    """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`;
+    `stream`: the only stream it may launch on (a stream-K kernel's fix-up buffers are that stream's)."""
     c_index = next(i for i, p in enumerate(artifact.params) if p.name == "c")
-    _FAST[key] = (prepared.copy(), shape, c_index)
+    _FAST[key] = (prepared.copy(), shape, c_index, stream)
     if len(_FAST) > _FAST_SLOTS:
         _FAST.popitem(last=False)
 
@@ -311,7 +322,9 @@ def _gemm(a, b, out, artifact, fast_key=None):
         _check_artifact(artifact, ta.dtype, layout)
     maps = artifact.tensor_maps
     stream = current_stream(ta)
-    plan_key = (artifact.key, _layout_key(ta), _layout_key(b_storage), tc.ptr, m, n, k)
+    # a stream-K kernel's prepared launch holds its stream's fix-up buffers
+    plan_key = (artifact.key, _layout_key(ta), _layout_key(b_storage), tc.ptr, m, n, k,
+                stream if artifact.grid[0][0] == "streamk" else None)
     prepared = _PREPARED.get(plan_key)
     if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
         _PREPARED.move_to_end(plan_key)
@@ -342,6 +355,8 @@ def _gemm(a, b, out, artifact, fast_key=None):
         c_arg = tc.ptr
     args = {"a": tmap_a, "b": tmap_b, "c": c_arg, "M": m, "N": n, "K": k_run}
     sizes = {"M": m, "N": n, "K": k_run, "SMS": _sm_count(ta.device)}
+    if artifact.grid[0][0] == "streamk":
+        args["workspace"], args["counters"] = _fixup_buffers(artifact.grid[0], sizes, ta.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
@@ -349,11 +364,40 @@ def _gemm(a, b, out, artifact, fast_key=None):
             _PREPARED.popitem(last=False)
         # the torch fast path: the operands read in place (no copy) and C a plain pointer parameter (sm_90a)
         if fast_key is not None and ta is given[0] and tb is given[1] and c_run is tc:
-            _remember(fast_key, prepared, artifact, (m, n))
+            _remember(fast_key, prepared, artifact, (m, n), stream if artifact.grid[0][0] == "streamk" else None)
     prepared.launch(stream)
     if c_run is not tc:
         _copy_back(c_run, tc)
     return tc.obj
+
+
+# ---- the stream-K fix-up's buffers -------------------------------------------------------------------------------
+
+_FIXUP: dict = {}         # (device, stream) -> {"workspace": DeviceBuffer, "counters": DeviceBuffer, "retired": [...]}
+
+
+def _fixup_buffers(rule, sizes: dict, device: int, stream: int) -> tuple[int, int]:
+    """(workspace, counters) addresses for a stream-K launch of grid rule `rule` on `stream`: one pair per device and
+    stream (launches on one stream run in order, so they can share it; two streams never do). Grown to the next
+    power of two when a launch needs more; grown-out buffers stay allocated (a launch in flight may still use them).
+    New counters are zeroed on the stream; every launch leaves them zero."""
+    from warploom.kernels import streamk_buffers
+    from warploom.runtime.tensors import DeviceBuffer
+    from warploom.runtime._cuda import check, on_device
+    from cuda.bindings import driver
+    _, bm, _, bn = rule[1:5]
+    floats, counts = streamk_buffers(bm, bn, rules.evaluate(rule, sizes), sizes["M"], sizes["N"])
+    entry = _FIXUP.setdefault((device, stream), {"workspace": None, "counters": None, "retired": []})
+    for name, need, dtype in (("workspace", floats, "f32"), ("counters", counts, "i32")):
+        buf = entry[name]
+        if buf is None or buf.shape[0] < need:
+            if buf is not None:
+                entry["retired"].append(buf)
+            buf = entry[name] = DeviceBuffer((1 << max(need - 1, 1).bit_length(),), dtype, device)
+            if name == "counters":
+                with on_device(device):
+                    check(driver.cuMemsetD8Async(buf.ptr, 0, buf.nbytes, stream), "cuMemsetD8Async")
+    return entry["workspace"].ptr, entry["counters"].ptr
 
 
 def _check_artifact(artifact, dtype: str, layout: str) -> None:

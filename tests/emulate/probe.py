@@ -42,6 +42,12 @@ SM100_CASES = [
     ("f16", "nk", 128, "persistent", 330, 136, 328, 2),
     ("bf16", "nk", 256, "persistent", 300, 520, 200, 2, 256),    # a CTA pair (cta_group::2): 2 x 3 pair tiles
 ]
+# stream-K (sm_90a): tiles of 2 and 3+ pieces, CTAs whose run lies inside one tile, a whole tile; each seed runs the
+# CTAs in another order (forward, then shuffled), so another CTA sums a shared tile
+STREAMK_CASES = [
+    ("bf16", "kn", 128, "streamk", 129, 257, 650, 13, 128),
+    ("f16", "nk", 128, "streamk", 33, 300, 1100, 9, 64),
+]
 SEEDS = (0, 1)
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
@@ -62,8 +68,8 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4")   # what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a
-#                                                    attention, sm_100a attention
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk")   # what `--only` picks from: sm_90a GEMMs, sm_100a
+#                                                    GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K
 
 
 def probe(families=FAMILIES) -> dict:
@@ -79,6 +85,7 @@ def probe(families=FAMILIES) -> dict:
     start = time.monotonic()
     gemms = [("sm_90a", *case) for case in CASES] if "gemm" in families else []
     gemms += [("sm_100a", *case) for case in SM100_CASES] if "sm100" in families else []
+    gemms += [("sm_90a", *case) for case in STREAMK_CASES] if "streamk" in families else []
     for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *block_m in gemms:
         spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, *block_m)
         rng = np.random.default_rng(11)
@@ -89,7 +96,8 @@ def probe(families=FAMILIES) -> dict:
         for seed in SEEDS:
             label = f"{where} seed {seed}"
             try:
-                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY).astype(np.float64)
+                order = ("forward", "shuffle")[seed % 2] if schedule == "streamk" else "forward"
+                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY, cta_order=order).astype(np.float64)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the lowering or the harness broke before or outside the emulation

@@ -2,7 +2,8 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
 
---standard records every standard sm_90a kernel (STANDARD_CASES) instead of the five CASES.
+--standard records every standard sm_90a kernel (STANDARD_CASES) and four stream-K kernels (STREAMK_CASES) instead of
+the five CASES.
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
 persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two input sets per case:
@@ -42,6 +43,12 @@ CASES = [
 STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, None) if s.schedule == "grid"
                                                                 else (260, 264, 136, 3)), s.block_m, s.stages)
                   for s in STANDARD_KERNELS["sm_90a"]]
+# stream-K (the tuning candidates of both row counts): SMS picked so tiles have 1, 2 and 3+ pieces and some CTA's run
+# lies inside one tile; the same SMS on the H200 and in the emulator gives the same pieces
+STREAMK_CASES = [("bf16", "kn", 128, "streamk", 129, 264, 656, 13, 128, 4), ("f16", "nk", 256, "streamk", 260, 264, 200, 5,
+                                                                           128, 4),
+                 ("bf16", "nk", 128, "streamk", 33, 304, 1104, 9, 64, 8), ("f16", "kn", 64, "streamk", 5, 304, 336, 2,
+                                                                           64, 8)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
@@ -69,8 +76,16 @@ def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block
             "c": (encode_tiled(art.tensor_maps["c"], as_device_tensor(c), [1, 0]) if "c" in art.tensor_maps
                   else as_device_tensor(c).ptr), "M": m, "N": n, "K": k}
     sizes = {"M": m, "N": n, "K": k, "SMS": sms or 132}
+    if schedule == "streamk":      # the fix-up's buffers: the workspace poisoned, the counters zero
+        from warploom.runtime import rules
+        floats, counts = spec.streamk_buffers(rules.evaluate(art.grid[0], sizes), m, n)
+        workspace = torch.full((floats,), float("nan"), device="cuda", dtype=torch.float32)
+        counters = torch.zeros(counts, device="cuda", dtype=torch.int32)
+        args.update(workspace=workspace.data_ptr(), counters=counters.data_ptr())
     default_launcher().prepare(art, sizes, args, device=0).launch(torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
+    if schedule == "streamk":
+        assert not counters.any(), f"{art.name}: stream-K counters not zero after the launch"
     return c.float().cpu().numpy(), art
 
 
@@ -96,4 +111,4 @@ def main(path: str, cases: list) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], STANDARD_CASES if "--standard" in sys.argv[2:] else CASES)
+    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES if "--standard" in sys.argv[2:] else CASES)

@@ -46,7 +46,7 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
   step "benchmarks/gemm.py --compare"
   python3 benchmarks/gemm.py --out "$OUT" --schedule ${SCHEDULE:-persistent} --compare --rounds 3 ${BENCH_ARGS:-} 2>&1
 
-  for schedule in grid persistent candidates; do
+  for schedule in grid persistent streamk candidates; do
     for tool in memcheck racecheck; do
       step "compute-sanitizer $tool ($schedule)"
       extra=""; [ "$tool" = memcheck ] && extra="--report-api-errors no"

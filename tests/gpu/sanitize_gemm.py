@@ -1,6 +1,6 @@
 """GEMMs for compute-sanitizer (memcheck, racecheck): odd sizes so edge tiles are exercised.
 
-    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py [auto|grid|persistent|candidates]
+    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_gemm.py [auto|grid|persistent|streamk|candidates]
 
 A schedule runs warploom.ops.matmul under it on four problems (two of them taken by the 64-row kernels);
 `candidates` runs every tuning candidate (warploom/tuning: what the shipped table may name) by name, bf16 with

@@ -1,4 +1,4 @@
-"""Each small-M (64-row) sm_90a GEMM kernel as the first kernel of a fresh process, on exact inputs.
+"""Each small-M (64-row) sm_90a GEMM kernel, standard and stream-K, first in a fresh process, on exact inputs.
 
 H200 run 18 found wl_gemm_bf16_nk_64x128x64_s4 wrong (every row of a tile but its first) when it was the first
 kernel a process launched, and right after some other kernels had run: ptxas had ignored setmaxnreg (C7508) and
@@ -13,15 +13,15 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
 
-from warploom.kernels import STANDARD_KERNELS  # noqa: E402
+from warploom.kernels import STANDARD_KERNELS, STREAMK_KERNELS  # noqa: E402
 
-SMALL = [s for s in STANDARD_KERNELS["sm_90a"] if s.block_m == 64]
+SMALL = [s for s in STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] if s.block_m == 64]
 
 CHILD = """
 import sys, torch
 from warploom import ops
 from warploom.kernels import GemmSpec, get_kernel
-spec = GemmSpec({elem!r}, {layout!r}, {block_n}, block_m=64)
+spec = GemmSpec({elem!r}, {layout!r}, {block_n}, {stages}, "sm_90a", {schedule!r}, 64)
 dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
 g = torch.Generator(device="cuda").manual_seed(1)
 for m, n, k in ((300, 392, 328), (200, 264, 136)):
@@ -39,6 +39,7 @@ for m, n, k in ((300, 392, 328), (200, 264, 136)):
 
 @pytest.mark.parametrize("spec", SMALL, ids=lambda s: s.kernel_name)
 def test_first_kernel_of_a_process_is_exact(spec):
-    code = CHILD.format(elem=spec.elem, layout=spec.b_layout, block_n=spec.block_n)
+    code = CHILD.format(elem=spec.elem, layout=spec.b_layout, block_n=spec.block_n, stages=spec.stages,
+                        schedule=spec.schedule)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr

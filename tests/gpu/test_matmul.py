@@ -78,6 +78,57 @@ def test_grid_schedule(m, n, k, transposed, monkeypatch):
     assert err <= TOL, f"grid {m}x{n}x{k}: relative Frobenius error {err:.2e}"
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("m,n,k,transposed", [(3000, 5000, 1000, False), (128, 8192, 8192, True), (1, 4096, 4096, False),
+                                              (17, 4096, 127, True), (1, 1, 1, False), (2000, 3000, 520, True),
+                                              (300, 392, 8200, False)])
+def test_streamk_schedule(m, n, k, transposed, dtype, monkeypatch):
+    """ops under SCHEDULE = "streamk" (the 64-row tiles for M <= 64): ragged sizes, tiles of one to dozens of pieces;
+    three calls on the same inputs give the same bits (the pieces are summed in K order, whoever finishes last; the
+    counters are back at zero after each launch)."""
+    monkeypatch.setattr(ops, "SCHEDULE", "streamk")
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=dtype, generator=g).t() if transposed
+         else torch.randn(k, n, device="cuda", dtype=dtype, generator=g))
+    ref = a.float() @ b.float()
+    got = []
+    for _ in range(3):
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        got.append(ops.matmul(a, b, out=out))
+    torch.cuda.synchronize()
+    assert not torch.isnan(got[0]).any(), f"streamk {m}x{n}x{k}: unwritten outputs"
+    assert rel_fro(got[0], ref) <= TOL
+    for c in got[1:]:
+        assert torch.equal(c.view(torch.int16), got[0].view(torch.int16)), f"streamk {m}x{n}x{k}: results differ"
+
+
+def _streamk_kernels():
+    from warploom import tuning
+    return [s for s in tuning.all_candidates() if s.schedule == "streamk"]
+
+
+@pytest.mark.parametrize("spec", _streamk_kernels(), ids=lambda s: s.kernel_name)
+def test_every_streamk_kernel(spec):
+    """Each stream-K kernel by name, at a ragged size whose tiles split into many pieces on 132 SMs (few tiles,
+    K = 8200), C poisoned; twice, the same bits."""
+    from warploom.kernels import get_kernel
+    dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
+    m, n, k = (45, 392, 8200) if spec.block_m == 64 else (300, 392, 8200)
+    g = torch.Generator(device="cuda").manual_seed(spec.block_n)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=dtype, generator=g).t() if spec.b_layout == "nk"
+         else torch.randn(k, n, device="cuda", dtype=dtype, generator=g))
+    outs = []
+    for _ in range(2):
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        outs.append(ops.run_gemm(get_kernel(spec), a, b, out=out))
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[0]).any(), f"{spec.kernel_name}: unwritten outputs"
+    assert rel_fro(outs[0], a.float() @ b.float()) <= TOL
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
+
+
 def test_unknown_schedule_is_refused(monkeypatch):
     monkeypatch.setattr(ops, "SCHEDULE", "zigzag")
     a = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)

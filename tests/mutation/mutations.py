@@ -278,4 +278,29 @@ MUTATIONS: list[Mutation] = [
              "the polynomial exp2 drops its linear term: a quarter of the P elements are wrong",
              FA4, "        for coef in reversed(cs[:-1]):", "        for coef in reversed(cs[:1] + cs[2:-1]):",
              ("fa4",)),
+    # ---- stream-K fix-up (sm_90a) ----
+    Mutation("streamk-slot-overlap",
+             "the workspace slots are indexed cta + slot instead of cta * 2 + slot: CTA c's last piece and CTA c + 1's "
+             "first piece (often of the same tile) share a slot, and the later write wins",
+             SM90, "index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)", "index = b.add(cta, slot)", ("streamk",)),
+    Mutation("streamk-pieces-short",
+             "the tile's piece count misses its last CTA: the second-to-last piece sums before the last one is in",
+             SM90, "first), c(1))\n", "first), c(0))\n", ("streamk",)),
+    Mutation("streamk-counter-not-reset",
+             "the summing CTA leaves the tile's counter at its piece count: the next launch on the same buffers "
+             "miscounts every shared tile",
+             SM90, "                    b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
+    Mutation("streamk-partial-as-whole",
+             "a piece that starts the tile but ends before its last K tile is stored as if it were the whole tile",
+             SM90, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
+             'whole = b.cmp("eq", pc.lo, c(0))', ("streamk",)),
+    Mutation("streamk-ring-base",
+             "a stream-K CTA restarts the ring iteration at each tile's first K tile instead of counting on from "
+             "its run's start: stage and phase disagree with the barriers' state",
+             SM90, "self.it_base = b.sub(t0, start)", "self.it_base = b.sub(c(0), lo)", ("streamk",)),
+    Mutation("streamk-row-half",
+             "the fix-up writes and reads a thread's second row (r0 + 8) under the first row's bounds test: rows "
+             "past M are written and rows inside it lost at ragged M",
+             SM90, "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h)), self.M) for h in range(2)]",
+             "row_ok = [b.cmp(\"slt\", b.add(row0, c(0 * h)), self.M) for h in range(2)]", ("streamk",)),
 ]

@@ -246,7 +246,8 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
     out_type = attention.operation.results[0].type
     elem, d = check_attention(attention, ATTENTION_HEAD_DIMS, "sm_90a")
     if schedule not in SCHEDULES or schedule in GEMM_ONLY_SCHEDULES:
-        raise PassError(f"wl-tile: schedule = {schedule!r}: an attention takes grid or persistent", attention)
+        raise PassError(f"wl-tile: schedule = {schedule!r}: use one of "
+                        f"{', '.join(s for s in SCHEDULES if s not in GEMM_ONLY_SCHEDULES)}", attention)
     bm, bn = block_m, default_block_n(d, schedule) if block_n is None else block_n
     check_attention_tile(bm, bn, elem, attention)
     causal = bool(attrs["causal"])

@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from warploom.kernels import GemmSpec
+from warploom.kernels import STREAMK_KERNELS, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
 SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule")     # what an entry chooses; elem, layout from its key
@@ -30,7 +30,8 @@ def bucket(m: int, n: int, k: int) -> tuple[int, int, int]:
 
 def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list[GemmSpec]:
     """The kernels `warploom tune` times for a problem of M rows: small M the 64-row tiles with 4 and 8 stages
-    (and the 128 x 128 grid kernels up to M = 128), larger M the 128-row tiles under both schedules."""
+    (and the 128 x 128 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
+    kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above)."""
     if target != "sm_90a":
         raise ValueError(f"warploom tune searches sm_90a GEMM kernels; {target} has no candidates (its kernels "
                          "have not run on a GPU here)")
@@ -43,6 +44,9 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     if m > SMALL_M:
         out += [GemmSpec(elem, b_layout, bn, 4, target, schedule)
                 for bn in (128, 256) for schedule in ("persistent", "grid")]
+    # stream-K (kernels.STREAMK_KERNELS): the 64-row tiles with the deep ring for small M, the 128-row tiles above
+    out += [s for s in STREAMK_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)
+            and (s.block_m == 64) == (m <= SMALL_M)]
     return out
 
 
