@@ -57,7 +57,7 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
         out = {f"{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "grid", bm)
                for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8))}
         out.update({f"streamk/{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "streamk", bm)
-                    for bm, bn, st in ((64, 128, 8), (64, 64, 8), (128, 128, 4), (128, 256, 4))})
+                    for bm, bn, st in ((64, 64, 8), (128, 128, 4), (128, 128, 6), (128, 256, 4))})
         return out
     if spec.block_m != 128:
         return {}

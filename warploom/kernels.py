@@ -112,11 +112,15 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
 }
 
 # stream-K GEMMs (sm_90a): what warploom.ops.matmul may pick for few tiles or a partly idle last wave; `warploom
-# precompile` builds them beside the standard set. The 64-row tiles keep the small-M kernels' deep ring.
+# precompile` builds them beside the standard set. The 64-row tile keeps the small-M kernels' deep ring, and the
+# 128 x 128 tile comes with 6 stages too (the M = 128 grid kernels' best ring, H200 run 20).
+# Not here: 64 x 128. Built the same way, it is exact in the emulator but wrong on the H200 (H200 run 23: every row of
+# a tile but the first, even a whole tile with no fix-up; tests/gpu/debug_streamk.py), the symptom of run 18's ptxas
+# failure, with no ptxas warning this time (benchmarks/NOTES.md, run 23).
 STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, stages, "sm_90a", "streamk", block_m)
                for elem in ("bf16", "f16") for layout in ("kn", "nk")
-               for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (64, 128, SMALL_M_STAGES), (128, 128, 4),
+               for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (128, 128, 4), (128, 128, 6),
                                                 (128, 256, 4))]}
 
 

@@ -224,9 +224,10 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         if tuned is not None:
             return tuned
     block_m, block_n = _pick_tile(m, n)
-    if block_m != 128:         # the small-M kernels: grid schedule (or stream-K when asked for), a deep ring
-        return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m,
-                        schedule="streamk" if SCHEDULE == "streamk" else "grid")
+    if block_m != 128 and SCHEDULE == "streamk":    # the one 64-row stream-K tile (kernels.STREAMK_KERNELS)
+        return GemmSpec(elem, b_layout, 64, SMALL_M_STAGES, target=target, block_m=block_m, schedule="streamk")
+    if block_m != 128:         # the small-M kernels: grid schedule, a deep ring
+        return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m)
     return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
 
 

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
 
---standard records every standard sm_90a kernel (STANDARD_CASES) and four stream-K kernels (STREAMK_CASES) instead of
+--standard records every standard sm_90a kernel (STANDARD_CASES) and five stream-K kernels (STREAMK_CASES) instead of
 the five CASES.
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
@@ -45,10 +45,11 @@ STANDARD_CASES = [(s.elem, s.b_layout, s.block_n, s.schedule, *((200, 264, 136, 
                   for s in STANDARD_KERNELS["sm_90a"]]
 # stream-K (the tuning candidates of both row counts): SMS picked so tiles have 1, 2 and 3+ pieces and some CTA's run
 # lies inside one tile; the same SMS on the H200 and in the emulator gives the same pieces
-STREAMK_CASES = [("bf16", "kn", 128, "streamk", 129, 264, 656, 13, 128, 4), ("f16", "nk", 256, "streamk", 260, 264, 200, 5,
-                                                                           128, 4),
-                 ("bf16", "nk", 128, "streamk", 33, 304, 1104, 9, 64, 8), ("f16", "kn", 64, "streamk", 5, 304, 336, 2,
-                                                                           64, 8)]
+STREAMK_CASES = [("bf16", "kn", 128, "streamk", 129, 264, 656, 13, 128, 4),
+                 ("f16", "nk", 256, "streamk", 260, 264, 200, 5, 128, 4),
+                 ("bf16", "nk", 64, "streamk", 33, 304, 1104, 9, 64, 8),
+                 ("f16", "kn", 64, "streamk", 5, 304, 336, 2, 64, 8),
+                 ("bf16", "nk", 128, "streamk", 128, 392, 1104, 11, 128, 6)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 

@@ -23,7 +23,8 @@ def test_candidates_follow_m():
     assert {(s.block_n, s.schedule) for s in large} == {(128, "grid"), (128, "persistent"), (256, "grid"),
                                                          (256, "persistent"), (128, "streamk"), (256, "streamk")}
     assert all(s.elem == "f16" and s.b_layout == "nk" for s in large)
-    assert {(s.block_m, s.block_n, s.stages) for s in small if s.schedule == "streamk"} == {(64, 64, 8), (64, 128, 8)}
+    assert {(s.block_m, s.block_n, s.stages) for s in small if s.schedule == "streamk"} == {(64, 64, 8)}
+    assert {(s.block_n, s.stages) for s in mid if s.schedule == "streamk"} == {(128, 4), (128, 6), (256, 4)}
     assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 52
     with pytest.raises(ValueError, match="sm_100a has no candidates"):
         tuning.candidates("bf16", "kn", 16, "sm_100a")

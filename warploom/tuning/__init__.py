@@ -44,9 +44,10 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     if m > SMALL_M:
         out += [GemmSpec(elem, b_layout, bn, 4, target, schedule)
                 for bn in (128, 256) for schedule in ("persistent", "grid")]
-    # stream-K (kernels.STREAMK_KERNELS): the 64-row tiles with the deep ring for small M, the 128-row tiles above
+    # stream-K (kernels.STREAMK_KERNELS): the 64-row tile with the deep ring for small M, the 128-row tiles above
+    # (128 x 128 with 6 stages up to M = 128 only)
     out += [s for s in STREAMK_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)
-            and (s.block_m == 64) == (m <= SMALL_M)]
+            and (s.block_m == 64) == (m <= SMALL_M) and (s.stages == 4 or s.block_m == 64 or m <= MID_M)]
     return out
 
 
