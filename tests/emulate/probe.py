@@ -42,10 +42,12 @@ SM100_CASES = [
     ("f16", "nk", 128, "persistent", 330, 136, 328, 2),
     ("bf16", "nk", 256, "persistent", 300, 520, 200, 2, 256),    # a CTA pair (cta_group::2): 2 x 3 pair tiles
 ]
-# stream-K (sm_90a): tiles of 2 and 3+ pieces, CTAs whose run lies inside one tile, a whole tile; each seed runs the
+# stream-K (sm_90a): tiles of 2 and 3+ pieces, CTAs whose run lies inside one tile, whole tiles, data-parallel tiles
+# before the stream-K ones; each seed runs the
 # CTAs in another order (forward, then shuffled), so another CTA sums a shared tile
 STREAMK_CASES = [
     ("bf16", "kn", 128, "streamk", 129, 257, 650, 13, 128),
+    ("bf16", "nk", 128, "streamk", 330, 520, 330, 4, 128),     # 8 data-parallel tiles, then 7 stream-K ones
     ("f16", "nk", 128, "streamk", 33, 300, 1100, 9, 64),
 ]
 SEEDS = (0, 1)

@@ -18,8 +18,10 @@ from warploom.reference.ops import matmul, round_to
 from warploom.runtime import rules
 
 SPECS = [s for s in tuning.all_candidates() if s.schedule == "streamk"]
-# (M, N, K, SMS): per tile the piece counts differ (see test_the_cases_cover_every_kind_of_piece)
-CASES = {64: [(5, 300, 330, 2), (33, 70, 1100, 9)], 128: [(130, 200, 300, 3), (129, 257, 650, 13)]}
+# (M, N, K, SMS): per tile the piece counts differ (see test_the_cases_cover_every_kind_of_piece); the last case of
+# each has two waves of tiles or more, so data-parallel tiles come before the stream-K ones
+CASES = {64: [(5, 300, 330, 2), (33, 70, 1100, 9), (130, 300, 520, 4)],
+         128: [(130, 200, 300, 3), (129, 257, 650, 13), (330, 520, 330, 4)]}
 ORDERS = ("forward", "reverse", "shuffle")
 
 
@@ -30,7 +32,7 @@ def rule_of(spec):
 def pieces(spec, m, n, k, sms):
     sizes = {"M": m, "N": n, "K": k, "SMS": sms}
     rule = rule_of(spec)
-    return rules.streamk_pieces(rules.evaluate(rule, sizes), rules.streamk_iterations(rule, sizes), -(-k // 64))
+    return rules.streamk_pieces(rules.evaluate(rule, sizes), *rules.streamk_tiles(rule, sizes))
 
 
 def operands(spec, m, n, k, rng, exact: bool):
@@ -41,9 +43,14 @@ def operands(spec, m, n, k, rng, exact: bool):
 
 
 def test_the_cases_cover_every_kind_of_piece():
-    """Whole tiles, tiles of 2 and of 3+ pieces, and a CTA whose run is inside one tile, for both row counts."""
+    """Whole tiles, tiles of 2 and of 3+ pieces, and a CTA whose run is inside one tile, for both row counts; and
+    data-parallel tiles before stream-K ones."""
     for rows, cases in CASES.items():
         spec = GemmSpec("bf16", "kn", 128, 4, "sm_90a", "streamk", rows)
+        m, n, k, sms = cases[-1]
+        tiles, k_tiles = rules.streamk_tiles(rule_of(spec), {"M": m, "N": n, "K": k})
+        dp = rules.streamk_dp_tiles(tiles, sms)
+        assert dp and any(len(p) > 1 for p in pieces(spec, *cases[-1])[dp:]), rows
         counts = [len(p) for case in cases for p in pieces(spec, *case)]
         assert {1, 2} <= set(counts) and max(counts) >= 3, (rows, counts)
         inside = [c for case in cases for tile in pieces(spec, *case) for c, lo, hi in tile
@@ -53,9 +60,11 @@ def test_the_cases_cover_every_kind_of_piece():
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.kernel_name for s in SPECS])
 def test_exact_inputs_give_the_exact_result(spec):
-    """Each case in a CTA order of its own (the orders rotate over the kernels)."""
+    """Two of the cases per kernel, each in a CTA order of its own (cases and orders rotate over the kernels)."""
     rng = np.random.default_rng(5)
-    for i, (m, n, k, sms) in enumerate(CASES[spec.block_m]):
+    cases = CASES[spec.block_m]
+    for i in range(2):
+        m, n, k, sms = cases[(SPECS.index(spec) + i) % len(cases)]
         a, b, ref = operands(spec, m, n, k, rng, exact=True)
         order = ORDERS[(SPECS.index(spec) + i) % len(ORDERS)]
         c = emulate_gemm(spec, a, b, seed=3, sms=sms, cta_order=order)
@@ -66,7 +75,7 @@ def test_exact_inputs_give_the_exact_result(spec):
 def test_random_inputs_give_the_same_bits_whoever_finishes_last(rows):
     spec = GemmSpec("bf16", "nk", 64 if rows == 64 else 128, SMALL_M_STAGES if rows == 64 else 4, "sm_90a", "streamk",
                     rows)
-    m, n, k, sms = CASES[rows][1]
+    m, n, k, sms = CASES[rows][1 if rows == 64 else 2]
     a, b, ref = operands(spec, m, n, k, np.random.default_rng(8), exact=False)
     got = [emulate_gemm(spec, a, b, seed=s, sms=sms, cta_order=o, delay=8)
            for s, o in ((0, "forward"), (1, "reverse"), (2, "shuffle"))]

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
 
---standard records every standard sm_90a kernel (STANDARD_CASES) and five stream-K kernels (STREAMK_CASES) instead of
+--standard records every standard sm_90a kernel (STANDARD_CASES) and six stream-K cases (STREAMK_CASES) instead of
 the five CASES.
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
@@ -49,7 +49,8 @@ STREAMK_CASES = [("bf16", "kn", 128, "streamk", 129, 264, 656, 13, 128, 4),
                  ("f16", "nk", 256, "streamk", 260, 264, 200, 5, 128, 4),
                  ("bf16", "nk", 64, "streamk", 33, 304, 1104, 9, 64, 8),
                  ("f16", "kn", 64, "streamk", 5, 304, 336, 2, 64, 8),
-                 ("bf16", "nk", 128, "streamk", 128, 392, 1104, 11, 128, 6)]
+                 ("bf16", "nk", 128, "streamk", 128, 392, 1104, 11, 128, 6),
+                 ("bf16", "kn", 128, "streamk", 330, 520, 336, 4, 128, 4)]    # 8 data-parallel tiles first
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 

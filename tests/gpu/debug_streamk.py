@@ -37,7 +37,7 @@ def run(spec, m, n, k, sms):
     bad = (c.float() != ref)
     rows = torch.nonzero(bad.any(1)).flatten().tolist()
     cols = torch.nonzero(bad.any(0)).flatten().tolist()
-    pieces = rules.streamk_pieces(g_, rules.streamk_iterations(art.grid[0], sizes), -(-k // 64))
+    pieces = rules.streamk_pieces(g_, *rules.streamk_tiles(art.grid[0], sizes))
     print(f"{spec.kernel_name} {m}x{n}x{k} SMS={sms} grid={g_} pieces/tile={[len(p) for p in pieces]} "
           f"wrong={int(bad.sum())}/{m * n} nan={int(torch.isnan(c.float()).sum())} counters={cnt.tolist()[:8]} "
           f"rows={rows[:5]}..{rows[-3:]} ({len(rows)}) cols={cols[:5]}..{cols[-3:]} ({len(cols)})", flush=True)

@@ -295,9 +295,10 @@ MUTATIONS: list[Mutation] = [
              SM90, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
              'whole = b.cmp("eq", pc.lo, c(0))', ("streamk",)),
     Mutation("streamk-ring-base",
-             "a stream-K CTA restarts the ring iteration at each tile's first K tile instead of counting on from "
-             "its run's start: stage and phase disagree with the barriers' state",
-             SM90, "self.it_base = b.sub(t0, start)", "self.it_base = b.sub(c(0), lo)", ("streamk",)),
+             "a stream-K CTA starts its stream-K run's ring iterations at 0 instead of after its data-parallel "
+             "tiles' iterations: stage and phase disagree with the barriers' state",
+             SM90, "self.it_base = b.add(dp_iters, b.sub(t0, start))", "self.it_base = b.sub(t0, start)",
+             ("streamk",)),
     Mutation("streamk-row-bound",
              "the fix-up takes a thread's fragment rows as outside M 8 rows early: at a ragged M the last rows' "
              "partial sums are neither written nor read, and those rows come out as zero",

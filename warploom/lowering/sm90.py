@@ -117,8 +117,8 @@ class _Loop:
 
 @dataclass
 class _Piece:
-    """The piece of a tile a stream-K CTA works on now: tile index, its first iteration t0 (= tile * kt), the K tiles
-    [lo, hi) of it in this CTA's run, and the run's start, the CTA, the CTA count and the iteration count."""
+    """The piece of a tile a stream-K CTA works on now: tile index, its first stream-K iteration t0, the K tiles
+    [lo, hi) of it in this CTA's run, and the run's start, the CTA, the CTA count and the stream-K iteration count."""
     tile: ir.Value
     t0: ir.Value
     lo: ir.Value
@@ -729,26 +729,36 @@ class _GemmLowering(_Sm90Lowering):
         self.it_base, self.origin = None, {}
 
     def _streamk_loop(self, ops, ctx: _Role) -> None:
-        """Stream-K (rules.streamk_start): this CTA's run [start, end) of the I = tiles x kt iterations (tile, K tile),
-        walked tile by tile: for tile t from start / kt to (end - 1) / kt, the K tiles [lo, hi) of t in the run. The
-        ring iteration of K tile kt of tile t is t * kt + kt - start, so every role's stages and phases agree."""
+        """Stream-K (rules, "stream-K"): first this CTA's data-parallel tiles cta, cta + P, ... below D, whole (D / P of
+        them: ring iterations 0 .. D / P * kt); then its run [start, end) of the I = (T - D) kt stream-K iterations,
+        tile by tile: for stream-K tile u from start / kt to (end - 1) / kt (tile D + u), its K tiles [lo, hi) in the
+        run, at ring iteration D / P * kt + u * kt + kt_index - start, so every role's stages and phases agree."""
         b, c = self.b, self.b.const
         n_tiles, _ = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
         cta = b.sreg("ctaid", "x", "cta")
         ctas = b.sreg("nctaid", "x", "ncta")
-        iters = rules.streamk_iterations(self.grid[0], {"M": self.M, "N": self.N, "K": self.K}, b)
+        tiles, _ = rules.streamk_tiles(self.grid[0], {"M": self.M, "N": self.N, "K": self.K}, b)
+        dp = rules.streamk_dp_tiles(tiles, ctas, b)
+        with b.for_(cta, dp, ctas, iv=b.fresh("tile")) as loop:       # data-parallel: whole tiles
+            self.it_base = b.mul(b.divu(b.sub(loop.iv, cta), ctas), self.trips)
+            self.origin = rules.tile_origin(self.grid[0], loop.iv, n_tiles, b)
+            ctx.accs, ctx.acc_n = {}, {}
+            self._ops(ops, ctx)
+        dp_iters = b.mul(b.divu(dp, ctas), self.trips)                 # the ring iterations they took
+        iters = b.mul(b.sub(tiles, dp), self.trips)
         start = rules.streamk_start(cta, ctas, iters, b)
         end = rules.streamk_start(b.add(cta, c(1)), ctas, iters, b)
         first = b.divu(start, self.trips)
         last = b.add(b.divu(b.sub(end, c(1)), self.trips), c(1))
-        with b.for_(first, last, c(1), iv=b.fresh("tile")) as loop:
-            tile = loop.iv
-            t0 = b.mul(tile, self.trips)                    # the tile's first iteration
+        with b.for_(first, last, c(1), iv=b.fresh("sktile")) as loop:
+            t0 = b.mul(loop.iv, self.trips)                 # the stream-K tile's first stream-K iteration
             lo = b.sub(b.maxs(start, t0), t0)               # never negative: indices stay below 2^31 (rules)
             hi = b.sub(b.mins(end, b.add(t0, self.trips)), t0)
+            tile = b.add(dp, loop.iv)
             self.piece = _Piece(tile, t0, lo, hi, start, cta, ctas, iters)
-            self.it_base = b.sub(t0, start)
+            self.it_base = b.add(dp_iters, b.sub(t0, start))
             self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            ctx.accs, ctx.acc_n = {}, {}
             self._ops(ops, ctx)
         self.it_base, self.origin, self.piece = None, {}, None
 

@@ -12,10 +12,10 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
                                        sm_100a's cta_group::2) per tile of bm rows, at most one CTA per SM; the
                                        pairs stride over the tiles as the CTAs of "persistent" do
     ("streamk", M, bm, N, bn, K, bk, P)
-                                       min(ceil(M / bm) * ceil(N / bn) * ceil(K / bk), P): one CTA per SM, each
-                                       taking an equal run of the iterations (tile, K tile) in order; a tile whose
-                                       iterations several CTAs share is summed by the last to finish (see
-                                       `streamk_range`)
+                                       min(ceil(M / bm) * ceil(N / bn) * ceil(K / bk), P): one CTA per SM; whole
+                                       tiles but the last two waves' (data-parallel), then the rest as equal runs of
+                                       (tile, K tile) iterations; a tile whose iterations several CTAs share is summed
+                                       by the last to finish (see "stream-K" below)
     ("causal_blocks", Sq, Sk, m, bm, bn)
                                        the key blocks of bn keys that query block m (rows m*bm .. m*bm+bm-1)
                                        sees under the bottom-right causal mask (query i sees key j <= i + Sk - Sq):
@@ -145,12 +145,14 @@ def evaluate(rule, sizes: dict, ops=INT):
     if op == "attention_persistent":
         return ops.minu(attention_tiles(rule, sizes, ops), _size(sizes, rule[5], rule, ops))
     if op == "streamk":
-        iters = streamk_iterations(rule, sizes, ops)
-        ctas = ops.minu(iters, _size(sizes, rule[7], rule, ops))
-        if ops is INT and iters * ctas >= STREAMK_INDEX_LIMIT:
-            raise ValueError(f"stream-K over {iters} iterations (tile, K tile) on {ctas} CTAs: iterations x CTAs must "
-                             f"stay below {STREAMK_INDEX_LIMIT} for the kernel's 32-bit index arithmetic; use the "
-                             "persistent schedule for a problem this large")
+        tiles, k_tiles = streamk_tiles(rule, sizes, ops)
+        ctas = ops.minu(ops.mul(tiles, k_tiles), _size(sizes, rule[7], rule, ops))
+        if ops is INT:
+            sk = (tiles - streamk_dp_tiles(tiles, ctas)) * k_tiles
+            if sk * ctas >= STREAMK_INDEX_LIMIT:
+                raise ValueError(f"stream-K over {sk} iterations (tile, K tile) on {ctas} CTAs: iterations x CTAs "
+                                 f"must stay below {STREAMK_INDEX_LIMIT} for the kernel's 32-bit index arithmetic; "
+                                 "use the persistent schedule for a problem this large")
         return ctas
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
@@ -182,43 +184,53 @@ def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
 
 
 # ---- stream-K ------------------------------------------------------------------------------------------------
-# A stream-K launch of P CTAs numbers its work as I = tiles x K tiles iterations, tile-major (iteration x is K tile
-# x % kt of tile x / kt), and gives CTA c the run [floor(c I / P), floor((c + 1) I / P)). A CTA's run covers the end
-# of one tile, whole tiles, and the start of another: at most its first and its last piece of a tile are partial.
-# Each partial piece is summed into the tile through a workspace (warploom/lowering/sm90.py, the stream-K fix-up).
+# A stream-K launch of P CTAs over T tiles of kt K tiles each: the first D = max(T / P - 1, 0) * P tiles (all whole
+# waves but the last) are data-parallel, CTA c taking tiles c, c + P, ... whole (D / P each, in the persistent order);
+# the other T - D tiles (between one and two waves' worth) are numbered as I = (T - D) kt iterations, tile-major
+# (stream-K iteration x is K tile x % kt of tile D + x / kt), and CTA c takes the run [floor(c I / P),
+# floor((c + 1) I / P)). A run covers the end of one tile, whole tiles, and the start of another: at most its first
+# and its last piece of a tile are partial. Each partial piece is summed into the tile through a workspace
+# (warploom/lowering/sm90.py, the stream-K fix-up). With fewer than 2P tiles every tile is stream-K.
 
-def streamk_iterations(rule, sizes: dict, ops=INT):
-    """I = ceil(M / bm) * ceil(N / bn) * ceil(K / bk): the (tile, K tile) iterations of a stream-K rule."""
+def streamk_tiles(rule, sizes: dict, ops=INT) -> tuple:
+    """(T, kt): the output tiles ceil(M / bm) * ceil(N / bn) and K tiles ceil(K / bk) of a stream-K rule."""
     rule = check(rule)
     if rule[0] != "streamk":
         raise ValueError(f"rule {text(rule)} is not a stream-K rule")
     m, bm, n, bn, k, bk = rule[1:7]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
-    return ops.mul(tiles, cdiv(_size(sizes, k, rule, ops), bk, ops))
+    return tiles, cdiv(_size(sizes, k, rule, ops), bk, ops)
+
+
+def streamk_dp_tiles(tiles, ctas, ops=INT):
+    """D: the data-parallel tiles, whole waves of `ctas` but the last: max(tiles / ctas, 1) * ctas - ctas."""
+    return ops.mul(ops.sub(ops.maxs(ops.divu(tiles, ctas), ops.const(1)), ops.const(1)), ctas)
 
 
 def streamk_start(cta, ctas, iters, ops=INT):
-    """The first iteration of CTA `cta` of `ctas` (the end of its run is streamk_start(cta + 1))."""
+    """The first stream-K iteration of CTA `cta` of `ctas` over `iters` (its run ends at streamk_start(cta + 1))."""
     return ops.divu(ops.mul(cta, iters), ctas)
 
 
 def streamk_cta(x, ctas, iters, ops=INT):
-    """The CTA whose run holds iteration x: the largest c with streamk_start(c) <= x, i.e. ((x + 1) P - 1) / I."""
+    """The CTA whose run holds stream-K iteration x: the largest c with streamk_start(c) <= x, i.e.
+    ((x + 1) P - 1) / I."""
     return ops.divu(ops.sub(ops.mul(ops.add(x, ops.const(1)), ctas), ops.const(1)), iters)
 
 
-def streamk_pieces(ctas: int, iters: int, k_tiles: int) -> list[list[tuple[int, int, int]]]:
+def streamk_pieces(ctas: int, tiles: int, k_tiles: int) -> list[list[tuple[int, int, int]]]:
     """Per tile, the (cta, first K tile, end K tile) pieces of a stream-K launch, in K order (Python ints; what the
     kernel computes piece by piece, for tests and for `warploom explain`)."""
-    tiles = iters // k_tiles
-    out = [[] for _ in range(tiles)]
+    dp = streamk_dp_tiles(tiles, ctas)
+    out = [[(t % ctas, 0, k_tiles)] for t in range(dp)] + [[] for _ in range(tiles - dp)]
+    iters = (tiles - dp) * k_tiles
     for c in range(ctas):
         lo, hi = streamk_start(c, ctas, iters), streamk_start(c + 1, ctas, iters)
         x = lo
         while x < hi:
             t = x // k_tiles
             end = min(hi, (t + 1) * k_tiles)
-            out[t].append((c, x - t * k_tiles, end - t * k_tiles))
+            out[dp + t].append((c, x - t * k_tiles, end - t * k_tiles))
             x = end
     return out
 

@@ -1,39 +1,57 @@
 // RUN: warploom-opt %s --wl-tile=schedule=streamk,block-n=128 --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s
 
-// Stream-K: CTA c of P takes the iterations [c I / P, (c + 1) I / P) of I = tiles x K tiles, walking the tiles
-// t = start / kt .. (end - 1) / kt with the K tiles [max(start, t kt) - t kt, min(end, t kt + kt) - t kt) of each;
-// the ring iteration is t kt - start + kt_index. A partial piece goes to the workspace slot (CTA * 2 + slot) of its
-// warpgroup, the warpgroup syncs, its first thread fences (release) and counts the piece; the last piece resets the
-// counter, fences (acquire), tells the warpgroup by bar.red.or, and it sums the pieces' slots in K order.
+// Stream-K: the first D = max(T / P - 1, 0) P tiles are data-parallel (CTA c takes c, c + P, ... whole, ring
+// iterations counting from 0); then CTA c of P takes the stream-K iterations [c I / P, (c + 1) I / P) of
+// I = (T - D) kt, walking stream-K tiles u = start / kt .. (end - 1) / kt (tile D + u) with the K tiles
+// [max(start, u kt) - u kt, min(end, u kt + kt) - u kt) of each, at ring iteration D / P kt + u kt - start + kt_index.
+// A partial piece goes to the workspace slot (CTA * 2 + slot) of its warpgroup, the warpgroup syncs, its first
+// thread fences (release) and counts the piece; the last piece resets the counter, fences (acquire), tells the
+// warpgroup by bar.red.or, and it sums the pieces' slots in K order.
 // CHECK: "wl.launch"{{.*}}grid = [["streamk", "M", 128, "N", 128, "K", 64, "SMS"], ["const", 1], ["const", 1]], kernel = "wl_gemm_bf16_kn_128x128x64_s4_streamk"
 // CHECK: llvm.func @wl_gemm_bf16_kn_128x128x64_s4_streamk({{.*}}%[[WS:arg[0-9]+]]: !llvm.ptr<1>, %[[CNT:arg[0-9]+]]: !llvm.ptr<1>, %[[M:arg[0-9]+]]: i32, %[[N:arg[0-9]+]]: i32, %[[K:arg[0-9]+]]: i32)
-// The producer's walk: the run of this CTA, then a loop over its tiles and one over each tile's K tiles.
+// The producer's walk: the data-parallel tiles, then this CTA's stream-K run, tile by tile, K tile by K tile.
 // CHECK: nvvm.setmaxregister decrease
 // CHECK: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
 // CHECK: %[[P:.*]] = nvvm.read.ptx.sreg.nctaid.x : i32
-// CHECK: %[[TILES:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
-// CHECK: %[[ITERS:.*]] = arith.muli %[[TILES]], %{{.*}} : i32
-// CHECK: %[[S0:.*]] = arith.muli %[[CTA]], %[[ITERS]] : i32
-// CHECK: %[[START:.*]] = arith.divui %[[S0]], %[[P]] : i32
-// CHECK: %[[C1:.*]] = arith.addi %[[CTA]], %c1_i32 : i32
-// CHECK: %[[E0:.*]] = arith.muli %[[C1]], %[[ITERS]] : i32
-// CHECK: %[[END:.*]] = arith.divui %[[E0]], %[[P]] : i32
-// CHECK: %[[FIRST:.*]] = arith.divui %[[START]], %[[KT:.*]] : i32
-// CHECK: scf.for %[[T:.*]] = %[[FIRST]] to %{{.*}} step %c1_i32  : i32 {
-// CHECK: %[[T0:.*]] = arith.muli %[[T]], %[[KT]] : i32
-// CHECK: %[[LO0:.*]] = arith.maxsi %[[START]], %[[T0]] : i32
-// CHECK: %[[LO:.*]] = arith.subi %[[LO0]], %[[T0]] : i32
+// CHECK: %[[T:.*]] = arith.muli %{{.*}}, %{{.*}} : i32
+// CHECK: %[[KT:.*]] = arith.divui %{{.*}}, %c64_i32 : i32
+// CHECK-NEXT: %[[WAVES:.*]] = arith.divui %[[T]], %[[P]] : i32
+// CHECK-NEXT: %[[W1:.*]] = arith.maxsi %[[WAVES]], %c1_i32 : i32
+// CHECK-NEXT: %[[W0:.*]] = arith.subi %[[W1]], %c1_i32 : i32
+// CHECK-NEXT: %[[D:.*]] = arith.muli %[[W0]], %[[P]] : i32
+// CHECK-NEXT: scf.for %[[DT:.*]] = %[[CTA]] to %[[D]] step %[[P]]  : i32 {
+// CHECK: scf.for %{{.*}} = %c0_i32 to %{{.*}} step %c1_i32  : i32 {
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: %[[DPW:.*]] = arith.divui %[[D]], %[[P]] : i32
+// CHECK-NEXT: %[[DPIT:.*]] = arith.muli %[[DPW]], %{{.*}} : i32
+// CHECK-NEXT: %[[SKT:.*]] = arith.subi %[[T]], %[[D]] : i32
+// CHECK-NEXT: %[[ITERS:.*]] = arith.muli %[[SKT]], %{{.*}} : i32
+// CHECK-NEXT: %[[S0:.*]] = arith.muli %[[CTA]], %[[ITERS]] : i32
+// CHECK-NEXT: %[[START:.*]] = arith.divui %[[S0]], %[[P]] : i32
+// CHECK-NEXT: %[[C1:.*]] = arith.addi %[[CTA]], %c1_i32 : i32
+// CHECK-NEXT: %[[E0:.*]] = arith.muli %[[C1]], %[[ITERS]] : i32
+// CHECK-NEXT: %[[END:.*]] = arith.divui %[[E0]], %[[P]] : i32
+// CHECK-NEXT: %[[FIRST:.*]] = arith.divui %[[START]], %[[KTT:.*]] : i32
+// CHECK: scf.for %[[U:.*]] = %[[FIRST]] to %{{.*}} step %c1_i32  : i32 {
+// CHECK-NEXT: %[[T0:.*]] = arith.muli %[[U]], %[[KTT]] : i32
+// CHECK-NEXT: %[[LO0:.*]] = arith.maxsi %[[START]], %[[T0]] : i32
+// CHECK-NEXT: %[[LO:.*]] = arith.subi %[[LO0]], %[[T0]] : i32
 // CHECK: %[[HI0:.*]] = arith.minsi %[[END]], %{{.*}} : i32
-// CHECK: %[[HI:.*]] = arith.subi %[[HI0]], %[[T0]] : i32
-// CHECK: %[[BASE:.*]] = arith.subi %[[T0]], %[[START]] : i32
+// CHECK-NEXT: %[[HI:.*]] = arith.subi %[[HI0]], %[[T0]] : i32
+// CHECK-NEXT: %[[TILE:.*]] = arith.addi %[[D]], %[[U]] : i32
+// CHECK-NEXT: %[[REL:.*]] = arith.subi %[[T0]], %[[START]] : i32
+// CHECK-NEXT: %[[BASE:.*]] = arith.addi %[[DPIT]], %[[REL]] : i32
 // CHECK: scf.for %[[KI:.*]] = %[[LO]] to %[[HI]] step %c1_i32  : i32 {
-// CHECK: arith.addi %[[BASE]], %[[KI]] : i32
+// CHECK-NEXT: arith.addi %[[BASE]], %[[KI]] : i32
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global
 // The consumers: a whole tile (lo = 0, hi = kt) is stored as it is; a partial piece is written to its slot.
 // CHECK: nvvm.setmaxregister increase
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}}  : i32 {
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: nvvm.cp.async.bulk.tensor.global.shared.cta
 // CHECK: nvvm.wgmma.mma_async
 // CHECK: %[[LO0C:.*]] = arith.cmpi eq, %[[CLO:.*]], %c0_i32 : i32
-// CHECK-NEXT: %[[HIKT:.*]] = arith.cmpi eq, %[[CHI:.*]], %[[KT]] : i32
+// CHECK-NEXT: %[[HIKT:.*]] = arith.cmpi eq, %[[CHI:.*]], %{{.*}} : i32
 // CHECK-NEXT: %[[WHOLE:.*]] = arith.andi %[[LO0C]], %[[HIKT]] : i1
 // CHECK: scf.if %[[WHOLE]] -> (!llvm.struct<{{.*}}>, i1) {
 // CHECK: } else {
