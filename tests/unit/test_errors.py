@@ -426,6 +426,20 @@ def test_shared_kv_needs_the_sm100a_attention():
     assert_refused(proc, 1, "wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles")
 
 
+def test_streamk_needs_the_sm90a_gemm_with_c_by_tma():
+    for opts in ("schedule=streamk,epilogue=direct", "schedule=streamk,target=sm_100a"):
+        proc = run("warploom-opt", "-", f"--wl-tile={opts}", stdin=GEMM)
+        assert_refused(proc, 1, "schedule = streamk: built for the sm_90a GEMM with C stored by TMA",
+                       "use schedule=persistent there")
+
+
+def test_streamk_index_limit_names_the_way_out():
+    from warploom.runtime import rules
+    with pytest.raises(ValueError, match="must stay below 2147483648 .* use the persistent schedule"):
+        rules.evaluate(("streamk", "M", 128, "N", 256, "K", 64, "SMS"),
+                       {"M": 128 * 132, "N": 256, "K": 64 * 200000, "SMS": 132})
+
+
 def test_cli_unknown_target_and_head_dim(tmp_path):
     assert_refused(run("warploom", "precompile", "--target", "sm_80", "--cache", tmp_path), 2,
                    "argument --target: invalid choice: 'sm_80' (choose from", "sm_90a", "sm_100a")

@@ -464,7 +464,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--block-m", type=int, default=128, help="--op matmul (256: sm_100a's CTA pair)")
     sp.add_argument("--block-n", type=int, default=None, help="--op: the standard kernel's by default")
     sp.add_argument("--stages", type=int, default=None, help="--op: the standard kernel's by default")
-    sp.add_argument("--schedule", choices=("grid", "persistent"), help="--op: the standard kernel's by default")
+    sp.add_argument("--schedule", choices=("grid", "persistent", "streamk"),
+                    help="--op: the standard kernel's by default")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -514,8 +515,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--stages", type=int, default=None, help="2..8; GEMM: 4 by default; attention: 2")
     sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
-    sp.add_argument("--schedule", choices=("grid", "persistent"),
-                    help="a CTA per tile, or one per SM walking the tiles (default: the standard kernel's)")
+    sp.add_argument("--schedule", choices=("grid", "persistent", "streamk"),
+                    help="a CTA per tile, one per SM walking the tiles, or one per SM taking equal runs of (tile, "
+                         "K tile) iterations (docs/streamk.md) (default: the standard kernel's)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")

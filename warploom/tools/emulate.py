@@ -40,7 +40,7 @@ def add_arguments(sp) -> None:
     sp.add_argument("--layout", default="bshd", choices=["bshd", "bhsd"], help="attention: the inputs' layout")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] (kn) or as a [N,K] weight (nk)")
-    sp.add_argument("--schedule", choices=["auto", "grid", "persistent"],
+    sp.add_argument("--schedule", choices=["auto", "grid", "persistent", "streamk"],
                     help="warploom.ops.SCHEDULE to pick under (default: the one matmul uses today)")
     sp.add_argument("--seeds", type=int, default=1, metavar="N", help="interleavings to run (seeds 0..N-1)")
     sp.add_argument("--input-seed", type=int, default=0, metavar="S", help="numpy seed of the inputs")
