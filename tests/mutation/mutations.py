@@ -53,7 +53,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("epilogue-row-offset",
              "the epilogue puts warp w's fragment rows at wg*64 + w*8 + lane/4 of the staging chunk instead of "
              "+ w*16: rows written twice and rows never written",
-             SM90, "b.mul(warp, c(16))", "b.mul(warp, c(8))"),
+             SM90, "b.add(b.add(b.mul(warp, c(16)), b.divu(lane, c(4))), c(8 * h))",
+             "b.add(b.add(b.mul(warp, c(8)), b.divu(lane, c(4))), c(8 * h))"),
     Mutation("lag-ignored",
              "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
              "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",

@@ -99,3 +99,16 @@ def test_explain_names_the_kernel_ops_picks_and_why(tmp_path):
     model = subprocess.run(cmd + ["--shape", "3000x700x100"], capture_output=True, text=True, env={**os.environ, **env})
     assert model.returncode == 0 and "the tile model (no tuning table entry" in model.stdout, model.stderr
 
+
+
+@pytest.mark.parametrize("m,n", [(1, 4096), (16, 8192), (64, 8192), (128, 8192), (3000, 5000), (8192, 8192)])
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+def test_ops_under_streamk_picks_a_built_streamk_kernel(m, n, layout, monkeypatch):
+    """SCHEDULE = "streamk": whatever tile the model would take, the kernel is one `warploom precompile` builds (an
+    offline GPU machine has nothing else)."""
+    from warploom.kernels import STREAMK_KERNELS
+    monkeypatch.setattr(ops, "SCHEDULE", "streamk")
+    for elem in ("bf16", "f16"):
+        spec = ops.pick_spec(elem, layout, m, n, k=4096)
+        assert spec.schedule == "streamk" and spec in STREAMK_KERNELS["sm_90a"], spec
+        assert spec in precompile_set("sm_90a")

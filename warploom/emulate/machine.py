@@ -35,6 +35,8 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   are valid shared::cluster addresses of itself. The rank windows are made distinct on purpose, so an
   address used in the wrong space, or in the wrong CTA, lands outside every window and is reported.
   Memory ordering (fences, .release/.acquire/.relaxed) is not modelled: every access is visible at once.
+- Global memory (`GlobalMemory`) is the launch's numpy arrays: ld/st and atom.add (stream-K's workspace and
+  counters) go through it, bounds and alignment checked; CTAs (clusters) run one after another.
 """
 from __future__ import annotations
 
@@ -232,52 +234,40 @@ class GlobalMemory:
         self.regions.append((name, base, array.reshape(-1).view(np.uint8)))
         return base
 
-    def store(self, addr: np.ndarray, data: np.ndarray, mask: np.ndarray, align: int) -> None:
-        """Write data[lane] (uint8 rows) at addr[lane] for the active lanes."""
-        nbytes = data.shape[1]
+    def _places(self, addr: np.ndarray, mask: np.ndarray, nbytes: int, align: int, what: str):
+        """(lanes, their array, their byte offsets in it (lanes x nbytes)) per array the active lanes' accesses of
+        nbytes at addr[lane] fall in; OutOfBoundsError for a misaligned access or one outside every array."""
         lanes = np.flatnonzero(mask)
         bad = lanes[addr[lanes] % max(align, 1) != 0]
         if bad.size:
-            raise OutOfBoundsError(f"global store of {nbytes} B at 0x{int(addr[bad[0]]):x} (lane {bad[0]}) is not "
-                                   f"{align}-byte aligned as the store's alignment promises; fix the address "
+            raise OutOfBoundsError(f"{what} of {nbytes} B at 0x{int(addr[bad[0]]):x} (lane {bad[0]}) is not "
+                                   f"{align}-byte aligned as its alignment attribute promises; fix the address "
                                    "arithmetic or the alignment attribute")
-        left = lanes
+        places, left = [], lanes
         for name, base, buf in self.regions:
             inside = (addr[left] >= base) & (addr[left] + nbytes <= base + buf.size)
             hit = left[inside]
             if hit.size:
-                offs = (addr[hit] - base).astype(np.int64)[:, None] + np.arange(nbytes)
-                buf[offs] = data[hit]
+                places.append((hit, buf, (addr[hit] - base).astype(np.int64)[:, None] + np.arange(nbytes)))
             left = left[~inside]
         if left.size:
             a = int(addr[left[0]])
             near = min(self.regions, key=lambda r: abs(a - r[1]))
-            raise OutOfBoundsError(f"global store of {nbytes} B at 0x{a:x} (lane {left[0]}) is outside every array; "
+            raise OutOfBoundsError(f"{what} of {nbytes} B at 0x{a:x} (lane {left[0]}) is outside every array; "
                                    f"nearest is {near[0]!r} at 0x{near[1]:x}..0x{near[1] + near[2].size:x} "
-                                   f"(offset {a - near[1]}): check the row/column bounds of the store")
+                                   f"(offset {a - near[1]}): check the row/column bounds of the access")
+        return places
 
+    def store(self, addr: np.ndarray, data: np.ndarray, mask: np.ndarray, align: int) -> None:
+        """Write data[lane] (uint8 rows) at addr[lane] for the active lanes."""
+        for hit, buf, offs in self._places(addr, mask, data.shape[1], align, "global store"):
+            buf[offs] = data[hit]
 
     def load(self, addr: np.ndarray, mask: np.ndarray, nbytes: int, align: int) -> np.ndarray:
         """(32, nbytes) uint8: the bytes at addr[lane] for the active lanes (zeros for the others)."""
         out = np.zeros((len(addr), nbytes), np.uint8)
-        lanes = np.flatnonzero(mask)
-        bad = lanes[addr[lanes] % max(align, 1) != 0]
-        if bad.size:
-            raise OutOfBoundsError(f"global load of {nbytes} B at 0x{int(addr[bad[0]]):x} (lane {bad[0]}) is not "
-                                   f"{align}-byte aligned as the load's alignment promises")
-        left = lanes
-        for name, base, buf in self.regions:
-            inside = (addr[left] >= base) & (addr[left] + nbytes <= base + buf.size)
-            hit = left[inside]
-            if hit.size:
-                out[hit] = buf[(addr[hit] - base).astype(np.int64)[:, None] + np.arange(nbytes)]
-            left = left[~inside]
-        if left.size:
-            a = int(addr[left[0]])
-            near = min(self.regions, key=lambda r: abs(a - r[1]))
-            raise OutOfBoundsError(f"global load of {nbytes} B at 0x{a:x} (lane {left[0]}) is outside every array; "
-                                   f"nearest is {near[0]!r} at 0x{near[1]:x}..0x{near[1] + near[2].size:x} "
-                                   f"(offset {a - near[1]})")
+        for hit, buf, offs in self._places(addr, mask, nbytes, align, "global load"):
+            out[hit] = buf[offs]
         return out
 
     def atomic_add(self, addr: np.ndarray, value: np.ndarray, mask: np.ndarray, nbytes: int) -> np.ndarray:
