@@ -60,10 +60,10 @@ def test_the_cases_cover_every_kind_of_piece():
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.kernel_name for s in SPECS])
 def test_exact_inputs_give_the_exact_result(spec):
-    """Two of the cases per kernel, each in a CTA order of its own (cases and orders rotate over the kernels)."""
+    """One of the cases per kernel, in a CTA order of its own (cases and orders rotate over the kernels)."""
     rng = np.random.default_rng(5)
     cases = CASES[spec.block_m]
-    for i in range(2):
+    for i in range(1):
         m, n, k, sms = cases[(SPECS.index(spec) + i) % len(cases)]
         a, b, ref = operands(spec, m, n, k, rng, exact=True)
         order = ORDERS[(SPECS.index(spec) + i) % len(ORDERS)]
