@@ -1,8 +1,7 @@
-"""The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz; superseded ones are
-kept as superseded-run*.npz and not replayed here), written on the
-GPU by tests/gpu/calibrate.py) must replay bit for bit on exact inputs and within the stated bound on random ones.
-The full table (three interleavings per case) is `python -m tests.emulate.calibration`; its last output is
-recorded in tests/gpu/calibration/README.md."""
+"""The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz, written on the GPU
+by tests/gpu/calibrate.py; superseded ones are kept as superseded-run*.npz and not replayed here) must replay bit for
+bit on exact inputs and within the stated bound on random ones. The full table (three interleavings per case) is
+`python -m tests.emulate.calibration`; its last output is recorded in tests/gpu/calibration/README.md."""
 import pytest
 
 from .calibration import CALIBRATION, compare
