@@ -309,6 +309,7 @@ class CTA:
         self.bulk_open: dict = {}          # (warp, lane) -> TMA stores issued since the last commit_group
         self.bulk_groups: dict = {}        # (warp, lane) -> committed groups (lists of stores), oldest first
         self.writer = np.full(self.size, -1, np.int32)        # which copy (index into copy_names) wrote each byte
+        self.writer_fill = np.full(self.size, -1, np.int64)   # the phase of that copy's mbarrier when it was issued
         self.copy_names: list[str] = []
         self.tmem = None                                      # tcgen05.TensorMemory, made by the CTA's first tcgen05 op
         self.mbarriers: dict[int, Mbarrier] = {}
@@ -485,7 +486,9 @@ class CTA:
         """The plan says barrier `addr` hands a ring stage back to its producer: when one of its phases completes,
         every byte a TMA copy loaded into the stage must have been read (by an MMA or ld.shared)."""
         for lo, hi in self.launch.releases[addr]:
-            unread = np.flatnonzero(self.unread[lo:hi])
+            # bytes of this fill or an earlier one (a later fill's bytes, multicast by a CTA that is ahead, are not
+            # this release's)
+            unread = np.flatnonzero(self.unread[lo:hi] & (self.writer_fill[lo:hi] <= phase))
             if unread.size:
                 byte = lo + int(unread[0])
                 raise SmemRaceError(f"mbarrier 0x{addr:x} completes phase {phase}, handing smem 0x{self.base + lo:x}.."
@@ -611,6 +614,10 @@ class CTA:
         t.unread[phys] = True
         t.writer[phys] = len(t.copy_names)
         t.copy_names.append(what)
+        # the fill of the stage this copy belongs to: the phase its mbarrier is in now (a multicast from a CTA that
+        # is ahead may land while this CTA's release of the previous fill is one arrival short)
+        bar = t.mbarriers.get(mbar)
+        t.writer_fill[phys] = -1 if bar is None else bar.phase
         record = (off, off + nbytes, what)
         t.copies.append(record)
         if t.trace is not None:
