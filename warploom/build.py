@@ -53,8 +53,9 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     block_m = f" block-m={spec.block_m}" if isinstance(spec, GemmSpec) and spec.block_m != 128 else ""
     shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
     epilogue = f" epilogue={spec.epilogue}" if isinstance(spec, GemmSpec) and spec.epilogue != "tma" else ""
+    cluster = f" cluster-m={spec.cluster_m}" if isinstance(spec, GemmSpec) and spec.cluster_m != 1 else ""
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}{shared}"
-                          f"{epilogue}}}",
+                          f"{epilogue}{cluster}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
     if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"

@@ -28,15 +28,16 @@ COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowerin
 
 
 def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a",
-                     epilogue: str = "tma") -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_direct][_sm100a]: the PTX entry point of a
-    GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for). `_direct`:
-    C stored from registers instead of through smem by TMA."""
+                     epilogue: str = "tma", cluster_m: int = 1) -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_direct][_sm100a]: the PTX entry point of
+    a GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for). `_c2`:
+    2x1 clusters sharing B by TMA multicast; `_direct`: C stored from registers instead of through smem by TMA."""
     bm, bn, bk = tile
     sched = "" if schedule == "grid" else f"_{schedule}"
+    cluster = "" if cluster_m == 1 else f"_c{cluster_m}"
     epi = "" if epilogue == "tma" else f"_{epilogue}"
     arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
-    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{epi}{arch}"
+    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{cluster}{epi}{arch}"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class GemmSpec:
     block_m: int = 128
     block_k: int = 64
     epilogue: str = "tma"           # "tma": C through smem by TMA stores; "direct" (sm_90a): from registers
+    cluster_m: int = 1              # 2 (sm_90a, persistent): 2x1 clusters over tiles of 2 x block_m rows, each CTA
+    #                                 loading half of the B tile both read and multicasting it to both
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -61,7 +64,7 @@ class GemmSpec:
     @property
     def kernel_name(self) -> str:
         return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target,
-                                self.epilogue)
+                                self.epilogue, self.cluster_m)
 
     @property
     def lookup_id(self) -> str:
@@ -74,8 +77,9 @@ class GemmSpec:
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
         store = "C through smem by TMA" if self.epilogue == "tma" else "C stored from registers"
+        cluster = ", 2x1 clusters sharing B by multicast" if self.cluster_m == 2 else ""
         return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
-                f"schedule, {store}, {self.target}")
+                f"schedule{cluster}, {store}, {self.target}")
 
 
 # stream-K (schedule "streamk"): the fix-up's global buffers, kernel parameters after C; partial pieces a CTA
@@ -122,6 +126,12 @@ STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
                for elem in ("bf16", "f16") for layout in ("kn", "nk")
                for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (128, 128, 4), (128, 128, 6),
                                                 (128, 256, 4))]}
+
+# 2x1 clusters sharing B by TMA multicast (sm_90a, persistent): half the B traffic from L2 per CTA. `warploom
+# precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, run 29).
+CLUSTER_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", "persistent", cluster_m=2)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)]}
 
 
 # ---- attention ----------------------------------------------------------------------------
@@ -284,11 +294,12 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
 
 
 def precompile_set(target: str) -> list:
-    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, the stream-K GEMMs, then the
-    attention kernels, then the GEMMs the shipped tuning table names that are not among them (warploom/tuning)."""
+    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, the stream-K and cluster GEMMs,
+    then the attention kernels, then the GEMMs the shipped tuning table names that are not among them
+    (warploom/tuning)."""
     from warploom import tuning
     standard = (list(STANDARD_KERNELS.get(target, ())) + list(STREAMK_KERNELS.get(target, ()))
-                + list(STANDARD_ATTENTION_KERNELS.get(target, ())))
+                + list(CLUSTER_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ())))
     return standard + [s for s in tuning.table_specs(target) if s not in standard]
 
 

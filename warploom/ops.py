@@ -355,7 +355,8 @@ def _gemm(a, b, out, artifact, fast_key=None):
     else:
         c_arg = tc.ptr
     args = {"a": tmap_a, "b": tmap_b, "c": c_arg, "M": m, "N": n, "K": k_run}
-    sizes = {"M": m, "N": n, "K": k_run, "SMS": _sm_count(ta.device)}
+    # a persistent kernel launches at most one CTA per SM; a cluster kernel, only as many as whole clusters fit
+    sizes = {"M": m, "N": n, "K": k_run, "SMS": default_launcher().cluster_slots(artifact, ta.device)}
     if artifact.grid[0][0] == "streamk":
         args["workspace"], args["counters"] = _fixup_buffers(artifact.grid[0], sizes, ta.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)

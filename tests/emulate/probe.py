@@ -1,7 +1,7 @@
 """The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
 whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -50,6 +50,13 @@ STREAMK_CASES = [
     ("bf16", "nk", 128, "streamk", 330, 520, 330, 4, 128),     # 8 data-parallel tiles, then 7 stream-K ones
     ("f16", "nk", 128, "streamk", 33, 300, 1100, 9, 64),
 ]
+# 2x1 clusters sharing B by multicast (sm_90a, persistent; the last field: cluster_m): an odd count of 128-row tiles
+# (a cluster's second CTA without rows) and 2 clusters walking 2+ tiles each; B split by boxes ([K, N]) and by the rows
+# of its one box ([N, K], 128 columns)
+CLUSTER_CASES = [
+    ("bf16", "kn", 256, "persistent", 300, 520, 200, 4, 128, 2),
+    ("f16", "nk", 128, "persistent", 390, 264, 136, 4, 128, 2),
+]
 SEEDS = (0, 1)
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
@@ -70,8 +77,8 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk")   # what `--only` picks from: sm_90a GEMMs, sm_100a
-#                                                    GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster")   # what `--only` picks from: sm_90a GEMMs,
+#                         sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters
 
 
 def probe(families=FAMILIES) -> dict:
@@ -88,8 +95,10 @@ def probe(families=FAMILIES) -> dict:
     gemms = [("sm_90a", *case) for case in CASES] if "gemm" in families else []
     gemms += [("sm_100a", *case) for case in SM100_CASES] if "sm100" in families else []
     gemms += [("sm_90a", *case) for case in STREAMK_CASES] if "streamk" in families else []
-    for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *block_m in gemms:
-        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, *block_m)
+    gemms += [("sm_90a", *case) for case in CLUSTER_CASES] if "cluster" in families else []
+    for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *rest in gemms:
+        block_m, cluster_m = (list(rest) + [128, 1][len(rest):])[:2]
+        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, block_m, cluster_m=cluster_m)
         rng = np.random.default_rng(11)
         a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)

@@ -2,8 +2,8 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
 
---standard records every standard sm_90a kernel (STANDARD_CASES) and six stream-K cases (STREAMK_CASES) instead of
-the five CASES.
+--standard records every standard sm_90a kernel (STANDARD_CASES), six stream-K cases (STREAMK_CASES) and four
+2x1-cluster cases (CLUSTER_CASES) instead of the five CASES.
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
 persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two input sets per case:
@@ -51,6 +51,13 @@ STREAMK_CASES = [("bf16", "kn", 128, "streamk", 129, 264, 656, 13, 128, 4),
                  ("f16", "kn", 64, "streamk", 5, 304, 336, 2, 64, 8),
                  ("bf16", "nk", 128, "streamk", 128, 392, 1104, 11, 128, 6),
                  ("bf16", "kn", 128, "streamk", 330, 520, 336, 4, 128, 4)]    # 8 data-parallel tiles first
+# 2x1 clusters sharing B (kernels.CLUSTER_KERNELS): an odd count of 128-row tiles (a cluster's second CTA without
+# rows), ragged N and K, 2 clusters walking 3+ tiles each (SMS 4), and both ways of splitting B (boxes for [K, N],
+# rows of the one box for a 128-column [N, K] tile)
+CLUSTER_CASES = [("bf16", "kn", 256, "persistent", 300, 520, 200, 4, 128, 4, 2),
+                 ("f16", "nk", 128, "persistent", 390, 264, 136, 4, 128, 4, 2),
+                 ("bf16", "nk", 256, "persistent", 260, 264, 72, 2, 128, 4, 2),
+                 ("f16", "kn", 128, "persistent", 520, 392, 136, 4, 128, 4, 2)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
@@ -66,8 +73,8 @@ def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np
     return a.astype(low).astype(np.float32), b.astype(low).astype(np.float32)
 
 
-def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128, stages=4):
-    spec = GemmSpec(dtype, b_layout, block_n, stages, "sm_90a", schedule, block_m)
+def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128, stages=4, cluster_m=1):
+    spec = GemmSpec(dtype, b_layout, block_n, stages, "sm_90a", schedule, block_m, cluster_m=cluster_m)
     art = get_kernel(spec)
     a = torch.from_numpy(a_np).to("cuda", TORCH[dtype])
     b = torch.from_numpy(b_np).to("cuda", TORCH[dtype])            # row-major [N, K] or [K, N]: what TMA reads
@@ -95,17 +102,17 @@ def main(path: str, cases: list) -> None:
     rng = np.random.default_rng(2026)
     arrays, manifest = {}, []
     for i, (dtype, b_layout, block_n, schedule, m, n, k, sms, *rest) in enumerate(cases):
-        block_m, stages = (list(rest) + [128, 4][len(rest):])[:2]
+        block_m, stages, cluster_m = (list(rest) + [128, 4, 1][len(rest):])[:3]
         for kind in ("exact", "random"):
             a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
-            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m, stages)
+            c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m, stages, cluster_m)
             ref = a.astype(np.float64) @ (b.T if b_layout == "nk" else b).astype(np.float64)
             assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
             rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
             key = f"case{i}_{kind}"
             arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
             manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m, "stages": stages,
-                             "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
+                             "cluster_m": cluster_m, "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
                              "artifact_key": art.key, "rel_err_vs_f64": rel})
             print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")
     np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
@@ -113,4 +120,4 @@ def main(path: str, cases: list) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES if "--standard" in sys.argv[2:] else CASES)
+    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES + CLUSTER_CASES if "--standard" in sys.argv[2:] else CASES)

@@ -129,6 +129,37 @@ def test_every_streamk_kernel(spec):
     assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
 
 
+def _cluster_kernels():
+    from warploom.kernels import CLUSTER_KERNELS
+    return CLUSTER_KERNELS["sm_90a"]
+
+
+@pytest.mark.parametrize("m, n, k", [(300, 392, 1000), (1000, 2056, 520), (4100, 4000, 136)])
+@pytest.mark.parametrize("spec", _cluster_kernels(), ids=lambda s: s.kernel_name)
+def test_every_cluster_kernel(spec, m, n, k):
+    """Each 2x1-cluster kernel (B multicast) by name on ragged sizes: an odd count of 128-row tiles (the cluster's
+    second CTA has no rows), ragged N and K, more tiles than the co-resident clusters take at once (4100x4000);
+    C poisoned, twice, the same bits; every launch takes only clusters that fit (cluster_slots)."""
+    from warploom.kernels import get_kernel
+    from warploom.runtime.launch import default_launcher, sm_count
+    dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
+    g = torch.Generator(device="cuda").manual_seed(spec.block_n + m)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=dtype, generator=g).t() if spec.b_layout == "nk"
+         else torch.randn(k, n, device="cuda", dtype=dtype, generator=g))
+    art = get_kernel(spec)
+    slots = default_launcher().cluster_slots(art, 0)
+    assert 2 <= slots <= sm_count(0) and slots % 2 == 0
+    outs = []
+    for _ in range(2):
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        outs.append(ops.run_gemm(art, a, b, out=out))
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[0]).any(), f"{spec.kernel_name}: unwritten outputs"
+    assert rel_fro(outs[0], a.float() @ b.float()) <= TOL
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
+
+
 def test_unknown_schedule_is_refused(monkeypatch):
     monkeypatch.setattr(ops, "SCHEDULE", "zigzag")
     a = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)

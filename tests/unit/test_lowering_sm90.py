@@ -154,7 +154,7 @@ def _set_attrs(p, **attrs):
 @pytest.mark.parametrize("mutate, message", [
     (lambda p: with_role_body(p, 1, lambda body: body.insert(1, Opaque("load_tile", (("operand", "a"),)))),
      "cannot lower wl.load_tile in role 'consumer'"),
-    (lambda p: _set_attrs(p, cluster=[2, 1, 1]), "clusters are not lowered"),
+    (lambda p: _set_attrs(p, cluster=[2, 1, 1]), "clusters of [2, 1, 1] that multicast B, persistent only"),
     (lambda p: setattr(p, "kind", "attention"), "kernel kind 'attention'"),
     (lambda p: p.roles.__setitem__(1, replace(p.roles[1], regs=256)), "register budgets need"),
     (lambda p: p.roles.__setitem__(1, replace(p.roles[1], issue="warp")), "issue = 'warp'"),

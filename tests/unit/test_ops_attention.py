@@ -13,7 +13,7 @@ import pytest
 from cuda.bindings import driver
 
 from warploom import kernels, ops, ops_attention as oa
-from warploom.kernels import (ATTENTION_PARAMS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, STREAMK_KERNELS,
+from warploom.kernels import (ATTENTION_PARAMS, CLUSTER_KERNELS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, STREAMK_KERNELS,
                               AttentionSpec, GemmSpec, check_attention_artifact, precompile_set)
 from warploom.runtime import rules
 from warploom.runtime.artifact import KernelArtifact, ParamSpec, TensorMapSpec
@@ -154,7 +154,8 @@ def test_standard_sets():
         (e, d, c) for e in ("bf16", "f16") for d in (64, 128, 256) for c in (False, True)}
     assert all(isinstance(s, GemmSpec) for s in STANDARD_KERNELS["sm_90a"]) and len(STANDARD_KERNELS["sm_90a"]) == 24
     everything = precompile_set("sm_90a")
-    standard = STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + attn
+    standard = STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + CLUSTER_KERNELS["sm_90a"] + attn
+    assert len(CLUSTER_KERNELS["sm_90a"]) == 8 and all(s.cluster_m == 2 for s in CLUSTER_KERNELS["sm_90a"])
     assert everything[:len(standard)] == standard       # then the kernels only the tuning table names
     assert all(s not in standard and isinstance(s, GemmSpec) for s in everything[len(standard):])
     fa4 = STANDARD_ATTENTION_KERNELS["sm_100a"]       # the FA4-style kernels: head dims 64 and 128

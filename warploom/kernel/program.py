@@ -30,7 +30,8 @@ SOURCES = ("smem", "regs", "tmem")                # where an MMA operand is read
 MAJORS = ("K", "MN")                              # which logical dim of an operand is contiguous
 PARITIES = ("phase", "phase^1")                   # a consumer waits for the phase; a producer for the one before
 ARRIVERS = ("role", "warpgroup", "thread", "commit")   # Arrive.per
-ARRIVE_CTAS = ("own", "leader", "pair")         # Arrive.cta: this CTA's barrier, the pair leader's, both CTAs' (multicast)
+ARRIVE_CTAS = ("own", "leader", "pair")         # Arrive.cta: this CTA's barrier, the pair leader's, both CTAs'
+#                                                 (a commit's multicast, or one arrival at each CTA's instance)
 RING_COUNTS = ("iteration", "tile")               # Ring.counts: what advances a ring's stage
 
 
@@ -180,6 +181,8 @@ class Load:
     dims: tuple[str, ...]
     region: str | None = None
     use: int = 0                     # which of the iteration's slots of a ring taking several (Ring.uses)
+    multicast: bool = False          # a cluster kernel (sm_90a): each CTA loads 1/cluster of the tile's boxes (by
+    #                                  rank) and multicasts them to every CTA of the cluster
 
 
 @dataclass(frozen=True)
@@ -212,6 +215,7 @@ class Copy:
     region: str
     barrier: str | None = None       # None until wl-plan-barriers picks it
     use: int = 0                     # Ring.uses: the iteration's slot it fills
+    multicast: bool = False          # Load.multicast: this CTA's share of the boxes, into every CTA of the cluster
 
 
 @dataclass(frozen=True)

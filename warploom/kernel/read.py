@@ -104,7 +104,8 @@ def _ops(body: list[KOp], program: Program) -> list:
                             first=tuple(sections["first"]), last=tuple(sections["last"])))
         elif op.kind == "load_tile":
             out.append(Load(source=a["operand"], tile=tuple(a["tile"]), dims=tuple(a.get("dims", ())),
-                            region=a.get("buffer"), use=a.get("use", 0)))
+                            region=a.get("buffer"), use=a.get("use", 0),
+                            multicast=bool(a.get("multicast", False))))
         elif op.kind == "wait":
             out.append(Wait(a["barrier"], PARITY.get(a["parity"], a["parity"]), lag=a.get("lag", 0),
                             use=a.get("use", 0)))
@@ -114,7 +115,8 @@ def _ops(body: list[KOp], program: Program) -> list:
             out.append(Arrive(a["barrier"], lag=a.get("lag", 0), per=ARRIVE_PER.get(a.get("issue"), "role"),
                               cta=a.get("cta", "own"), use=a.get("use", 0)))
         elif op.kind == "async_load":
-            out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier"), use=a.get("use", 0)))
+            out.append(Copy(source=a["operand"], region=a["buffer"], barrier=a.get("barrier"), use=a.get("use", 0),
+                            multicast=bool(a.get("multicast", False))))
         elif op.kind == "mma":
             m, n, k = a["shape"]
             k_dim = a.get("k_dim", "K")

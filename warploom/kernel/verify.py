@@ -186,6 +186,9 @@ def check_names(p: Program):
         if isinstance(op, Arrive) and op.cta != "own" and _cluster_size(p) < 2:
             yield Problem("names", _at(role, op), f"arrives at the {op.cta!r} CTA's barrier, but the kernel's cluster "
                           f"is {list(p.attrs.get('cluster', [1, 1, 1]))}: only a CTA pair has a leader")
+        if isinstance(op, Copy) and op.multicast and _cluster_size(p) < 2:
+            yield Problem("names", _at(role, op), f"multicasts a copy of {op.source!r}, but the kernel's cluster is "
+                          f"{list(p.attrs.get('cluster', [1, 1, 1]))}: a multicast needs a cluster of 2 or more CTAs")
         if isinstance(op, Arrive) and op.per not in ARRIVERS:
             yield Problem("names", _at(role, op), f"arrives per {op.per!r}; use one of {', '.join(ARRIVERS)}")
         if isinstance(op, Arrive) and op.per == "commit" and (
@@ -355,6 +358,8 @@ def _landing(p: Program, role: Role, op: Arrive) -> int:
     """How many CTAs' arrivals land on one instance of the barrier: arrivals at the pair leader's instance come from
     every CTA that runs the role."""
     if op.cta == "leader":
+        return _cluster_size(p) if role.rank is None else 1
+    if op.cta == "pair" and op.per != "commit":    # every CTA's role arrives at every CTA's instance
         return _cluster_size(p) if role.rank is None else 1
     return 1
 

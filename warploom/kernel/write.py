@@ -157,6 +157,8 @@ def _op(op, program: Program) -> None:
             attrs["buffer"] = op.region
         if op.use:
             attrs["use"] = op.use
+        if op.multicast:
+            attrs["multicast"] = True
         make_op("load_tile", attrs)
     elif isinstance(op, Copy):
         attrs = {"operand": op.source, "buffer": op.region, "tile": list(program.regions[op.region].shape)}
@@ -164,6 +166,8 @@ def _op(op, program: Program) -> None:
             attrs["barrier"] = op.barrier
         if op.use:
             attrs["use"] = op.use
+        if op.multicast:
+            attrs["multicast"] = True
         make_op("async_load", attrs)
     elif isinstance(op, Wait):
         attrs = {"barrier": op.barrier, "parity": PARITY[op.parity]}

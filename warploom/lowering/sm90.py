@@ -78,14 +78,16 @@ class LoweredKernel:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_direct]: the name wl-lower-sm90 gives a
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_direct]: the name wl-lower-sm90 gives a
     kernel."""
     from warploom.kernels import gemm_kernel_name
     b = program.regions.get("b")
     b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
+    multicast = any(isinstance(o, Copy) and o.multicast for r in program.roles for o in r.walk())
     return gemm_kernel_name(next(iter(program.inputs.values())).elem, b_layout, program.attrs["tile"],
                             program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target,
-                            program.attrs.get("epilogue", "tma"))
+                            program.attrs.get("epilogue", "tma"),
+                            int(program.attrs.get("cluster", [1])[0]) if multicast else 1)
 
 
 def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -162,6 +164,8 @@ class _Sm90Lowering:
     WARPGROUP_ROLES = True                  # roles are whole warpgroups (sm_90a); sm_100a's are warps
     SMEM_DESCRIPTOR = WgmmaSmemDescriptor   # the MMA's shared memory descriptor encoder (warploom.layout)
     MIN_CTAS_PER_SM = 0                     # .minnctapersm (0: none); the sm_100a attention needs 1 for setmaxnreg
+    cluster_m = 1                           # CTAs of a cluster along M (the GEMM's 2x1 clusters sharing B: 2)
+    rank = None                             # %cluster_ctarank (i32) in a cluster kernel
 
     def __init__(self, program: Program, name: str):
         self.p = program
@@ -500,13 +504,20 @@ class _Sm90Lowering:
             self._ring(op.barrier)
             stage = b.remu(b.add(loop.it, c(self.stages - op.lag)), c(self.stages))
             bar = self.rings[op.barrier].at(stage)
+        if op.cta not in ("own", "pair") or (op.cta == "pair" and self.rank is None):
+            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier: the sm_90a lowering arrives at its own CTA's, or "
+                       "(a cluster kernel) at every CTA's")
         if op.per == "warpgroup" and ctx.issue == "warpgroup":
             # One signalling thread per warpgroup (CUTLASS): the ring expects one arrival per warpgroup.
             # With a lag, iterations before the first `lag` have no earlier stage to free.
             cond = ctx.wg_leader if op.lag == 0 else b.and_(ctx.wg_leader, b.cmp("uge", loop.it, c(op.lag)))
             with b.if_(cond):
-                bar.arrive()
-        elif op.per == "role" and ctx.issue == "thread":
+                if op.cta == "pair":    # the slot is free here: tell every CTA's producer that multicasts into it
+                    for r in range(self.cluster_m):
+                        sync.remote_arrive(b, sync.mapa(b, bar.addr, c(r)))
+                else:
+                    bar.arrive()
+        elif op.per == "role" and ctx.issue == "thread" and op.cta == "own":
             bar.arrive()
         else:
             self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
@@ -542,6 +553,9 @@ class _Sm90Lowering:
         # The tile's boxes, one swizzle span of the contiguous dim x all rows each, stored one after another:
         # box j starts at element box_start(j) of the contiguous dim and lands at byte box_offset(j).
         rows_dim, cols_dim = tile.dims
+        if op.multicast:
+            self._multicast_copy(op, loop, tile, stage_off, bar)
+            return
         for j in range(tile.num_boxes):
             coord = []
             for dim, step in ((cols_dim, tile.box_start(j)), (rows_dim, 0)):
@@ -550,6 +564,40 @@ class _Sm90Lowering:
             coord += self._outer_coords(op)
             dst = stage_off if j == 0 else b.add(stage_off, c(tile.box_offset(j)))
             tma.tma_load(b, b.gep(self.base, dst), self.tmap_args[op.source], bar.addr, coord)
+
+    def _multicast_copy(self, op: Copy, loop: _Loop, tile: SmemTile, stage_off: ir.Value, bar) -> None:
+        """This CTA's share of the tile (`_multicast_share`: n whole boxes from box rank * n, or rows rank * n ..
+        of every box), loaded once into the same offset of every CTA of the cluster (.multicast::cluster), each
+        copy signalling the stage's full barrier there."""
+        b, c = self.b, self.b.const
+        if self.rank is None:
+            self._fail(f"a multicast copy of {op.source!r} in a kernel without a cluster")
+        how, n = self._multicast_share(tile)
+        mask = (1 << self.cluster_m) - 1
+        rows_dim, cols_dim = tile.dims
+        col0, row0 = self._coord_origin(cols_dim, loop), self._coord_origin(rows_dim, loop)
+
+        def plus(v, k):          # v + k (k an int or an i32 value; v None: 0); None when both are 0
+            if isinstance(k, int):
+                k = None if k == 0 else c(k)
+            return k if v is None else v if k is None else b.add(v, k)
+
+        def value(v):
+            return c(0) if v is None else v
+
+        if how == "boxes":
+            pieces = []
+            for j in range(n):
+                box = plus(b.mul(self.rank, c(n)), j)
+                pieces.append((b.mul(box, c(tile.box[0])), 0, b.mul(box, c(tile.box_bytes))))
+        else:
+            first_row = b.mul(self.rank, c(n))
+            rows_at = b.mul(first_row, c(tile.span))        # each row of a box is one swizzle span of bytes
+            pieces = [(tile.box_start(j), first_row, plus(rows_at, tile.box_offset(j))) for j in range(tile.num_boxes)]
+        # each piece: (offset along the contiguous dim, row offset, byte offset in the stage)
+        for col, row, at in pieces:
+            coord = [value(plus(col0, col)), value(plus(row0, row))] + self._outer_coords(op)
+            tma.tma_load(b, b.gep(self.base, b.add(stage_off, at)), self.tmap_args[op.source], bar.addr, coord, mask)
 
     def _descriptor(self, region, loop: _Loop, row_offset: ir.Value | None,
                     k_dim: str = "K") -> tuple[ir.Value, SmemTile]:
@@ -627,10 +675,11 @@ class _GemmLowering(_Sm90Lowering):
                 self._fail(f"grid {shown}: a stream-K kernel needs "
                            f"['streamk(M, {self.BM}, N, {self.BN}, K, {self.BK}, SMS)', '1', '1']")
         elif self.persistent:
-            if self.grid[0] != (self.WALK, "M", self.BM, "N", self.BN, self.grid[0][-1]) or \
+            walk_m = self.BM * self.cluster_m
+            if self.grid[0] != (self.WALK, "M", walk_m, "N", self.BN, self.grid[0][-1]) or \
                     self.grid[1:] != (("const", 1), ("const", 1)):
                 self._fail(f"grid {shown}: a persistent kernel needs "
-                           f"['{self.WALK}(M, {self.BM}, N, {self.BN}, SMS)', '1', '1']")
+                           f"['{self.WALK}(M, {walk_m}, N, {self.BN}, SMS)', '1', '1']")
         for axis, rule in enumerate(self.grid if not self.persistent else ()):
             if rule[0] == "cdiv":
                 self.origin_axis[rule[1]] = (axis, rule[2])
@@ -647,10 +696,32 @@ class _GemmLowering(_Sm90Lowering):
     WALK = "persistent"          # the persistent grid rule this lowering walks (runtime/rules.py)
 
     def _cluster(self, attrs) -> tuple[int, int, int]:
-        """The kernel's thread-block cluster: none (1, 1, 1) here."""
-        if list(attrs.get("cluster", [1, 1, 1])) != [1, 1, 1]:
-            self._fail(f"cluster {attrs.get('cluster')}: thread-block clusters are not lowered yet; use [1, 1, 1]")
-        return (1, 1, 1)
+        """The kernel's thread-block cluster: none, or (2, 1, 1) when B is multicast: the two CTAs take the two
+        block-m row halves of one tile of 2 x block-m rows (the walk persistent_pairs), and each loads half of the
+        B tile both read, into both CTAs."""
+        cluster = [int(d) for d in attrs.get("cluster", [1, 1, 1])]
+        multicast = any(isinstance(o, Copy) and o.multicast for r in self.p.roles for o in r.walk())
+        if cluster == [1, 1, 1] and not multicast:
+            return (1, 1, 1)
+        if cluster != [2, 1, 1] or not multicast or attrs.get("schedule") != "persistent":
+            self._fail(f"cluster {cluster} ({'with' if multicast else 'without'} a multicast copy, schedule "
+                       f"{attrs.get('schedule', 'grid')!r}): the sm_90a GEMM lowers clusters of [2, 1, 1] that "
+                       "multicast B, persistent only; or no cluster")
+        self.cluster_m, self.WALK = 2, "persistent_pairs"
+        return (2, 1, 1)
+
+    def _after_cta_barrier(self) -> None:
+        """A cluster's CTAs meet once every barrier of each is initialised (and fenced for the cluster), before any
+        multicast lands in, or any arrival reaches, another CTA."""
+        if self.rank is not None:
+            sync.cluster_barrier()
+
+    def _roles(self) -> None:
+        """The roles; a cluster's CTAs then meet again, so that neither exits while the other may still multicast
+        into its smem or arrive on its barriers."""
+        super()._roles()
+        if self.rank is not None:
+            sync.cluster_barrier()
 
     def _param_list(self) -> list[tuple[str, str]]:
         """Tensor maps by value (grid constants: a, b, and c when C leaves by TMA), then C as a global pointer when
@@ -676,12 +747,30 @@ class _GemmLowering(_Sm90Lowering):
                              swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
 
     def _tensor_map(self, op: Copy) -> TensorMapSpec:
-        """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's."""
+        """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's (a multicast copy
+        that splits each box's rows over the cluster: 1 / cluster of the rows, see `_multicast_share`)."""
         if op.source not in ("a", "b"):
             self._fail(f"async_load of operand {op.source!r}: only the inputs 'a' and 'b' are loaded")
         tile = self.tiles[self._region(op.region).name]
-        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box,
+        box = tile.box
+        if op.multicast and self._multicast_share(tile)[0] == "rows":
+            box = (box[0], box[1] // self.cluster_m)
+        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=box,
                              swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
+
+    def _multicast_share(self, tile: SmemTile) -> tuple[str, int]:
+        """How a multicast copy splits `tile` over the cluster's CTAs: ("boxes", n), each CTA loading n whole boxes
+        (rank r: boxes r*n ..), when the boxes divide evenly; else ("rows", n), each CTA loading rows r*n .. of every
+        box (a B [N, K] tile is one box of block-n rows). The rows of a box are whole 128-byte swizzle spans, so a
+        slice starting at a multiple of the swizzle's 8-row repeat lands swizzled as the whole box would."""
+        cm = self.cluster_m
+        if tile.num_boxes % cm == 0:
+            return "boxes", tile.num_boxes // cm
+        rows = tile.box[1]
+        if rows % (cm * 8):
+            self._fail(f"a multicast copy of a tile of {tile.num_boxes} box(es) of {rows} rows cannot be split over "
+                       f"{cm} CTAs (whole boxes, or a multiple of 8 rows each)")
+        return "rows", rows // cm
 
     def _prologue(self) -> None:
         b, c = self.b, self.b.const
@@ -694,6 +783,7 @@ class _GemmLowering(_Sm90Lowering):
             axis, extent = self.origin_axis[dim]
             cta = b.sreg("ctaid", CTAID[axis], "cta")
             self.origin[dim] = b.mul(cta, c(extent))
+        self.rank = sync.cluster_rank(b) if self.cluster_m > 1 else None
 
         self._smem_base()
         # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
@@ -716,15 +806,18 @@ class _GemmLowering(_Sm90Lowering):
             return
         b, c = self.b, self.b.const
         n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
-        first = b.sreg("ctaid", "x", "cta")
-        step = b.sreg("nctaid", "x", "ncta")
+        # a 2x1 cluster walks the tiles of 2 x block-m rows as one (cluster c takes tiles c, c + clusters, ...)
+        first = b.sreg("clusterid" if self.rank is not None else "ctaid", "x", "cta")
+        step = b.sreg("nclusterid" if self.rank is not None else "nctaid", "x", "ncta")
         tile_name = b.fresh("tile")
         with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
             tile = loop.iv
-            # every role of the CTA walks the same tiles in the same order, so ring iterations
+            # every role of the CTA (and of its cluster) walks the same tiles in the same order, so ring iterations
             # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
             self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
             self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            if self.rank is not None:       # this CTA's block-m rows of the cluster's tile
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))
             self._ops(ops, ctx)
         self.it_base, self.origin = None, {}
 

@@ -58,7 +58,7 @@ def pipeline(program: Program, stages: int) -> None:
         name = load.region or load.source
         program.regions[name] = Region(name, "smem", program.inputs[load.source].elem, tuple(load.tile),
                                        tuple(load.dims), n)
-        return Copy(load.source, name, use=load.use)
+        return Copy(load.source, name, use=load.use, multicast=load.multicast)
 
     body = []
     # an sm_100a attention's O tiles (in TMEM) go out through their own Q tile's smem, in order

@@ -5,6 +5,9 @@ For each ring of `stages` operand buffers there are two barrier rings:
             consumers wait on it before their MMAs read stage s;
   empty[s]  arrivals = consumer warpgroups (one elected thread each, after its
             MMAs on stage s retired); the producer waits on it before refilling s.
+            A ring that a copy fills by multicast (an sm_90a 2x1 cluster sharing B) is refilled in
+            every CTA of the cluster at once, so each consumer warpgroup frees the slot in every CTA
+            (`Arrive.cta = "pair"`) and empty[s] counts the consumers of all of them.
 K tile i uses stage s = i % stages and phase (i / stages) & 1; the consumer waits
 for that phase of full[s], the producer for the opposite phase of empty[s], so its
 first lap over fresh barriers does not block. When consumers keep `pending` MMA
@@ -67,6 +70,18 @@ def _frees_per_phase(program: Program, role_name: str) -> int:
     return role.warps * target.warp_size // target.warpgroup_threads
 
 
+def multicast_ctas(program: Program, ring) -> int:
+    """The CTAs whose consumers free a slot of `ring`: the cluster's size when a copy into the ring multicasts (each
+    CTA's producer writes into every CTA's slot, so it may refill the slot only once all of them are done), else 1."""
+    copies = [op for role in program.roles for op in role.walk() if isinstance(op, Copy) and op.region in ring.regions]
+    if not any(op.multicast for op in copies):
+        return 1
+    size = 1
+    for d in program.attrs.get("cluster", [1, 1, 1]):
+        size *= int(d)
+    return size
+
+
 def barrier_rings(program: Program) -> list[BarrierRing]:
     """The mbarriers of every ring of a specialized program, in storage order; the smem planner sizes their storage
     from this. full: the producer's one expect_tx arrival plus the bytes of one stage of the ring's regions (a TMEM
@@ -75,8 +90,9 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
     out = []
     pair = program.attrs.get("cta_group", 1) == 2
     for ring in program.rings.values():
-        # a CTA pair's accumulator is freed by the epilogue threads of both CTAs, on the leader's barrier
-        landing = 2 if pair and ring.counts == "tile" else 1
+        # a CTA pair's accumulator is freed by the epilogue threads of both CTAs, on the leader's barrier; a slot
+        # that a multicast fills in every CTA of the cluster is freed by the consumers of all of them
+        landing = 2 if pair and ring.counts == "tile" else multicast_ctas(program, ring)
         consumers = sum(_frees_per_phase(program, c) for c in ring.consumers) * landing
         tmem = all(program.regions[r].space == "tmem" for r in ring.regions)
         tx = 0 if tmem else sum(program.regions[r].stage_bytes for r in ring.regions)
@@ -351,9 +367,10 @@ def plan_barriers(program: Program) -> None:
     offset = storage.offset
     planned = barrier_rings(program)
     pair = program.attrs.get("cta_group", 1) == 2
-    for bar in planned:     # a CTA pair's barriers are arrived at from the other CTA: initialised for the cluster
+    multicast = {name: multicast_ctas(program, ring) > 1 for name, ring in program.rings.items()}
+    for bar in planned:     # barriers another CTA of the cluster arrives at: initialised for the cluster
         program.barriers[bar.name] = MBarrier(bar.name, bar.count, bar.arrivals, bar.tx_bytes, offset=offset,
-                                              scope="cluster" if pair else "cta")
+                                              scope="cluster" if pair or any(multicast.values()) else "cta")
         offset += bar.count * mbarrier_bytes
     for name, ring in list(program.rings.items()):
         sides = {b.side: b for b in planned if b.ring == name}
@@ -379,7 +396,7 @@ def plan_barriers(program: Program) -> None:
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,
                                                        sharers=sharers, commit=commit,
                                                        peer=ring.peer if role.name in ring.consumers else None,
-                                                       cta="pair" if pair else "own"))
+                                                       cta="pair" if pair or multicast[name] else "own"))
                          if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
     if fa4_barriers(program):
         _fa4_hand_offs(program)

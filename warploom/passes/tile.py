@@ -114,9 +114,19 @@ GEMM_ONLY_SCHEDULES = ("streamk",)
 EPILOGUES = ("tma", "direct")   # C through smem and TMA stores (the default), or stored from registers (sm_90a)
 
 
+CLUSTER_M = (1, 2)      # sm_90a GEMM: CTAs per cluster along M (2: the pair shares B, each loading half, multicast)
+
+
 def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a",
-                epilogue: str = "tma") -> None:
+                epilogue: str = "tma", cluster_m: int = 1) -> None:
     check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
+    if cluster_m not in CLUSTER_M:
+        raise PassError(f"cluster-m = {cluster_m}: use 1 (no cluster) or 2 (a 2x1 cluster sharing B by TMA multicast)",
+                        matmul)
+    if cluster_m > 1 and (target != "sm_90a" or schedule != "persistent" or epilogue != "tma"):
+        raise PassError(f"cluster-m = {cluster_m}: built for the sm_90a GEMM with schedule=persistent and C stored by "
+                        f"TMA (target = {target}, schedule = {schedule}, epilogue = {epilogue}); leave cluster-m out "
+                        "otherwise (sm_100a pairs CTAs with block-m=256)", matmul)
     if schedule not in SCHEDULES:
         raise PassError(f"schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", matmul)
     if epilogue not in EPILOGUES:
@@ -148,13 +158,17 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     rows, b_cols = block_m // group, block_n // group
     b_tile = [b_cols, block_k] if b_layout == "nk" else [block_k, b_cols]
     b_dims = ["N", "K"] if b_layout == "nk" else ["K", "N"]
-    walk = "persistent_pairs" if group == 2 else "persistent"
-    grid = ([[walk, "M", block_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]] if schedule == "persistent" else
+    # a 2x1 cluster (sm_90a, cluster-m 2) walks tiles of 2 x block-m rows as one, as a CTA pair does: each CTA takes
+    # its block-m rows; B's tile is the same for both, so each loads half of its boxes and multicasts them
+    pairs = group == 2 or cluster_m == 2
+    walk = "persistent_pairs" if pairs else "persistent"
+    walk_m = block_m * cluster_m
+    grid = ([[walk, "M", walk_m, "N", block_n, "SMS"], ["const", 1], ["const", 1]] if schedule == "persistent" else
             [["streamk", "M", block_m, "N", block_n, "K", block_k, "SMS"], ["const", 1], ["const", 1]]
             if schedule == "streamk" else [["cdiv", "N", block_n], ["cdiv", "M", block_m], ["const", 1]])
     with ir.InsertionPoint(matmul), matmul.operation.location:
         kernel = make_op("kernel", {
-            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group, 1, 1], "grid": grid,
+            "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group * cluster_m, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
             **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
             **({"cta_group": group} if group > 1 else {}),
@@ -164,7 +178,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
     acc_space = "tmem" if target == "sm_100a" else "regs"
     k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",) if acc_space == "regs" else (), body=(
-        Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims)),
+        Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims), multicast=cluster_m > 1),
         Mma(Operand("smem", "a"), Operand("smem", "b"), Operand(acc_space, "acc"), (block_m, block_n, block_k))))
 
     def body(p):
@@ -395,11 +409,12 @@ def _cast(value, to: ir.Type):
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
                    "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str,
-                   "epilogue": str},
+                   "epilogue": str, "cluster-m": int},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
         target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
-        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = ""):
+        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = "",
+        cluster_m: int = 1):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
@@ -407,7 +422,9 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share;
     `rope-depth`, `scale-dtype`: the seed's rope columns (MLA) and per-token scales (FP8), planned (wl-specialize
     reserves their smem) but not lowered yet. `epilogue` (a GEMM's): "tma" (the default) stages C through smem in
-    64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers."""
+    64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers. `cluster-m` (the
+    sm_90a persistent GEMM's): 2 runs the CTAs in 2x1 clusters over tiles of 2 x block-m rows, each CTA loading
+    half of the B tile both need and multicasting it to both (half the B traffic from L2)."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
@@ -419,12 +436,14 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
+    if cluster_m != 1 and not kernel_ops(module, "matmul"):
+        raise PassError(f"wl-tile: cluster-m = {cluster_m}: an option of the sm_90a GEMM kernels")
     if epilogue and not kernel_ops(module, "matmul"):
         raise PassError(f"wl-tile: epilogue = {epilogue}: an option of the GEMM kernels (how C is stored); an "
                         "attention stores O through smem by TMA")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target,
-                    epilogue or "tma")
+                    epilogue or "tma", cluster_m)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,

@@ -82,6 +82,7 @@ class Launcher:
 
     def __init__(self):
         self._functions: dict[tuple[str, int], object] = {}
+        self._cluster_slots: dict[tuple[str, int], int] = {}     # (kernel, device) -> CTAs of co-resident clusters
         self._modules: list = []  # kept alive for the process: functions point into them
         self._lock = threading.Lock()
 
@@ -134,6 +135,35 @@ class Launcher:
                     fn, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                     f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) for {where}")
         return fn
+
+    def cluster_slots(self, artifact: KernelArtifact, device: int) -> int:
+        """The CTAs a persistent cluster kernel may launch at once on `device`: cluster size x the clusters that fit
+        together (cuOccupancyMaxActiveClusters: a cluster's CTAs share one GPC, so an SM count that a GPC's share
+        does not divide leaves SMs no cluster can use), at most the SM count. One CTA per SM for other kernels."""
+        size = artifact.cluster[0] * artifact.cluster[1] * artifact.cluster[2]
+        sms = sm_count(device)
+        if size == 1:
+            return sms
+        key = (artifact.key or artifact.name, device)
+        if key not in self._cluster_slots:
+            fn = self.function(artifact, device)
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = artifact.cluster
+            cfg = driver.CUlaunchConfig()
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = (sms // size * size, 1, 1)
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = artifact.block
+            cfg.sharedMemBytes = artifact.smem_bytes
+            cfg.attrs = [attr]
+            cfg.numAttrs = 1
+            with on_device(device):
+                clusters = check(driver.cuOccupancyMaxActiveClusters(fn, cfg),
+                                 f"cuOccupancyMaxActiveClusters for kernel {artifact.name!r}")
+            if clusters < 1:
+                raise ValueError(f"kernel {artifact.name!r}: no cluster of {artifact.cluster} CTAs with "
+                                 f"{artifact.smem_bytes} B of shared memory each fits on device {device}")
+            self._cluster_slots[key] = min(sms, clusters * size)
+        return self._cluster_slots[key]
 
     def prepare(self, artifact: KernelArtifact, sizes: dict[str, int], args: dict[str, object],
                 device: int | None = None) -> "PreparedLaunch":

@@ -14,10 +14,11 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from warploom.kernels import STREAMK_KERNELS, GemmSpec
+from warploom.kernels import CLUSTER_KERNELS, STREAMK_KERNELS, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
-SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule")     # what an entry chooses; elem, layout from its key
+SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m")   # what an entry chooses (elem, layout: its key)
+SPEC_DEFAULTS = {"cluster_m": 1}     # fields an entry written before they existed leaves out
 ELEMENTS, LAYOUTS = ("bf16", "f16"), ("kn", "nk")
 SMALL_M = 64          # up to here the candidates are 64-row tiles (a 128-row tile would be half empty or more)
 MID_M = 128           # up to here the 128 x 128 grid kernels join them
@@ -31,7 +32,8 @@ def bucket(m: int, n: int, k: int) -> tuple[int, int, int]:
 def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list[GemmSpec]:
     """The kernels `warploom tune` times for a problem of M rows: small M the 64-row tiles with 4 and 8 stages
     (and the 128 x 128 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
-    kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above)."""
+    kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above); above M = 128 the
+    persistent 2x1 cluster kernels too."""
     if target != "sm_90a":
         raise ValueError(f"warploom tune searches sm_90a GEMM kernels; {target} has no candidates (its kernels "
                          "have not run on a GPU here)")
@@ -48,6 +50,9 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     # (128 x 128 with 6 stages up to M = 128 only)
     out += [s for s in STREAMK_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)
             and (s.block_m == 64) == (m <= SMALL_M) and (s.stages == 4 or s.block_m == 64 or m <= MID_M)]
+    # 2x1 clusters sharing B (kernels.CLUSTER_KERNELS): two 128-row tiles a cluster, so above M = 128
+    if m > MID_M:
+        out += [s for s in CLUSTER_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)]
     return out
 
 
@@ -72,9 +77,9 @@ def entry_key(op: str, elem: str, b_layout: str, shape_bucket) -> str:
 
 def spec_of(entry: dict, elem: str, b_layout: str, target: str) -> GemmSpec:
     """The GemmSpec an entry names (ValueError for an entry this warploom cannot build)."""
-    fields = {f: entry["kernel"][f] for f in SPEC_FIELDS}
+    fields = {f: entry["kernel"].get(f, SPEC_DEFAULTS.get(f)) for f in SPEC_FIELDS}
     spec = GemmSpec(elem, b_layout, fields["block_n"], fields["stages"], target, fields["schedule"],
-                    fields["block_m"])
+                    fields["block_m"], cluster_m=fields["cluster_m"])
     if spec not in candidates(elem, b_layout, SMALL_M, target) + candidates(elem, b_layout, MID_M, target) + \
             candidates(elem, b_layout, MID_M + 1, target):
         raise ValueError(f"tuning entry names {spec.kernel_name}, which is not a tuning candidate")

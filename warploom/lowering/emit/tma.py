@@ -15,10 +15,15 @@ from mlir.dialects import nvvm
 from .builder import Builder
 
 
-def tma_load(b: Builder, dst: ir.Value, tmap: ir.Value, mbar: ir.Value, coords: list[ir.Value]) -> None:
+def tma_load(b: Builder, dst: ir.Value, tmap: ir.Value, mbar: ir.Value, coords: list[ir.Value],
+             multicast: int | None = None) -> None:
     """One TMA box from global memory to `dst`. The op writes to shared::cluster (address space 7),
-    so the CTA-local pointer is cast first (the verifier refuses a ptr<3> destination)."""
-    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(b.addrspacecast(dst, 7), tmap, coords, mbar, [])
+    so the CTA-local pointer is cast first (the verifier refuses a ptr<3> destination). `multicast` (a 16-bit
+    ctaMask, .multicast::cluster): the box lands at dst's offset in every CTA of the mask, each signalling its
+    mbarrier at mbar's offset."""
+    mask = None if multicast is None else b.const(multicast, b.i16)
+    nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(b.addrspacecast(dst, 7), tmap, coords, mbar, [],
+                                                  multicastMask=mask)
 
 
 def tma_store(b: Builder, tmap: ir.Value, src: ir.Value, coords: list[ir.Value]) -> None:
