@@ -10,11 +10,12 @@ warm-up), random inputs; every variant of a shape is timed once per round, in tu
 time is the median of its rounds (a clock drift within a shape reaches every variant alike).
 
 `ops` is warploom.ops.matmul as a user calls it (the kernel it picks, under `--schedule`). With `--compare`, the
-128-row kernels of the same block_n are also timed by name under both schedules and both epilogues (C through smem
-by TMA, the standard; C stored from registers, "direct": the kernels before issue 12), so each change is measured
-against the old kernel in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64 tiles instead, with the
-standard 4 stages and with deeper rings (6, 8 and 8 stages; tests/gpu/extra_kernels.py); and the stream-K kernels
-of those tiles (`streamk/...`: the tuning candidates, `warploom precompile --tuning`). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
+128-row kernels of the same block_n are also timed by name under both schedules, the persistent kernel of the other
+block_n, the 128 x 256 stream-K kernel and the persistent 2x1-cluster kernels of both block_n (`c2/...`: B shared by
+TMA multicast), so each change is measured against the kernels before it in the same run; for M <= 128 the
+128 x 128, 64 x 128 and 64 x 64 tiles instead, with the standard 4 stages and with deeper rings (6, 8 and 8 stages;
+tests/gpu/extra_kernels.py); and the stream-K kernels of those tiles (`streamk/...`: the tuning candidates,
+`warploom precompile --tuning`). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
 prints a table and the geomeans against cuBLAS (the PEERS.md grid; the issue's shapes).
 """
 from __future__ import annotations
@@ -61,13 +62,13 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
         return out
     if spec.block_m != 128:
         return {}
-    out = {f"{sched}/{epi}": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched,
-                                      epilogue=epi)
-           for sched in ("grid", "persistent") for epi in ("tma", "direct")}
+    out = {f"{sched}/tma": GemmSpec(spec.elem, spec.b_layout, spec.block_n, spec.stages, spec.target, sched)
+           for sched in ("grid", "persistent")}
     other = 384 - spec.block_n                 # the other 128-row tile (128 <-> 256), persistent: the tile model's data
     out[f"persistent/tma/n{other}"] = GemmSpec(spec.elem, spec.b_layout, other, spec.stages, spec.target, "persistent")
-    for bn in (128, 256):                      # stream-K of both 128-row tiles
-        out[f"streamk/n{bn}"] = GemmSpec(spec.elem, spec.b_layout, bn, 4, spec.target, "streamk")
+    out["streamk/n256"] = GemmSpec(spec.elem, spec.b_layout, 256, 4, spec.target, "streamk")
+    for bn in (256, 128):                      # 2x1 clusters sharing B by multicast, both 128-row tiles
+        out[f"c2/n{bn}"] = GemmSpec(spec.elem, spec.b_layout, bn, 4, spec.target, "persistent", cluster_m=2)
     return out
 
 
@@ -132,8 +133,9 @@ def main():
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--schedule", default=ops.SCHEDULE, choices=list(ops.SCHEDULES),
                    help="the schedule warploom.ops.matmul uses for its 128-row kernels")
-    p.add_argument("--compare", action="store_true", help="also time the 128-row kernels of both schedules and "
-                   "both epilogues by name (the direct ones come from tests/gpu/extra_kernels.py)")
+    p.add_argument("--compare", action="store_true", help="also time the 128-row kernels of both schedules, "
+                   "stream-K and the 2x1-cluster kernels by name (the small-M ones come from "
+                   "tests/gpu/extra_kernels.py)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--only", default="", help="comma-separated MxNxK shapes to run (default: all)")
     p.add_argument("--tag", default="", help="appended to the output file names")
