@@ -26,6 +26,9 @@ step() { echo; echo "=== $* ($(date -u +%H:%M:%S))"; }
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
   python3 -c "import torch, cuda.bindings; print('torch', torch.__version__, 'cuda-bindings', cuda.bindings.__version__)"
   echo "commit ${WARPLOOM_COMMIT:-?}"
+  python3 -c "from warploom.kernels import CLUSTER_KERNELS, get_kernel
+from warploom.runtime.launch import default_launcher
+for s in CLUSTER_KERNELS['sm_90a'][:2]: print(s.kernel_name, 'cluster_slots', default_launcher().cluster_slots(get_kernel(s), 0))"
 
   step "pytest -m gpu (GEMM, runtime, torch ops)"
   python3 -m pytest -m gpu tests/gpu/test_matmul.py tests/gpu/test_runtime_gpu.py tests/gpu/test_torch_ops.py \
