@@ -1,9 +1,10 @@
 """Record GPU outputs of chosen sm_90a GEMM kernels, for calibrating the CPU emulator against the H200.
 
-    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard]
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard | --cluster]
 
---standard records every standard sm_90a kernel (STANDARD_CASES), six stream-K cases (STREAMK_CASES) and four
-2x1-cluster cases (CLUSTER_CASES) instead of the five CASES.
+--standard records every standard sm_90a kernel (STANDARD_CASES) and six stream-K cases (STREAMK_CASES), --cluster
+the four 2x1-cluster cases (CLUSTER_CASES), instead of the five CASES. (Two files, as one would pass the 16 MiB a
+file the device call brings back.)
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
 persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two input sets per case:
@@ -120,4 +121,6 @@ def main(path: str, cases: list) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES + CLUSTER_CASES if "--standard" in sys.argv[2:] else CASES)
+    flags = sys.argv[2:]
+    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES if "--standard" in flags else
+         CLUSTER_CASES if "--cluster" in flags else CASES)

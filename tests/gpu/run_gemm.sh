@@ -2,7 +2,8 @@
 # One device call on the H200 for the GEMM: its GPU tests, the GEMM benchmark beside cuBLAS (--compare: both
 # schedules and both epilogues of the 128-row kernels, by name), compute-sanitizer (memcheck, racecheck) on both
 # schedules and on every tuning candidate, optionally a tuning run (TUNE), and a calibration recording of every
-# standard sm_90a GEMM for the emulator (CALIBRATE=1).
+# standard sm_90a GEMM for the emulator (CALIBRATE=1: standard and stream-K, then the 2x1-cluster cases;
+# CALIBRATE=cluster: those alone).
 # Everything runs from the AOT cache built on the CPU host (the GPU machine has no MLIR).
 #
 #   warploom precompile --target sm_90a --cache .wlcache          # CPU host; .wlcache is in .git/info/exclude
@@ -12,7 +13,7 @@
 # (with TUNE the cache must hold the tuning candidates: `warploom precompile --tuning`)
 #
 # Files in $OUT: gemm-run.log (everything, in order), pytest_gemm.log, sanitize_gemm.log (the six sanitizer runs,
-# whole), gemm-calibration.npz, gemm-<schedule>-<date>.{json,png} (SCHEDULE, default persistent: the schedule warploom.ops uses).
+# whole), gemm-calibration.npz, gemm-calibration-cluster.npz, gemm-<schedule>-<date>.{json,png} (SCHEDULE, default persistent: the schedule warploom.ops uses).
 set -uo pipefail
 export PYTHONPATH=. WARPLOOM_CACHE_DIR=${WARPLOOM_CACHE_DIR:-.wlcache} WARPLOOM_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/warploom-out}
@@ -62,5 +63,9 @@ for s in CLUSTER_KERNELS['sm_90a'][:2]: print(s.kernel_name, 'cluster_slots', de
   if [ "${CALIBRATE:-0}" = 1 ]; then
     step "tests/gpu/calibrate.py --standard"
     python3 tests/gpu/calibrate.py "$OUT/gemm-calibration.npz" --standard 2>&1 | tail -n 6
+  fi
+  if [ "${CALIBRATE:-0}" = 1 ] || [ "${CALIBRATE:-0}" = cluster ]; then
+    step "tests/gpu/calibrate.py --cluster"
+    python3 tests/gpu/calibrate.py "$OUT/gemm-calibration-cluster.npz" --cluster 2>&1 | tail -n 4
   fi
 } 2>&1 | tee "$log"

@@ -325,7 +325,7 @@ class _Sm100GemmLowering(_GemmLowering):
             if ctx.tcgen05 and op.per == "thread":
                 tcgen05.fence_before()
             if op.cta == "leader":            # the pair's rank-0 CTA's instance of the barrier
-                sync_ops.remote_arrive(b, sync_ops.mapa(b, bar.addr, c(0)))
+                sync_ops.remote_arrive(b, sync_ops.mapa(b, bar.addr, c(0)), scope="cluster")
             elif op.cta == "own":
                 bar.arrive()
             else:

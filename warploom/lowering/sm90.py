@@ -512,7 +512,9 @@ class _Sm90Lowering:
             # With a lag, iterations before the first `lag` have no earlier stage to free.
             cond = ctx.wg_leader if op.lag == 0 else b.and_(ctx.wg_leader, b.cmp("uge", loop.it, c(op.lag)))
             with b.if_(cond):
-                if op.cta == "pair":    # the slot is free here: tell every CTA's producer that multicasts into it
+                # the slot is free here: tell every CTA's producer that multicasts into it (a CTA-scope release:
+                # the arrival hands back smem whose reads are done, nothing this thread wrote; sync.remote_arrive)
+                if op.cta == "pair":
                     for r in range(self.cluster_m):
                         sync.remote_arrive(b, sync.mapa(b, bar.addr, c(r)))
                 else:

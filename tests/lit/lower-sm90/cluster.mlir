@@ -37,9 +37,9 @@
 // CHECK: nvvm.setmaxregister increase 232
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: %[[R0:.*]] = nvvm.mapa %[[EMPTY:.*]], %c0_i32
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[R0]] {scope = #nvvm.mem_scope<cluster>}
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[R0]] : !llvm.ptr<7>
 // CHECK-NEXT: %[[R1:.*]] = nvvm.mapa %[[EMPTY]], %c1_i32
-// CHECK-NEXT: nvvm.mbarrier.arrive %[[R1]] {scope = #nvvm.mem_scope<cluster>}
+// CHECK-NEXT: nvvm.mbarrier.arrive %[[R1]] : !llvm.ptr<7>
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK-NEXT: llvm.return
