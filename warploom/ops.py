@@ -190,6 +190,7 @@ TILE_RATES_SM90 = {(128, 256): 1.0, (128, 128): 0.86}
 # 128 columns wide while that still makes a tile for a third of the SMs, else 64 (run 19: 16x8192x8192 ran best at
 # 64 x 128, 64 tiles; 1x4096x4096 at 64 x 64, 64 tiles, not 64 x 128, 32 tiles)
 SMALL_M_TILES_SM90 = ((64, 128), (64, 64))
+CLUSTER_M_SM90 = 2      # the cluster the model gives the persistent 128 x 256 tile when M > 128 (see pick_spec)
 
 
 def _pick_tile(m: int, n: int) -> tuple[int, int]:
@@ -228,7 +229,12 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         return GemmSpec(elem, b_layout, 64, SMALL_M_STAGES, target=target, block_m=block_m, schedule="streamk")
     if block_m != 128:         # the small-M kernels: grid schedule, a deep ring
         return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m)
-    return GemmSpec(elem, b_layout, block_n, schedule=_pick_schedule(m, n, block_n, sms), target=target)
+    schedule = _pick_schedule(m, n, block_n, sms)
+    # two 128-row tiles or more: the persistent 128 x 256 tile runs in 2x1 clusters sharing B (kernels.CLUSTER_KERNELS;
+    # runs 29-30: at least as fast on 11 of the 12 large-M problems measured, 3000x5000x1000 0.80 -> 0.99 of cuBLAS,
+    # 2048^3 3% slower; 128 x 128 gained on some and lost on others, so it stays alone)
+    cluster_m = CLUSTER_M_SM90 if schedule == "persistent" and block_n == 256 and m > 128 else 1
+    return GemmSpec(elem, b_layout, block_n, schedule=schedule, target=target, cluster_m=cluster_m)
 
 
 def matmul(a, b, *, out=None):

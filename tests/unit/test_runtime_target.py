@@ -66,10 +66,11 @@ def test_a_gpu_warploom_builds_nothing_for_is_named(fake_gpu):
 
 def test_matmul_picks_the_blackwell_kernels_on_a_blackwell_target():
     spec = pick_spec("bf16", "nk", 4096, 4096, 148, target="sm_100a")
-    from warploom.kernels import STANDARD_KERNELS
+    from warploom.kernels import CLUSTER_KERNELS, STANDARD_KERNELS
     assert spec in STANDARD_KERNELS["sm_100a"]
     assert spec.target == "sm_100a" and spec.schedule == "persistent"
-    assert pick_spec("bf16", "nk", 4096, 4096, 132) in STANDARD_KERNELS["sm_90a"]
+    assert pick_spec("bf16", "nk", 4096, 4096, 132) in CLUSTER_KERNELS["sm_90a"]     # large M: the 2x1 cluster
+    assert pick_spec("bf16", "nk", 128, 4096, 132) in STANDARD_KERNELS["sm_90a"]
 
 
 def test_attention_picks_the_fa4_kernel_on_a_blackwell_gpu(fake_gpu, monkeypatch):

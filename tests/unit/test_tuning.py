@@ -114,3 +114,19 @@ def test_ops_under_streamk_picks_a_built_streamk_kernel(m, n, layout, monkeypatc
         spec = ops.pick_spec(elem, layout, m, n, k=4096)
         assert spec.schedule == "streamk" and spec in STREAMK_KERNELS["sm_90a"], spec
         assert spec in precompile_set("sm_90a")
+
+
+@pytest.mark.parametrize("schedule", ["grid", "persistent", "auto"])
+def test_the_model_takes_the_cluster_kernel_for_the_persistent_wide_tile(schedule, monkeypatch):
+    """With no table entry (no K): the persistent 128 x 256 tile runs in 2x1 clusters once M has two 128-row tiles;
+    never the grid schedule, never M <= 128, never 128 x 128; every pick is a kernel precompile builds."""
+    from warploom.kernels import CLUSTER_KERNELS
+    monkeypatch.setattr(ops, "SCHEDULE", schedule)
+    for m, n in [(1, 4096), (128, 8192), (129, 8192), (3000, 5000), (6144, 3072), (8192, 8192), (300, 392)]:
+        for layout in ("kn", "nk"):
+            spec = ops.pick_spec("f16", layout, m, n)
+            clustered = spec.schedule == "persistent" and spec.block_n == 256 and m > 128
+            assert spec.cluster_m == (2 if clustered else 1), (m, n, spec)
+            assert (spec in CLUSTER_KERNELS["sm_90a"]) == clustered and spec in precompile_set("sm_90a")
+    if schedule == "persistent":
+        assert ops.pick_spec("bf16", "kn", 8192, 8192).cluster_m == 2
