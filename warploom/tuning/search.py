@@ -9,11 +9,13 @@ Run 21 timed back-to-back calls instead: with B hot in the L2 and the host path 
 chose 64 x 64 for 1x4096x4096, which do_bench measured 25% slower than 64 x 128 with 8 stages. A candidate whose
 result differs from float32 torch by more than 1e-2 (relative Frobenius) is dropped, never chosen.
 
-Then a run-off: the candidates within RUNOFF_MARGIN of the fastest (and cuBLAS) are timed again, the same number of
-rounds with RUNOFF_ITERS x the calls, and the fastest of that decides (its figures replace the first pass's in the
-entry). Run 30 showed why: with 20 calls a round, the tuner chose kernels 2-5% slower than the fastest that
-benchmarks/gemm.py measured in the same job (fp16 8192^3: the grid kernel, 0.905 of cuBLAS, over the 2x1-cluster
-kernel's 0.949), since candidates within a few percent swap places from pass to pass.
+Then a run-off: the candidates within RUNOFF_MARGIN of the fastest (and cuBLAS) are timed again, RUNOFF_ROUNDS rounds
+of sustained timing (`_sustained_ms`: do_bench's warm-up of 100 ms of back-to-back calls, then as many flushed, timed
+calls as fill 300 ms), and the fastest of that decides (its figures replace the first pass's in the entry). Runs
+30-31 showed why: 20 calls after 3 of warm-up measure another regime (likely the clock before the power limit
+bites), and there the tuner chose kernels that
+benchmarks/gemm.py, timing for 300 ms in the same job, measured 2-5% slower than the best (8192x8192x2048: the
+tuner had the persistent kernel at 1.050 of cuBLAS, the benchmark at 0.927, with the 2x1-cluster kernel at 0.951).
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ from warploom import tuning
 
 
 FLUSH_BYTES = 256 << 20
-RUNOFF_MARGIN = 0.03      # candidates this close to the fastest of the first pass are timed again
-RUNOFF_ITERS = 5          # ... with this many times the calls a round
+RUNOFF_MARGIN = 0.05      # candidates this close to the fastest of the first pass are timed again, sustained
+RUNOFF_ROUNDS = 3
+WARMUP_MS, REP_MS = 100, 300     # the sustained timing's warm-up and timed span (triton's do_bench defaults)
 
 
 def _median_ms(torch, fn, iters: int, flush) -> float:
@@ -40,12 +43,21 @@ def _median_ms(torch, fn, iters: int, flush) -> float:
     return statistics.median(start.elapsed_time(end) for start, end in events)
 
 
-def _timed_rounds(torch, calls: dict, rounds: int, iters: int, flush, label: str, out) -> dict:
-    """{name: the median over `rounds` rounds of `_median_ms`}, every call timed in turn each round; a progress bar."""
+def _sustained_ms(torch, fn, iters: int, flush) -> float:
+    """do_bench's method: WARMUP_MS of back-to-back calls, then the median of as many calls as fill REP_MS, each
+    timed alone after an L2 flush (at least `iters`)."""
+    estimate = max(_median_ms(torch, fn, 5, flush), 1e-3)
+    for _ in range(int(WARMUP_MS / estimate)):
+        fn()
+    return _median_ms(torch, fn, max(iters, int(REP_MS / estimate)), flush)
+
+
+def _timed_rounds(torch, calls: dict, rounds: int, iters: int, flush, label: str, out, timer=_median_ms) -> dict:
+    """{name: the median over `rounds` rounds of `timer`}, every call timed in turn each round; a progress bar."""
     per_round = {name: [] for name in calls}
     for r in range(rounds):
         for j, (name, fn) in enumerate(calls.items(), 1):
-            per_round[name].append(_median_ms(torch, fn, iters, flush))
+            per_round[name].append(timer(torch, fn, iters, flush))
             done = (r * len(calls) + j) / (rounds * len(calls))
             print(f"\r{label}  [{'#' * int(20 * done):<20}] {100 * done:3.0f}%", end="", file=out, flush=True)
     return {name: statistics.median(t) for name, t in per_round.items()}
@@ -94,8 +106,8 @@ def tune(shapes, elem: str = "bf16", b_layout: str = "kn", iters: int = 20, roun
         first = min((t for name, t in ms.items() if name != "cublas"))
         close = [name for name, t in ms.items() if name != "cublas" and t <= first * (1 + RUNOFF_MARGIN)]
         if len(close) > 1:               # the run-off
-            ms.update(_timed_rounds(torch, {name: calls[name] for name in ["cublas"] + close}, rounds,
-                                    iters * RUNOFF_ITERS, flush, label + " run-off", out))
+            ms.update(_timed_rounds(torch, {name: calls[name] for name in ["cublas"] + close}, RUNOFF_ROUNDS, iters, flush,
+                                    label + " run-off", out, _sustained_ms))
         cublas = ms.pop("cublas")
         best = min(close, key=ms.get)
         key = tuning.entry_key("matmul", elem, b_layout, tuning.bucket(m, n, k))
