@@ -11,8 +11,8 @@ time is the median of its rounds (a clock drift within a shape reaches every var
 
 `ops` is warploom.ops.matmul as a user calls it (the kernel it picks, under `--schedule`). With `--compare`, the
 128-row kernels of the same block_n are also timed by name under both schedules, the persistent kernel of the other
-block_n, the 128 x 256 stream-K kernel and the persistent 2x1-cluster kernels of both block_n (`c2/...`: B shared by
-TMA multicast), so each change is measured against the kernels before it in the same run; for M <= 128 the
+block_n, the 128 x 256 stream-K kernel, the persistent 2x1-cluster kernels of both block_n (`c2/...`: B shared by
+TMA multicast) and the 128 x 256 one walking its tiles in bands (`c2/n256/g4`, `/g8`: rules.tile_origin), so each change is measured against the kernels before it in the same run; for M <= 128 the
 128 x 128, 64 x 128 and 64 x 64 tiles instead, with the standard 4 stages and with deeper rings (6, 8 and 8 stages;
 tests/gpu/extra_kernels.py); and the stream-K kernels of those tiles (`streamk/...`: the tuning candidates,
 `warploom precompile --tuning`). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
@@ -33,6 +33,7 @@ import triton.testing as tt
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from warploom import ops  # noqa: E402
 from warploom.kernels import GemmSpec, get_kernel  # noqa: E402
+from tests.gpu.extra_kernels import GROUPS  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import commit  # noqa: E402
@@ -69,6 +70,9 @@ def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
     out["streamk/n256"] = GemmSpec(spec.elem, spec.b_layout, 256, 4, spec.target, "streamk")
     for bn in (256, 128):                      # 2x1 clusters sharing B by multicast, both 128-row tiles
         out[f"c2/n{bn}"] = GemmSpec(spec.elem, spec.b_layout, bn, 4, spec.target, "persistent", cluster_m=2)
+    for g in GROUPS:                           # ... the 128 x 256 one walking the tiles in bands (tile order)
+        out[f"c2/n256/g{g}"] = GemmSpec(spec.elem, spec.b_layout, 256, 4, spec.target, "persistent", cluster_m=2,
+                                        group_m=g)
     return out
 
 

@@ -28,13 +28,14 @@ COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowerin
 
 
 def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a",
-                     epilogue: str = "tma", cluster_m: int = 1) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_direct][_sm100a]: the PTX entry point of
-    a GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for). `_c2`:
-    2x1 clusters sharing B by TMA multicast; `_direct`: C stored from registers instead of through smem by TMA."""
+                     epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1) -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_direct][_sm100a]: the PTX entry
+    point of a GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for).
+    `_c2`: 2x1 clusters sharing B by TMA multicast; `_g8`: the persistent walk in bands of 8 rows of tiles
+    (rules.tile_origin); `_direct`: C stored from registers instead of through smem by TMA."""
     bm, bn, bk = tile
     sched = "" if schedule == "grid" else f"_{schedule}"
-    cluster = "" if cluster_m == 1 else f"_c{cluster_m}"
+    cluster = ("" if cluster_m == 1 else f"_c{cluster_m}") + ("" if group_m == 1 else f"_g{group_m}")
     epi = "" if epilogue == "tma" else f"_{epilogue}"
     arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
     return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{cluster}{epi}{arch}"
@@ -56,6 +57,7 @@ class GemmSpec:
     epilogue: str = "tma"           # "tma": C through smem by TMA stores; "direct" (sm_90a): from registers
     cluster_m: int = 1              # 2 (sm_90a, persistent): 2x1 clusters over tiles of 2 x block_m rows, each CTA
     #                                 loading half of the B tile both read and multicasting it to both
+    group_m: int = 1                # (sm_90a, persistent) the walk's tile order: bands of group_m rows of tiles
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -64,7 +66,7 @@ class GemmSpec:
     @property
     def kernel_name(self) -> str:
         return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target,
-                                self.epilogue, self.cluster_m)
+                                self.epilogue, self.cluster_m, self.group_m)
 
     @property
     def lookup_id(self) -> str:
@@ -77,7 +79,8 @@ class GemmSpec:
     def describe(self) -> str:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
         store = "C through smem by TMA" if self.epilogue == "tma" else "C stored from registers"
-        cluster = ", 2x1 clusters sharing B by multicast" if self.cluster_m == 2 else ""
+        cluster = (", 2x1 clusters sharing B by multicast" if self.cluster_m == 2 else "") + \
+            (f", tiles in bands of {self.group_m} rows" if self.group_m > 1 else "")
         return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
                 f"schedule{cluster}, {store}, {self.target}")
 

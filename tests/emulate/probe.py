@@ -1,7 +1,7 @@
 """The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
 whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster,group]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -57,6 +57,12 @@ CLUSTER_CASES = [
     ("bf16", "kn", 256, "persistent", 300, 520, 200, 4, 128, 2),
     ("f16", "nk", 128, "persistent", 390, 264, 136, 4, 128, 2),
 ]
+# the persistent walk in bands of rows of tiles (sm_90a; the last field: group_m): a last band with fewer rows, CTAs
+# (clusters) walking 5+ tiles each; one kernel of one CTA per tile, one of 2x1 clusters (bands of pair tiles)
+GROUP_CASES = [
+    ("f16", "nk", 128, "persistent", 650, 300, 72, 3, 128, 1, 4),     # 6 x 3 tiles, bands of 4 and 2 rows
+    ("bf16", "kn", 256, "persistent", 1100, 520, 72, 4, 128, 2, 2),   # 5 x 3 pair tiles, bands of 2, 2 and 1
+]
 SEEDS = (0, 1)
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
@@ -77,8 +83,8 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster")   # what `--only` picks from: sm_90a GEMMs,
-#                         sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster", "group")   # what `--only` picks from: sm_90a
+#   GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters, the banded walk
 
 
 def probe(families=FAMILIES) -> dict:
@@ -96,9 +102,10 @@ def probe(families=FAMILIES) -> dict:
     gemms += [("sm_100a", *case) for case in SM100_CASES] if "sm100" in families else []
     gemms += [("sm_90a", *case) for case in STREAMK_CASES] if "streamk" in families else []
     gemms += [("sm_90a", *case) for case in CLUSTER_CASES] if "cluster" in families else []
+    gemms += [("sm_90a", *case) for case in GROUP_CASES] if "group" in families else []
     for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *rest in gemms:
-        block_m, cluster_m = (list(rest) + [128, 1][len(rest):])[:2]
-        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, block_m, cluster_m=cluster_m)
+        block_m, cluster_m, group_m = (list(rest) + [128, 1, 1][len(rest):])[:3]
+        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, block_m, cluster_m=cluster_m, group_m=group_m)
         rng = np.random.default_rng(11)
         a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)

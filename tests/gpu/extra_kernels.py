@@ -1,8 +1,9 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
 --compare-grid`) and at the persistent kernels' block_n (the bitwise test); and the direct-epilogue twin of every
-standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`) and small-M tiles with
-deeper rings (the same comparison, for M <= 128).
+standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
+deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
+(`GROUPS`: the comparison's `c2/n256/g…` columns).
 
     warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
 """
@@ -27,13 +28,18 @@ def extra_specs() -> list[AttentionSpec]:
 # small-M tiles with deeper rings (the benchmark's small-M comparison): a K loop of 128 k-tiles per CTA is bound by
 # how many loads are in flight, so more stages should stream B faster
 DEEP_SMALL_M = [(64, 64, 8), (64, 128, 8), (128, 128, 6)]
+# the persistent walk in bands of this many rows of (pair) tiles (rules.tile_origin), for the 2x1-cluster 128 x 256
+# kernels: do fewer A rows and B columns in flight at once help the L2 (benchmarks/NOTES.md, after run 33)?
+GROUPS = (4, 8)
 
 
 def extra_gemm_specs() -> list:
     direct = [replace(s, epilogue="direct") for s in STANDARD_KERNELS["sm_90a"] if s.block_m == 128]
     deep = [GemmSpec(elem, layout, bn, stages, block_m=bm)
             for elem in ("bf16", "f16") for layout in ("kn", "nk") for bm, bn, stages in DEEP_SMALL_M]
-    return direct + deep
+    banded = [GemmSpec(elem, layout, 256, 4, "sm_90a", "persistent", cluster_m=2, group_m=g)
+              for elem in ("bf16", "f16") for layout in ("kn", "nk") for g in GROUPS]
+    return direct + deep + banded
 
 
 def main(argv=None) -> int:

@@ -160,6 +160,29 @@ def test_every_cluster_kernel(spec, m, n, k):
     assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
 
 
+@pytest.mark.parametrize("m, n, k", [(1100, 2056, 264), (4100, 4000, 136)])
+@pytest.mark.parametrize("group", [4, 8])
+@pytest.mark.parametrize("layout", ["kn", "nk"])
+def test_banded_walk_gives_the_same_bits(layout, group, m, n, k):
+    """The 2x1-cluster 128 x 256 kernel walking its tiles in bands (tests/gpu/extra_kernels.py GROUPS) computes each
+    tile as the row-by-row walk does: the same bits, on ragged sizes with a last band of fewer rows and more tiles
+    than the clusters take at once; C poisoned."""
+    from warploom.kernels import GemmSpec, get_kernel
+    g = torch.Generator(device="cuda").manual_seed(group + m)
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=torch.bfloat16, generator=g).t() if layout == "nk"
+         else torch.randn(k, n, device="cuda", dtype=torch.bfloat16, generator=g))
+    outs = []
+    for group_m in (1, group):
+        spec = GemmSpec("bf16", layout, 256, 4, "sm_90a", "persistent", cluster_m=2, group_m=group_m)
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        outs.append(ops.run_gemm(get_kernel(spec), a, b, out=out))
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[1]).any(), "unwritten outputs"
+    assert rel_fro(outs[1], a.float() @ b.float()) <= TOL
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))
+
+
 def test_unknown_schedule_is_refused(monkeypatch):
     monkeypatch.setattr(ops, "SCHEDULE", "zigzag")
     a = torch.randn(4, 8, device="cuda", dtype=torch.bfloat16)

@@ -27,6 +27,7 @@ SM100 = "warploom/lowering/sm100.py"
 DESC = "warploom/layout/descriptors.py"
 BARRIERS = "warploom/passes/plan_barriers.py"
 FA4 = "warploom/lowering/sm100_attention.py"
+RULES = "warploom/runtime/rules.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
@@ -335,4 +336,15 @@ MUTATIONS: list[Mutation] = [
              "no cluster barrier before the CTAs exit: one may exit while the other still arrives on its barriers",
              SM90, "        super()._roles()\n        if self.rank is not None:\n            sync.cluster_barrier()\n",
              "        super()._roles()\n", ("cluster",)),
+    # ---- the persistent walk in bands of rows of tiles (group_m) ----
+    Mutation("group-last-band-full",
+             "the last band of the walk is taken as group_m rows even when fewer are left: its tiles land on rows "
+             "past M and some of the real rows are never computed",
+             RULES, "rows = ops.minu(ops.sub(m_tiles, first), ops.const(group))",
+             "rows = ops.const(group)", ("group",)),
+    Mutation("group-rows-off-by-one",
+             "the lowering counts one more row of tiles than M has: the last band spreads its tiles over a row "
+             "past M, and tiles of the real rows are never computed",
+             SM90, "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)",
+             "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, b.add(m_tiles, c(1)))", ("group",)),
 ]

@@ -35,3 +35,27 @@ def test_causal_blocks_rows_before_the_first_key_see_nothing():
 def test_causal_blocks_malformed(rule, match):
     with pytest.raises(ValueError, match=match):
         rules.check(rule)
+
+
+@pytest.mark.parametrize("group", rules.GROUP_M)
+def test_every_tile_order_visits_each_tile_once(group):
+    """tile_origin over tiles 0 .. m_tiles * n_tiles - 1 is a permutation of the tiles, for every band height
+    (last bands with fewer rows included); bands of G rows go column by column, M fastest."""
+    rule = ("persistent", "M", 128, "N", 256, "SMS")
+    for m_tiles in range(1, 12):
+        for n_tiles in range(1, 6):
+            seen = [tuple(rules.tile_origin(rule, t, n_tiles, group=group, m_tiles=m_tiles).values())
+                    for t in range(m_tiles * n_tiles)]
+            assert sorted(seen) == [(i * 128, j * 256) for i in range(m_tiles) for j in range(n_tiles)]
+    if group == 4:       # 6 x 3 tiles: a band of 4 rows walked column by column, then the last 2 rows
+        order = [tuple(rules.tile_origin(rule, t, 3, group=4, m_tiles=6).values()) for t in range(18)]
+        assert [(m // 128, n // 256) for m, n in order[:6]] == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)]
+        assert [(m // 128, n // 256) for m, n in order[12:15]] == [(4, 0), (5, 0), (4, 1)]
+
+
+def test_tile_order_refusals():
+    rule = ("persistent", "M", 128, "N", 256, "SMS")
+    with pytest.raises(ValueError, match="tile order group 3: use one of 1, 2, 4, 8, 16"):
+        rules.tile_origin(rule, 0, 4, group=3, m_tiles=4)
+    with pytest.raises(ValueError, match="needs m_tiles"):
+        rules.tile_origin(rule, 0, 4, group=2)

@@ -78,8 +78,8 @@ class LoweredKernel:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_direct]: the name wl-lower-sm90 gives a
-    kernel."""
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_direct]: the name wl-lower-sm90
+    gives a kernel."""
     from warploom.kernels import gemm_kernel_name
     b = program.regions.get("b")
     b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
@@ -87,7 +87,8 @@ def kernel_name(program: Program) -> str:
     return gemm_kernel_name(next(iter(program.inputs.values())).elem, b_layout, program.attrs["tile"],
                             program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target,
                             program.attrs.get("epilogue", "tma"),
-                            int(program.attrs.get("cluster", [1])[0]) if multicast else 1)
+                            int(program.attrs.get("cluster", [1])[0]) if multicast else 1,
+                            int(program.attrs.get("group_m", 1)))
 
 
 def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -671,6 +672,10 @@ class _GemmLowering(_Sm90Lowering):
         self.origin_axis = {}
         self.streamk = a.get("schedule", "grid") == "streamk"
         self.persistent = a.get("schedule", "grid") == "persistent" or self.streamk
+        self.group_m = int(a.get("group_m", 1))      # the persistent walk's tile order (rules.tile_origin)
+        if self.group_m not in rules.GROUP_M or (self.group_m > 1 and (not self.persistent or self.streamk)):
+            self._fail(f"group_m = {self.group_m}: the tile order of a persistent (not stream-K) kernel, one of "
+                       f"{', '.join(map(str, rules.GROUP_M))}")
         if self.streamk:
             if self.grid[0] != ("streamk", "M", self.BM, "N", self.BN, "K", self.BK, self.grid[0][-1]) or \
                     self.grid[1:] != (("const", 1), ("const", 1)) or self.WALK != "persistent":
@@ -817,7 +822,7 @@ class _GemmLowering(_Sm90Lowering):
             # every role of the CTA (and of its cluster) walks the same tiles in the same order, so ring iterations
             # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
             self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
-            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)
             if self.rank is not None:       # this CTA's block-m rows of the cluster's tile
                 self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))
             self._ops(ops, ctx)

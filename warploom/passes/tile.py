@@ -48,6 +48,7 @@ from warploom.dialect.kernel_ir import kernel_ops, make_op
 from warploom.dialect.shapes import TensorType
 from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
+from warploom.runtime import rules
 
 from warploom.kernels import (FA4_BLOCK_N, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP, FA4_HEAD_DIMS, FA4_Q_TILES,
                               FA4_RESCALE_THRESHOLD)
@@ -118,8 +119,14 @@ CLUSTER_M = (1, 2)      # sm_90a GEMM: CTAs per cluster along M (2: the pair sha
 
 
 def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a",
-                epilogue: str = "tma", cluster_m: int = 1) -> None:
+                epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1) -> None:
     check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
+    if group_m not in rules.GROUP_M:
+        raise PassError(f"group-m = {group_m}: use one of {', '.join(map(str, rules.GROUP_M))} (bands of that many "
+                        "rows of tiles in the persistent walk; 1: row by row)", matmul)
+    if group_m > 1 and (target != "sm_90a" or schedule != "persistent"):
+        raise PassError(f"group-m = {group_m}: the tile order of the sm_90a persistent GEMM (target = {target}, "
+                        f"schedule = {schedule}); leave group-m out otherwise", matmul)
     if cluster_m not in CLUSTER_M:
         raise PassError(f"cluster-m = {cluster_m}: use 1 (no cluster) or 2 (a 2x1 cluster sharing B by TMA multicast)",
                         matmul)
@@ -172,7 +179,8 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
             **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
             **({"cta_group": group} if group > 1 else {}),
-            **({"epilogue": epilogue} if epilogue != "tma" else {})},      # no epilogue: C by TMA
+            **({"epilogue": epilogue} if epilogue != "tma" else {}),       # no epilogue: C by TMA
+            **({"group_m": group_m} if group_m > 1 else {})},              # no group_m: row by row
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
@@ -409,12 +417,12 @@ def _cast(value, to: ir.Type):
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
                    "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str,
-                   "epilogue": str, "cluster-m": int},
+                   "epilogue": str, "cluster-m": int, "group-m": int},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
         target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
         exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = "",
-        cluster_m: int = 1):
+        cluster_m: int = 1, group_m: int = 1):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
@@ -424,7 +432,9 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     reserves their smem) but not lowered yet. `epilogue` (a GEMM's): "tma" (the default) stages C through smem in
     64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers. `cluster-m` (the
     sm_90a persistent GEMM's): 2 runs the CTAs in 2x1 clusters over tiles of 2 x block-m rows, each CTA loading
-    half of the B tile both need and multicasting it to both (half the B traffic from L2)."""
+    half of the B tile both need and multicasting it to both (half the B traffic from L2). `group-m` (the sm_90a
+    persistent GEMM's tile order, `rules.tile_origin`): 1 walks the tiles row by row, G > 1 in bands of G rows of
+    tiles (of 2 x block-m rows in a cluster kernel), column by column inside a band."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
@@ -436,14 +446,15 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
-    if cluster_m != 1 and not kernel_ops(module, "matmul"):
-        raise PassError(f"wl-tile: cluster-m = {cluster_m}: an option of the sm_90a GEMM kernels")
+    for name, value in (("cluster-m", cluster_m), ("group-m", group_m)):
+        if value != 1 and not kernel_ops(module, "matmul"):
+            raise PassError(f"wl-tile: {name} = {value}: an option of the sm_90a GEMM kernels")
     if epilogue and not kernel_ops(module, "matmul"):
         raise PassError(f"wl-tile: epilogue = {epilogue}: an option of the GEMM kernels (how C is stored); an "
                         "attention stores O through smem by TMA")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target,
-                    epilogue or "tma", cluster_m)
+                    epilogue or "tma", cluster_m, group_m)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,

@@ -171,16 +171,33 @@ def tile_counts(rule, sizes: dict, ops=INT) -> tuple:
     return cdiv(_size(sizes, n, rule, ops), bn, ops), cdiv(_size(sizes, m, rule, ops), bm, ops)
 
 
-def tile_origin(rule, tile, n_tiles, ops=INT) -> dict:
+GROUP_M = (1, 2, 4, 8, 16)      # the tile orders a persistent walk may take (see `tile_origin`)
+
+
+def tile_origin(rule, tile, n_tiles, ops=INT, group: int = 1, m_tiles=None) -> dict:
     """{"M": m0, "N": n0}: the first row and column of output tile `tile` of a persistent rule.
 
-    Tiles are numbered row-major with N fastest: tile t covers rows (t / n_tiles) * bm and columns
-    (t % n_tiles) * bn. CTA c of P takes tiles c, c + P, c + 2P, ..."""
+    group 1: tiles are numbered row-major with N fastest: tile t covers rows (t / n_tiles) * bm and columns
+    (t % n_tiles) * bn. group G > 1 (an L2-friendly order; `m_tiles` needed): bands of G rows of tiles, one after
+    another, each walked column by column (M fastest inside the band; the last band has the rows that are left), so
+    the tiles running at once share fewer A rows and B columns. CTA c of P takes tiles c, c + P, c + 2P, ..."""
     rule = check(rule)
     if rule[0] not in PERSISTENT:
         raise ValueError(f"rule {text(rule)} is not a persistent grid rule")
+    if group not in GROUP_M:
+        raise ValueError(f"tile order group {group}: use one of {', '.join(map(str, GROUP_M))}")
     m, bm, n, bn = rule[1:5]
-    return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}
+    if group == 1:      # (row's arithmetic emitted before col's, as before bands existed)
+        return {m: ops.mul(ops.divu(tile, n_tiles), ops.const(bm)), n: ops.mul(ops.remu(tile, n_tiles), ops.const(bn))}
+    if m_tiles is None:
+        raise ValueError("tile_origin with group > 1 needs m_tiles")
+    per_band = ops.mul(ops.const(group), n_tiles)
+    band = ops.divu(tile, per_band)
+    first = ops.mul(band, ops.const(group))                     # the band's first row of tiles
+    rows = ops.minu(ops.sub(m_tiles, first), ops.const(group))  # its rows (fewer in the last band)
+    local = ops.sub(tile, ops.mul(band, per_band))
+    row, col = ops.add(first, ops.remu(local, rows)), ops.divu(local, rows)
+    return {m: ops.mul(row, ops.const(bm)), n: ops.mul(col, ops.const(bn))}
 
 
 # ---- stream-K ------------------------------------------------------------------------------------------------

@@ -146,7 +146,8 @@ def _compile_input(args) -> tuple[str, list[str], str]:
         if args.op == "matmul":
             spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
                             args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1
-                                              else "grid"), args.block_m, cluster_m=args.cluster_m)
+                                              or args.group_m > 1 else "grid"), args.block_m,
+                            cluster_m=args.cluster_m, group_m=args.group_m)
             graph = wc.gemm_graph(spec)
         else:
             spec = _attention_spec(args)
@@ -400,8 +401,9 @@ def cmd_explain(args) -> int:
         print(f"warploom.ops.matmul runs this kernel for {args.shape} ({args.dtype}, B {args.b_layout}): {why}")
     else:
         spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
-                        args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1 else "grid"),
-                        args.block_m, cluster_m=args.cluster_m)
+                        args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1
+                                          or args.group_m > 1 else "grid"),
+                        args.block_m, cluster_m=args.cluster_m, group_m=args.group_m)
     try:
         artifact = get_kernel(spec)
     except Exception as e:   # noqa: BLE001 - the planners' refusals arrive as MLIRError (no mlir import here)
@@ -470,6 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--op: the standard kernel's by default")
     sp.add_argument("--cluster-m", type=int, default=1, choices=(1, 2),
                     help="--op matmul, sm_90a, persistent: 2 runs 2x1 clusters sharing B by TMA multicast")
+    sp.add_argument("--group-m", type=int, default=1, choices=(1, 2, 4, 8, 16),
+                    help="--op matmul, sm_90a, persistent: walk the tiles in bands of this many rows of tiles")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -525,6 +529,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--cluster-m", type=int, default=1, choices=(1, 2),
                     help="GEMM, sm_90a, persistent: 2 runs 2x1 clusters sharing B by TMA multicast "
                          "(docs/clusters.md) (default: %(default)s)")
+    sp.add_argument("--group-m", type=int, default=1, choices=(1, 2, 4, 8, 16),
+                    help="GEMM, sm_90a, persistent: walk the tiles in bands of this many rows of tiles, column by "
+                         "column inside a band (an L2-friendly order) (default: %(default)s)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")

@@ -17,8 +17,9 @@ from pathlib import Path
 from warploom.kernels import CLUSTER_KERNELS, STREAMK_KERNELS, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
-SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m")   # what an entry chooses (elem, layout: its key)
-SPEC_DEFAULTS = {"cluster_m": 1}     # fields an entry written before they existed leaves out
+# what an entry chooses (elem and B layout are its key)
+SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m", "group_m")
+SPEC_DEFAULTS = {"cluster_m": 1, "group_m": 1}     # fields an entry written before they existed leaves out
 ELEMENTS, LAYOUTS = ("bf16", "f16"), ("kn", "nk")
 SMALL_M = 64          # up to here the candidates are 64-row tiles (a 128-row tile would be half empty or more)
 MID_M = 128           # up to here the 128 x 128 grid kernels join them
@@ -79,7 +80,7 @@ def spec_of(entry: dict, elem: str, b_layout: str, target: str) -> GemmSpec:
     """The GemmSpec an entry names (ValueError for an entry this warploom cannot build)."""
     fields = {f: entry["kernel"].get(f, SPEC_DEFAULTS.get(f)) for f in SPEC_FIELDS}
     spec = GemmSpec(elem, b_layout, fields["block_n"], fields["stages"], target, fields["schedule"],
-                    fields["block_m"], cluster_m=fields["cluster_m"])
+                    fields["block_m"], cluster_m=fields["cluster_m"], group_m=fields["group_m"])
     if spec not in candidates(elem, b_layout, SMALL_M, target) + candidates(elem, b_layout, MID_M, target) + \
             candidates(elem, b_layout, MID_M + 1, target):
         raise ValueError(f"tuning entry names {spec.kernel_name}, which is not a tuning candidate")

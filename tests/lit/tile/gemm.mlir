@@ -2,6 +2,9 @@
 // RUN: warploom-opt %s --split-input-file --wl-tile=block-n=128 | FileCheck %s --check-prefix=BN128
 // RUN: warploom-opt %s --split-input-file --wl-tile=schedule=persistent | FileCheck %s --check-prefix=PERSIST
 // RUN: not warploom-opt %s --split-input-file --wl-tile=schedule=zigzag 2>&1 | FileCheck %s --check-prefix=BADSCHED
+// RUN: warploom-opt %s --split-input-file --wl-tile="schedule=persistent group-m=4" | FileCheck %s --check-prefix=GROUP
+// RUN: not warploom-opt %s --split-input-file --wl-tile="schedule=persistent group-m=3" 2>&1 | FileCheck %s --check-prefix=BADGROUP
+// RUN: not warploom-opt %s --split-input-file --wl-tile="group-m=8" 2>&1 | FileCheck %s --check-prefix=GRIDGROUP
 
 // A row-major B ([K, N]) tiles into a kernel with a K loop; sizes stay runtime rules.
 // CHECK-LABEL: func.func @gemm_kn
@@ -24,6 +27,11 @@
 // PERSIST: grid = [["persistent", "M", 128, "N", 256, "SMS"], ["const", 1], ["const", 1]]
 // PERSIST-SAME: schedule = "persistent"
 // BADSCHED: error: schedule = 'zigzag': use one of persistent, grid
+// group-m: the persistent walk's tile order, a kernel attribute (the grid rule is unchanged)
+// GROUP: "wl.kernel"(%arg0, %arg1)
+// GROUP: grid = {{\[}}["persistent", "M", 128, "N", 256, "SMS"], ["const", 1], ["const", 1]], group_m = 4 : i64
+// BADGROUP: error: group-m = 3: use one of 1, 2, 4, 8, 16
+// GRIDGROUP: error: group-m = 8: the tile order of the sm_90a persistent GEMM (target = sm_90a, schedule = grid)
 func.func @gemm_kn(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %c : tensor<?x?xbf16>
