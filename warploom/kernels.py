@@ -131,10 +131,14 @@ STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
                                                 (128, 256, 4))]}
 
 # 2x1 clusters sharing B by TMA multicast (sm_90a, persistent): half the B traffic from L2 per CTA. `warploom
-# precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, run 29).
+# precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, runs 29-32).
+# The 128 x 256 one also walking its tiles in bands of CLUSTER_GROUP_M rows (rules.tile_origin; run 34: +2-5% on
+# the large shapes but 16384x8192x1024, -2%), which the tile model takes (ops.pick_spec).
+CLUSTER_GROUP_M = 8
 CLUSTER_KERNELS: dict[str, list[GemmSpec]] = {
-    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", "persistent", cluster_m=2)
-               for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)]}
+    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", "persistent", cluster_m=2, group_m=group_m)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_n, group_m in ((128, 1), (256, 1), (256, CLUSTER_GROUP_M))]}
 
 
 # ---- attention ----------------------------------------------------------------------------

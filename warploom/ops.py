@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from warploom import tuning
-from warploom.kernels import SMALL_M_STAGES, GemmSpec, get_kernel
+from warploom.kernels import CLUSTER_GROUP_M, SMALL_M_STAGES, GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
@@ -233,8 +233,11 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
     # two 128-row tiles or more: the persistent 128 x 256 tile runs in 2x1 clusters sharing B (kernels.CLUSTER_KERNELS;
     # runs 29-30: at least as fast on 11 of the 12 large-M problems measured, 3000x5000x1000 0.80 -> 0.99 of cuBLAS,
     # 2048^3 3% slower; 128 x 128 gained on some and lost on others, so it stays alone)
-    cluster_m = CLUSTER_M_SM90 if schedule == "persistent" and block_n == 256 and m > 128 else 1
-    return GemmSpec(elem, b_layout, block_n, schedule=schedule, target=target, cluster_m=cluster_m)
+    # ... walking the tiles in bands of 8 rows (run 34: +2-5% over the row-by-row walk at 4096^3, 8192^3 and
+    # 8192x8192x2048; -2% at 16384x8192x1024, whose bucket the table holds)
+    clustered = schedule == "persistent" and block_n == 256 and m > 128
+    return GemmSpec(elem, b_layout, block_n, schedule=schedule, target=target,
+                    cluster_m=CLUSTER_M_SM90 if clustered else 1, group_m=CLUSTER_GROUP_M if clustered else 1)
 
 
 def matmul(a, b, *, out=None):

@@ -155,7 +155,8 @@ def test_standard_sets():
     assert all(isinstance(s, GemmSpec) for s in STANDARD_KERNELS["sm_90a"]) and len(STANDARD_KERNELS["sm_90a"]) == 24
     everything = precompile_set("sm_90a")
     standard = STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + CLUSTER_KERNELS["sm_90a"] + attn
-    assert len(CLUSTER_KERNELS["sm_90a"]) == 8 and all(s.cluster_m == 2 for s in CLUSTER_KERNELS["sm_90a"])
+    assert len(CLUSTER_KERNELS["sm_90a"]) == 12 and all(s.cluster_m == 2 for s in CLUSTER_KERNELS["sm_90a"])
+    assert sum(s.group_m == 8 for s in CLUSTER_KERNELS["sm_90a"]) == 4     # the 128 x 256 ones in bands too
     assert everything[:len(standard)] == standard       # then the kernels only the tuning table names
     assert all(s not in standard and isinstance(s, GemmSpec) for s in everything[len(standard):])
     fa4 = STANDARD_ATTENTION_KERNELS["sm_100a"]       # the FA4-style kernels: head dims 64 and 128
