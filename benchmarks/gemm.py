@@ -12,9 +12,10 @@ time is the median of its rounds (a clock drift within a shape reaches every var
 `ops` is warploom.ops.matmul as a user calls it (the kernel it picks, under `--schedule`). With `--compare`, the
 128-row kernels of the same block_n are also timed by name under both schedules, the persistent kernel of the other
 block_n, the 128 x 256 stream-K kernel, the persistent 2x1-cluster kernels of both block_n (`c2/...`: B shared by
-TMA multicast) and the 128 x 256 one walking its tiles in bands (`c2/n256/g4`, `/g8`: rules.tile_origin), so each change is measured against the kernels before it in the same run; for M <= 128 the
-128 x 128, 64 x 128 and 64 x 64 tiles instead, with the standard 4 stages and with deeper rings (6, 8 and 8 stages;
-tests/gpu/extra_kernels.py); and the stream-K kernels of those tiles (`streamk/...`: the tuning candidates,
+TMA multicast) and the 128 x 256 one walking its tiles in bands (`c2/n256/g4`, `/g8`: rules.tile_origin), so each
+change is measured against the kernels before it in the same run; for M <= 128 the 128 x 128, 64 x 128 and 64 x 64
+tiles instead, with the standard 4 stages and with deeper rings (6, 8 and 8 stages), and 128 x 64 with 8
+(tests/gpu/extra_kernels.py); and the stream-K kernels of those tiles (`streamk/...`: the tuning candidates,
 `warploom precompile --tuning`). Writes gemm-<schedule>-<date>.json and a PNG with the commit, date and GPU;
 prints a table and the geomeans against cuBLAS (the PEERS.md grid; the issue's shapes).
 """
@@ -53,11 +54,12 @@ SMALL_M = 128     # up to this M the small-M tiles are compared too
 
 
 def variants(spec: GemmSpec, m: int) -> dict[str, GemmSpec]:
-    """The kernels timed by name beside the user path: a 128-row tile under both schedules and both epilogues; for
-    small M, the grid kernels of the 128 x 128, 64 x 128 and 64 x 64 tiles."""
+    """The kernels timed by name beside the user path (see the module's docstring); for small M, the grid kernels of
+    the 128 x 128, 64 x 128, 64 x 64 and 128 x 64 tiles and the stream-K ones."""
     if m <= SMALL_M:
         out = {f"{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "grid", bm)
-               for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8))}
+               for bm, bn, st in ((128, 128, 4), (64, 128, 4), (64, 64, 4), (128, 128, 6), (64, 128, 8), (64, 64, 8),
+                                  (128, 64, 8))}
         out.update({f"streamk/{bm}x{bn}s{st}": GemmSpec(spec.elem, spec.b_layout, bn, st, spec.target, "streamk", bm)
                     for bm, bn, st in ((64, 64, 8), (128, 128, 4), (128, 128, 6), (128, 256, 4))})
         return out

@@ -27,7 +27,7 @@ def extra_specs() -> list[AttentionSpec]:
 
 # small-M tiles with deeper rings (the benchmark's small-M comparison): a K loop of 128 k-tiles per CTA is bound by
 # how many loads are in flight, so more stages should stream B faster
-DEEP_SMALL_M = [(64, 64, 8), (64, 128, 8), (128, 128, 6)]
+DEEP_SMALL_M = [(64, 64, 8), (64, 128, 8), (128, 128, 6), (128, 64, 8)]
 # the persistent walk in bands of this many rows of (pair) tiles (rules.tile_origin), for the 2x1-cluster 128 x 256
 # kernels: do fewer A rows and B columns in flight at once help the L2 (benchmarks/NOTES.md, after run 33)?
 GROUPS = (4, 8)

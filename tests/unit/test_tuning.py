@@ -18,16 +18,17 @@ def test_candidates_follow_m():
     small = tuning.candidates("bf16", "kn", 16)
     assert {s.block_m for s in small} == {64} and {s.stages for s in small} == {4, 8}
     mid = tuning.candidates("bf16", "kn", 128)
-    assert (128, 128, 6) in {(s.block_m, s.block_n, s.stages) for s in mid}
+    assert {(128, 128, 6), (128, 64, 8)} <= {(s.block_m, s.block_n, s.stages) for s in mid}
     large = tuning.candidates("f16", "nk", 4096)
     assert {(s.block_n, s.schedule, s.cluster_m) for s in large} == {
         (128, "grid", 1), (128, "persistent", 1), (256, "grid", 1), (256, "persistent", 1), (128, "streamk", 1),
         (256, "streamk", 1), (128, "persistent", 2), (256, "persistent", 2)}     # 2x1 clusters only above M = 128
     assert {s.cluster_m for s in small + mid} == {1}
     assert all(s.elem == "f16" and s.b_layout == "nk" for s in large)
+    assert (128, 64, 8) not in {(s.block_m, s.block_n, s.stages) for s in small + large}    # M in (64, 128] only
     assert {(s.block_m, s.block_n, s.stages) for s in small if s.schedule == "streamk"} == {(64, 64, 8)}
     assert {(s.block_n, s.stages) for s in mid if s.schedule == "streamk"} == {(128, 4), (128, 6), (256, 4)}
-    assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 64
+    assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 68
     with pytest.raises(ValueError, match="sm_100a has no candidates"):
         tuning.candidates("bf16", "kn", 16, "sm_100a")
 

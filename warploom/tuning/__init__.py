@@ -14,7 +14,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from warploom.kernels import CLUSTER_KERNELS, STREAMK_KERNELS, GemmSpec
+from warploom.kernels import CLUSTER_KERNELS, SMALL_M_STAGES, STREAMK_KERNELS, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
 # what an entry chooses (elem and B layout are its key)
@@ -32,7 +32,7 @@ def bucket(m: int, n: int, k: int) -> tuple[int, int, int]:
 
 def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list[GemmSpec]:
     """The kernels `warploom tune` times for a problem of M rows: small M the 64-row tiles with 4 and 8 stages
-    (and the 128 x 128 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
+    (and the 128 x 128 and 128 x 64 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
     kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above); above M = 128 the
     persistent 2x1 cluster kernels too."""
     if target != "sm_90a":
@@ -44,6 +44,9 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
                 for bn in (64, 128) for stages in (4, 8)]
     if SMALL_M < m <= MID_M:
         out += [GemmSpec(elem, b_layout, 128, stages, target, "grid") for stages in (4, 6)]
+        # 128 x 64 with a deep ring: twice the CTAs of 128 x 128 streaming B (128x8192x8192: 128 tiles, not 64),
+        # A re-read from the L2 (not measured on the H200 yet; benchmarks/NOTES.md, after run 34)
+        out += [GemmSpec(elem, b_layout, 64, SMALL_M_STAGES, target, "grid")]
     if m > SMALL_M:
         out += [GemmSpec(elem, b_layout, bn, 4, target, schedule)
                 for bn in (128, 256) for schedule in ("persistent", "grid")]
