@@ -656,9 +656,10 @@ class _GemmLowering(_Sm90Lowering):
             self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
         self.mma_m = self.T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
         self.mma_k = self.T.mma_k_of(self.elem)           # K of one wgmma instruction
-        if self.BM == self.mma_m:
-            # one consumer warpgroup (256 threads): without .minnctapersm 1 ptxas 13.0 cannot tell the register count
-            # at entry, ignores setmaxnreg (C7508) and then serializes every wgmma (C7520)
+        if self.BM == self.mma_m or self.BN <= 64:
+            # one consumer warpgroup (256 threads), or a 64-column accumulator (32 registers a thread): without
+            # .minnctapersm 1 ptxas 13.0 cannot tell the register count at entry, ignores setmaxnreg (C7508) and then
+            # serializes every wgmma (C7520); tests/unit/test_assemble.py caught both for the 128 x 64 tile
             self.MIN_CTAS_PER_SM = 1
 
         # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
