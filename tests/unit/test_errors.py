@@ -433,6 +433,19 @@ def test_streamk_needs_the_sm90a_gemm_with_c_by_tma():
                        "use schedule=persistent there")
 
 
+def test_cluster_and_tile_order_options_say_where_they_apply():
+    for opts, words in (("cluster-m=3", "cluster-m = 3: use 1 (no cluster) or 2 (a 2x1 cluster sharing B by TMA "
+                                        "multicast)"),
+                        ("cluster-m=2", "cluster-m = 2: built for the sm_90a GEMM with schedule=persistent and C "
+                                        "stored by TMA (target = sm_90a, schedule = grid, epilogue = tma)"),
+                        ("schedule=persistent,group-m=5", "group-m = 5: use one of 1, 2, 4, 8, 16"),
+                        ("group-m=8", "group-m = 8: the tile order of the sm_90a persistent GEMM (target = sm_90a, "
+                                      "schedule = grid); leave group-m out otherwise")):
+        assert_refused(run("warploom-opt", "-", f"--wl-tile={opts}", stdin=GEMM), 1, words)
+    assert_refused(run("warploom", "compile", "--op", "matmul", "--group-m", "3"), 2,
+                   "argument --group-m: invalid choice: 3 (choose from 1, 2, 4, 8, 16)")
+
+
 def test_streamk_index_limit_names_the_way_out():
     from warploom.runtime import rules
     with pytest.raises(ValueError, match="must stay below 2147483648 .* use the persistent schedule"):
