@@ -8,7 +8,7 @@
 #
 #   warploom precompile --target sm_90a --cache .wlcache          # CPU host; .wlcache is in .git/info/exclude
 #   python3 -m tests.gpu.extra_kernels --cache .wlcache           # the direct-epilogue twins the benchmark compares
-#   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] [TUNE=MxNxK,...] \
+#   device run (carry .wlcache):  WARPLOOM_COMMIT=<sha> [BENCH_ARGS="--only 8192x8192x8192"] [TUNE=MxNxK,...|standard] \
 #                                 bash tests/gpu/run_gemm.sh
 # (with TUNE the cache must hold the tuning candidates: `warploom precompile --tuning`)
 #
@@ -39,11 +39,16 @@ for s in CLUSTER_KERNELS['sm_90a'][:2]: print(s.kernel_name, 'cluster_slots', de
 
   if [ -n "${TUNE:-}" ]; then
     # TUNE="MxNxK,..." tunes bf16 [K,N] over those shapes, then fp16 and w.t() at 8192^3, into the package's table
-    # (copied to $OUT); the benchmark after it runs warploom.ops with that table
-    step "warploom tune"
-    python3 -m warploom.tools.cli tune --shapes "$TUNE" --out warploom/tuning/sm_90a.json 2>&1
-    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --dtype f16 --out warploom/tuning/sm_90a.json 2>&1
-    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --b-layout nk --out warploom/tuning/sm_90a.json 2>&1
+    # (copied to $OUT); the benchmark after it runs warploom.ops with that table. TUNE=standard: the benchmark's
+    # 12 bf16 shapes (the PEERS.md grid and issue 12's), as the shipped table was tuned (run 32).
+    [ "$TUNE" = standard ] && TUNE=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); from gemm import GRID, ISSUE
+print(','.join('x'.join(map(str, s)) for s in GRID + ISSUE))")
+    step "warploom tune ($TUNE)"
+    python3 -m warploom.tools.cli tune --shapes "$TUNE" --out warploom/tuning/sm_90a.json 2>&1 | tr '\r' '\n' | grep -v "%$"
+    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --dtype f16 --out warploom/tuning/sm_90a.json 2>&1 \
+        | tr '\r' '\n' | grep -v "%$"
+    python3 -m warploom.tools.cli tune --shapes 8192x8192x8192 --b-layout nk --out warploom/tuning/sm_90a.json 2>&1 \
+        | tr '\r' '\n' | grep -v "%$"
     cp warploom/tuning/sm_90a.json "$OUT/tuning-sm_90a.json"
   fi
 
