@@ -3,7 +3,7 @@ grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's 
 --compare-grid`) and at the persistent kernels' block_n (the bitwise test); and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
-(`GROUPS`: the comparison's `c2/n256/g…` columns).
+(`GROUPS`: the comparison's `c2/n256/g…` columns), and the one in bands of 2 that `calibrate.py --cluster` records.
 
     warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
 """
@@ -39,7 +39,9 @@ def extra_gemm_specs() -> list:
             for elem in ("bf16", "f16") for layout in ("kn", "nk") for bm, bn, stages in DEEP_SMALL_M]
     banded = [GemmSpec(elem, layout, 256, 4, "sm_90a", "persistent", cluster_m=2, group_m=g)
               for elem in ("bf16", "f16") for layout in ("kn", "nk") for g in GROUPS]
-    return direct + deep + banded
+    # the banded case of tests/gpu/calibrate.py's CLUSTER_CASES walks in bands of 2 (5 x 3 pair tiles: bands of 2, 2, 1)
+    calibration = [GemmSpec("bf16", "kn", 256, 4, "sm_90a", "persistent", cluster_m=2, group_m=2)]
+    return direct + deep + banded + calibration
 
 
 def main(argv=None) -> int:

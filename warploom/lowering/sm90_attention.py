@@ -446,11 +446,26 @@ class _AttentionLowering(_Sm90Lowering):
             ctx.values["_rows"] = rows
         return ctx.values["_rows"]
 
-    def _quad(self, value: ir.Value, combine) -> ir.Value:
-        """`combine` over the 4 lanes of a quad (one fragment row): shfl.bfly xor 1, then xor 2."""
+    def _quad(self, values: list, combine) -> list:
+        """`combine` over the 4 lanes of a quad (one fragment row), for each of `values` (one a row): shfl.bfly
+        xor 1, then xor 2, the rows' shuffles side by side so one's latency hides behind the other's."""
         for x in (1, 2):
-            value = combine(value, sync.shfl_bfly(self.b, value, x))
-        return value
+            values = [combine(v, o) for v, o in zip(values, [sync.shfl_bfly(self.b, v, x) for v in values])]
+        return values
+
+    @staticmethod
+    def _trees(rows: list, combine) -> list:
+        """`combine` over each of `rows` (lists of one length) as a pairwise tree, the rows' trees built level by
+        level and op by op side by side: the same tree per row (so the same rounding) with twice the independent
+        work at each level, for a softmax that runs on one warp per SM sub-partition (ncu, run 36: a row at a
+        time left its max and sum chains waiting on each other's latency)."""
+        while len(rows[0]) > 1:
+            level = [[] for _ in rows]
+            for i in range(0, len(rows[0]), 2):
+                for r, out in zip(rows, level):
+                    out.append(combine(r[i], r[i + 1]) if i + 1 < len(r) else r[i])
+            rows = level
+        return [r[0] for r in rows]
 
     def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
         """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""
@@ -527,27 +542,20 @@ class _AttentionLowering(_Sm90Lowering):
         vals = self._masked(vals, ctx)
         sl2 = self.args["scale_log2"]
         m_old, l_old = ctx.values[max_name], ctx.values[sum_name]
-        m_new, l_new, corr = [], [], []
+        # the two rows a thread holds (register 4c + 2h + e is row h), each step for both rows side by side
+        idx = [[4 * cc + 2 * h + e for cc in range(nreg // 4) for e in range(2)] for h in range(2)]
+        own = self._trees([[vals[i] for i in row] for row in idx], b.maxnumf)     # the thread's own columns
+        m_new = [b.maxnumf(m_old[h], q) for h, q in enumerate(self._quad(own, b.maxnumf))]
+        # a row with every column so far masked has max -inf: use 0 so that exp2 gives 0, not NaN
+        safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]
+        neg = [b.negf(b.mulf(sf, sl2)) for sf in safe]
         p = list(vals)
-        for h in range(2):
-            idx = [4 * cc + 2 * h + e for cc in range(nreg // 4) for e in range(2)]
-            part = [vals[i] for i in idx]
-            while len(part) > 1:                                   # the thread's own columns, as a tree
-                part = [b.maxnumf(part[i], part[i + 1]) if i + 1 < len(part) else part[i]
-                        for i in range(0, len(part), 2)]
-            mx = b.maxnumf(m_old[h], self._quad(part[0], b.maxnumf))
-            # a row with every column so far masked has max -inf: use 0 so that exp2 gives 0, not NaN
-            safe = b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx)
-            neg = b.negf(b.mulf(safe, sl2))
-            for i in idx:
-                p[i] = b.exp2(b.fma(vals[i], sl2, neg))
-            corr.append(b.exp2(b.mulf(b.subf(m_old[h], safe), sl2)))
-            total = [p[i] for i in idx]
-            while len(total) > 1:
-                total = [b.addf(total[i], total[i + 1]) if i + 1 < len(total) else total[i]
-                         for i in range(0, len(total), 2)]
-            l_new.append(b.fma(l_old[h], corr[h], total[0]))
-            m_new.append(mx)
+        for i0, i1 in zip(*idx):
+            for h, i in enumerate((i0, i1)):
+                p[i] = b.exp2(b.fma(vals[i], sl2, neg[h]))
+        corr = [b.exp2(b.mulf(b.subf(m_old[h], safe[h]), sl2)) for h in range(2)]
+        total = self._trees([[p[i] for i in row] for row in idx], b.addf)
+        l_new = [b.fma(l_old[h], corr[h], total[h]) for h in range(2)]
         if self.in_flight:              # MMA groups run beside this softmax: keep it before the wait that ends them
             self._anchor(l_new)
         # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
@@ -599,8 +607,9 @@ class _AttentionLowering(_Sm90Lowering):
         sl2 = self.args["scale_log2"]
         zero = b.constf(0.0)
         inv, lse = [], []
+        totals = self._quad(ctx.values[sum_name], b.addf)
         for h in range(2):
-            total = self._quad(ctx.values[sum_name][h], b.addf)
+            total = totals[h]
             empty = b.cmpf("oeq", total, zero)                 # the row saw no key: O = 0, lse = -inf
             inv.append(b.select(empty, zero, b.divf(b.constf(1.0), total)))
             m = ctx.values[max_name][h]

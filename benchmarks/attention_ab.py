@@ -1,0 +1,107 @@
+"""Two builds of the standard attention kernels timed side by side with cuDNN, in one process: an A/B test of a
+compiler change (benchmarks/NOTES.md says which). Each build is a kernel cache made on the CPU host by its own tree
+(e.g. `git worktree add /tmp/a <commit>` and `warploom precompile` there); the kernels are read from both caches
+as they are (each cache's compiler hash is its own tree's, so neither matches the other: the index check is
+skipped here, on purpose) and launched through `warploom.ops.attention`, each on its own tensors.
+
+    python3 benchmarks/attention_ab.py --build A=exp/cacheA --build B=.wlcache --out $OUT [--rounds 3]
+
+Per case: cuDNN (bf16 SDPA) and every build, timed in turn with triton's do_bench (warm-up 100 ms, 300 ms of
+calls, median), `--rounds` rounds, the median of the rounds; the outputs of every build are compared with cuDNN's.
+Prints each build's TFLOP/s and ratio against cuDNN, and against the first build; writes attention-ab-<date>.json.
+"""
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+
+import torch
+import triton.testing as tt
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
+from common import commit  # noqa: E402
+from warploom import kernels, ops, ops_attention  # noqa: E402
+from warploom.runtime.cache import KernelCache  # noqa: E402
+
+CASES = [(128, s, c) for s in (4096, 8192, 16384) for c in (False, True)] + [(64, 8192, False), (64, 8192, True)]
+
+
+def load_build(name: str, root: str) -> None:
+    """Put each standard attention kernel of the cache at `root` into get_kernel's memo under that root, with the
+    build's name added to its key (the launcher keeps one module per key)."""
+    cache = KernelCache(root)
+    for d in (64, 128):
+        for causal in (False, True):
+            spec = ops_attention.pick_spec("bf16", d, causal)
+            entry = kernels.read_index(cache, spec)
+            if entry is None:
+                sys.exit(f"attention_ab: {root} holds no {spec.describe()}; build it there first")
+            art = cache.get(entry["key"])
+            kernels._memo[(root, spec)] = dataclasses.replace(art, key=f"{art.key}-{name}")
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR, two or more")
+    p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    builds = dict(b.split("=", 1) for b in args.build)
+    for name, root in builds.items():
+        load_build(name, root)
+    rows = []
+    for d, s, causal in CASES:
+        h, b = 2048 // d, max(1, 16384 // s)
+        flops = 4 * b * h * s * s * d / (2 if causal else 1)
+        q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        calls, outs = {}, {}
+        with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+            ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        def cudnn():
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+                return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        calls["cudnn"] = cudnn
+        for name, root in builds.items():
+            qb, kb, vb = q.clone(), k.clone(), v.clone()            # own tensors: own prepared launch
+            ob = torch.full_like(q, float("nan"))
+            os.environ["WARPLOOM_CACHE_DIR"] = root                  # the first call picks this build's kernel
+            ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob)
+            torch.cuda.synchronize()
+            outs[name] = ((ob.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
+            calls[name] = (lambda qb=qb, kb=kb, vb=vb, ob=ob:
+                           ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob))
+        per = {n: [] for n in calls}
+        for _ in range(args.rounds):
+            for n, fn in calls.items():
+                per[n].append(tt.do_bench(fn, warmup=100, rep=300, return_mode="median"))
+        ms = {n: statistics.median(t) for n, t in per.items()}
+        first = next(iter(builds))
+        row = {"D": d, "S": s, "B": b, "H": h, "causal": causal, "ms": ms, "ms_rounds": per, "err_vs_cudnn": outs,
+               "tflops": {n: flops / t / 1e9 for n, t in ms.items()},
+               "vs_cudnn": {n: ms["cudnn"] / ms[n] for n in builds},
+               f"vs_{first}": {n: ms[first] / ms[n] for n in builds}}
+        rows.append(row)
+        print(f"D{d} S{s} {'causal' if causal else 'full  '} cuDNN {row['tflops']['cudnn']:5.0f} TF/s | "
+              + "  ".join(f"{n} {row['tflops'][n]:5.0f} ({row['vs_cudnn'][n]:.3f}x cuDNN, {row[f'vs_{first}'][n]:.3f}x"
+                          f" {first}, err {outs[n]:.1e})" for n in builds), flush=True)
+        assert all(e < 2e-2 for e in outs.values()), outs
+    for n in builds:
+        g = math.exp(statistics.mean(math.log(r["vs_cudnn"][n]) for r in rows))
+        print(f"geomean {n} / cudnn: {g:.3f}")
+    date = datetime.date.today().isoformat()
+    path = os.path.join(args.out, f"attention-ab-{date}.json")
+    with open(path, "w") as f:
+        json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "builds": builds,
+                   "rounds": args.rounds, "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)",
+                   "rows": rows}, f, indent=1)
+    print("->", path)
+
+
+if __name__ == "__main__":
+    main()
