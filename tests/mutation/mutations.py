@@ -149,7 +149,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-scale-not-folded",
              "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
              "scaled (the FMA lost its multiplier)",
-             ATTN, "p[i] = b.exp2(b.fma(vals[i], sl2, neg))", "p[i] = b.exp2(b.addf(vals[i], neg))"),
+             ATTN, "p[i] = b.exp2(b.fma(vals[i], sl2, neg[h]))", "p[i] = b.exp2(b.addf(vals[i], neg[h]))"),
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
@@ -160,13 +160,18 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-blind-row-nan",
              "a row whose keys so far are all masked keeps max = -inf in exp2(s * scale - max * scale): "
              "-inf - -inf = NaN instead of 0",
-             ATTN, 'safe = b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx)', "safe = mx"),
+             ATTN, 'safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
+             "safe = list(m_new)"),
     Mutation("attn-lse-units",
              "the LSE is left in log2 units (no final * ln 2)",
              ATTN, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))"),
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
              ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w"),
+    Mutation("attn-rescale-skip-one-row",
+             "the warp skips O *= corr unless both rows of a thread moved their max (and instead of or): a block "
+             "where only one of them moved leaves that row's O at the old max's scale",
+             ATTN, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)'),
     # the persistent schedule: what carries from one tile of a CTA to the next
     Mutation("attn-persistent-q-phase",
              "every tile waits for phase 0 of Q's barriers: the second tile of a CTA reads Q before it landed "

@@ -51,6 +51,7 @@ OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Comput
 LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators: their value before the first key block
 CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
+MOVED = "_moved"        # (corr, its warp vote) from the softmax, for the rescale of the same block
 
 
 def overlapped(program: Program) -> bool:
@@ -556,8 +557,9 @@ class _AttentionLowering(_Sm90Lowering):
         corr = [b.exp2(b.mulf(b.subf(m_old[h], safe[h]), sl2)) for h in range(2)]
         total = self._trees([[p[i] for i in row] for row in idx], b.addf)
         l_new = [b.fma(l_old[h], corr[h], total[h]) for h in range(2)]
+        moved = self._moved(corr)
         if self.in_flight:              # MMA groups run beside this softmax: keep it before the wait that ends them
-            self._anchor(l_new)
+            self._anchor(l_new, moved)
         # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
         frags = []
         for t in range(nreg // 8):
@@ -565,10 +567,17 @@ class _AttentionLowering(_Sm90Lowering):
         ctx.values.update({"p": frags, max_name: m_new, sum_name: l_new})
         if o_name is None:
             ctx.values[op.writes[-1]] = corr
+            ctx.values[MOVED] = (corr, moved)
         else:
-            ctx.values[o_name] = self._scaled(ctx.values[o_name], corr)
+            ctx.values[o_name] = self._scaled(ctx.values[o_name], corr, moved)
 
-    def _anchor(self, row_sums: list) -> None:
+    def _moved(self, corr: list) -> ir.Value:
+        """i1, warp-uniform: whether any row of the warp moved its max in this block (a corr not exactly 1)."""
+        b = self.b
+        one = b.constf(1.0)
+        return sync.warp_any(b, b.or_(b.cmpf("une", corr[0], one), b.cmpf("une", corr[1], one)))
+
+    def _anchor(self, row_sums: list, moved: ir.Value) -> None:
         """Keep the softmax where the program puts it: beside the MMA groups still in flight (the overlapped
         schedule), before the wgmma.wait_group that ends the overlap. ptxas 13.0 schedules WARPGROUP.DEPBAR as
         early as its basic block allows (it put the wait_group 0 before the whole softmax: no overlap left), but
@@ -576,19 +585,31 @@ class _AttentionLowering(_Sm90Lowering):
         volatile load of the Q tile (landed, never rewritten; the value is not used) follows the softmax, at an
         address that depends on the new row sums, which depend on every p of the block: Q + 4 when a sum is NaN
         (still inside Q, so harmless), else Q + 0. Neither compiler can move the load above the softmax, nor the
-        wait above the load."""
+        wait above the load. The address depends on the warp's vote of `_moved` too (Q + 8 or + 12 when no row moved
+        its max), so that vote is also done beside the MMAs, not after the wait."""
         b, c = self.b, self.b.const
         q = self.p.regions["q"]
         nan = b.cmpf("uno", row_sums[0], row_sums[1])
-        addr = b.gep(self.base, b.add(c(q.offset), b.select(nan, c(4), c(0))))
+        # + 8 when no row of the warp moved its max: the rescale's warp vote is settled before the wait too
+        at = b.add(b.select(nan, c(4), c(0)), b.select(moved, c(0), c(8)))
+        addr = b.gep(self.base, b.add(c(q.offset), at))
         llvm.LoadOp(b.i32, addr, alignment=4, volatile_=True, loc=b.loc("anchor"))
 
-    def _scaled(self, o: ir.Value, corr: list) -> ir.Value:
-        """O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2)."""
+    def _scaled(self, o: ir.Value, corr: list, moved: ir.Value) -> ir.Value:
+        """O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2), skipped by the whole warp when
+        no row of its 16 moved its max (every corr exactly 1: O * 1 is O, bit for bit). Late in a long row the max
+        rarely moves, and the D/2 multiplies sit between the wait for the last P V and the next turn (ncu, run 38:
+        with the conversion of P, 9% of a consumer warp's loop at head dim 128)."""
         b = self.b
-        for i in range(self.D // 2):
-            o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), corr[(i // 2) % 2]), i)
-        return o
+        op = scf.IfOp(moved, [o.type], has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            scaled = o
+            for i in range(self.D // 2):
+                scaled = b.insertvalue(scaled, b.mulf(b.extractvalue(scaled, i, b.f32, "o"), corr[(i // 2) % 2]), i)
+            scf.YieldOp([scaled])
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp([o])
+        return op.results[0]
 
     def _rescale(self, op: Compute, ctx: _Role) -> None:
         """O *= corr (the overlapped schedule: after the P V that accumulated into O retired)."""
@@ -597,7 +618,11 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail(f"Compute rescale writes {list(op.writes)}: expected {o_name}")
         if corr_name not in ctx.values:
             self._fail(f"Compute rescale reads {corr_name!r}, which no softmax before it wrote")
-        ctx.values[o_name] = self._scaled(ctx.values[o_name], ctx.values[corr_name])
+        corr = ctx.values[corr_name]
+        made, moved = ctx.values.get(MOVED, (None, None))
+        if made is not corr:            # corr from elsewhere (not this iteration's softmax): vote here
+            moved = self._moved(corr)
+        ctx.values[o_name] = self._scaled(ctx.values[o_name], corr, moved)
 
     def _normalize(self, op: Compute, ctx: _Role) -> None:
         b = self.b

@@ -75,6 +75,14 @@ def shfl_bfly(b: Builder, value: ir.Value, lane_xor: int) -> ir.Value:
                        loc=b.loc()).result
 
 
+def warp_any(b: Builder, pred: ir.Value) -> ir.Value:
+    """i1, the same in every lane of the (full, converged) warp: whether `pred` (i1) holds in any lane. As
+    redux.sync.or.b32 of pred (0 or 1), full member mask, so a branch on it is warp-uniform."""
+    word = b.select(pred, b.const(1), b.const(0))
+    red = nvvm.ReduxOp(b.i32, word, nvvm.ReduxKind.OR, b.const(-1), loc=b.loc()).result
+    return b.cmp("ne", red, b.const(0))
+
+
 def cluster_barrier() -> None:
     """barrier.cluster.arrive.aligned + barrier.cluster.wait.aligned: every thread of every CTA of the cluster."""
     nvvm.ClusterArriveOp(aligned=True)
