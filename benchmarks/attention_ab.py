@@ -5,6 +5,11 @@ as they are (each cache's compiler hash is its own tree's, so neither matches th
 skipped here, on purpose) and launched through `warploom.ops.attention`, each on its own tensors.
 
     python3 benchmarks/attention_ab.py --build A=exp/cacheA --build B=.wlcache --out $OUT [--rounds 3]
+    python3 benchmarks/attention_ab.py --build bn160=.wlcache --build bn128=.wlcache@128 --cases 128x1024,128x4096
+
+A build `NAME=DIR@BN` runs the head-dim-128 kernels with block_n BN instead of the standard one (the same
+compiler, another tile: `warploom compile` or `--build-tiles` puts them in the cache). `--cases` picks head dim x
+sequence length pairs (each causal and not); the default is head dim 128 at 4096, 8192, 16384 and 64 at 8192.
 
 Per case: cuDNN (bf16 SDPA) and every build, timed in turn with triton's do_bench (warm-up 100 ms, 300 ms of
 calls, median), `--rounds` rounds, the median of the rounds; the outputs of every build are compared with cuDNN's.
@@ -19,9 +24,6 @@ import os
 import statistics
 import sys
 
-import torch
-import triton.testing as tt
-
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 from common import commit  # noqa: E402
@@ -31,31 +33,56 @@ from warploom.runtime.cache import KernelCache  # noqa: E402
 CASES = [(128, s, c) for s in (4096, 8192, 16384) for c in (False, True)] + [(64, 8192, False), (64, 8192, True)]
 
 
-def load_build(name: str, root: str) -> None:
-    """Put each standard attention kernel of the cache at `root` into get_kernel's memo under that root, with the
-    build's name added to its key (the launcher keeps one module per key)."""
+def build_spec(d: int, causal: bool, block_n: int | None):
+    spec = ops_attention.pick_spec("bf16", d, causal)
+    return dataclasses.replace(spec, block_n=block_n) if block_n and d == 128 else spec
+
+
+def load_build(name: str, root: str, block_n: int | None) -> dict:
+    """Put each standard attention kernel of the cache at `root` (head dim 128 at `block_n` when given) into
+    get_kernel's memo under that root, with the build's name added to its key (the launcher keeps one module per
+    key); {(head dim, causal): spec}."""
     cache = KernelCache(root)
+    out = {}
     for d in (64, 128):
         for causal in (False, True):
-            spec = ops_attention.pick_spec("bf16", d, causal)
+            spec = build_spec(d, causal, block_n)
             entry = kernels.read_index(cache, spec)
             if entry is None:
-                sys.exit(f"attention_ab: {root} holds no {spec.describe()}; build it there first")
+                sys.exit(f"attention_ab: {root} holds no {spec.describe()}; build it there first (--build-tiles)")
             art = cache.get(entry["key"])
             kernels._memo[(root, spec)] = dataclasses.replace(art, key=f"{art.key}-{name}")
+            out[(d, causal)] = spec
+    return out
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR, two or more")
+    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR[@BLOCK_N], two or more")
+    p.add_argument("--cases", default="", help="comma-separated DxS (head dim x sequence length), each causal and not")
+    p.add_argument("--build-tiles", default="", help="CPU host: compile the head-dim-128 kernels of these block_n "
+                   "(comma-separated) into $WARPLOOM_CACHE_DIR and exit")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
-    builds = dict(b.split("=", 1) for b in args.build)
-    for name, root in builds.items():
-        load_build(name, root)
+    if args.build_tiles:
+        for bn in map(int, args.build_tiles.split(",")):
+            for causal in (False, True):
+                print(kernels.get_kernel(build_spec(128, causal, bn)).name)
+        return
+    global torch
+    import torch
+    import triton.testing as tt
+    builds, specs = {}, {}
+    for b in args.build:
+        name, where = b.split("=", 1)
+        root, _, bn = where.partition("@")
+        builds[name] = root
+        specs[name] = load_build(name, root, int(bn) if bn else None)
+    cases = ([(int(d), int(s), c) for d, s in (x.split("x") for x in args.cases.split(",")) for c in (False, True)]
+             if args.cases else CASES)
     rows = []
-    for d, s, causal in CASES:
+    for d, s, causal in cases:
         h, b = 2048 // d, max(1, 16384 // s)
         flops = 4 * b * h * s * s * d / (2 if causal else 1)
         q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -71,11 +98,12 @@ def main() -> None:
             qb, kb, vb = q.clone(), k.clone(), v.clone()            # own tensors: own prepared launch
             ob = torch.full_like(q, float("nan"))
             os.environ["WARPLOOM_CACHE_DIR"] = root                  # the first call picks this build's kernel
-            ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob)
+            spec = specs[name][(d, causal)]
+            ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob, spec=spec)
             torch.cuda.synchronize()
             outs[name] = ((ob.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-            calls[name] = (lambda qb=qb, kb=kb, vb=vb, ob=ob:
-                           ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob))
+            calls[name] = (lambda qb=qb, kb=kb, vb=vb, ob=ob, spec=spec:
+                           ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob, spec=spec))
         per = {n: [] for n in calls}
         for _ in range(args.rounds):
             for n, fn in calls.items():
@@ -97,7 +125,7 @@ def main() -> None:
     date = datetime.date.today().isoformat()
     path = os.path.join(args.out, f"attention-ab-{date}.json")
     with open(path, "w") as f:
-        json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "builds": builds,
+        json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "builds": args.build,
                    "rounds": args.rounds, "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)",
                    "rows": rows}, f, indent=1)
     print("->", path)
