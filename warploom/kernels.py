@@ -161,9 +161,11 @@ ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128
 # keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,
 # P: block_n / 4 a thread) and the smem limit. Grid: measured on the H200 (benchmarks/NOTES.md, run 8: 176 beats
 # 128 by 3.8% at head dim 128, 80 beats 64 by 4.7% at 256; 128 is best at 64). Persistent: the walk over tiles
-# keeps a few more registers live across the key loop, so 176 spills at head dim 128 (ptxas: 56-92 B) and 160 is
-# the largest block without spills; at head dim 256 (O alone is 128 registers) every block_n spills.
-ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 160, 256: 80}}
+# keeps a few more registers live across the key loop, so 176 spills at head dim 128 (ptxas: 56-92 B); 128 beat
+# 160 (the largest without spills) on every case of run 42 once the softmax was cheaper (+0.3% at S = 16384 to
+# +9% at S = 1024 causal: no key block of masked columns at S = 1024, and a shorter softmax per turn); at head dim
+# 256 (O alone is 128 registers) every block_n spills.
+ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80}}
 # the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
 # spills, measured ahead of grid on the H200 (benchmarks/NOTES.md, run 13)
 ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}

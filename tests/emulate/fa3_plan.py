@@ -35,9 +35,9 @@ STAGES = 2
 
 
 def default_block_n(head_dim: int, schedule: str = "grid") -> int:
-    """Keys per block: measured best on the H200 for the grid schedule (benchmarks/NOTES.md, run 8); the largest
-    without spills for the persistent one (warploom/kernels.py); wl-tile's default must agree."""
-    return {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 160, 256: 80}}[schedule][head_dim]
+    """Keys per block: measured best on the H200 for the grid schedule (benchmarks/NOTES.md, run 8) and the
+    persistent one (run 42; warploom/kernels.py); wl-tile's default must agree."""
+    return {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80}}[schedule][head_dim]
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,

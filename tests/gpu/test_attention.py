@@ -345,7 +345,7 @@ def test_long_way_graph_kernel_runs():
     in torch. Where MLIR is installed the long-way graph is also compiled here and compared with the cache."""
     spec = AttentionSpec("bf16", 128, causal=True)
     artifact = get_kernel(spec)
-    assert artifact.name == spec.kernel_name == "wl_attn_bf16_d128_128x160_s2_causal_ov_persistent"
+    assert artifact.name == spec.kernel_name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent"
     if importlib.util.find_spec("mlir") is not None:
         from warploom.build import attention_long_way_graph, compile_attention_graph
         long_way = compile_attention_graph(attention_long_way_graph(spec), spec)

@@ -206,7 +206,8 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     Registers seen (ptxas 13.0, highest R used after setmaxnreg, grid tiles: block_n 128 / 176 / 80): serial
     d64 ~144, d128 ~214, d256 ~225; overlapped (P_{j-1} and O in flight beside S_j, P_j) d64 ~173, d128 ~236,
     d256 ~237. The persistent schedule (the standard at 64 and 128) runs the same code once per tile: the same
-    instruction counts; its tile walk keeps a few more registers live, hence block_n 160 at head dim 128.
+    instruction counts; its tile walk keeps a few more registers live (176 spills at head dim 128); its block_n
+    there is 128 (160 fits; 128 ran faster, benchmarks/NOTES.md run 42).
 
     The overlapped schedule has its loop body twice more (the peeled first block: S and softmax; the last P V
     after the loop), so twice the HGMMAs, one more turn, one more softmax; ptxas reports no wgmma serialization

@@ -120,9 +120,9 @@ def gpu(monkeypatch):
 
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
-    assert s.block_n == 160 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x160_s2_ov_persistent"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x160_s2_ov_persistent-sm_90a"
+    assert s.block_n == 128 and s.stages == 2 and s.block_m == 128 and not s.causal
+    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2_ov_persistent-sm_90a"
     assert AttentionSpec("bf16", 128, schedule="grid").block_n == 176     # the grid schedule's measured best
     assert AttentionSpec("bf16", 256).schedule == "grid"                   # persistent spills at head dim 256
     assert AttentionSpec("f16", 256, True, schedule="grid").kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
@@ -132,7 +132,7 @@ def test_spec_names_and_defaults():
     assert AttentionSpec("bf16", 128, schedule="grid").params == ATTENTION_PARAMS
     with pytest.raises(ValueError, match="schedule = 'stream-k': one of grid, persistent"):
         AttentionSpec(schedule="stream-k")
-    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 160)     # one cache entry, one memo slot
+    assert AttentionSpec("bf16", 128) == AttentionSpec("bf16", 128, False, 128)     # one cache entry, one memo slot
     assert "head dim 256" in AttentionSpec("f16", 256, True).describe()
     assert "causal" in AttentionSpec("f16", 256, True).describe()
     with pytest.raises(ValueError, match="stages = 0"):
@@ -141,7 +141,7 @@ def test_spec_names_and_defaults():
         AttentionSpec(causal=1)
     # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
     serial = AttentionSpec("bf16", 128, overlap=False)
-    assert serial.kernel_name == "wl_attn_bf16_d128_128x160_s2_persistent" and serial != s
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x128_s2_persistent" and serial != s
     assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
     with pytest.raises(ValueError, match="overlap = 1"):
         AttentionSpec(overlap=1)
@@ -181,7 +181,7 @@ def test_check_attention_artifact():
         check_attention_artifact(fake_artifact(spec, params=swapped), spec)
     maps = spec.tensor_map_specs()
     maps["k"] = TensorMapSpec("k", "k", "bf16", (64, 64, 1, 1), 128, ("D", "S", "H", "B"))
-    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 160, 1, 1\)"):
+    with pytest.raises(ValueError, match=r"tensor map 'k' has box \(64, 64, 1, 1\), the contract says \(64, 128, 1, 1\)"):
         check_attention_artifact(fake_artifact(spec, tensor_maps=maps), spec)
     with pytest.raises(ValueError, match="entry name is 'other'"):
         check_attention_artifact(fake_artifact(spec, name="other"), spec)
@@ -273,7 +273,7 @@ def test_contiguous_inputs_go_zero_copy(gpu, layout):
     else:
         assert lay["q"].global_strides == (128 * 2, 100 * 128 * 2, 8 * 100 * 128 * 2)
         assert lay["k"].global_strides == (128 * 2, 300 * 128 * 2, 2 * 300 * 128 * 2)
-    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 160, 1, 1)
+    assert lay["q"].box == (64, 128, 1, 1) and lay["k"].box == (64, 128, 1, 1)
     assert lay["q"].address == BASE and lay["k"].address == BASE + 2**32
 
 
@@ -341,7 +341,7 @@ def test_params_in_contract_order(gpu, layout):
     assert values["scale_log2"] == float(np.float32(0.1 * LOG2E))
     # the persistent kernel's own two: the batch, and the tile order the host picked for these sizes on 132 SMs
     assert values["B"] == b
-    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 160, True, SMS)
+    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 128, True, SMS)
     assert rec["types"] == (None, None, None, None, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
         (ctypes.c_float,) + (ctypes.c_int32,) * 2
     assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:4])
