@@ -503,7 +503,7 @@ def test_explain_attention(monkeypatch, capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["explain", "--op", "attention", "--head-dim", "128", "--stages", "5"],
-     "smem plan needs 443568 B (q 32768 B, k 204800 B, v 204800 B"),
+     "smem plan needs 361648 B (q 32768 B, k 163840 B, v 163840 B"),
     (["explain", "--op", "attention", "--head-dim", "64", "--block-n", "300"], "block-n = 300"),
     (["explain", "--block-n", "100"], "block-n = 100"),
 ])

@@ -516,7 +516,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="attention, sm_100a: K and V share one smem ring of --stages slots (default 3)")
     sp.add_argument("--block-n", type=int, default=None,
                     help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
-                         "(128, 160, 80 at head dim 64, 128, 256)")
+                         "(128, 128, 80 at head dim 64, 128, 256)")
     sp.add_argument("--block-m", type=int, default=128,
                     help="GEMM: 128; on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2) "
                          "(default: %(default)s)")

@@ -64,15 +64,25 @@
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvvm.barrier.arrive id = %{{.*}} number_of_threads = %c256_i32
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
-// The softmax of block j: row max over the quad (shfl.bfly 1, 2), exp2 of one FMA, then the anchor load that keeps it
-// before wait_group 0, which ends the P V; only then is O rescaled.
-// CHECK: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c1_i32, %c31_i32
-// CHECK-NEXT: arith.maxnumf
+// The softmax of block j: the two rows' maxima over the quad side by side (shfl.bfly 1 for each row, both maxnumf,
+// then shfl.bfly 2 for each), exp2 of one FMA, the warp's vote on whether any row moved its max (redux.sync.or),
+// then the anchor load (its address depends on the row sums and on the vote: + 8 when no row moved) that keeps all
+// of it before wait_group 0, which ends the P V; only then is O rescaled, inside an scf.if on the vote.
+// CHECK: nvvm.shfl.sync  bfly %c-1_i32, %[[M0:[0-9]+]], %c1_i32, %c31_i32
+// CHECK-NEXT: nvvm.shfl.sync  bfly %c-1_i32, %[[M1:[0-9]+]], %c1_i32, %c31_i32
+// CHECK-NEXT: arith.maxnumf %[[M0]],
+// CHECK-NEXT: arith.maxnumf %[[M1]],
+// CHECK-NEXT: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c2_i32, %c31_i32
 // CHECK-NEXT: nvvm.shfl.sync  bfly %c-1_i32, %{{.*}}, %c2_i32, %c31_i32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK: %[[VOTE:[0-9]+]] = nvvm.redux.sync  or %{{.*}}, %c-1_i32
+// CHECK-NEXT: %[[MOVED:[0-9]+]] = arith.cmpi ne, %[[VOTE]], %c0_i32
+// CHECK: arith.select %[[MOVED]], %c0_i32, %c8_i32
 // CHECK: llvm.load volatile
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK: arith.mulf
+// CHECK: scf.if %[[MOVED]] -> (!llvm.struct
+// CHECK-NEXT: llvm.extractvalue
+// CHECK-NEXT: arith.mulf
 // After the loop: the last P V, warpgroup 0 takes the last hand-over, normalize (log2 of the row sum for the LSE).
 // CHECK: llvm.inline_asm {{.*}}m64n64k16
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
