@@ -7,8 +7,8 @@ skipped here, on purpose) and launched through `warploom.ops.attention`, each on
     python3 benchmarks/attention_ab.py --build A=exp/cacheA --build B=.wlcache --out $OUT [--rounds 3]
     python3 benchmarks/attention_ab.py --build bn160=.wlcache --build bn128=.wlcache@128 --cases 128x1024,128x4096
 
-A build `NAME=DIR@BN` runs the head-dim-128 kernels with block_n BN instead of the standard one (the same
-compiler, another tile: `warploom compile` or `--build-tiles` puts them in the cache). `--cases` picks head dim x
+A build `NAME=DIR@BN` (or `@BNsST`) runs the head-dim-128 kernels with block_n BN (and ST stages) instead of the
+standard tile (the same compiler, another tile: `--build-tiles BN[sST],...` puts them in the cache on the CPU host). `--cases` picks head dim x
 sequence length pairs (each causal and not); the default is head dim 128 at 4096, 8192, 16384 and 64 at 8192.
 
 Per case: cuDNN (bf16 SDPA) and every build, timed in turn with triton's do_bench (warm-up 100 ms, 300 ms of
@@ -33,20 +33,28 @@ from warploom.runtime.cache import KernelCache  # noqa: E402
 CASES = [(128, s, c) for s in (4096, 8192, 16384) for c in (False, True)] + [(64, 8192, False), (64, 8192, True)]
 
 
-def build_spec(d: int, causal: bool, block_n: int | None):
+def parse_tile(text: str) -> dict:
+    """'128' -> {block_n: 128}; '128s3' -> {block_n: 128, stages: 3}; '' -> {} (the standard tile)."""
+    if not text:
+        return {}
+    bn, _, st = text.partition("s")
+    return {"block_n": int(bn), **({"stages": int(st)} if st else {})}
+
+
+def build_spec(d: int, causal: bool, tile: dict):
     spec = ops_attention.pick_spec("bf16", d, causal)
-    return dataclasses.replace(spec, block_n=block_n) if block_n and d == 128 else spec
+    return dataclasses.replace(spec, **tile) if tile and d == 128 else spec
 
 
-def load_build(name: str, root: str, block_n: int | None) -> dict:
-    """Put each standard attention kernel of the cache at `root` (head dim 128 at `block_n` when given) into
+def load_build(name: str, root: str, tile: dict) -> dict:
+    """Put each standard attention kernel of the cache at `root` (head dim 128 with `tile` when given) into
     get_kernel's memo under that root, with the build's name added to its key (the launcher keeps one module per
     key); {(head dim, causal): spec}."""
     cache = KernelCache(root)
     out = {}
     for d in (64, 128):
         for causal in (False, True):
-            spec = build_spec(d, causal, block_n)
+            spec = build_spec(d, causal, tile)
             entry = kernels.read_index(cache, spec)
             if entry is None:
                 sys.exit(f"attention_ab: {root} holds no {spec.describe()}; build it there first (--build-tiles)")
@@ -58,17 +66,17 @@ def load_build(name: str, root: str, block_n: int | None) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR[@BLOCK_N], two or more")
+    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR[@BN[sST]], two or more")
     p.add_argument("--cases", default="", help="comma-separated DxS (head dim x sequence length), each causal and not")
-    p.add_argument("--build-tiles", default="", help="CPU host: compile the head-dim-128 kernels of these block_n "
-                   "(comma-separated) into $WARPLOOM_CACHE_DIR and exit")
+    p.add_argument("--build-tiles", default="", help="CPU host: compile the head-dim-128 kernels of these tiles "
+                   "(comma-separated BN or BNsST) into $WARPLOOM_CACHE_DIR and exit")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
     if args.build_tiles:
-        for bn in map(int, args.build_tiles.split(",")):
+        for tile in args.build_tiles.split(","):
             for causal in (False, True):
-                print(kernels.get_kernel(build_spec(128, causal, bn)).name)
+                print(kernels.get_kernel(build_spec(128, causal, parse_tile(tile))).name)
         return
     global torch
     import torch
@@ -76,9 +84,9 @@ def main() -> None:
     builds, specs = {}, {}
     for b in args.build:
         name, where = b.split("=", 1)
-        root, _, bn = where.partition("@")
+        root, _, tile = where.partition("@")
         builds[name] = root
-        specs[name] = load_build(name, root, int(bn) if bn else None)
+        specs[name] = load_build(name, root, parse_tile(tile))
     cases = ([(int(d), int(s), c) for d, s in (x.split("x") for x in args.cases.split(",")) for c in (False, True)]
              if args.cases else CASES)
     rows = []
