@@ -87,3 +87,22 @@ def test_write_results(tmp_path, monkeypatch):
         assert paths["png"] is None
     else:
         assert Path(paths["png"]).stat().st_size > 0
+
+
+def _attention_ab():
+    path = Path(__file__).parents[2] / "benchmarks" / "attention_ab.py"
+    spec = importlib.util.spec_from_file_location("attention_ab", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_attention_ab_tiles_name_the_kernels_they_build():
+    """benchmarks/attention_ab.py: `@BN[sST]` swaps the head-dim-128 tile only; no GPU framework at import."""
+    ab = _attention_ab()
+    assert ab.parse_tile("") == {} and ab.parse_tile("128") == {"block_n": 128}
+    assert ab.parse_tile("128s3") == {"block_n": 128, "stages": 3}
+    assert ab.build_spec(128, True, ab.parse_tile("128s3")).kernel_name == "wl_attn_bf16_d128_128x128_s3_causal_ov_persistent"
+    assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
+    assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent"
+    assert "torch" not in ab.__dict__
