@@ -66,7 +66,7 @@ def load_build(name: str, root: str, tile: dict) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", action="append", required=True, help="NAME=CACHE_DIR[@BN[sST]], two or more")
+    p.add_argument("--build", action="append", default=[], help="NAME=CACHE_DIR[@BN[sST]], two or more")
     p.add_argument("--cases", default="", help="comma-separated DxS (head dim x sequence length), each causal and not")
     p.add_argument("--build-tiles", default="", help="CPU host: compile the head-dim-128 kernels of these tiles "
                    "(comma-separated BN or BNsST) into $WARPLOOM_CACHE_DIR and exit")
@@ -78,7 +78,8 @@ def main() -> None:
             for causal in (False, True):
                 print(kernels.get_kernel(build_spec(128, causal, parse_tile(tile))).name)
         return
-    global torch
+    if len(args.build) < 2:
+        p.error(f"--build: {len(args.build)} given; an A/B needs two or more builds (NAME=CACHE_DIR[@BN[sST]])")
     import torch
     import triton.testing as tt
     builds, specs = {}, {}
