@@ -7,8 +7,9 @@ skipped here, on purpose) and launched through `warploom.ops.attention`, each on
     python3 benchmarks/attention_ab.py --build A=exp/cacheA --build B=.wlcache --out $OUT [--rounds 3]
     python3 benchmarks/attention_ab.py --build bn160=.wlcache --build bn128=.wlcache@128 --cases 128x1024,128x4096
 
-A build `NAME=DIR@BN` (or `@BNsST`) runs the head-dim-128 kernels with block_n BN (and ST stages) instead of the
-standard tile (the same compiler, another tile: `--build-tiles BN[sST],...` puts them in the cache on the CPU host). `--cases` picks head dim x
+A build `NAME=DIR@BN` (or `@BNsST`, or `@D:BNsST` for head dim D) runs the head-dim-128 (D) kernels with block_n BN
+(and ST stages) instead of the standard tile (the same compiler, another tile: `--build-tiles [D:]BN[sST],...` puts
+them in the cache on the CPU host). `--cases` picks head dim x
 sequence length pairs (each causal and not); the default is head dim 128 at 4096, 8192, 16384 and 64 at 8192.
 
 Per case: cuDNN (bf16 SDPA) and every build, timed in turn with triton's do_bench (warm-up 100 ms, 300 ms of
@@ -34,16 +35,21 @@ CASES = [(128, s, c) for s in (4096, 8192, 16384) for c in (False, True)] + [(64
 
 
 def parse_tile(text: str) -> dict:
-    """'128' -> {block_n: 128}; '128s3' -> {block_n: 128, stages: 3}; '' -> {} (the standard tile)."""
+    """'128' -> {block_n: 128}; '128s3' -> {block_n: 128, stages: 3}; '64:192s2' -> the same for head dim 64
+    ({head_dim: 64, block_n: 192, stages: 2}); '' -> {} (the standard tile). Without 'D:' the head dim is 128."""
     if not text:
         return {}
-    bn, _, st = text.partition("s")
-    return {"block_n": int(bn), **({"stages": int(st)} if st else {})}
+    d, _, rest = text.rpartition(":")
+    bn, _, st = rest.partition("s")
+    return {"head_dim": int(d or 128), "block_n": int(bn), **({"stages": int(st)} if st else {})}
 
 
 def build_spec(d: int, causal: bool, tile: dict):
+    """The kernel a build runs for (head dim d, causal): the standard one, or `tile` where its head dim is d."""
     spec = ops_attention.pick_spec("bf16", d, causal)
-    return dataclasses.replace(spec, **tile) if tile and d == 128 else spec
+    if not tile or tile.get("head_dim", 128) != d:
+        return spec
+    return dataclasses.replace(spec, **{k: v for k, v in tile.items() if k != "head_dim"})
 
 
 def load_build(name: str, root: str, tile: dict) -> dict:
@@ -66,20 +72,22 @@ def load_build(name: str, root: str, tile: dict) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", action="append", default=[], help="NAME=CACHE_DIR[@BN[sST]], two or more")
+    p.add_argument("--build", action="append", default=[], help="NAME=CACHE_DIR[@[D:]BN[sST]], two or more")
     p.add_argument("--cases", default="", help="comma-separated DxS (head dim x sequence length), each causal and not")
-    p.add_argument("--build-tiles", default="", help="CPU host: compile the head-dim-128 kernels of these tiles "
-                   "(comma-separated BN or BNsST) into $WARPLOOM_CACHE_DIR and exit")
+    p.add_argument("--build-tiles", default="", help="CPU host: compile the kernels of these tiles "
+                   "(comma-separated [D:]BN[sST], D 128 unless given) into $WARPLOOM_CACHE_DIR and exit")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--tag", default="", help="appended to the JSON's name (attention-ab-<date>-<tag>.json)")
     args = p.parse_args()
     if args.build_tiles:
         for tile in args.build_tiles.split(","):
+            t = parse_tile(tile)
             for causal in (False, True):
-                print(kernels.get_kernel(build_spec(128, causal, parse_tile(tile))).name)
+                print(kernels.get_kernel(build_spec(t["head_dim"], causal, t)).name)
         return
     if len(args.build) < 2:
-        p.error(f"--build: {len(args.build)} given; an A/B needs two or more builds (NAME=CACHE_DIR[@BN[sST]])")
+        p.error(f"--build: {len(args.build)} given; an A/B needs two or more builds (NAME=CACHE_DIR[@[D:]BN[sST]])")
     import torch
     import triton.testing as tt
     builds, specs = {}, {}
@@ -132,7 +140,7 @@ def main() -> None:
         g = math.exp(statistics.mean(math.log(r["vs_cudnn"][n]) for r in rows))
         print(f"geomean {n} / cudnn: {g:.3f}")
     date = datetime.date.today().isoformat()
-    path = os.path.join(args.out, f"attention-ab-{date}.json")
+    path = os.path.join(args.out, f"attention-ab-{date}{'-' + args.tag if args.tag else ''}.json")
     with open(path, "w") as f:
         json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "builds": args.build,
                    "rounds": args.rounds, "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)",

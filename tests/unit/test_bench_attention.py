@@ -98,10 +98,14 @@ def _attention_ab():
 
 
 def test_attention_ab_tiles_name_the_kernels_they_build():
-    """benchmarks/attention_ab.py: `@BN[sST]` swaps the head-dim-128 tile only; no GPU framework at import."""
+    """benchmarks/attention_ab.py: `@[D:]BN[sST]` swaps the tile of head dim D (128 unless given) only; no GPU
+    framework at import."""
     ab = _attention_ab()
-    assert ab.parse_tile("") == {} and ab.parse_tile("128") == {"block_n": 128}
-    assert ab.parse_tile("128s3") == {"block_n": 128, "stages": 3}
+    assert ab.parse_tile("") == {} and ab.parse_tile("128") == {"head_dim": 128, "block_n": 128}
+    assert ab.parse_tile("128s3") == {"head_dim": 128, "block_n": 128, "stages": 3}
+    assert ab.parse_tile("64:192s3") == {"head_dim": 64, "block_n": 192, "stages": 3}
+    assert ab.build_spec(64, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d64_128x176_s2_causal_ov_persistent"
+    assert ab.build_spec(128, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent"
     assert ab.build_spec(128, True, ab.parse_tile("128s3")).kernel_name == "wl_attn_bf16_d128_128x128_s3_causal_ov_persistent"
     assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
     assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent"
