@@ -1,5 +1,5 @@
 """The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz, written on the GPU
-by tests/gpu/calibrate.py; superseded ones are kept as superseded-run*.npz and not replayed here) must replay bit for
+by tests/gpu/calibrate.py; superseded ones are in git history (calibration/README.md, the end) and not replayed here) must replay bit for
 bit on exact inputs and within the stated bound on random ones. The full table (three interleavings per case) is
 `python -m tests.emulate.calibration`; its last output is recorded in tests/gpu/calibration/README.md."""
 import pytest
