@@ -50,7 +50,7 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
     target = "" if spec.target == "sm_90a" else f" target={spec.target}"
-    block_m = f" block-m={spec.block_m}" if isinstance(spec, GemmSpec) and spec.block_m != 128 else ""
+    block_m = f" block-m={spec.block_m}" if spec.target == "sm_90a" and spec.block_m not in (None, 128) else ""
     shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
     epilogue = f" epilogue={spec.epilogue}" if isinstance(spec, GemmSpec) and spec.epilogue != "tma" else ""
     cluster = f" cluster-m={spec.cluster_m}" if isinstance(spec, GemmSpec) and spec.cluster_m != 1 else ""
@@ -267,11 +267,11 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
-                              schedule: str | None = None):
-    """The planning passes' program for the standard attention kernel of (elem, head dim, causal): what
-    warploom.emulate.emulate_attention runs by default."""
-    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, overlap=overlap,
-                         schedule=schedule or AttentionSpec.schedule)
+                              schedule: str | None = None, block_m: int | None = None):
+    """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
+    given): what warploom.emulate.emulate_attention runs by default."""
+    spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,
+                         overlap=overlap, schedule=schedule or AttentionSpec.schedule)
     return planned_attention(attention_graph(spec), spec)[0]
 
 

@@ -285,10 +285,11 @@ class AttentionSpec:
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,
-        1, 1), rows = block_m for q, block_n for k and v, and one consumer warpgroup's rows (block_m / 2) for out
-        (each stores its own), 128-byte swizzle, out-of-bounds reads as zero (and stores dropped)."""
+        1, 1), rows = block_m for q, block_n for k and v, and the rows one consumer warpgroup (sm_100a: one Q tile)
+        stores for out (each stores its own), 128-byte swizzle, out-of-bounds reads as zero (and stores dropped)."""
         q_rows = FA4_TILE_ROWS if self.target == "sm_100a" else self.block_m     # sm_100a: one Q tile a box
-        rows = {"q": q_rows, "k": self.block_n, "v": self.block_n, "out": self.block_m // 2}
+        out_rows = FA4_TILE_ROWS if self.target == "sm_100a" else SM90_MMA_M
+        rows = {"q": q_rows, "k": self.block_n, "v": self.block_n, "out": out_rows}
         return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
                 for name, r in rows.items()}
 

@@ -602,6 +602,8 @@ def check_named_barriers(p: Program):
             roles = [p.role(r) for r in users[nb.name]]
             ranks = sorted({r.rank for r in roles if r.rank is not None}) or [None]
             counts = {sum(_threads(r, t.warp_size) for r in roles if r.rank in (None, rank)) for rank in ranks}
+            if nb.count > 1:        # a ring of instances (slots own / next): a warpgroup and the one before it
+                counts = {2 * n // nb.count for n in counts}
             have = max(counts)
             if counts != {nb.threads}:
                 yield Problem("named-barriers", f"named barrier {nb.name!r}",

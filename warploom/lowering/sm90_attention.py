@@ -672,12 +672,13 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail("Store of out: the attention lowering stores O through a staging smem region (wl-pipeline) "
                        "with a named barrier per warpgroup (wl-specialize)")
         region, nb = self._region(op.region), self.p.named_barriers.get(op.barrier)
-        if nb is None or nb.count != 2 or nb.threads != T.warpgroup_threads:
+        n_wgs = self.BM // self.mma_m
+        if nb is None or nb.count != n_wgs or nb.threads != T.warpgroup_threads:
             self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of {T.warpgroup_threads} threads per "
-                       "consumer warpgroup")
+                       f"consumer warpgroup ({n_wgs})")
         tile = self.tiles[region.name]
-        if tile.rows != 2 * self.mma_m or tile.shape[1] != self.D:
-            self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{2 * self.mma_m}, {self.D}] O")
+        if tile.rows != self.BM or tile.shape[1] != self.D:
+            self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{self.BM}, {self.D}] O")
         bar = b.add(c(nb.id), ctx.wg_index)
         sync.named_barrier_sync(b, bar, nb.threads)              # the previous store has read the region
         o = ctx.values[op.value]

@@ -153,8 +153,8 @@ def specialize_compute(program: Program, producer_regs: int, consumer_regs: int,
         if first + consumers - 1 > hi:
             raise PassError(f"wl-specialize needs named barriers {first}..{first + consumers - 1} for the "
                             f"consumers' turns; {program.target} has ids {lo}..{hi}")
-        program.named_barriers[TURN] = NamedBarrier(TURN, first, consumers * target.warpgroup_threads,
-                                                    count=consumers)
+        # each instance joins two warpgroups: the one whose turn it is (sync) and the one before it (arrive)
+        program.named_barriers[TURN] = NamedBarrier(TURN, first, 2 * target.warpgroup_threads, count=consumers)
     if any(isinstance(op, Store) and op.region is not None for op in program.body):
         epilogue_barriers(program, target, consumers)
 
@@ -403,6 +403,11 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
     defaults = DEFAULTS.get(program.kind, DEFAULTS["gemm"])
     regs_p, regs_c, flight, ov = (d if v is None else v for v, d in
                                   zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))
+    if consumer_regs is None:              # more consumers than the default budget fits: the most that does
+        target = targets.get(program.target)
+        consumers = program.attrs["tile"][0] // target.mma_rows_per_warpgroup
+        step = target.setmaxnreg[2]
+        regs_c = min(regs_c, (target.register_file // target.warpgroup_threads - regs_p) // consumers // step * step)
     computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)
     if computes:
         specialize_compute(program, regs_p, regs_c, flight, ov)

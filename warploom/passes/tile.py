@@ -58,7 +58,8 @@ from .registry import PassError, edit_program, register
 
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
 SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the GEMM's operand layout)
-CONSUMER_WARPGROUPS = 2              # the attention schedule: two consumer warpgroups share the query tile
+CONSUMER_WARPGROUPS = (2, 3)         # the attention schedule: two (block-m 128) or three (192) consumer warpgroups
+#                                      share the query tile, taking turns at the tensor cores
 GEMM_CONSUMER_WARPGROUPS = (1, 2)    # the sm_90a GEMM: one consumer warpgroup per 64 rows (block-m 64 for small M)
 
 
@@ -211,10 +212,11 @@ F32_NORMAL = (2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127)   # the positive norma
 def check_attention_tile(block_m: int, block_n: int, elem: str, op) -> None:
     target = targets.get("sm_90a")
     mma_m = target.mma_shapes[0].m[0]
-    if block_m != CONSUMER_WARPGROUPS * mma_m:
-        raise PassError(f"block-m = {block_m}: the sm_90a attention splits {CONSUMER_WARPGROUPS * mma_m} query "
-                        f"rows over {CONSUMER_WARPGROUPS} consumer warpgroups (m{mma_m} each); use "
-                        f"block-m={CONSUMER_WARPGROUPS * mma_m}", op)
+    allowed = [n * mma_m for n in CONSUMER_WARPGROUPS]
+    if block_m not in allowed:
+        raise PassError(f"block-m = {block_m}: the sm_90a attention gives each of its "
+                        f"{' or '.join(map(str, CONSUMER_WARPGROUPS))} consumer warpgroups m{mma_m} query rows; use "
+                        f"block-m={' or '.join(map(str, allowed))}", op)
     k_step, box_max = target.mma_k_of(elem), target.tma.box_dim_max
     try:
         target.check_mma_shape(mma_m, block_n, elem)     # S = Q K^T: n = block_n
