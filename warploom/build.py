@@ -50,7 +50,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
     target = "" if spec.target == "sm_90a" else f" target={spec.target}"
-    block_m = f" block-m={spec.block_m}" if spec.target == "sm_90a" and spec.block_m not in (None, 128) else ""
+    takes_m = isinstance(spec, GemmSpec) or spec.target == "sm_90a"      # sm_100a attention: Q tiles, not rows
+    block_m = f" block-m={spec.block_m}" if takes_m and spec.block_m not in (None, 128) else ""
     shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
     epilogue = f" epilogue={spec.epilogue}" if isinstance(spec, GemmSpec) and spec.epilogue != "tma" else ""
     cluster = f" cluster-m={spec.cluster_m}" if isinstance(spec, GemmSpec) and spec.cluster_m != 1 else ""

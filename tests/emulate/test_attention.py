@@ -105,6 +105,32 @@ def test_persistent_schedule_matches_the_grid_bit_for_bit(case):
         np.testing.assert_array_equal(lse, grid_lse)
 
 
+# three consumer warpgroups (block_m 192: FA3's tile at head dim 64): (elem, D, causal, Sq, Sk, Hq, Hkv, layout, B);
+# Sq spans a ragged second query block, Sk a wrapping K/V ring
+THREE_WG_CASES = [("bf16", 64, False, 250, 300, 2, 1, "bshd", 1), ("f16", 64, True, 250, 300, 1, 1, "bhsd", 2)]
+
+
+@pytest.mark.parametrize("case", THREE_WG_CASES, ids=[f"{c[0]}-{'causal' if c[2] else 'full'}" for c in THREE_WG_CASES])
+def test_three_consumer_warpgroups_match_two_bit_for_bit(case):
+    """192 query rows a tile, 64 per consumer warpgroup, the turns at the tensor cores going round three
+    warpgroups (each instance of the turn barrier joins a warpgroup and the one before it): persistent, on 3 CTAs,
+    two interleavings; within the reference's bound and bit for bit the 128-row kernel's output (each row's
+    arithmetic is the same: the key blocks are)."""
+    from warploom.build import planned_attention_program
+    elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
+    q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
+    program = planned_attention_program(elem, d, causal, block_m=192, schedule="persistent")
+    assert program.threads == 512 and program.named_barriers["turn"].count == 3
+    two = planned_attention_program(elem, d, causal, block_n=program.attrs["tile"][1], schedule="persistent")
+    ref_out, ref_lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=two, sms=3)
+    for seed, delay in SEEDS[:2]:
+        out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=program,
+                                     sms=3)
+        check(out, lse, q, k, v, elem, causal, layout)
+        np.testing.assert_array_equal(out.view(np.uint16), ref_out.view(np.uint16))
+        np.testing.assert_array_equal(lse, ref_lse)
+
+
 def test_scale_and_no_lse_pointer():
     """A scale other than 1/sqrt(D) goes through scale_log2; a null lse pointer stores no LSE (any access through
     it would be out of bounds in the emulator)."""

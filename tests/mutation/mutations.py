@@ -28,6 +28,7 @@ DESC = "warploom/layout/descriptors.py"
 BARRIERS = "warploom/passes/plan_barriers.py"
 FA4 = "warploom/lowering/sm100_attention.py"
 RULES = "warploom/runtime/rules.py"
+SPECIALIZE = "warploom/passes/specialize.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the seven bugs that once passed every CPU test ----
@@ -172,6 +173,17 @@ MUTATIONS: list[Mutation] = [
              "the warp skips O *= corr unless both rows of a thread moved their max (and instead of or): a block "
              "where only one of them moved leaves that row's O at the old max's scale",
              ATTN, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)'),
+    # three consumer warpgroups (block_m 192): the turns go round all of them
+    Mutation("attn-turn-ring-of-two",
+             "a consumer warpgroup hands the tensor cores to warpgroup (w + 1) % 2 instead of (w + 1) % consumers: "
+             "with three, warpgroup 1 wakes warpgroup 0 and warpgroup 2 never gets a turn (deadlock)",
+             ATTN, "b.remu(b.add(ctx.wg_index, c(1)), c(nb.count))", "b.remu(b.add(ctx.wg_index, c(1)), c(2))",
+             ("attention",)),
+    Mutation("attn-turn-threads-all-consumers",
+             "the turn barrier counts every consumer thread instead of two warpgroups (the one whose turn it is and "
+             "the one handing it over): with three warpgroups no turn ever completes",
+             SPECIALIZE, "NamedBarrier(TURN, first, 2 * target.warpgroup_threads",
+             "NamedBarrier(TURN, first, consumers * target.warpgroup_threads", ("attention",)),
     # the persistent schedule: what carries from one tile of a CTA to the next
     Mutation("attn-persistent-q-phase",
              "every tile waits for phase 0 of Q's barriers: the second tile of a CTA reads Q before it landed "

@@ -195,8 +195,8 @@ def test_write_is_the_inverse_of_read_after_each_pass(passes):
     (lambda: attention_graph(), ["wl-tile{schedule=stream-k}"],
      "wl-tile: schedule = 'stream-k': use one of persistent, grid"),
     (lambda: attention_graph(), ["wl-tile{block-m=64}"],
-     "block-m = 64: the sm_90a attention splits 128 query rows over 2 consumer warpgroups (m64 each); use "
-     "block-m=128"),
+     "block-m = 64: the sm_90a attention gives each of its 2 or 3 consumer warpgroups m64 query rows; use "
+     "block-m=128 or 192"),
     (lambda: attention_graph(), ["wl-tile{block-n=72}"],
      "block-n = 72: must be a multiple of 16 (O += P V contracts block_n keys, 16 per wgmma) up to 256 (the rows "
      "of one TMA box of K or V)"),
