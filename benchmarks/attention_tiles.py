@@ -75,7 +75,7 @@ def run(args) -> None:
                 if dd != d:
                     continue
                 spec = oa.AttentionSpec("bf16", d, causal, block_n=bn, stages=st, overlap=ov)
-                oa.pick_spec = lambda elem, head_dim, c, target="sm_90a", _s=spec: _s   # noqa: E731 - the variant
+                oa.pick_spec = lambda elem, head_dim, c, target="sm_90a", seqlen_q=None, _s=spec: _s  # noqa: E731
                 row = dict(case, block_n=bn, stages=st, overlap=ov, kernel=spec.kernel_name, cudnn_ms=cudnn)
                 try:
                     ops.attention(qq, kk, vv, causal=causal, out=out)

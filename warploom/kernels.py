@@ -169,6 +169,20 @@ ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 12
 # the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
 # spills, measured ahead of grid on the H200 (benchmarks/NOTES.md, run 13)
 ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}
+# Tall tiles: 192 query rows, three consumer warpgroups taking turns at the tensor cores (FA3's tile at head dim
+# 64), for the persistent non-causal kernels of these head dims from this many query rows on. On the H200 (run 44,
+# benchmarks/NOTES.md) at head dim 64 they were +3.2% / +7.5% / +9.3% at Sq 4096 / 8192 / 16384 and −4% at 1024;
+# causal −2% (a 192-row tile crosses the diagonal over two key blocks); at head dim 128 (192 x 96: the registers
+# leave room for no longer key block) −30%.
+ATTENTION_TALL_BLOCK_M = 192
+ATTENTION_TALL_MIN_SQ = {64: 4096}
+
+
+def tall_attention(head_dim: int, causal: bool, seqlen_q: int | None, schedule: str | None = None) -> bool:
+    """Whether the standard sm_90a kernel for this problem takes the tall (192-row) tile."""
+    least = ATTENTION_TALL_MIN_SQ.get(head_dim)
+    return (least is not None and not causal and seqlen_q is not None and seqlen_q >= least
+            and (schedule or default_attention_schedule(head_dim)) == "persistent")
 
 
 def default_attention_schedule(head_dim: int) -> str:
@@ -297,7 +311,9 @@ class AttentionSpec:
 # The attention kernels `warploom precompile` builds: what warploom.ops.attention may pick.
 STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
     "sm_90a": [AttentionSpec(elem, d, causal) for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
-               for causal in (False, True)],
+               for causal in (False, True)]
+    + [AttentionSpec(elem, d, False, block_m=ATTENTION_TALL_BLOCK_M) for elem in ATTENTION_ELEMENTS
+       for d in ATTENTION_TALL_MIN_SQ],
     "sm_100a": [AttentionSpec(elem, d, causal, target="sm_100a") for elem in ATTENTION_ELEMENTS
                 for d in FA4_HEAD_DIMS for causal in (False, True)],
 }

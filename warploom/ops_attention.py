@@ -36,8 +36,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_HEAD_DIMS, AttentionSpec,
-                              check_attention_artifact, get_kernel)
+from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M, FA4_HEAD_DIMS,
+                              AttentionSpec, check_attention_artifact, get_kernel, tall_attention)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
@@ -203,14 +203,18 @@ SCHEDULE = None     # None: each head dim's standard schedule; "grid" or "persis
 TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces a persistent kernel's tile order
 
 
-def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a") -> AttentionSpec:
-    """The kernel ops.attention runs on a GPU of `target`: the standard one of (dtype, head dim, causal), or with
-    SCHEDULE set (sm_90a), that schedule's default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
+def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
+              seqlen_q: int | None = None) -> AttentionSpec:
+    """The kernel ops.attention runs on a GPU of `target`: the standard one of (dtype, head dim, causal), with the
+    tall 192-row tile where `seqlen_q` calls for it (warploom.kernels.tall_attention), or with SCHEDULE set
+    (sm_90a), that schedule's default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
     if target == "sm_100a":
         if head_dim not in FA4_HEAD_DIMS:
             raise ValueError(f"attention: head dim {head_dim} has no sm_100a kernel (the FA4-style kernel takes "
                              f"{', '.join(map(str, FA4_HEAD_DIMS))}); pad the head dim to one of them")
         return AttentionSpec(elem, head_dim, causal, target=target)
+    if SCHEDULE is None and tall_attention(head_dim, causal, seqlen_q):
+        return AttentionSpec(elem, head_dim, causal, block_m=ATTENTION_TALL_BLOCK_M)
     return AttentionSpec(elem, head_dim, causal, schedule=SCHEDULE)
 
 
@@ -243,7 +247,7 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
         from warploom.ops import _device_target      # (ops imports this module)
         target = _device_target(problem.device)
     if spec is None:
-        spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target)
+        spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target, seqlen_q=problem.seqlen_q)
     elif (spec.elem, spec.head_dim, spec.causal, spec.target) != (problem.elem, problem.head_dim, bool(causal), target):
         raise ValueError(f"attention: the kernel is a {spec.describe()}; the call is {problem.elem}, head dim "
                          f"{problem.head_dim}, {'causal' if causal else 'non-causal'}, on a {target} GPU: compile a "

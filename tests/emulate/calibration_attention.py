@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import dataclass
 
@@ -59,7 +60,8 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
         q, k, v, out = (data[f"{i}_{n}"].view(np.uint16).view(dt) for n in ("q", "k", "v", "out"))
         lse = data[f"{i}_lse"]
         schedule = "persistent" if case["kernel"].endswith("_persistent") else "grid"
-        program = planned_attention_program(elem, d, causal, schedule=schedule)
+        block_m = int(re.search(r"_d\d+_(\d+)x\d+_", case["kernel"]).group(1))      # 128, or 192 (tall)
+        program = planned_attention_program(elem, d, causal, schedule=schedule, block_m=block_m)
         if kernel_name(program) != case["kernel"]:
             raise ValueError(f"case {i}: recorded with {case['kernel']}, the compiler builds {kernel_name(program)} "
                              "now: record a new run (tests/gpu/calibrate_attention.py)")

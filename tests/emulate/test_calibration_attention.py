@@ -13,7 +13,8 @@ RUNS = sorted(CALIBRATION.glob("attention-run*.npz"))
 @pytest.mark.parametrize("npz", RUNS, ids=[p.stem for p in RUNS])
 def test_emulated_attention_stays_close_to_the_h200(npz):
     rows = compare(npz, seeds=1)
-    assert len({r.kernel for r in rows}) == 12                   # every standard kernel
+    # every standard kernel of the recording's day: 12, and the 2 tall (192-row) ones since run 45
+    assert len({r.kernel for r in rows}) >= 12
     for r in rows:
         assert r.h200_within_bound, f"{r.kernel}: the H200's own output breaks the emulator's bound: {r.h200_problem}"
         # ex2/lg2.approx against correctly rounded exp2/log2: a few per cent of the outputs move by a rounding step

@@ -2,7 +2,7 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate_attention.py OUT.npz
 
-One case per (dtype, head dim, causal) standard kernel, at ragged sizes (Sq, Sk not multiples of the tiles; causal
+One case per (dtype, head dim, causal) standard kernel, and per tall (192-row) one, at ragged sizes (Sq, Sk not multiples of the tiles; causal
 cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through warploom.ops.attention (out and lse
 poisoned with NaN first). Saves q, k, v and out as their 16-bit patterns (int16), lse as float32, and a manifest.
 The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`: ex2/lg2.approx differ
@@ -19,6 +19,7 @@ import torch
 
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
 from warploom import ops  # noqa: E402
+from warploom.kernels import ATTENTION_TALL_BLOCK_M, AttentionSpec  # noqa: E402
 from warploom.ops_attention import _tile_order, pick_spec  # noqa: E402
 from warploom.runtime.launch import sm_count  # noqa: E402
 
@@ -26,22 +27,25 @@ from warploom.runtime.launch import sm_count  # noqa: E402
 CASES = [(elem, d, causal, 1, 200 if causal else 130, 150 if causal else 300, 2, 1)
          for elem in ("bf16", "f16") for d in (64, 128, 256) for causal in (False, True)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
+# the tall (192-row) tiles ops.attention takes from Sq 4096 on, recorded at a small size by naming them (spec=)
+TALL_CASES = [(elem, 64, False, 1, 250, 300, 2, 1) for elem in ("bf16", "f16")]
 
 
 def main(path: str) -> None:
     arrays, manifest = {}, []
-    for i, (elem, d, causal, b, sq, sk, hq, hkv) in enumerate(CASES):
+    for i, (elem, d, causal, b, sq, sk, hq, hkv) in enumerate(CASES + TALL_CASES):
+        spec = (pick_spec(elem, d, causal) if i < len(CASES) else
+                AttentionSpec(elem, d, causal, block_m=ATTENTION_TALL_BLOCK_M))
         g = torch.Generator(device="cuda").manual_seed(100 + i)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(TORCH[elem])
         k = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(TORCH[elem])
         v = torch.randn(b, sk, hkv, d, device="cuda", generator=g).to(TORCH[elem])
         out = torch.full_like(q, float("nan"))
-        out, lse = ops.attention(q, k, v, causal=causal, out=out, return_lse=True)
+        out, lse = ops.attention(q, k, v, causal=causal, out=out, return_lse=True, spec=spec)
         torch.cuda.synchronize()
         for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
             arrays[f"{i}_{name}"] = t.cpu().view(torch.int16).numpy()
         arrays[f"{i}_lse"] = lse.cpu().numpy()
-        spec = pick_spec(elem, d, causal)
         order = (_tile_order(sq, sk, hq, b, spec.block_m, spec.block_n, causal, sm_count(q.device.index or 0))
                  if spec.schedule == "persistent" else None)
         manifest.append({"case": i, "elem": elem, "head_dim": d, "causal": causal, "B": b, "Sq": sq, "Sk": sk,

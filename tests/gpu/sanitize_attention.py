@@ -1,4 +1,4 @@
-"""Three attention launches for compute-sanitizer (memcheck, racecheck): ragged sizes, so the last query block, the
+"""Four attention launches for compute-sanitizer (memcheck, racecheck): ragged sizes, so the last query block, the
 last key block and (causal) the blocks that cross the diagonal are all exercised; GQA; one Sq > Sk case whose
 first rows see no key.
 
@@ -20,13 +20,15 @@ causal = mode == "causal"
 print(f"attention, {mode}")
 # the third: 216 tiles on 132 SMs, so the persistent kernels' CTAs each walk one or two tiles (rings, Q's phase and
 # the turns carried across tiles; with Sq > Sk, tiles with no key block)
+# the fourth (non-causal): Sq >= 4096 at head dim 64 takes the tall 192-row tile (three consumer warpgroups)
 for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333, 129, 4, 4, 64, "bhsd"),
-                                      (3, 700, 650, 12, 4, 64, "bshd")):
+                                      (3, 700, 650, 12, 4, 64, "bshd"), (1, 4100, 700, 4, 2, 64, "bshd")):
     shape = (lambda s, h: (b, s, h, d)) if layout == "bshd" else (lambda s, h: (b, h, s, d))
     q = torch.randn(shape(sq, hq), device="cuda", dtype=torch.bfloat16)
     k = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     v = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout=layout)
+    print(ops.attention_plan(q, k, v, causal=causal, layout=layout).spec.kernel_name)
     torch.cuda.synchronize()
     # float32 reference in bhsd
     qf, kf, vf = ((t.transpose(1, 2) if layout == "bshd" else t).float() for t in (q, k, v))

@@ -324,7 +324,7 @@ def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, c
     try:
         for order, chosen in ((0, spec), (1, spec), (None, grid)):
             oa.TILE_ORDER = order
-            oa.pick_spec = lambda elem, head_dim, c, target="sm_90a", _s=chosen: _s
+            oa.pick_spec = lambda elem, head_dim, c, target="sm_90a", seqlen_q=None, _s=chosen: _s
             out = torch.full_like(q, float("nan"))
             outs.append(ops.attention(q, k, v, causal=causal, out=out))
     finally:
@@ -334,6 +334,27 @@ def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, c
     assert rel_max_err(outs[0], ref) <= TOL
     assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16)), "tile orders 0 and 1 differ"
     assert torch.equal(outs[0].view(torch.int16), outs[2].view(torch.int16)), "persistent and grid kernels differ"
+
+
+# ---- the tall tile (192 query rows, three consumer warpgroups) -------------------------------------------------
+
+@pytest.mark.parametrize("elem", ["bf16", "f16"])
+def test_tall_tile_is_picked_for_long_rows_and_is_bitwise_the_128_row_kernel(elem):
+    """Head dim 64, non-causal, Sq >= 4096: ops.attention runs the 192-row kernel (warploom.kernels.tall_attention);
+    ragged Sq (not a multiple of 192) and Sk, GQA 2: within TOL of the reference, and bit for bit the 128-row
+    kernel's output (the key blocks, and so each row's arithmetic, are the same)."""
+    import warploom.ops_attention as oa
+    b, sq, sk, hq, hkv, d = 1, 4160, 4100, 4, 2, 64
+    dtype = torch.bfloat16 if elem == "bf16" else torch.float16
+    q, k, v = make_inputs(b, sq, sk, hq, hkv, d, dtype, "bshd", seed=45)
+    plan = oa.attention_plan(q, k, v)
+    assert plan.spec.block_m == 192 and plan.spec.kernel_name.startswith(f"wl_attn_{elem}_d64_192x128_")
+    tall = ops.attention(q, k, v, out=torch.full_like(q, float("nan")))
+    short = ops.attention(q, k, v, out=torch.full_like(q, float("nan")), spec=AttentionSpec(elem, d, False))
+    ref, _ = reference(q, k, v, causal=False)
+    torch.cuda.synchronize()
+    assert rel_max_err(tall, ref) <= TOL
+    assert torch.equal(tall.view(torch.int16), short.view(torch.int16)), "the 192- and 128-row kernels differ"
 
 
 # ---- the long way ----------------------------------------------------------------------------

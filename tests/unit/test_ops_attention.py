@@ -149,9 +149,12 @@ def test_spec_names_and_defaults():
 
 def test_standard_sets():
     attn = STANDARD_ATTENTION_KERNELS["sm_90a"]
-    assert len(attn) == 12 and len({s.kernel_name for s in attn}) == 12
+    assert len(attn) == 14 and len({s.kernel_name for s in attn}) == 14
     assert {(s.elem, s.head_dim, s.causal) for s in attn} == {
         (e, d, c) for e in ("bf16", "f16") for d in (64, 128, 256) for c in (False, True)}
+    tall = [s for s in attn if s.block_m == 192]          # the tall tiles: head dim 64, non-causal
+    assert {(s.elem, s.head_dim, s.causal, s.block_n, s.schedule) for s in tall} == {
+        (e, 64, False, 128, "persistent") for e in ("bf16", "f16")}
     assert all(isinstance(s, GemmSpec) for s in STANDARD_KERNELS["sm_90a"]) and len(STANDARD_KERNELS["sm_90a"]) == 24
     everything = precompile_set("sm_90a")
     standard = STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + CLUSTER_KERNELS["sm_90a"] + attn
@@ -475,7 +478,7 @@ def test_ops_attention_imports_without_mlir():
             "sys.meta_path.insert(0, Block())\n"
             "import warploom.ops as ops\n"
             "from warploom.kernels import STANDARD_ATTENTION_KERNELS\n"
-            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 12\n")
+            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 14\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -514,3 +517,20 @@ def test_explain_reports_a_refused_config_without_a_traceback(argv, message, cap
     err = capsys.readouterr().err
     assert err.startswith("warploom explain: cannot build the ") and message in err, err
     assert "Traceback" not in err and "build.py" not in err
+
+
+def test_pick_spec_takes_the_tall_tile_for_long_non_causal_head_dim_64():
+    """192 query rows (three consumer warpgroups) for head dim 64, non-causal, from Sq 4096 on (run 44); the 128-row
+    tile otherwise, and whenever a schedule is forced."""
+    import warploom.ops_attention as oa
+    assert oa.pick_spec("bf16", 64, False, seqlen_q=4096).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent"
+    assert oa.pick_spec("f16", 64, False, seqlen_q=16384).block_m == 192
+    for args in [("bf16", 64, False), ("bf16", 64, True), ("bf16", 128, False), ("bf16", 256, False)]:
+        assert oa.pick_spec(*args, seqlen_q=4095 if args[1] == 64 and not args[2] else 16384).block_m == 128
+    assert oa.pick_spec("bf16", 64, False).block_m == 128                   # no length given
+    old = oa.SCHEDULE
+    try:
+        oa.SCHEDULE = "persistent"
+        assert oa.pick_spec("bf16", 64, False, seqlen_q=8192).block_m == 128
+    finally:
+        oa.SCHEDULE = old

@@ -237,10 +237,10 @@ def run_attention(args, out, err) -> int:
             raise Refused("--seeds must be at least 1 and --delay at least 0")
         from warploom.build import planned_attention_program, planned_sm100_attention
         from warploom.ops_attention import pick_spec
-        spec = pick_spec(args.dtype, d, args.causal, args.target)
+        spec = pick_spec(args.dtype, d, args.causal, args.target, seqlen_q=sq)
         program = (planned_sm100_attention(spec.elem, d, args.causal) if args.target == "sm_100a" else
                    planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
-                                             schedule=spec.schedule))
+                                             schedule=spec.schedule, block_m=spec.block_m))
     except Refused as e:
         return refuse(str(e))
     except (ValueError, TypeError) as e:
