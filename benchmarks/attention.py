@@ -141,7 +141,7 @@ def merge(rows: list[dict], peer: str, results: list[dict]) -> None:
 
 
 def fmt(x, spec="6.0f") -> str:
-    return format(x, spec) if isinstance(x, (int, float)) else f"{'-':>{int(spec.split('.')[0])}}"
+    return format(x, spec) if isinstance(x, (int, float)) else f"{'-':>{int(spec.split('.')[0] or 1)}}"
 
 
 def table(rows: list[dict]) -> str:
