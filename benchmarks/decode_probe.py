@@ -19,15 +19,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from warploom.kernels import GemmSpec, get_kernel  # noqa: E402
 
 SHAPES = [(1, 4096, 4096), (16, 8192, 8192)]
-# name -> (block_m, block_n, stages, epilogue)
-VARIANTS = {"64x128s8": (64, 128, 8, "tma"), "64x128s8 direct": (64, 128, 8, "direct"),
-            "64x64s8 direct": (64, 64, 8, "direct"), "64x256s4": (64, 256, 4, "tma"),
-            "64x256s4 direct": (64, 256, 4, "direct")}
 
 
-def spec_of(v) -> GemmSpec:
-    bm, bn, st, epi = v
-    return GemmSpec("bf16", "kn", bn, st, "sm_90a", "grid", bm, epilogue=epi)
+def _spec(bm: int, bn: int, stages: int, epilogue: str = "tma", swap: bool = False, layout: str = "kn") -> GemmSpec:
+    return GemmSpec("bf16", layout, bn, stages, "sm_90a", "grid", bm, epilogue="direct" if swap else epilogue,
+                    swap_ab=swap)
+
+
+# name -> the kernel; the table's 64 x 128 8-stage grid kernel first. Run 47: the swap-AB kernels (C^T = B^T A^T,
+# the wgmma's 64 rows along N, M the wgmma's n), as cuBLAS runs these shapes (run 44: nvjet ..._64x8 / _64x16)
+VARIANTS = {"64x128s8": _spec(64, 128, 8), "swap 8x64s8": _spec(8, 64, 8, swap=True),
+            "swap 16x64s4": _spec(16, 64, 4, swap=True), "swap 16x64s8": _spec(16, 64, 8, swap=True),
+            "swap 16x128s8": _spec(16, 128, 8, swap=True), "swap 32x64s8": _spec(32, 64, 8, swap=True)}
 
 
 def main() -> None:
@@ -37,8 +40,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=5)
     args = p.parse_args()
     if args.build:
-        for v in VARIANTS.values():
-            print(get_kernel(spec_of(v)).name)
+        for spec in VARIANTS.values():
+            print(get_kernel(spec).name)
         return
     import torch
     import triton.testing as tt
@@ -55,8 +58,8 @@ def main() -> None:
             torch.cuda.synchronize()
         peer = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
         calls, errs = {"cublas": lambda: torch.matmul(a, b)}, {}
-        for name, v in VARIANTS.items():
-            art = get_kernel(spec_of(v))
+        for name, spec in VARIANTS.items():
+            art = get_kernel(spec)
             out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             ops.run_gemm(art, a, b, out=out)
             torch.cuda.synchronize()
@@ -80,7 +83,7 @@ def main() -> None:
     path = os.path.join(args.out, f"decode-probe-{date}.json")
     with open(path, "w") as f:
         json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "rounds": args.rounds,
-                   "variants": {k: list(v) for k, v in VARIANTS.items()},
+                   "variants": {k: v.kernel_name for k, v in VARIANTS.items()},
                    "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)", "rows": rows}, f, indent=1)
     print("->", path)
 

@@ -56,6 +56,7 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     epilogue = f" epilogue={spec.epilogue}" if isinstance(spec, GemmSpec) and spec.epilogue != "tma" else ""
     cluster = f" cluster-m={spec.cluster_m}" if isinstance(spec, GemmSpec) and spec.cluster_m != 1 else ""
     cluster += f" group-m={spec.group_m}" if isinstance(spec, GemmSpec) and spec.group_m != 1 else ""
+    cluster += " swap-ab=true" if isinstance(spec, GemmSpec) and spec.swap_ab else ""
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}{shared}"
                           f"{epilogue}{cluster}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}

@@ -28,17 +28,19 @@ COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowerin
 
 
 def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "grid", target: str = "sm_90a",
-                     epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_direct][_sm100a]: the PTX entry
-    point of a GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask for).
-    `_c2`: 2x1 clusters sharing B by TMA multicast; `_g8`: the persistent walk in bands of 8 rows of tiles
-    (rules.tile_origin); `_direct`: C stored from registers instead of through smem by TMA."""
+                     epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False) -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_swap][_direct][_sm100a]: the PTX
+    entry point of a GEMM kernel (the lowering names the kernel it builds with this; specs name the kernel they ask
+    for). `_c2`: 2x1 clusters sharing B by TMA multicast; `_g8`: the persistent walk in bands of 8 rows of tiles
+    (rules.tile_origin); `_swap`: C^T = B^T A^T (the MMA's rows along N); `_direct`: C stored from registers
+    instead of through smem by TMA."""
     bm, bn, bk = tile
     sched = "" if schedule == "grid" else f"_{schedule}"
     cluster = ("" if cluster_m == 1 else f"_c{cluster_m}") + ("" if group_m == 1 else f"_g{group_m}")
+    swap = "_swap" if swap_ab else ""
     epi = "" if epilogue == "tma" else f"_{epilogue}"
     arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
-    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{cluster}{epi}{arch}"
+    return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{cluster}{swap}{epi}{arch}"
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ class GemmSpec:
     cluster_m: int = 1              # 2 (sm_90a, persistent): 2x1 clusters over tiles of 2 x block_m rows, each CTA
     #                                 loading half of the B tile both read and multicasting it to both
     group_m: int = 1                # (sm_90a, persistent) the walk's tile order: bands of group_m rows of tiles
+    swap_ab: bool = False           # (sm_90a, grid, epilogue "direct") C^T = B^T A^T: the wgmma's 64 rows along N
+    #                                 (block_n = 64 per consumer warpgroup), M (block_m, 8..256) its n: decode-size M
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -66,7 +70,7 @@ class GemmSpec:
     @property
     def kernel_name(self) -> str:
         return gemm_kernel_name(self.elem, self.b_layout, self.tile, self.stages, self.schedule, self.target,
-                                self.epilogue, self.cluster_m, self.group_m)
+                                self.epilogue, self.cluster_m, self.group_m, self.swap_ab)
 
     @property
     def lookup_id(self) -> str:
@@ -80,7 +84,8 @@ class GemmSpec:
         b = "B [K,N]" if self.b_layout == "kn" else "B [N,K] (transposed weight)"
         store = "C through smem by TMA" if self.epilogue == "tma" else "C stored from registers"
         cluster = (", 2x1 clusters sharing B by multicast" if self.cluster_m == 2 else "") + \
-            (f", tiles in bands of {self.group_m} rows" if self.group_m > 1 else "")
+            (f", tiles in bands of {self.group_m} rows" if self.group_m > 1 else "") + \
+            (", swap-AB (C^T = B^T A^T, the MMA's rows along N)" if self.swap_ab else "")
         return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
                 f"schedule{cluster}, {store}, {self.target}")
 
@@ -129,6 +134,16 @@ STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
                for elem in ("bf16", "f16") for layout in ("kn", "nk")
                for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (128, 128, 4), (128, 128, 6),
                                                 (128, 256, 4))]}
+
+# swap-AB GEMMs (sm_90a, grid, C stored transposed from registers): C^T = B^T A^T, the wgmma's 64 rows along N and
+# M its n (block_m 8..256), for decode-size M, where a 64-row tile wastes all but M of its rows (cuBLAS runs
+# 1x4096x4096 and 16x8192x8192 this way: H200 run 44). `warploom precompile` builds them; tuning candidates up to
+# M = SWAP_M.
+SWAP_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, SMALL_M_STAGES, "sm_90a", "grid", block_m, epilogue="direct",
+                        swap_ab=True)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_m, block_n in ((8, 64), (16, 64), (16, 128), (32, 64))]}
 
 # 2x1 clusters sharing B by TMA multicast (sm_90a, persistent): half the B traffic from L2 per CTA. `warploom
 # precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, runs 29-32).
@@ -320,12 +335,13 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
 
 
 def precompile_set(target: str) -> list:
-    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, the stream-K and cluster GEMMs,
-    then the attention kernels, then the GEMMs the shipped tuning table names that are not among them
+    """Every kernel `warploom precompile --target TARGET` builds: the standard GEMMs, the stream-K, cluster and swap-AB
+    GEMMs, then the attention kernels, then the GEMMs the shipped tuning table names that are not among them
     (warploom/tuning)."""
     from warploom import tuning
     standard = (list(STANDARD_KERNELS.get(target, ())) + list(STREAMK_KERNELS.get(target, ()))
-                + list(CLUSTER_KERNELS.get(target, ())) + list(STANDARD_ATTENTION_KERNELS.get(target, ())))
+                + list(CLUSTER_KERNELS.get(target, ())) + list(SWAP_KERNELS.get(target, ()))
+                + list(STANDARD_ATTENTION_KERNELS.get(target, ())))
     return standard + [s for s in tuning.table_specs(target) if s not in standard]
 
 

@@ -267,3 +267,31 @@ def test_every_sm90_gemm_kernel(spec):
     torch.cuda.synchronize()
     assert not torch.isnan(got).any(), f"{spec.kernel_name}: unwritten outputs"
     assert rel_fro(got, a.float() @ b.float()) <= TOL
+
+
+def _swap_kernels():
+    from warploom.kernels import SWAP_KERNELS
+    return SWAP_KERNELS["sm_90a"]
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 392, 328), (5, 200, 4100), (16, 4096, 136), (19, 1000, 520)])
+@pytest.mark.parametrize("spec", _swap_kernels(), ids=lambda s: s.kernel_name)
+def test_swap_ab_kernel_gives_the_bits_of_the_64_row_kernel(spec, m, n, k):
+    """Each swap-AB kernel (C^T = B^T A^T: B's tile as the wgmma's A, MN-major for B [K, N]; C stored transposed from
+    registers) on ragged decode sizes (M below, at and above its block-m; N and K off the tile), C poisoned: every
+    element written, right against float32, and the same bits as the standard 64 x 64 grid kernel's (the emulator gives them
+    the same bits: each element is summed over K in the same k16 steps)."""
+    from warploom.kernels import SMALL_M_STAGES, GemmSpec, get_kernel
+    dtype = torch.bfloat16 if spec.elem == "bf16" else torch.float16
+    g = torch.Generator(device="cuda").manual_seed(m + n + spec.block_m)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=g)
+    b = (torch.randn(n, k, device="cuda", dtype=dtype, generator=g).t() if spec.b_layout == "nk"
+         else torch.randn(k, n, device="cuda", dtype=dtype, generator=g))
+    outs = []
+    for s in (spec, GemmSpec(spec.elem, spec.b_layout, 64, SMALL_M_STAGES, "sm_90a", "grid", 64)):
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=dtype)
+        outs.append(ops.run_gemm(get_kernel(s), a, b, out=out))
+    torch.cuda.synchronize()
+    assert not torch.isnan(outs[0]).any(), f"{spec.kernel_name}: unwritten outputs"
+    assert rel_fro(outs[0], a.float() @ b.float()) <= TOL
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16))

@@ -78,8 +78,8 @@ class LoweredKernel:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_direct]: the name wl-lower-sm90
-    gives a kernel."""
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_swap][_direct]: the name
+    wl-lower-sm90 gives a kernel."""
     from warploom.kernels import gemm_kernel_name
     b = program.regions.get("b")
     b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
@@ -88,7 +88,7 @@ def kernel_name(program: Program) -> str:
                             program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target,
                             program.attrs.get("epilogue", "tma"),
                             int(program.attrs.get("cluster", [1])[0]) if multicast else 1,
-                            int(program.attrs.get("group_m", 1)))
+                            int(program.attrs.get("group_m", 1)), bool(program.attrs.get("swap_ab", False)))
 
 
 def lower_kernel(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -656,7 +656,13 @@ class _GemmLowering(_Sm90Lowering):
             self._fail(f"element types {sorted(elems)}: wgmma here takes one of {ELEM_TYPES} in and out")
         self.mma_m = self.T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
         self.mma_k = self.T.mma_k_of(self.elem)           # K of one wgmma instruction
-        if self.BM == self.mma_m or self.BN <= 64:
+        # swap-AB (C^T = B^T A^T): the accumulator's rows run along N (block-n of them), its columns along M
+        self.swap = bool(a.get("swap_ab", False))
+        acc_rows, acc_cols = (self.BN, self.BM) if self.swap else (self.BM, self.BN)
+        if self.swap and a.get("schedule", "grid") != "grid":
+            self._fail(f"swap_ab with schedule {a.get('schedule')!r}: the swap-AB GEMM is lowered for the grid "
+                       "schedule only")
+        if acc_rows == self.mma_m or acc_cols <= 64:
             # one consumer warpgroup (256 threads), or a 64-column accumulator (32 registers a thread): without
             # .minnctapersm 1 ptxas 13.0 cannot tell the register count at entry, ignores setmaxnreg (C7508) and then
             # serializes every wgmma (C7520); tests/unit/test_assemble.py caught both for the 128 x 64 tile
@@ -923,26 +929,28 @@ class _GemmLowering(_Sm90Lowering):
                        "takes a and b from smem descriptors and accumulates in registers")
         a_reg, b_reg = self._region(op.a.name), self._region(op.b.name)
         a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
-        if a_tile.major(op.k_dim) != "K":
-            self._fail("A must be K-major")
-        # The smem tiles must be exactly what the wgmma reads: A = (warpgroups x m) x k, B = k x n.
+        # The smem tiles must be exactly what the wgmma reads: A = (warpgroups x m) x k, B = n x k, each in either
+        # major-ness (A MN-major: a swap-AB GEMM's B [K, N] tile as the wgmma's A)
         n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
-        extent = dict(zip(b_tile.dims, b_tile.shape))
-        if list(a_tile.shape) != [m * n_wgs, k] or extent != {"N": n, "K": k}:
+        (a_rows_dim,), (b_cols_dim,) = ([d for d in t.dims if d != op.k_dim] for t in (a_tile, b_tile))
+        if dict(zip(a_tile.dims, a_tile.shape)) != {a_rows_dim: m * n_wgs, op.k_dim: k} or \
+                dict(zip(b_tile.dims, b_tile.shape)) != {b_cols_dim: n, op.k_dim: k}:
             self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
                        f"and {b_reg.name!r} {list(b_reg.shape)} for {n_wgs} warpgroups")
         # each warpgroup reads its own m rows of A: the layout says where warpgroup 1's rows start
-        a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset("M", 1, m))) if n_wgs > 1 else None
+        a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset(a_rows_dim, 1, m))) if n_wgs > 1 else None
         desc_a, _ = self._descriptor(a_reg, loop, a_rows)
         desc_b, _ = self._descriptor(b_reg, loop, None)
-        b_major = "col" if b_tile.major(op.k_dim) == "K" else "row"   # wgmma layout: <col> = K-major B
+        # wgmma layouts: A <row> = K-major, <col> = MN-major (imm-trans-a); B <col> = K-major, <row> = MN-major
+        a_major = "row" if a_tile.major(op.k_dim) == "K" else "col"
+        b_major = "col" if b_tile.major(op.k_dim) == "K" else "row"
         acc = ctx.accs[op.acc.name]
         wgmma.fence()
         for kk in range(k // self.mma_k):
             # k-block kk starts k_block_offset bytes into each tile: the descriptor address counts 16-byte units
             da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
             db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k) >> 4, b.i64))
-            acc = wgmma.mma_async(b, acc, da, db, (m, n, self.mma_k), self.elem, b_major)
+            acc = wgmma.mma_async(b, acc, da, db, (m, n, self.mma_k), self.elem, b_major, a_major)
         wgmma.commit()
         ctx.accs[op.acc.name] = acc
 
@@ -958,7 +966,12 @@ class _GemmLowering(_Sm90Lowering):
         n = ctx.acc_n[op.value]
         if list(op.tile) != [self.mma_m, n]:
             self._fail(f"wl.store_tile tile {list(op.tile)} must be the fragment of the MMA, [{self.mma_m}, {n}]")
-        if self.piece is not None:
+        if self.swap:
+            if op.region is not None:
+                self._fail("a swap-AB GEMM stores C^T's fragment transposed from registers; its store takes no "
+                           f"staging region ({op.region!r}): build it with epilogue=direct")
+            self._store_transposed(op, ctx)
+        elif self.piece is not None:
             with self.b.if_(self._streamk_fixup(op, ctx)):
                 self._store_staged(op, ctx)
         elif op.region is None:
@@ -1169,3 +1182,35 @@ class _GemmLowering(_Sm90Lowering):
                         with b.if_(b.and_(row_ok[h], col_ok)):
                             v = b.truncf(vals[4 * j + 2 * h + e], ty)
                             b.store(v, b.gep(rowptr[h], 8 * j + e, ty), alignment=2)
+
+    def _store_transposed(self, op: Store, ctx: _Role) -> None:
+        """swap-AB: store a warpgroup's m64nN f32 fragment of C^T (rows along N, columns along M) to C (row-major
+        [M, N]) from registers, transposed.
+
+        Fragment register 4j+2h+e of lane l in warp w holds C^T (r, q) with r = 16w + l/4 + 8h and q = 8j + 2(l%4) +
+        e, i.e. C[m0 + q, n0 + 64 wg + r]. Its two columns q, q + 1 are two rows of C, so each value is one
+        2-byte store, guarded by row < M and column < N; the lanes of a quad-column (l%4 alike) write 8 adjacent
+        elements of one row of C."""
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
+        res = ctx.accs[op.value]
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        m0, n0 = self.origin["M"], self.origin["N"]
+        warp_in_wg = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        col0 = b.add(b.add(n0, b.mul(ctx.wg_index, c(self.mma_m))),
+                     b.add(b.mul(warp_in_wg, c(16)), b.divu(lane, c(4))))    # C's column of fragment row r0
+        row0 = b.add(m0, b.mul(b.remu(lane, c(4)), c(2)))                   # C's row of fragment column q0
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        n64 = b.ext64(self.N)
+        cols = [col0, b.add(col0, c(8))]
+        col_ok = [b.cmp("slt", col, self.N) for col in cols]
+        for j in range(n // 8):
+            for e in range(2):
+                row = b.add(row0, c(8 * j + e))
+                row_ptr = b.gep(self.c_ptr, b.mul(b.ext64(row), n64), ty)
+                row_ok = b.cmp("slt", row, self.M)
+                for h in range(2):
+                    with b.if_(b.and_(row_ok, col_ok[h])):
+                        v = b.truncf(vals[4 * j + 2 * h + e], ty)
+                        b.store(v, b.gep(row_ptr, b.ext64(cols[h]), ty), alignment=2)

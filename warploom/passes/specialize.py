@@ -62,6 +62,13 @@ def check_budget(target: Target, producer_regs: int, consumer_regs: int, consume
                         f"{(file // threads - producer_regs) // consumers // step * step}")
 
 
+def tile_rows(program: Program) -> int:
+    """The accumulator rows of the kernel's tile, which its consumer warpgroups share: block-m, or block-n in a
+    swap-AB GEMM (its MMA's rows run along N)."""
+    tile = program.attrs["tile"]
+    return tile[1] if program.attrs.get("swap_ab") else tile[0]
+
+
 def gemm_parts(program: Program, who: str) -> tuple:
     """(the K loop, the store, the loop's copies, its MMA) of a GEMM-shaped kernel; PassError for any other."""
     loops = [op for op in program.body if isinstance(op, Loop)]
@@ -79,7 +86,7 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
     """The kernel-level loop and store become two roles: the producer copies, the consumers multiply and store."""
     target = targets.get(program.target)
     rows = target.mma_rows_per_warpgroup
-    consumers = program.attrs["tile"][0] // rows
+    consumers = tile_rows(program) // rows
     check_budget(target, producer_regs, consumer_regs, consumers)
     stages = program.attrs["stages"]
     if not 0 <= mma_in_flight < stages:
@@ -109,8 +116,8 @@ def specialize(program: Program, producer_regs: int, consumer_regs: int, mma_in_
 
 def per_warpgroup_registers(program: Program, rows: int) -> None:
     """Register tiles are per issuing unit: the tile's rows become each consumer warpgroup's `rows`."""
-    tile_rows = program.attrs["tile"][0]
-    program.registers = {name: (rows, *shape[1:]) if shape and shape[0] == tile_rows else shape
+    whole = tile_rows(program)
+    program.registers = {name: (rows, *shape[1:]) if shape and shape[0] == whole else shape
                          for name, shape in program.registers.items()}
 
 
@@ -405,7 +412,7 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
                                   zip((producer_regs, consumer_regs, mma_in_flight, overlap), defaults))
     if consumer_regs is None:              # more consumers than the default budget fits: the most that does
         target = targets.get(program.target)
-        consumers = program.attrs["tile"][0] // target.mma_rows_per_warpgroup
+        consumers = tile_rows(program) // target.mma_rows_per_warpgroup
         step = target.setmaxnreg[2]
         regs_c = min(regs_c, (target.register_file // target.warpgroup_threads - regs_p) // consumers // step * step)
     computes = any(isinstance(op, Compute) for loop in program.body if isinstance(loop, Loop) for op in loop.body)

@@ -84,6 +84,25 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, ta
                         f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
 
 
+def check_swap_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
+    """sm_90a swap-AB GEMM (C^T = B^T A^T): the wgmma's 64 rows run along N (block-n: 64 per consumer warpgroup) and
+    its n along M (block-m: one wgmma n, 8..256 in steps of 8), so a decode-size M wastes no MMA rows."""
+    target = targets.get("sm_90a")
+    mma_m = target.mma_shapes[0].m[0]
+    allowed = [n * mma_m for n in GEMM_CONSUMER_WARPGROUPS]
+    if block_n not in allowed:
+        raise PassError(f"block-n = {block_n}: the swap-AB GEMM gives each consumer warpgroup m{mma_m} columns of C "
+                        f"(the wgmma's rows run along N), with {' or '.join(map(str, GEMM_CONSUMER_WARPGROUPS))} of "
+                        f"them; use block-n={' or '.join(map(str, allowed))}", op)
+    try:
+        target.check_mma_shape(mma_m, block_m, "bf16")
+    except ValueError as e:
+        raise PassError(f"block-m = {block_m}: the swap-AB GEMM's rows of C are the wgmma's n: {e}", op) from None
+    if block_k * elem_bytes != SWIZZLE_BYTES:
+        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
+                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+
+
 def cta_group_of(block_m: int) -> int:
     """sm_100a: 1 when one CTA's tcgen05.mma covers block-m rows (all 128 TMEM lanes), 2 when a CTA pair's does
     (cta_group::2: 128 rows in each CTA's TMEM)."""
@@ -120,8 +139,16 @@ CLUSTER_M = (1, 2)      # sm_90a GEMM: CTAs per cluster along M (2: the pair sha
 
 
 def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a",
-                epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1) -> None:
-    check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
+                epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False) -> None:
+    if swap_ab:
+        if (target, schedule, epilogue, cluster_m, group_m) != ("sm_90a", "grid", "direct", 1, 1):
+            raise PassError(f"swap-ab = true: built for the sm_90a GEMM with schedule=grid and epilogue=direct (C^T "
+                            f"is stored from registers), no cluster-m or group-m (got target = {target}, schedule = "
+                            f"{schedule}, epilogue = {epilogue}, cluster-m = {cluster_m}, group-m = {group_m})",
+                            matmul)
+        check_swap_tile(block_m, block_n, block_k, 2, matmul)
+    else:
+        check_tile(block_m, block_n, block_k, 2, matmul, target)    # bad options are wrong for every matmul
     if group_m not in rules.GROUP_M:
         raise PassError(f"group-m = {group_m}: use one of {', '.join(map(str, rules.GROUP_M))} (bands of that many "
                         "rows of tiles in the persistent walk; 1: row by row)", matmul)
@@ -181,17 +208,23 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
             **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
             **({"cta_group": group} if group > 1 else {}),
             **({"epilogue": epilogue} if epilogue != "tma" else {}),       # no epilogue: C by TMA
-            **({"group_m": group_m} if group_m > 1 else {})},              # no group_m: row by row
+            **({"group_m": group_m} if group_m > 1 else {}),               # no group_m: row by row
+            **({"swap_ab": True} if swap_ab else {})},                     # the MMA's rows run along N
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
     acc_space = "tmem" if target == "sm_100a" else "regs"
-    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",) if acc_space == "regs" else (), body=(
-        Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims), multicast=cluster_m > 1),
-        Mma(Operand("smem", "a"), Operand("smem", "b"), Operand(acc_space, "acc"), (block_m, block_n, block_k))))
+    # swap-AB: the MMA computes C^T = B^T A^T, B's tile as its A (block-n rows of N) and A's as its B (n = block-m);
+    # the accumulator is C^T's tile, [block-n, block-m], stored transposed
+    loads = (Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims), multicast=cluster_m > 1))
+    mma = (Mma(Operand("smem", "b"), Operand("smem", "a"), Operand(acc_space, "acc"), (block_n, block_m, block_k))
+           if swap_ab else
+           Mma(Operand("smem", "a"), Operand("smem", "b"), Operand(acc_space, "acc"), (block_m, block_n, block_k)))
+    k_loop = Loop(("cdiv", "K", block_k), name="k_loop", carries=("acc",) if acc_space == "regs" else (),
+                  body=(*loads, mma))
 
     def body(p):
-        p.body = (k_loop, Store("acc", "c", (rows, block_n)))
+        p.body = (k_loop, Store("acc", "c", (block_n, block_m) if swap_ab else (rows, block_n)))
         if acc_space == "tmem":
             p.regions["acc"] = Region("acc", "tmem", "f32", (rows, block_n), ("M", "N"))
 
@@ -419,12 +452,12 @@ def _cast(value, to: ir.Type):
           "key blocks (grid and trip count are runtime rules)",
           options={"block-m": int, "block-n": int, "block-k": int, "schedule": str, "target": str, "shared-kv": bool,
                    "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str,
-                   "epilogue": str, "cluster-m": int, "group-m": int},
+                   "epilogue": str, "cluster-m": int, "group-m": int, "swap-ab": bool},
           after=())
 def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
         target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
         exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = "",
-        cluster_m: int = 1, group_m: int = 1):
+        cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False):
     """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
@@ -436,7 +469,10 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     sm_90a persistent GEMM's): 2 runs the CTAs in 2x1 clusters over tiles of 2 x block-m rows, each CTA loading
     half of the B tile both need and multicasting it to both (half the B traffic from L2). `group-m` (the sm_90a
     persistent GEMM's tile order, `rules.tile_origin`): 1 walks the tiles row by row, G > 1 in bands of G rows of
-    tiles (of 2 x block-m rows in a cluster kernel), column by column inside a band."""
+    tiles (of 2 x block-m rows in a cluster kernel), column by column inside a band. `swap-ab` (the sm_90a grid GEMM
+    with epilogue=direct, for decode-size M): the kernel computes C^T = B^T A^T, B's tile feeding the wgmma's A (its
+    64 rows along N, block-n = 64 per consumer warpgroup) and A's tile its B (n = block-m, 8..256 in steps of 8), and
+    stores the accumulator transposed."""
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
@@ -448,7 +484,7 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
-    for name, value in (("cluster-m", cluster_m), ("group-m", group_m)):
+    for name, value in (("cluster-m", cluster_m), ("group-m", group_m), ("swap-ab", "true" if swap_ab else 1)):
         if value != 1 and not kernel_ops(module, "matmul"):
             raise PassError(f"wl-tile: {name} = {value}: an option of the sm_90a GEMM kernels")
     if epilogue and not kernel_ops(module, "matmul"):
@@ -456,7 +492,7 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
                         "attention stores O through smem by TMA")
     for matmul in kernel_ops(module, "matmul"):
         tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target,
-                    epilogue or "tma", cluster_m, group_m)
+                    epilogue or "tma", cluster_m, group_m, swap_ab)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,
