@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from warploom import tuning
-from warploom.kernels import CLUSTER_GROUP_M, SMALL_M_STAGES, GemmSpec, get_kernel
+from warploom.kernels import CLUSTER_GROUP_M, SM90_MMA_M, SMALL_M_STAGES, SWAP_KERNELS, GemmSpec, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
@@ -203,6 +203,15 @@ def _pick_tile(m: int, n: int) -> tuple[int, int]:
     return min(TILE_RATES_SM90, key=lambda t: -(-count(t) // NUM_SMS_HINT) * t[0] * t[1] / TILE_RATES_SM90[t])
 
 
+def _pick_swap(elem: str, b_layout: str, m: int, target: str) -> GemmSpec | None:
+    """Decode-size M (up to tuning.SWAP_M): the swap-AB kernel of 64 columns of C per CTA whose block_m (the wgmma's
+    n) is the least that covers M (H200 run 47: 0.998 of cuBLAS at 1x4096x4096 with 8 x 64, 0.996 at 16x8192x8192
+    with 16 x 64, against 0.88 and 0.90 for the 64-row tile); None above."""
+    fits = [s for s in SWAP_KERNELS.get(target, ()) if (s.elem, s.b_layout) == (elem, b_layout)
+            and s.block_n == SM90_MMA_M and s.block_m >= m]
+    return min(fits, key=lambda s: s.block_m) if m <= tuning.SWAP_M and fits else None
+
+
 def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target: str = "sm_90a",
               k: int | None = None) -> GemmSpec:
     """The GEMM kernel `matmul` runs for C[m, n] (= A[m, k] @ B) of `elem` with B as "kn" or "nk" on `target`. On
@@ -224,6 +233,9 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
         tuned = tuning.lookup(elem, b_layout, m, n, k, target)
         if tuned is not None:
             return tuned
+    swap = _pick_swap(elem, b_layout, m, target)
+    if swap is not None and SCHEDULE != "streamk":
+        return swap
     block_m, block_n = _pick_tile(m, n)
     if block_m != 128 and SCHEDULE == "streamk":    # the one 64-row stream-K tile (kernels.STREAMK_KERNELS)
         return GemmSpec(elem, b_layout, 64, SMALL_M_STAGES, target=target, block_m=block_m, schedule="streamk")

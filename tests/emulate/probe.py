@@ -1,7 +1,7 @@
 """The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
 whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster,group]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster,group,swap]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -63,6 +63,12 @@ GROUP_CASES = [
     ("f16", "nk", 128, "persistent", 650, 300, 72, 3, 128, 1, 4),     # 6 x 3 tiles, bands of 4 and 2 rows
     ("bf16", "kn", 256, "persistent", 1100, 520, 72, 4, 128, 2, 2),   # 5 x 3 pair tiles, bands of 2, 2 and 1
 ]
+# swap-AB (sm_90a, grid, 8 stages, C stored transposed; the last field: swap): M inside one tile and over two, K of 11
+# k-tiles over the 8-stage ring; B [K, N] as the wgmma's MN-major A; one and two consumer warpgroups
+SWAP_CASES = [
+    ("bf16", "kn", 64, "grid", 19, 200, 650, None, 16, 1, 1, True),
+    ("f16", "nk", 128, "grid", 5, 136, 200, None, 8, 1, 1, True),
+]
 SEEDS = (0, 1)
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout, block_m)
@@ -84,8 +90,9 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster", "group")   # what `--only` picks from: sm_90a
-#   GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters, the banded walk
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster", "group", "swap")   # what `--only` picks from:
+#   sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters, the banded
+#   walk, the swap-AB GEMMs
 
 
 def probe(families=FAMILIES) -> dict:
@@ -95,7 +102,7 @@ def probe(families=FAMILIES) -> dict:
     time is lowered anyway, so that the emulator has to catch the bug on its own."""
     os.environ["WARPLOOM_NO_KERNEL_VERIFY"] = "1"
     from warploom.emulate import EmulationError, emulate_gemm
-    from warploom.kernels import GemmSpec
+    from warploom.kernels import SMALL_M_STAGES, GemmSpec
     from warploom.reference.ops import matmul, round_to
 
     start = time.monotonic()
@@ -104,9 +111,12 @@ def probe(families=FAMILIES) -> dict:
     gemms += [("sm_90a", *case) for case in STREAMK_CASES] if "streamk" in families else []
     gemms += [("sm_90a", *case) for case in CLUSTER_CASES] if "cluster" in families else []
     gemms += [("sm_90a", *case) for case in GROUP_CASES] if "group" in families else []
+    gemms += [("sm_90a", *case) for case in SWAP_CASES] if "swap" in families else []
     for target, dtype, b_layout, block_n, schedule, m, n, k, sms, *rest in gemms:
-        block_m, cluster_m, group_m = (list(rest) + [128, 1, 1][len(rest):])[:3]
-        spec = GemmSpec(dtype, b_layout, block_n, 4, target, schedule, block_m, cluster_m=cluster_m, group_m=group_m)
+        block_m, cluster_m, group_m, swap = (list(rest) + [128, 1, 1, False][len(rest):])[:4]
+        spec = (GemmSpec(dtype, b_layout, block_n, SMALL_M_STAGES, target, schedule, block_m, epilogue="direct",
+                         swap_ab=True) if swap else
+                GemmSpec(dtype, b_layout, block_n, 4, target, schedule, block_m, cluster_m=cluster_m, group_m=group_m))
         rng = np.random.default_rng(11)
         a = round_to(rng.integers(-2, 3, (m, k)).astype(np.float64), dtype)
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)

@@ -12,7 +12,7 @@ import pytest
 from warploom import tuning
 from warploom.emulate import emulate_gemm
 from warploom.emulate.machine import NUMPY_ELEMS
-from warploom.kernels import STANDARD_KERNELS
+from warploom.kernels import SMALL_M_STAGES, STANDARD_KERNELS, SWAP_KERNELS, GemmSpec
 from warploom.reference.ops import matmul, round_to
 
 SPECS = STANDARD_KERNELS["sm_90a"]
@@ -84,3 +84,24 @@ def test_tuning_candidates_give_the_exact_result(spec):
     b = round_to(rng.integers(-1, 2, (k, n) if spec.b_layout == "kn" else (n, k)).astype(np.float64), spec.elem)
     c = emulate_gemm(spec, a, b, seed=1)
     np.testing.assert_array_equal(c.astype(np.float64), matmul(a, b, transpose_b=spec.b_layout == "nk"))
+
+
+SWAP = [s for s in SWAP_KERNELS["sm_90a"] if (s.elem, s.b_layout, s.block_m, s.block_n) in
+        (("bf16", "kn", 16, 64), ("f16", "nk", 8, 64), ("bf16", "kn", 16, 128))]
+
+
+@pytest.mark.parametrize("m, n, k", [(5, 200, 328), (19, 136, 200)])
+@pytest.mark.parametrize("spec", SWAP, ids=[s.kernel_name for s in SWAP])
+def test_swap_ab_gives_the_bits_of_the_64_row_kernel(spec, m, n, k):
+    """A swap-AB kernel (C^T = B^T A^T, C stored transposed) on random inputs, ragged M (inside one tile and over two),
+    N and K: right against float64, C written everywhere (it starts NaN), and bit for bit what the standard 64-row
+    kernel gives (as on the H200: tests/gpu/test_matmul.py); B [K, N] feeds the wgmma's A MN-major."""
+    rng = np.random.default_rng(m + spec.block_m)
+    a = round_to(rng.standard_normal((m, k)), spec.elem)
+    b = round_to(rng.standard_normal((k, n) if spec.b_layout == "kn" else (n, k)), spec.elem)
+    ref = matmul(a, b, transpose_b=spec.b_layout == "nk")
+    c = emulate_gemm(spec, a, b, seed=2, delay=8)
+    assert not np.isnan(c.astype(np.float64)).any()
+    np.testing.assert_allclose(c.astype(np.float64), ref, rtol=2 ** -7, atol=1e-3)
+    rows64 = GemmSpec(spec.elem, spec.b_layout, 64, SMALL_M_STAGES, "sm_90a", "grid", 64)
+    np.testing.assert_array_equal(c.view(np.uint16), emulate_gemm(rows64, a, b, seed=0).view(np.uint16))

@@ -4,7 +4,7 @@
 
 A schedule runs warploom.ops.matmul under it on four problems (two of them taken by the 64-row kernels);
 `candidates` runs every tuning candidate (warploom/tuning: what the shipped table may name) by name, bf16 with
-B [K, N] and fp16 with B = w.t(), on one ragged problem each.
+B [K, N] and fp16 with B = w.t(), on ragged problems of M = 5 (the swap-AB kernels join), 40 and 130.
 """
 import os
 import sys
@@ -27,7 +27,8 @@ def check(c, a, b, what):
 mode = sys.argv[1] if len(sys.argv) > 1 else ops.SCHEDULE
 print(f"mode {mode}")
 if mode == "candidates":
-    for elem, layout, m in (("bf16", "kn", 40), ("bf16", "kn", 130), ("f16", "nk", 40), ("f16", "nk", 130)):
+    for elem, layout, m in (("bf16", "kn", 5), ("bf16", "kn", 40), ("bf16", "kn", 130), ("f16", "nk", 5),
+                            ("f16", "nk", 40), ("f16", "nk", 130)):
         dtype = torch.bfloat16 if elem == "bf16" else torch.float16
         a = torch.randn(m, 1000, device="cuda", dtype=dtype)
         b = torch.randn(392, 1000, device="cuda", dtype=dtype).t() if layout == "nk" else \

@@ -47,7 +47,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("wg-row-offset-zero",
              "every consumer warpgroup's A descriptor starts at row 0 of the tile instead of at its own 64 rows: "
              "warpgroup 1 computes warpgroup 0's rows",
-             SM90, 'c(a_tile.sub_tile_offset("M", 1, m))', "c(0)"),
+             SM90, "c(a_tile.sub_tile_offset(a_rows_dim, 1, m))", "c(0)"),
     Mutation("persistent-it-base",
              "a persistent kernel restarts the ring iteration at 0 on each tile instead of counting on "
              "(it = (tile - first) / step * trips + kt): stage and phase disagree with the barriers' state",
@@ -364,4 +364,13 @@ MUTATIONS: list[Mutation] = [
              "past M, and tiles of the real rows are never computed",
              SM90, "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)",
              "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, b.add(m_tiles, c(1)))", ("group",)),
+    # ---- the swap-AB GEMM (C^T = B^T A^T) ----
+    Mutation("swap-a-read-k-major",
+             "the swap-AB kernel's wgmma reads its A (B's [K, N] tile, MN-major) as K-major: imm-trans-a is left 0, "
+             "so the MMA multiplies the wrong elements of B",
+             SM90, 'a_major = "row" if a_tile.major(op.k_dim) == "K" else "col"', 'a_major = "row"', ("swap",)),
+    Mutation("swap-store-pair-one-row",
+             "the transposed store puts both columns q, q + 1 of a fragment pair in C's row q: row q + 1 is never "
+             "written and row q takes the wrong value",
+             SM90, "row = b.add(row0, c(8 * j + e))", "row = b.add(row0, c(8 * j))", ("swap",)),
 ]

@@ -14,6 +14,7 @@ from cuda.bindings import driver
 
 from warploom import kernels, ops, ops_attention as oa
 from warploom.kernels import (ATTENTION_PARAMS, CLUSTER_KERNELS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, STREAMK_KERNELS,
+                              SWAP_KERNELS,
                               AttentionSpec, GemmSpec, check_attention_artifact, precompile_set)
 from warploom.runtime import rules
 from warploom.runtime.artifact import KernelArtifact, ParamSpec, TensorMapSpec
@@ -157,7 +158,9 @@ def test_standard_sets():
         (e, 64, False, 128, "persistent") for e in ("bf16", "f16")}
     assert all(isinstance(s, GemmSpec) for s in STANDARD_KERNELS["sm_90a"]) and len(STANDARD_KERNELS["sm_90a"]) == 24
     everything = precompile_set("sm_90a")
-    standard = STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + CLUSTER_KERNELS["sm_90a"] + attn
+    standard = (STANDARD_KERNELS["sm_90a"] + STREAMK_KERNELS["sm_90a"] + CLUSTER_KERNELS["sm_90a"]
+                + SWAP_KERNELS["sm_90a"] + attn)
+    assert len(SWAP_KERNELS["sm_90a"]) == 16 and all(s.swap_ab and s.epilogue == "direct" for s in SWAP_KERNELS["sm_90a"])
     assert len(CLUSTER_KERNELS["sm_90a"]) == 12 and all(s.cluster_m == 2 for s in CLUSTER_KERNELS["sm_90a"])
     assert sum(s.group_m == 8 for s in CLUSTER_KERNELS["sm_90a"]) == 4     # the 128 x 256 ones in bands too
     assert everything[:len(standard)] == standard       # then the kernels only the tuning table names

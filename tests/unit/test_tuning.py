@@ -16,7 +16,15 @@ def test_buckets_round_each_dim_up_to_a_power_of_two():
 
 def test_candidates_follow_m():
     small = tuning.candidates("bf16", "kn", 16)
+    swap = [s for s in small if s.swap_ab]
+    small = [s for s in small if not s.swap_ab]
     assert {s.block_m for s in small} == {64} and {s.stages for s in small} == {4, 8}
+    # the swap-AB kernels whose block_m covers M, up to M = 32 (none at 33)
+    assert {(s.block_m, s.block_n) for s in swap} == {(16, 64), (16, 128), (32, 64)}
+    assert {s.epilogue for s in swap} == {"direct"} and {s.schedule for s in swap} == {"grid"}
+    assert {(s.block_m, s.block_n) for s in tuning.candidates("bf16", "kn", 1) if s.swap_ab} == \
+        {(8, 64), (16, 64), (16, 128), (32, 64)}
+    assert not [s for s in tuning.candidates("bf16", "kn", 33) if s.swap_ab]
     mid = tuning.candidates("bf16", "kn", 128)
     assert {(128, 128, 6), (128, 64, 8)} <= {(s.block_m, s.block_n, s.stages) for s in mid}
     large = tuning.candidates("f16", "nk", 4096)
@@ -28,7 +36,7 @@ def test_candidates_follow_m():
     assert (128, 64, 8) not in {(s.block_m, s.block_n, s.stages) for s in small + large}    # M in (64, 128] only
     assert {(s.block_m, s.block_n, s.stages) for s in small if s.schedule == "streamk"} == {(64, 64, 8)}
     assert {(s.block_n, s.stages) for s in mid if s.schedule == "streamk"} == {(128, 4), (128, 6), (256, 4)}
-    assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 68
+    assert len(set(tuning.all_candidates())) == len(tuning.all_candidates()) == 68 + 16    # + the swap-AB kernels
     with pytest.raises(ValueError, match="sm_100a has no candidates"):
         tuning.candidates("bf16", "kn", 16, "sm_100a")
 
@@ -131,3 +139,16 @@ def test_the_model_takes_the_cluster_kernel_for_the_persistent_wide_tile(schedul
             assert (spec in CLUSTER_KERNELS["sm_90a"]) == clustered and spec in precompile_set("sm_90a")
     if schedule == "persistent":
         assert ops.pick_spec("bf16", "kn", 8192, 8192).cluster_m == 2
+
+
+@pytest.mark.parametrize("schedule", ["grid", "persistent", "auto"])
+def test_the_model_takes_the_swap_ab_kernel_for_decode_size_m(schedule, monkeypatch):
+    """With no table entry (no K): M up to tuning.SWAP_M takes the swap-AB kernel of 64 columns whose block_m is the
+    least covering M; M = 33 the 64-row tile; every pick is a kernel precompile builds."""
+    monkeypatch.setattr(ops, "SCHEDULE", schedule)
+    for layout in ("kn", "nk"):
+        for m, block_m in [(1, 8), (8, 8), (9, 16), (16, 16), (17, 32), (32, 32)]:
+            spec = ops.pick_spec("bf16", layout, m, 4096)
+            assert (spec.swap_ab, spec.block_m, spec.block_n, spec.schedule) == (True, block_m, 64, "grid"), (m, spec)
+            assert spec in precompile_set("sm_90a")
+        assert not ops.pick_spec("f16", layout, 33, 4096).swap_ab

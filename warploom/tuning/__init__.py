@@ -14,15 +14,18 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from warploom.kernels import CLUSTER_KERNELS, SMALL_M_STAGES, STREAMK_KERNELS, GemmSpec
+from warploom.kernels import CLUSTER_KERNELS, SMALL_M_STAGES, STREAMK_KERNELS, SWAP_KERNELS, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
 # what an entry chooses (elem and B layout are its key)
-SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m", "group_m")
-SPEC_DEFAULTS = {"cluster_m": 1, "group_m": 1}     # fields an entry written before they existed leaves out
+SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m", "group_m", "epilogue", "swap_ab")
+# fields an entry written before they existed leaves out
+SPEC_DEFAULTS = {"cluster_m": 1, "group_m": 1, "epilogue": "tma", "swap_ab": False}
 ELEMENTS, LAYOUTS = ("bf16", "f16"), ("kn", "nk")
+SWAP_M = 32           # up to here the swap-AB kernels join the candidates (M is their wgmma's n)
 SMALL_M = 64          # up to here the candidates are 64-row tiles (a 128-row tile would be half empty or more)
 MID_M = 128           # up to here the 128 x 128 grid kernels join them
+PROBE_M = (1, SMALL_M, MID_M, MID_M + 1)    # one M of each candidate set
 
 
 def bucket(m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -34,7 +37,7 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     """The kernels `warploom tune` times for a problem of M rows: small M the 64-row tiles with 4 and 8 stages
     (and the 128 x 128 and 128 x 64 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
     kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above); above M = 128 the
-    persistent 2x1 cluster kernels too."""
+    persistent 2x1 cluster kernels too; up to M = 32 the swap-AB kernels whose block_m covers M."""
     if target != "sm_90a":
         raise ValueError(f"warploom tune searches sm_90a GEMM kernels; {target} has no candidates (its kernels "
                          "have not run on a GPU here)")
@@ -57,6 +60,9 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     # 2x1 clusters sharing B (kernels.CLUSTER_KERNELS): two 128-row tiles a cluster, so above M = 128
     if m > MID_M:
         out += [s for s in CLUSTER_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)]
+    # swap-AB (kernels.SWAP_KERNELS): those whose block_m (the wgmma's n) covers M in one tile
+    if m <= SWAP_M:
+        out += [s for s in SWAP_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout) and s.block_m >= m]
     return out
 
 
@@ -65,7 +71,7 @@ def all_candidates(target: str = "sm_90a") -> list[GemmSpec]:
     seen = {}
     for elem in ELEMENTS:
         for layout in LAYOUTS:
-            for m in (SMALL_M, MID_M, MID_M + 1):
+            for m in PROBE_M:
                 for spec in candidates(elem, layout, m, target):
                     seen.setdefault(spec, None)
     return list(seen)
@@ -83,9 +89,9 @@ def spec_of(entry: dict, elem: str, b_layout: str, target: str) -> GemmSpec:
     """The GemmSpec an entry names (ValueError for an entry this warploom cannot build)."""
     fields = {f: entry["kernel"].get(f, SPEC_DEFAULTS.get(f)) for f in SPEC_FIELDS}
     spec = GemmSpec(elem, b_layout, fields["block_n"], fields["stages"], target, fields["schedule"],
-                    fields["block_m"], cluster_m=fields["cluster_m"], group_m=fields["group_m"])
-    if spec not in candidates(elem, b_layout, SMALL_M, target) + candidates(elem, b_layout, MID_M, target) + \
-            candidates(elem, b_layout, MID_M + 1, target):
+                    fields["block_m"], epilogue=fields["epilogue"], cluster_m=fields["cluster_m"],
+                    group_m=fields["group_m"], swap_ab=fields["swap_ab"])
+    if spec not in [c for m in PROBE_M for c in candidates(elem, b_layout, m, target)]:
         raise ValueError(f"tuning entry names {spec.kernel_name}, which is not a tuning candidate")
     return spec
 
