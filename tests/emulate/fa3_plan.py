@@ -14,7 +14,9 @@ explains the schedule; every number below follows from (elem, head_dim, block_n,
 With schedule="persistent" the grid is one CTA per SM (at most), each walking (query block, head, batch) tiles
 (runtime/rules.py: `attention_tile`, the order a kernel argument); every role runs its body once per tile, the
 K/V rings counting on across tiles; Q gets an empty barrier (q_empty) that the consumers arrive on after their
-key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q.
+key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q; where smem
+holds it, Q's ring has two stages advancing once per tile (tile t's stage t % 2), so the next tile's Q loads while
+this one runs.
 
 With `overlap` (the default: FA3's intra-warpgroup overlap) the consumer's key loop is software pipelined: block
 0 (S_0 and its softmax) is the loop's first section; each later block j issues S_j, then O += P_{j-1} V_{j-1}
@@ -47,33 +49,39 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
     bn = default_block_n(d, schedule) if block_n is None else block_n
     esize = targets.ELEMENT_BITS[elem] // 8
     q_bytes, kv_bytes = bm * d * esize, bn * d * esize
+    persistent = schedule == "persistent"          # Q is loaded once per tile: the Q ring gets an empty barrier
+    mb, slack, limit = t.mbarrier_bytes, t.smem_base_align, t.smem_limit
+    # Q's stages: two in a persistent kernel where they fit beside K, V and O's own staging tile (the next tile's Q
+    # loads during this one: wl-pipeline's _prefetch_once), else one
+    q_stages = 2 if persistent and 3 * q_bytes + 2 * stages * kv_bytes + (4 + 4 * stages) * mb + slack <= limit else 1
+    count = q_stages * (1 + persistent) + 4 * stages
+    kv0 = q_stages * q_bytes
     regions = {
-        "q": Region("q", "smem", elem, (bm, d), ("M", "D"), 1, 128, 0, q_bytes, 1024),
-        "k": Region("k", "smem", elem, (bn, d), ("N", "D"), stages, 128, q_bytes, stages * kv_bytes, 1024),
-        "v": Region("v", "smem", elem, (bn, d), ("N", "D"), stages, 128, q_bytes + stages * kv_bytes,
+        "q": Region("q", "smem", elem, (bm, d), ("M", "D"), q_stages, 128, 0, kv0, 1024),
+        "k": Region("k", "smem", elem, (bn, d), ("N", "D"), stages, 128, kv0, stages * kv_bytes, 1024),
+        "v": Region("v", "smem", elem, (bn, d), ("N", "D"), stages, 128, kv0 + stages * kv_bytes,
                     stages * kv_bytes, 1024),
     }
-    persistent = schedule == "persistent"          # Q is loaded once per tile: the Q ring gets an empty barrier
-    mb = t.mbarrier_bytes
-    count = 1 + persistent + 4 * stages
     # O's staging tile for the TMA store: on Q's bytes in the grid schedule (Q is dead after the key loop); its own
     # in the persistent one (the next tile's Q loads while O is stored) where that fits, else Q's again, and then Q
     # is freed (q_empty) only after O's store
-    own = persistent and 2 * q_bytes + 2 * stages * kv_bytes + count * mb + t.smem_base_align <= t.smem_limit
-    o_at = q_bytes + 2 * stages * kv_bytes if own else 0
+    own = persistent and kv0 + q_bytes + 2 * stages * kv_bytes + count * mb + slack <= limit
+    o_at = kv0 + 2 * stages * kv_bytes if own else 0
     regions["o"] = Region("o", "smem", elem, (bm, d), ("M", "D"), 1, 128, o_at, q_bytes, 1024,
                           aliases=() if own else ("q",))
-    bar0 = q_bytes + 2 * stages * kv_bytes + (q_bytes if own else 0)
+    bar0 = kv0 + 2 * stages * kv_bytes + (q_bytes if own else 0)
     regions[BARRIER_STORAGE] = Region(BARRIER_STORAGE, "smem", "i64", (count,), offset=bar0, size=count * mb,
                                       align=mb)
     barriers, off = {}, bar0
-    for name, n, arrivals, tx in (("q_full", 1, 1, q_bytes), *((("q_empty", 1, 2, 0),) if persistent else ()),
+    for name, n, arrivals, tx in (("q_full", q_stages, 1, q_bytes),
+                                  *((("q_empty", q_stages, 2, 0),) if persistent else ()),
                                   ("k_full", stages, 1, kv_bytes), ("k_empty", stages, 2, 0),
                                   ("v_full", stages, 1, kv_bytes), ("v_empty", stages, 2, 0)):
         barriers[name] = MBarrier(name, n, arrivals, tx, offset=off)
         off += n * mb
     rings = {
-        "q": Ring("q", 1, ("q",), "producer", ("consumer",), full="q_full", empty="q_empty" if persistent else None),
+        "q": Ring("q", q_stages, ("q",), "producer", ("consumer",), full="q_full",
+                  empty="q_empty" if persistent else None, counts="tile" if q_stages > 1 else "iteration"),
         "k": Ring("k", stages, ("k",), "producer", ("consumer",), full="k_full", empty="k_empty"),
         "v": Ring("v", stages, ("v",), "producer", ("consumer",), full="v_full", empty="v_empty"),
     }

@@ -188,7 +188,13 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-persistent-q-phase",
              "every tile waits for phase 0 of Q's barriers: the second tile of a CTA reads Q before it landed "
              "(and the producer overwrites it while the first tile's MMAs may still read it)",
-             ATTN, "self.tile_phase = b.and_(q_tiles, c(1))", "self.tile_phase = c(0)"),
+             ATTN, "self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))",
+             "self.tile_phase = c(0)"),
+    Mutation("attn-persistent-q-stage",
+             "every tile of a persistent attention uses Q's stage 0: the producer loads the next tile's Q over the "
+             "tile the consumers are still reading (its barriers alternate, its bytes do not)",
+             ATTN, "return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))",
+             "return c(region.offset)"),
     Mutation("attn-persistent-ring-restart",
              "each tile starts the K/V rings over at iteration 0 instead of counting on from the CTA's earlier "
              "tiles: stage and phase disagree with the barriers' state",

@@ -273,7 +273,8 @@ def check_stages(p: Program):
 
 
 def _per_tile(p: Program, barrier: str) -> bool:
-    """True for a barrier of a ring that advances once per tile (a persistent kernel's accumulator ring)."""
+    """True for a barrier of a ring that advances once per tile (a persistent kernel's accumulator ring, or its Q
+    ring of two stages)."""
     ring = p.ring_of_barrier(barrier)
     return ring is not None and ring.counts == "tile"
 
@@ -289,7 +290,8 @@ def check_loop(p: Program):
                                       "the op sits in a loop (it would advance per iteration): move it out of the loop")
                     continue
                 staged = f"barrier {op.barrier!r} has {p.barriers[op.barrier].count} stages"
-            if isinstance(op, Copy) and op.region in p.regions and p.regions[op.region].stages > 1:
+            if isinstance(op, Copy) and op.region in p.regions and p.regions[op.region].stages > 1 and \
+                    not (p.ring_of_region(op.region) and p.ring_of_region(op.region).counts == "tile"):
                 staged = f"region {op.region!r} has {p.regions[op.region].stages} stages"
             if staged and depth == 0:
                 yield Problem("loop", _at(role, op), f"{staged}, and outside a loop no iteration picks the stage: "

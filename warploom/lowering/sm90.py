@@ -115,7 +115,8 @@ class _Loop:
     stage: ir.Value
     phase: ir.Value
     cache: dict
-    once: bool = False      # not a loop: the ops of a 1-stage ring used once (attention's Q), stage 0, phase 0
+    once: bool = False      # not a loop: the ops of a ring used once per tile (attention's Q): its stage and phase
+    stages: int | None = None   # the barriers' count of the ring a `once` state serves (None: the kernel's stages)
 
 
 @dataclass
@@ -464,7 +465,7 @@ class _Sm90Lowering:
         key = ("bar", name)
         if key not in loop.cache:
             ring = self._ring(name)
-            stages = 1 if loop.once else self.stages
+            stages = (loop.stages or 1) if loop.once else self.stages
             if ring.count != stages:
                 self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {stages} stages")
             loop.cache[key] = self.rings[name].at(loop.stage)

@@ -11,7 +11,9 @@ and wgmma descriptors. What is attention's own is here:
              counting on across tiles; per tile: query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
              count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks
              with m = the tile's query block), shared by both roles so they agree on every stage and phase;
-  producer   Q once (a 1-stage ring outside the loop: stage 0, phase 0), then K and V per key block; 4-D TMA
+  producer   Q once a tile (a ring outside the loop: one stage, or two advancing per tile in a persistent kernel,
+             tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key blocks), then K and V
+             per key block; 4-D TMA
              boxes (64, rows, 1, 1) at (64j, row0, head, batch);
   consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked
              at run time from the warpgroup index); Mma on smem x smem (S = Q K^T, scale-d 0 on the first
@@ -181,7 +183,11 @@ class _AttentionLowering(_Sm90Lowering):
         self._smem_base()
         a = self.args
         self.group = b.divu(a["Hq"], a["Hkv"])          # GQA: query head h reads kv head h / (Hq / Hkv)
-        self.it_base = self.tile_phase = self.has_keys = self.tile_first = self.tile_last = None
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+        # the rings loaded once a tile (Q's): their stages (2 where the next tile's Q is prefetched) and regions
+        self.once_rings = {name: r for name, r in self.p.rings.items() if r.stages == 1 or r.counts == "tile"}
+        self.once_stages = max([r.stages for r in self.once_rings.values()] or [1])
+        self.once_regions = {n for r in self.once_rings.values() for n in r.regions}
         if not self.persistent:                          # the CTA's one tile: (ctaid.x, ctaid.y, ctaid.z)
             self._at_tile(b.sreg("ctaid", "x", "mblk"), b.sreg("ctaid", "y", "head"), b.sreg("ctaid", "z", "batch"))
         self._init_barriers()
@@ -198,7 +204,8 @@ class _AttentionLowering(_Sm90Lowering):
         """The role's ops, once (grid schedule) or once per tile of this CTA (persistent): CTA c of P takes the
         tiles of `rules.snake_tile` in the order `tile_order` names; every role walks the same tiles, so the ring
         iteration of a key block is the key blocks of the CTA's earlier tiles (it_base) plus its index, and Q's
-        phase is the tile count's parity."""
+        stage and phase come from the count of its earlier tiles with key blocks (q_tiles % stages,
+        (q_tiles / stages) & 1)."""
         if not self.persistent:
             self._ops(ops, ctx)
             return
@@ -213,13 +220,14 @@ class _AttentionLowering(_Sm90Lowering):
             self.it_base, q_tiles = loop.args
             self.tile_first = b.cmp("eq", loop.iv, c(0))
             self.tile_last = b.cmp("eq", loop.iv, b.sub(mine, c(1)))
-            self.tile_phase = b.and_(q_tiles, c(1))
+            self.tile_stage = b.remu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else c(0)
+            self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
             self.has_keys = b.cmp("sgt", self.trips, c(0))
             outer, ctx.values = ctx.values, None           # register values live within one tile
             self._ops(ops, ctx)
             ctx.values = outer
             loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))))
-        self.it_base = self.tile_phase = self.has_keys = self.tile_first = self.tile_last = None
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
 
     def _ops(self, ops, ctx: _Role) -> None:
         """The ops in order, counting the MMA groups in flight (a loop section starts with none). In a persistent
@@ -238,9 +246,9 @@ class _AttentionLowering(_Sm90Lowering):
                 self.in_flight = min(self.in_flight, op.pending)
 
     def _on_once_ring(self, op) -> bool:
-        """True for a Wait, Arrive or Copy on the barriers of a ring of one stage (Q's)."""
+        """True for a Wait, Arrive or Copy on the barriers of a ring loaded once a tile (Q's)."""
         bar = op.barrier if isinstance(op, (Wait, Arrive, Copy)) else None
-        return any(bar in (r.full, r.empty) for r in self.p.rings.values() if r.stages == 1)
+        return any(bar in (r.full, r.empty) for r in self.once_rings.values())
 
     def _ring_it(self, kt: ir.Value) -> ir.Value:
         """The ring iteration of key block kt of this tile (persistent: after the CTA's earlier tiles' blocks)."""
@@ -248,11 +256,21 @@ class _AttentionLowering(_Sm90Lowering):
 
     # ---- ring plumbing --------------------------------------------------------------------------
     def _need_loop(self, op, ctx: _Role) -> _Loop:
-        """Inside the key loop its iteration; outside it, the one use of a 1-stage ring (Q): stage 0, phase 0."""
+        """Inside the key loop its iteration; outside it, the tile's use of a ring loaded once a tile (Q): the
+        tile's stage and phase (stage 0, phase 0 in a grid kernel)."""
         if ctx.loop is not None:
             return ctx.loop
         c = self.b.const
-        return _Loop(None, None, c(0), self.tile_phase if self.tile_phase is not None else c(0), {}, once=True)
+        return _Loop(None, None, self.tile_stage if self.tile_stage is not None else c(0),
+                     self.tile_phase if self.tile_phase is not None else c(0), {}, once=True, stages=self.once_stages)
+
+    def _stage_offset(self, region, loop: _Loop) -> ir.Value:
+        """A region loaded once a tile (Q) is at the tile's stage wherever it is read, inside the key loop too;
+        the others at the loop iteration's."""
+        if region.name not in self.once_regions or region.stages == 1:
+            return super()._stage_offset(region, loop)
+        b, c = self.b, self.b.const
+        return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))
 
     def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
         if dim == "D":
@@ -592,7 +610,8 @@ class _AttentionLowering(_Sm90Lowering):
         nan = b.cmpf("uno", row_sums[0], row_sums[1])
         # + 8 when no row of the warp moved its max: the rescale's warp vote is settled before the wait too
         at = b.add(b.select(nan, c(4), c(0)), b.select(moved, c(0), c(8)))
-        addr = b.gep(self.base, b.add(c(q.offset), at))
+        # this tile's Q stage: the other one may be taking the next tile's Q by TMA meanwhile
+        addr = b.gep(self.base, b.add(self._stage_offset(q, None), at))
         llvm.LoadOp(b.i32, addr, alignment=4, volatile_=True, loc=b.loc("anchor"))
 
     def _scaled(self, o: ir.Value, corr: list, moved: ir.Value) -> ir.Value:

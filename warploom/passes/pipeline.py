@@ -11,7 +11,8 @@ each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
 computed, while V is still in use. The sm_100a attention with `shared-kv` loads K and V into one region `kv`:
 its ring takes two slots an iteration (`uses` = 2: K's, then V's), so the stages are shared in FIFO order (the
 seed's use_shared_kv). A load outside any loop (attention's Q tile,
-loaded once per CTA) gets a region and a ring of one stage.
+loaded once per CTA) gets a region and a ring of one stage; in a persistent sm_90a attention, where smem holds it,
+two stages advancing once per tile (`_prefetch_once`: the next tile's Q loads during this one).
 A GEMM's output C gets a staging region named after it: two chunks of the tile's rows by one 128-byte swizzle
 span of columns (64 16-bit columns), written by the epilogue (sm_90a: the consumer warpgroups, from their
 accumulator registers; sm_100a: the epilogue warps, from Tensor Memory) and stored by TMA in turn. An sm_90a GEMM
@@ -92,6 +93,32 @@ def pipeline(program: Program, stages: int) -> None:
         body.append(op)
     program.body = tuple(_with_majors(body, program))
     program.attrs["stages"] = stages
+    _prefetch_once(program)
+
+
+ONCE_PREFETCH_STAGES = 2     # a persistent sm_90a attention's Q ring: this tile's Q and the next one's
+
+
+def _prefetch_once(program: Program) -> None:
+    """A persistent sm_90a attention loads one Q tile per tile it walks. With one Q stage the producer may load
+    the next tile's Q (and, behind it in program order, that tile's K and V) only once the consumers have freed
+    this one, at the end of this tile's key loop. Where smem still holds it (the plan with O on its own bytes),
+    each ring loaded outside the loops gets ONCE_PREFETCH_STAGES stages instead, advancing once per tile
+    (`counts = "tile"`): tile t uses stage t % 2, so the producer loads tile t + 1's Q while tile t runs."""
+    from .plan_smem import plan_smem_fits          # plan_smem imports the barrier planner, which imports nothing here
+    if program.kind != "attention" or program.target != "sm_90a" or program.attrs.get("schedule") != "persistent":
+        return
+    once = [name for name, ring in program.rings.items() if ring.stages == 1
+            and any(isinstance(op, Copy) and op.region in ring.regions for op in program.body)]
+    if not once:
+        return
+    trial = replace(program, regions=dict(program.regions), rings=dict(program.rings))
+    for name in once:
+        ring = trial.rings[name] = replace(trial.rings[name], stages=ONCE_PREFETCH_STAGES, counts="tile")
+        for r in ring.regions:
+            trial.regions[r] = replace(trial.regions[r], stages=ONCE_PREFETCH_STAGES)
+    if plan_smem_fits(trial):
+        program.regions, program.rings = trial.regions, trial.rings
 
 
 STORE_STAGING_STAGES = 2     # a GEMM's staged store of C alternates two chunk buffers

@@ -17,7 +17,8 @@ comes from the kernel's target, element sizes from `warploom.targets.ELEMENT_BIT
 
 A ring of one stage loaded once, outside the producer's loops (attention's Q), has only a full
 barrier: the producer announces its bytes once, the consumers wait for it once, before the loop
-that reads it. In a persistent kernel "once" is once per tile, so such a ring gets an empty barrier
+that reads it (with two stages advancing per tile, `counts = "tile"`: the same ops, on tile t's stage t % 2). In a
+persistent kernel "once" is once per tile, so such a ring gets an empty barrier
 too (one arrival per consumer warpgroup): the consumers free it after the loop that reads it and the
 named-barrier syncs that close that loop (or, when a staged store's region shares the tile's bytes, after
 that store), and the producer waits for it before loading the next tile's Q (its phase is the CTA's tile
@@ -377,7 +378,8 @@ def plan_barriers(program: Program) -> None:
         full, empty, peer = sides["full"], sides.get("empty"), sides.get("peer")
         ring = program.rings[name] = replace(ring, full=full.name, empty=empty.name if empty else None,
                                              peer=peer.name if peer else None)
-        if ring.counts == "tile":
+        once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
+        if ring.counts == "tile" and not once:      # an accumulator ring (a once-loaded one: Q prefetched per tile)
             program.roles = [replace(role, body=_accumulator_hand_offs(role.body, ring, full.name, ring.empty,
                                                                        role.name == ring.producer, pair))
                              if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
@@ -391,7 +393,6 @@ def plan_barriers(program: Program) -> None:
                                                                   full.tx_bytes, commit))
                              if role.name in (ring.producer, *ring.consumers) else role for role in program.roles]
             continue
-        once = ring.producer is not None and _loaded_once(program.role(ring.producer).body, ring.regions)
         sharers = frozenset(r.name for r in program.regions.values() if set(r.aliases) & set(ring.regions))
         program.roles = [replace(role, body=_hand_offs(role.body, ring, full.name, ring.empty, full.tx_bytes, once,
                                                        sharers=sharers, commit=commit,

@@ -96,6 +96,13 @@ def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
     return _plan(program, limit, share=True, check=True)
 
 
+def plan_smem_fits(program: Program) -> bool:
+    """True when every region of `program` (and its barriers) fits the target's smem on its own bytes, no region
+    sharing another's (wl-pipeline asks before it gives a persistent attention's Q a second stage)."""
+    limit = targets.get(program.target).smem_limit
+    return _plan(program, limit, share=False).requested <= limit
+
+
 def _plan(program: Program, limit: int, share: bool, check: bool = False) -> SmemPlan:
     target = targets.get(program.target)
     slack, mbarrier_bytes = target.smem_base_align, target.mbarrier_bytes
