@@ -59,7 +59,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     cluster += " swap-ab=true" if isinstance(spec, GemmSpec) and spec.swap_ab else ""
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}{shared}"
                           f"{epilogue}{cluster}}}",
-               "wl-pipeline": f"wl-pipeline{{stages={spec.stages}}}"}
+               "wl-pipeline": f"wl-pipeline{{stages={spec.stages}"
+                              f"{' q-stages=2' if isinstance(spec, AttentionSpec) and spec.q_stages == 2 else ''}}}"}
     if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
     names = [n.split("{")[0] for n in pipeline_for(spec.target)]    # the spec's options replace the pipeline's
@@ -251,9 +252,11 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     from warploom.lowering.sm90_attention import overlapped
     bm, bn, d = program.attrs["tile"]
     elem = program.inputs["q"].elem
+    q = program.rings.get("q")
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
-                         str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)))
+                         str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)),
+                         q_stages=q.stages if q is not None and target == "sm_90a" else 1)
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -269,11 +272,11 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
-                              schedule: str | None = None, block_m: int | None = None):
+                              schedule: str | None = None, block_m: int | None = None, q_stages: int = 1):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
     given): what warploom.emulate.emulate_attention runs by default."""
     spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,
-                         overlap=overlap, schedule=schedule or AttentionSpec.schedule)
+                         overlap=overlap, schedule=schedule or AttentionSpec.schedule, q_stages=q_stages)
     return planned_attention(attention_graph(spec), spec)[0]
 
 

@@ -212,12 +212,13 @@ def default_attention_block_n(head_dim: int, schedule: str | None = None) -> int
 
 
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
-                          overlap: bool = False, schedule: str = "grid") -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent]: the PTX entry point of an attention
-    kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles;
-    docs/attention-sm90.md)."""
+                          overlap: bool = False, schedule: str = "grid", q_stages: int = 1) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2]: the PTX entry point of an attention
+    kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles; _q2: two Q
+    stages, the next tile's Q loading during this one; docs/attention-sm90.md)."""
     return (f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
-            f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}")
+            f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}"
+            f"{'' if q_stages == 1 else f'_q{q_stages}'}")
 
 
 # The sm_100a attention (FA4-style): Q tiles per CTA, each of 128 rows (the TMEM lanes); keys per block; head dims
@@ -265,6 +266,8 @@ class AttentionSpec:
     schedule: str | None = None     # "grid": a CTA per (query block, head, batch); "persistent": one per SM;
     #                                 None: default_attention_schedule(head_dim) (sm_100a: grid)
     shared_kv: bool = False         # sm_100a: K and V tiles share one ring of `stages` slots (the seed's use_shared_kv)
+    q_stages: int = 1               # sm_90a persistent: 2 gives Q's ring a second stage (the next tile's Q loads during
+    #                                 this one; wl-pipeline{q-stages=2}); built and emulated, not yet measured
 
     def __post_init__(self):
         fa4 = self.target == "sm_100a"
@@ -288,6 +291,9 @@ class AttentionSpec:
                              "sm_100a attention (target='sm_100a')")
         if self.schedule not in ATTENTION_SCHEDULES:
             raise ValueError(f"AttentionSpec: schedule = {self.schedule!r}: one of {', '.join(ATTENTION_SCHEDULES)}")
+        if self.q_stages not in (1, 2) or (self.q_stages == 2 and (fa4 or self.schedule != "persistent")):
+            raise ValueError(f"AttentionSpec: q_stages = {self.q_stages!r}: 1, or 2 for the persistent sm_90a "
+                             "attention (the next tile's Q loads during this one)")
 
     @property
     def kernel_name(self) -> str:
@@ -295,7 +301,7 @@ class AttentionSpec:
             return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
                                    self.shared_kv)
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
-                                     self.overlap, self.schedule)
+                                     self.overlap, self.schedule, self.q_stages)
 
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
@@ -310,7 +316,8 @@ class AttentionSpec:
         mask = "causal" if self.causal else "non-causal"
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
                 f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
-                f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}{self.target}")
+                f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}"
+                f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,

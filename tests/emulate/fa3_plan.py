@@ -14,9 +14,9 @@ explains the schedule; every number below follows from (elem, head_dim, block_n,
 With schedule="persistent" the grid is one CTA per SM (at most), each walking (query block, head, batch) tiles
 (runtime/rules.py: `attention_tile`, the order a kernel argument); every role runs its body once per tile, the
 K/V rings counting on across tiles; Q gets an empty barrier (q_empty) that the consumers arrive on after their
-key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q; where smem
-holds it, Q's ring has two stages advancing once per tile (tile t's stage t % 2), so the next tile's Q loads while
-this one runs.
+key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q; with
+q_stages = 2 Q's ring has two stages advancing once per tile (tile t's stage t % 2), so the next tile's Q loads
+while this one runs.
 
 With `overlap` (the default: FA3's intra-warpgroup overlap) the consumer's key loop is software pipelined: block
 0 (S_0 and its softmax) is the loop's first section; each later block j issues S_j, then O += P_{j-1} V_{j-1}
@@ -43,7 +43,7 @@ def default_block_n(head_dim: int, schedule: str = "grid") -> int:
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
-                stages: int = STAGES, overlap: bool = True, schedule: str = "grid") -> Program:
+                stages: int = STAGES, overlap: bool = True, schedule: str = "grid", q_stages: int = 1) -> Program:
     t = targets.get("sm_90a")
     d, bm = head_dim, BLOCK_M
     bn = default_block_n(d, schedule) if block_n is None else block_n
@@ -51,9 +51,8 @@ def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, b
     q_bytes, kv_bytes = bm * d * esize, bn * d * esize
     persistent = schedule == "persistent"          # Q is loaded once per tile: the Q ring gets an empty barrier
     mb, slack, limit = t.mbarrier_bytes, t.smem_base_align, t.smem_limit
-    # Q's stages: two in a persistent kernel where they fit beside K, V and O's own staging tile (the next tile's Q
-    # loads during this one: wl-pipeline's _prefetch_once), else one
-    q_stages = 2 if persistent and 3 * q_bytes + 2 * stages * kv_bytes + (4 + 4 * stages) * mb + slack <= limit else 1
+    # Q's stages: one, or (q_stages = 2, a persistent kernel) two beside K, V and O's own staging tile, the next
+    # tile's Q loading during this one (wl-pipeline{q-stages=2})
     count = q_stages * (1 + persistent) + 4 * stages
     kv0 = q_stages * q_bytes
     regions = {

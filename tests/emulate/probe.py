@@ -71,12 +71,15 @@ SWAP_CASES = [
 ]
 SEEDS = (0, 1)
 DELAY = 8
-# (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout, block_m)
-# the standard kernels of head dims 64 and 128 are persistent: emulated on 3 CTAs, each walks 2 tiles
+# (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout, plan options: planned_attention_program's block_m, q_stages)
+# the standard kernels of head dims 64 and 128 are persistent: emulated on 3 CTAs, each walks 2 tiles or more
 ATTENTION_CASES = [
-    ("bf16", 64, True, 1, 300, 60, 4, 1, "bshd", None),     # 240 rows see no key: tiles with no key block; GQA 4
-    ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd", None),    # 3 key blocks over a 2-stage ring; ragged last block
-    ("bf16", 64, True, 1, 250, 300, 2, 1, "bshd", 192),     # three consumer warpgroups taking turns
+    ("bf16", 64, True, 1, 300, 60, 4, 1, "bshd", {}),       # 240 rows see no key: tiles with no key block; GQA 4
+    ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd", {}),      # 3 key blocks over a 2-stage ring; ragged last block
+    ("bf16", 64, True, 1, 250, 300, 2, 1, "bshd", {"block_m": 192}),    # three consumer warpgroups taking turns
+    # two Q stages (the next tile's Q loads during this one): 8 tiles over 3 CTAs, so Q's stages turn over and
+    # its phases wrap
+    ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
 ]
 
 # the sm_100a attention (FA4-style; never run on hardware here), grid: (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv,
@@ -142,7 +145,7 @@ def probe(families=FAMILIES) -> dict:
     attention = [("sm_90a", *case[:-1], False, case[-1]) for case in (ATTENTION_CASES if "attention" in families
                                                                       else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
-    for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, block_m in attention:
+    for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
         rng = np.random.default_rng(12 if target == "sm_90a" else 13)
@@ -155,9 +158,9 @@ def probe(families=FAMILIES) -> dict:
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
         where = (f"{target} attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
                  f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}{' shared K/V ring' if shared else ''}"
-                 f"{f' block_m {block_m}' if block_m else ''}")
+                 f"{''.join(f' {k} {v}' for k, v in (options or {}).items())}")
         plan = (functools.partial(planned_sm100_attention, shared_kv=shared) if target == "sm_100a" else
-                functools.partial(planned_attention_program, block_m=block_m))
+                functools.partial(planned_attention_program, **options))
         for seed in SEEDS:
             label = f"{where} seed {seed}"
             try:

@@ -163,9 +163,12 @@ def test_pick_spec_is_the_choice_of_matmul(monkeypatch):
     from warploom import ops
     assert ops.pick_spec("bf16", "kn", 130, 136).tile == (128, 128, 64)       # one wave either way: 4 smaller tiles
     assert ops.pick_spec("f16", "nk", 8192, 8192).tile == (128, 256, 64)
+    # M <= 32: the swap-AB kernel, 64 columns of C a CTA and the least block_m (wgmma n) covering M
+    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (16, 64, 64) and ops.pick_spec("bf16", "kn", 16, 8192).swap_ab
+    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (8, 64, 64)
     # M <= 64: 64-row tiles (grid schedule), 128 wide while that makes a tile for a third of the SMs
-    assert ops.pick_spec("bf16", "kn", 16, 8192).tile == (64, 128, 64)         # 64 tiles
-    assert ops.pick_spec("bf16", "nk", 1, 4096).tile == (64, 64, 64)           # 32 tiles of 64 x 128: too few
+    assert ops.pick_spec("bf16", "kn", 40, 8192).tile == (64, 128, 64)         # 64 tiles
+    assert ops.pick_spec("bf16", "nk", 40, 4096).tile == (64, 64, 64)          # 32 tiles of 64 x 128: too few
     assert ops.pick_spec("bf16", "kn", 64, 32768).tile == (64, 128, 64)
     # larger M: the 128-row tile with the least modelled time (waves x work / measured rate)
     assert ops.pick_spec("bf16", "kn", 128, 8192).tile == (128, 128, 64)       # 64 tiles against 32

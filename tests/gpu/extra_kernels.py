@@ -1,6 +1,7 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
---compare-grid`) and at the persistent kernels' block_n (the bitwise test); and the direct-epilogue twin of every
+--compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with two Q stages;
+and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
 (`GROUPS`: the comparison's `c2/n256/g…` columns), and the one in bands of 2 that `calibrate.py --cluster` records.
@@ -22,7 +23,14 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    return out
+    return out + q2_specs()
+
+
+def q2_specs() -> list[AttentionSpec]:
+    """The persistent kernels of head dims 64 and 128 with two Q stages (wl-pipeline{q-stages=2}: the next tile's Q
+    loads during this one): test_two_q_stages_give_the_bits_of_one and the A/B in benchmarks/attention_ab.py."""
+    return [AttentionSpec(elem, d, causal, q_stages=2) for elem in ("bf16", "f16") for d in (64, 128)
+            for causal in (False, True)]
 
 
 # small-M tiles with deeper rings (the benchmark's small-M comparison): a K loop of 128 k-tiles per CTA is bound by

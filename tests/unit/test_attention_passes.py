@@ -90,6 +90,28 @@ def test_persistent_schedule_gives_the_persistent_program(elem, d, causal, overl
                                                                                 schedule="persistent")
 
 
+@pytest.mark.parametrize("elem, d, causal", [c for c in COMBOS if c[1] in (64, 128)])
+def test_q_stages_2_gives_the_prefetching_program(elem, d, causal):
+    """wl-pipeline{q-stages=2} on the persistent kernel: Q's ring takes two stages advancing once per tile
+    (counts = "tile"), one q_full and one q_empty per stage, O on its own bytes; the protocol's ops are unchanged."""
+    passes = ["wl-tile{schedule=persistent}", "wl-pipeline{q-stages=2}", *PLANNING[2:]]
+    program = program_of(attention_graph(elem, d, causal), passes)
+    assert program == planned_fa3(elem, d, causal, schedule="persistent", q_stages=2)
+    assert program.rings["q"].stages == 2 and program.rings["q"].counts == "tile"
+    assert program.smem_bytes == {64: 115808, 128: 230496}[d]
+
+
+def test_q_stages_2_is_refused_where_it_has_no_meaning_or_no_room():
+    """A grid-schedule attention (one tile a CTA) has no next tile; head dim 256 has no room for a second Q tile."""
+    grid = ["wl-tile{schedule=grid}", "wl-pipeline{q-stages=2}", *PLANNING[2:]]
+    with pytest.raises(Exception, match="q-stages = 2: a second Q stage serves the persistent sm_90a attention"):
+        program_of(attention_graph("bf16", 128, False), grid)
+    wide = ["wl-tile{schedule=persistent}", "wl-pipeline{q-stages=2}", *PLANNING[2:]]
+    with pytest.raises(Exception, match="q-stages = 2: 2 Q tiles beside the K/V rings and O's staging tile do not "
+                                        "fit the 232448 B of smem"):
+        program_of(attention_graph("f16", 256, False), wide)
+
+
 @pytest.mark.parametrize("elem, d, causal", COMBOS)
 def test_overlap_false_gives_the_serial_program(elem, d, causal):
     """wl-specialize{overlap=false}: the serial schedule (S, softmax, P V per key block, every MMA retired at once)."""

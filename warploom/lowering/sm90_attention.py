@@ -11,8 +11,8 @@ and wgmma descriptors. What is attention's own is here:
              counting on across tiles; per tile: query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
              count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks
              with m = the tile's query block), shared by both roles so they agree on every stage and phase;
-  producer   Q once a tile (a ring outside the loop: one stage, or two advancing per tile in a persistent kernel,
-             tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key blocks), then K and V
+  producer   Q once a tile (a ring outside the loop: one stage, or with wl-pipeline{q-stages=2} two advancing per
+             tile, tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key blocks), then K and V
              per key block; 4-D TMA
              boxes (64, rows, 1, 1) at (64j, row0, head, batch);
   consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked
@@ -62,12 +62,13 @@ def overlapped(program: Program) -> bool:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent]: the name the sm_90a attention kernel
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2]: the name the sm_90a attention kernel
     gets."""
     bm, bn, d = program.attrs["tile"]
+    q = program.rings.get("q")
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
                                  bool(program.attrs.get("causal")), overlapped(program),
-                                 program.attrs.get("schedule", "grid"))
+                                 program.attrs.get("schedule", "grid"), q.stages if q is not None else 1)
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:

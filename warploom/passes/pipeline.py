@@ -11,8 +11,8 @@ each gets its own ring (`k`, `v`): the K slot is handed back as soon as S is
 computed, while V is still in use. The sm_100a attention with `shared-kv` loads K and V into one region `kv`:
 its ring takes two slots an iteration (`uses` = 2: K's, then V's), so the stages are shared in FIFO order (the
 seed's use_shared_kv). A load outside any loop (attention's Q tile,
-loaded once per CTA) gets a region and a ring of one stage; in a persistent sm_90a attention, where smem holds it,
-two stages advancing once per tile (`_prefetch_once`: the next tile's Q loads during this one).
+loaded once per CTA) gets a region and a ring of one stage; with `q-stages=2` (a persistent sm_90a attention) two
+stages advancing once per tile (`_prefetch_once`: the next tile's Q loads during this one).
 A GEMM's output C gets a staging region named after it: two chunks of the tile's rows by one 128-byte swizzle
 span of columns (64 16-bit columns), written by the epilogue (sm_90a: the consumer warpgroups, from their
 accumulator registers; sm_100a: the epilogue warps, from Tensor Memory) and stored by TMA in turn. An sm_90a GEMM
@@ -48,7 +48,7 @@ def _ring_groups(loop: Loop) -> list[tuple[str, ...]]:
     return [tuple(g) for g in groups.values()]
 
 
-def pipeline(program: Program, stages: int) -> None:
+def pipeline(program: Program, stages: int, once_stages: int = 1) -> None:
     """Each Load gets a region and becomes a Copy: `stages` tiles for a load in a loop (one ring per group of
     loads feeding one MMA), one tile and a one-stage ring for a load outside loops."""
     if not any(isinstance(op, Load) or (isinstance(op, Loop) and any(isinstance(c, Load) for c in op.body))
@@ -93,32 +93,36 @@ def pipeline(program: Program, stages: int) -> None:
         body.append(op)
     program.body = tuple(_with_majors(body, program))
     program.attrs["stages"] = stages
-    _prefetch_once(program)
+    if once_stages != 1:
+        _prefetch_once(program, once_stages)
 
 
-ONCE_PREFETCH_STAGES = 2     # a persistent sm_90a attention's Q ring: this tile's Q and the next one's
+ONCE_STAGES = (1, 2)     # the stages of a ring loaded once a tile (attention's Q): 2 prefetches the next tile's
 
 
-def _prefetch_once(program: Program) -> None:
+def _prefetch_once(program: Program, once_stages: int) -> None:
     """A persistent sm_90a attention loads one Q tile per tile it walks. With one Q stage the producer may load
     the next tile's Q (and, behind it in program order, that tile's K and V) only once the consumers have freed
-    this one, at the end of this tile's key loop. Where smem still holds it (the plan with O on its own bytes),
-    each ring loaded outside the loops gets ONCE_PREFETCH_STAGES stages instead, advancing once per tile
-    (`counts = "tile"`): tile t uses stage t % 2, so the producer loads tile t + 1's Q while tile t runs."""
+    this one, at the end of this tile's key loop. With `once_stages` = 2 each ring loaded outside the loops gets two
+    stages instead, advancing once per tile (`counts = "tile"`): tile t uses stage t % 2, so the producer loads tile
+    t + 1's Q while tile t runs. The plan must hold them with O's staging tile on its own bytes."""
     from .plan_smem import plan_smem_fits          # plan_smem imports the barrier planner, which imports nothing here
     if program.kind != "attention" or program.target != "sm_90a" or program.attrs.get("schedule") != "persistent":
-        return
+        raise PassError(f"wl-pipeline: q-stages = {once_stages}: a second Q stage serves the persistent sm_90a "
+                        f"attention (the next tile's Q loads during this one); this kernel is a {program.kind} "
+                        f"({program.target}, schedule {program.attrs.get('schedule', 'grid')}): leave q-stages out")
     once = [name for name, ring in program.rings.items() if ring.stages == 1
             and any(isinstance(op, Copy) and op.region in ring.regions for op in program.body)]
-    if not once:
-        return
     trial = replace(program, regions=dict(program.regions), rings=dict(program.rings))
     for name in once:
-        ring = trial.rings[name] = replace(trial.rings[name], stages=ONCE_PREFETCH_STAGES, counts="tile")
+        ring = trial.rings[name] = replace(trial.rings[name], stages=once_stages, counts="tile")
         for r in ring.regions:
-            trial.regions[r] = replace(trial.regions[r], stages=ONCE_PREFETCH_STAGES)
-    if plan_smem_fits(trial):
-        program.regions, program.rings = trial.regions, trial.rings
+            trial.regions[r] = replace(trial.regions[r], stages=once_stages)
+    if not plan_smem_fits(trial):
+        raise PassError(f"wl-pipeline: q-stages = {once_stages}: {once_stages} Q tiles beside the K/V rings and O's "
+                        f"staging tile do not fit the {targets.get(program.target).smem_limit} B of smem; use "
+                        "q-stages=1, or fewer stages or a smaller block-n")
+    program.regions, program.rings = trial.regions, trial.rings
 
 
 STORE_STAGING_STAGES = 2     # a GEMM's staged store of C alternates two chunk buffers
@@ -159,10 +163,15 @@ def _with_majors(body, program: Program) -> list:
 
 @register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers "
           "(one ring per group of loads feeding one MMA; a load outside loops gets one stage)",
-          options={"stages": int}, after=("wl-tile",))
-def run(module, stages: int | None = None):
-    """stages defaults to 4 for a GEMM and 2 for an attention."""
+          options={"stages": int, "q-stages": int}, after=("wl-tile",))
+def run(module, stages: int | None = None, q_stages: int = 1):
+    """stages defaults to 4 for a GEMM and 2 for an attention. q-stages (a persistent sm_90a attention's): 1 (the
+    default), or 2: Q's ring gets two stages advancing once per tile, the next tile's Q loading during this one."""
     if stages is not None and not 2 <= stages <= 8:
         raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
+    if q_stages not in ONCE_STAGES:
+        raise PassError(f"wl-pipeline: q-stages = {q_stages}; use 1 or 2 (2: the next tile's Q loads during this "
+                        "one, in a persistent sm_90a attention)")
     for kernel in kernel_ops(module):
-        edit_program(kernel, lambda p: pipeline(p, DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages))
+        edit_program(kernel, lambda p: pipeline(p, DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages,
+                                                q_stages))

@@ -88,16 +88,14 @@
 // SERIAL: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
 // SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
 // The persistent schedule: Q is loaded once per tile, so its ring gets an empty barrier (one arrival per consumer
-// warpgroup) right after q_full. Its two stages advance once per tile (counts = "tile": the next tile's Q loads
-// during this one), one q_full and one q_empty per stage, and the K/V barriers follow them. The producer waits for
-// q_empty (the phase before: the first lap passes) before announcing Q; the consumers arrive on it after the key
-// loop and the closing hand-over, before the epilogue; the first and last hand-overs of the turns are once per CTA.
-// The protocol's ops are those of one stage: the lowering picks tile t's stage t % 2 and phase (t / 2) & 1.
-// PERSIST: "wl.ring"() {consumers = ["consumer"], counts = "tile", empty = "q_empty", full = "q_full", name = "q", producer = "producer", regions = ["q"], stages = 2 : i64}
-// (Q's two stages and O's staging tile take 224 KiB here, so the barriers start at 229376.)
-// PERSIST: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "q_full", offset = 229376 : i64, ring = "q", tx_bytes = 32768 : i64}
-// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 2 : i64, name = "q_empty", offset = 229392 : i64, ring = "q", tx_bytes = 0 : i64}
-// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "k_full", offset = 229408 : i64, ring = "k", tx_bytes = 32768 : i64}
+// warpgroup) right after q_full, and every later barrier moves up by one. The producer waits for it (the phase
+// before: the first tile passes) before announcing Q; the consumers arrive on it after the key loop and the
+// closing hand-over, before the epilogue; the first and last hand-overs of the turns are once per CTA.
+// PERSIST: "wl.ring"() {consumers = ["consumer"], empty = "q_empty", full = "q_full", name = "q", producer = "producer", regions = ["q"], stages = 1 : i64}
+// (O's staging tile has its own 32 KiB here, so the barriers start at 196608.)
+// PERSIST: "wl.mbarrier"() {arrivals = 1 : i64, count = 1 : i64, name = "q_full", offset = 196608 : i64, ring = "q", tx_bytes = 32768 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 2 : i64, count = 1 : i64, name = "q_empty", offset = 196616 : i64, ring = "q", tx_bytes = 0 : i64}
+// PERSIST-NEXT: "wl.mbarrier"() {arrivals = 1 : i64, count = 2 : i64, name = "k_full", offset = 196624 : i64, ring = "k", tx_bytes = 32768 : i64}
 // PERSIST: "wl.role"() ({
 // PERSIST-NEXT: "wl.wait"() {barrier = "q_empty", parity = "producer"}
 // PERSIST-NEXT: "wl.arrive_expect_tx"() {barrier = "q_full", bytes = 32768 : i64}
