@@ -69,8 +69,9 @@ def compare(npz: Path, seeds: int = 3) -> list[Comparison]:
     out = []
     for case in json.loads(str(data["manifest"])):
         spec = GemmSpec(case["dtype"], case["b_layout"], case["block_n"], case.get("stages", 4), "sm_90a",
-                        case["schedule"], case.get("block_m", 128), cluster_m=case.get("cluster_m", 1),
-                        group_m=case.get("group_m", 1))
+                        case["schedule"], case.get("block_m", 128), epilogue=case.get("epilogue", "tma"),
+                        cluster_m=case.get("cluster_m", 1), group_m=case.get("group_m", 1),
+                        swap_ab=case.get("swap_ab", False))
         if spec.kernel_name != case["kernel"]:
             raise SystemExit(f"{npz}: case {case['key']} ran kernel {case['kernel']}; this checkout builds "
                              f"{spec.kernel_name} for that spec")

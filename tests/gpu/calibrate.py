@@ -2,7 +2,8 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard | --cluster]
 
---standard records every standard sm_90a kernel (STANDARD_CASES) and six stream-K cases (STREAMK_CASES), --cluster
+--standard records every standard sm_90a kernel (STANDARD_CASES), six stream-K cases (STREAMK_CASES) and three swap-AB
+cases (SWAP_CASES), --cluster
 the five 2x1-cluster cases (CLUSTER_CASES), instead of the five CASES. (Two files, as one would pass the 16 MiB a
 file the device call brings back.)
 
@@ -61,6 +62,11 @@ CLUSTER_CASES = [("bf16", "kn", 256, "persistent", 300, 520, 200, 4, 128, 4, 2),
                  ("f16", "kn", 128, "persistent", 520, 392, 136, 4, 128, 4, 2),
                  # walking in bands of 2 rows of pair tiles (5 x 3: bands of 2, 2 and 1; the last field group_m)
                  ("bf16", "kn", 256, "persistent", 1100, 520, 72, 4, 128, 4, 2, 2)]
+# swap-AB (kernels.SWAP_KERNELS; the last field: swap): M inside one tile and over two, K past the 8-stage ring, both
+# B layouts, one and two consumer warpgroups
+SWAP_CASES = [("bf16", "kn", 64, "grid", 5, 200, 656, None, 8, 8, 1, 1, True),
+              ("f16", "nk", 64, "grid", 19, 136, 200, None, 16, 8, 1, 1, True),
+              ("bf16", "nk", 128, "grid", 16, 300, 136, None, 16, 8, 1, 1, True)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
@@ -77,9 +83,9 @@ def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np
 
 
 def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128, stages=4, cluster_m=1,
-             group_m=1):
+             group_m=1, swap=False):
     spec = GemmSpec(dtype, b_layout, block_n, stages, "sm_90a", schedule, block_m, cluster_m=cluster_m,
-                    group_m=group_m)
+                    group_m=group_m, epilogue="direct" if swap else "tma", swap_ab=swap)
     art = get_kernel(spec)
     a = torch.from_numpy(a_np).to("cuda", TORCH[dtype])
     b = torch.from_numpy(b_np).to("cuda", TORCH[dtype])            # row-major [N, K] or [K, N]: what TMA reads
@@ -107,18 +113,19 @@ def main(path: str, cases: list) -> None:
     rng = np.random.default_rng(2026)
     arrays, manifest = {}, []
     for i, (dtype, b_layout, block_n, schedule, m, n, k, sms, *rest) in enumerate(cases):
-        block_m, stages, cluster_m, group_m = (list(rest) + [128, 4, 1, 1][len(rest):])[:4]
+        block_m, stages, cluster_m, group_m, swap = (list(rest) + [128, 4, 1, 1, False][len(rest):])[:5]
         for kind in ("exact", "random"):
             a, b = inputs(kind, dtype, m, n, k, b_layout, rng)
             c, art = run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a, b, block_m, stages, cluster_m,
-                              group_m)
+                              group_m, swap)
             ref = a.astype(np.float64) @ (b.T if b_layout == "nk" else b).astype(np.float64)
             assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
             rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
             key = f"case{i}_{kind}"
             arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
             manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m, "stages": stages,
-                             "cluster_m": cluster_m, "group_m": group_m, "schedule": schedule, "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
+                             "cluster_m": cluster_m, "group_m": group_m, "schedule": schedule,
+                             **({"epilogue": "direct", "swap_ab": True} if swap else {}), "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
                              "artifact_key": art.key, "rel_err_vs_f64": rel})
             print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")
     np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
@@ -127,5 +134,5 @@ def main(path: str, cases: list) -> None:
 
 if __name__ == "__main__":
     flags = sys.argv[2:]
-    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES if "--standard" in flags else
+    main(sys.argv[1], STANDARD_CASES + STREAMK_CASES + SWAP_CASES if "--standard" in flags else
          CLUSTER_CASES if "--cluster" in flags else CASES)
