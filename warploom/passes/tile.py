@@ -63,13 +63,25 @@ CONSUMER_WARPGROUPS = (2, 3)         # the attention schedule: two (block-m 128)
 GEMM_CONSUMER_WARPGROUPS = (1, 2)    # the sm_90a GEMM: one consumer warpgroup per 64 rows (block-m 64 for small M)
 
 
+def check_block_k(block_k: int, elem_bytes: int, op) -> None:
+    """A GEMM's K tile row fills one 128-byte swizzle span (the operand layout every GEMM kernel uses)."""
+    if block_k * elem_bytes != SWIZZLE_BYTES:
+        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
+                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+
+
+def warpgroup_extents() -> list[int]:
+    """The sm_90a GEMM tile extents its consumer warpgroups split, m64 each: block-m (block-n in a swap-AB GEMM)."""
+    mma_m = targets.get("sm_90a").mma_shapes[0].m[0]
+    return [n * mma_m for n in GEMM_CONSUMER_WARPGROUPS]
+
+
 def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, target_name: str = "sm_90a") -> None:
     if target_name == "sm_100a":
         check_tile_sm100(block_m, block_n, block_k, elem_bytes, op)
         return
     target = targets.get("sm_90a")
-    mma_m = target.mma_shapes[0].m[0]
-    allowed = [n * mma_m for n in GEMM_CONSUMER_WARPGROUPS]
+    mma_m, allowed = target.mma_shapes[0].m[0], warpgroup_extents()
     if block_m not in allowed:
         raise PassError(f"block-m = {block_m}: the sm_90a GEMM gives each consumer warpgroup m{mma_m} rows, with "
                         f"{' or '.join(map(str, GEMM_CONSUMER_WARPGROUPS))} of them; use block-m="
@@ -79,17 +91,14 @@ def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, ta
     if not (box <= block_n <= n_max and block_n % box == 0):
         raise PassError(f"block-n = {block_n}: must be a multiple of {box} up to {n_max} (wgmma n <= {n_max}, "
                         f"whole {box}-column TMA boxes)", op)
-    if block_k * elem_bytes != SWIZZLE_BYTES:
-        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
-                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+    check_block_k(block_k, elem_bytes, op)
 
 
 def check_swap_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op) -> None:
     """sm_90a swap-AB GEMM (C^T = B^T A^T): the wgmma's 64 rows run along N (block-n: 64 per consumer warpgroup) and
     its n along M (block-m: one wgmma n, 8..256 in steps of 8), so a decode-size M wastes no MMA rows."""
     target = targets.get("sm_90a")
-    mma_m = target.mma_shapes[0].m[0]
-    allowed = [n * mma_m for n in GEMM_CONSUMER_WARPGROUPS]
+    mma_m, allowed = target.mma_shapes[0].m[0], warpgroup_extents()
     if block_n not in allowed:
         raise PassError(f"block-n = {block_n}: the swap-AB GEMM gives each consumer warpgroup m{mma_m} columns of C "
                         f"(the wgmma's rows run along N), with {' or '.join(map(str, GEMM_CONSUMER_WARPGROUPS))} of "
@@ -98,9 +107,7 @@ def check_swap_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, o
         target.check_mma_shape(mma_m, block_m, "bf16")
     except ValueError as e:
         raise PassError(f"block-m = {block_m}: the swap-AB GEMM's rows of C are the wgmma's n: {e}", op) from None
-    if block_k * elem_bytes != SWIZZLE_BYTES:
-        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
-                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+    check_block_k(block_k, elem_bytes, op)
 
 
 def cta_group_of(block_m: int) -> int:
@@ -125,9 +132,7 @@ def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, 
         raise PassError(f"block-n = {block_n}: must be a multiple of {box * group} up to {form.n_max} (tcgen05.mma "
                         f"n <= {form.n_max}, whole {box}-column TMA boxes{' in each CTA of the pair' * (group > 1)})",
                         op)
-    if block_k * elem_bytes != SWIZZLE_BYTES:
-        raise PassError(f"block-k = {block_k}: a K tile row must be {SWIZZLE_BYTES} bytes for the 128-byte "
-                        f"swizzle, so block-k = {SWIZZLE_BYTES // elem_bytes} for {elem_bytes}-byte elements", op)
+    check_block_k(block_k, elem_bytes, op)
 
 
 SCHEDULES = ("persistent", "grid", "streamk")
