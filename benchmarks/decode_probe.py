@@ -5,9 +5,10 @@ triton's do_bench (median of the rounds); every result is checked against float3
 cuBLAS runs (torch.profiler), so the peer's choice is on record.
 
     warploom precompile ... && python3 benchmarks/decode_probe.py --build          # CPU host: the variants into the cache
-    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 benchmarks/decode_probe.py --out $OUT
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 benchmarks/decode_probe.py --out $OUT [--layout nk]
 """
 import argparse
+import dataclasses
 import datetime
 import json
 import os
@@ -38,9 +39,12 @@ def main() -> None:
     p.add_argument("--build", action="store_true", help="CPU host: compile the variants into $WARPLOOM_CACHE_DIR")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--layout", choices=("kn", "nk"), default="kn",
+                   help="B as [K, N] (issue 12's shapes) or as w.t() of a [N, K] weight (F.linear's decode)")
     args = p.parse_args()
+    variants = {name: dataclasses.replace(spec, b_layout=args.layout) for name, spec in VARIANTS.items()}
     if args.build:
-        for spec in VARIANTS.values():
+        for spec in variants.values():
             print(get_kernel(spec).name)
         return
     import torch
@@ -51,14 +55,15 @@ def main() -> None:
     rows = []
     for m, n, k in SHAPES:
         a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
+        b = (torch.randn(n, k, device="cuda", dtype=torch.bfloat16).t() if args.layout == "nk"
+             else torch.randn(k, n, device="cuda", dtype=torch.bfloat16))
         ref = a.float() @ b.float()
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             torch.matmul(a, b)
             torch.cuda.synchronize()
         peer = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
         calls, errs = {"cublas": lambda: torch.matmul(a, b)}, {}
-        for name, spec in VARIANTS.items():
+        for name, spec in variants.items():
             art = get_kernel(spec)
             out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
             ops.run_gemm(art, a, b, out=out)
@@ -77,13 +82,13 @@ def main() -> None:
         for name, t in ms.items():
             print(f"{m}x{n}x{k} {name:<20} {t * 1e3:8.2f} us  {ms['cublas'] / t:.3f}x cuBLAS  "
                   f"rounds {' '.join(f'{x * 1e3:.2f}' for x in per[name])}", flush=True)
-        rows.append({"M": m, "N": n, "K": k, "cublas_kernels": peer, "ms": ms, "ms_rounds": per, "rel_err": errs,
+        rows.append({"M": m, "N": n, "K": k, "b_layout": args.layout, "cublas_kernels": peer, "ms": ms, "ms_rounds": per, "rel_err": errs,
                      "vs_cublas": {name: ms["cublas"] / t for name, t in ms.items()}})
     date = datetime.date.today().isoformat()
-    path = os.path.join(args.out, f"decode-probe-{date}.json")
+    path = os.path.join(args.out, f"decode-probe-{date}{'' if args.layout == 'kn' else '-nk'}.json")
     with open(path, "w") as f:
         json.dump({"date": date, "commit": commit(), "gpu": torch.cuda.get_device_name(), "rounds": args.rounds,
-                   "variants": {k: v.kernel_name for k, v in VARIANTS.items()},
+                   "variants": {k: v.kernel_name for k, v in variants.items()},
                    "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)", "rows": rows}, f, indent=1)
     print("->", path)
 
