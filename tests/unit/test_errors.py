@@ -446,6 +446,40 @@ def test_cluster_and_tile_order_options_say_where_they_apply():
                    "argument --group-m: invalid choice: 3 (choose from 1, 2, 4, 8, 16)")
 
 
+def test_swap_ab_says_where_it_applies():
+    """wl-tile{swap-ab=true} (docs/swap-ab.md) outside the sm_90a grid GEMM with C stored from registers, or with a
+    tile the swapped MMA cannot take: refused with the fix, no traceback."""
+    for opts, words in (("block-m=16,block-n=64,swap-ab=true",
+                         "swap-ab = true: built for the sm_90a GEMM with schedule=grid and epilogue=direct"),
+                        ("block-m=16,block-n=64,epilogue=direct,schedule=persistent,swap-ab=true",
+                         "(got target = sm_90a, schedule = persistent, epilogue = direct"),
+                        ("block-m=12,block-n=64,epilogue=direct,swap-ab=true",
+                         "block-m = 12: the swap-AB GEMM's rows of C are the wgmma's n"),
+                        ("block-m=16,block-n=96,epilogue=direct,swap-ab=true",
+                         "block-n = 96: the swap-AB GEMM gives each consumer warpgroup m64 columns of C")):
+        assert_refused(run("warploom-opt", "-", f"--wl-tile={opts}", stdin=GEMM), 1, words)
+
+
+ATTENTION_D = """func.func @attn(%q: tensor<?x?x?x{d}xbf16>, %k: tensor<?x?x?x{d}xbf16>, %v: tensor<?x?x?x{d}xbf16>) -> tensor<?x?x?x{d}xbf16> {{
+  %o = "wl.attention"(%q, %k, %v) {{causal = false, scale = 0.1 : f32, layout = "bshd"}} : (tensor<?x?x?x{d}xbf16>, tensor<?x?x?x{d}xbf16>, tensor<?x?x?x{d}xbf16>) -> tensor<?x?x?x{d}xbf16>
+  return %o : tensor<?x?x?x{d}xbf16>
+}}"""
+
+
+def test_q_stages_say_where_they_apply():
+    """wl-pipeline{q-stages=…}: a value not offered, a kernel with no next tile (the grid schedule, a GEMM), and head
+    dim 256, where two Q tiles do not fit: refused with the fix, no traceback."""
+    for tile, stages, d, words in (
+            ("schedule=persistent", 3, 128, "wl-pipeline: q-stages = 3; use 1 or 2"),
+            ("schedule=grid", 2, 128, "q-stages = 2: a second Q stage serves the persistent sm_90a attention"),
+            ("schedule=persistent", 2, 256, "q-stages = 2: 2 Q tiles beside the K/V rings and O's staging tile do "
+                                            "not fit the 232448 B of smem; use q-stages=1")):
+        assert_refused(run("warploom-opt", "-", f"--wl-tile={tile}", f"--wl-pipeline=q-stages={stages}",
+                           stdin=ATTENTION_D.format(d=d)), 1, words)
+    assert_refused(run("warploom-opt", "-", "--wl-tile", "--wl-pipeline=q-stages=2", stdin=GEMM), 1,
+                   "this kernel is a gemm (sm_90a, schedule grid): leave q-stages out")
+
+
 def test_streamk_index_limit_names_the_way_out():
     from warploom.runtime import rules
     with pytest.raises(ValueError, match="must stay below 2147483648 .* use the persistent schedule"):
