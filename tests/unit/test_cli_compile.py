@@ -158,3 +158,17 @@ def test_explain_the_shared_kv_ring(capsys):
     assert "kernel wl_fa4_bf16_d64_256x128_s3_skv" in out
     assert re.search(r"^  kv\s+32768\s+49152\s+1024  3 x 128x64 bf16, 128B swizzle$", out, re.M), out
     assert "kv_full[3] kv_empty[3]" in out
+
+
+def test_explain_the_swap_ab_gemm_and_two_q_stages(capsys):
+    """--swap-ab (docs/swap-ab.md: 64 columns and 8 stages unless given, C from registers) and --q-stages 2 (the
+    persistent attention's Q ring in two stages): the kernels they name, with their smem and barrier plans."""
+    assert main(["explain", "--op", "gemm", "--swap-ab", "--block-m", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel wl_gemm_bf16_kn_16x64x64_s8_swap_direct" in out and "dynamic smem 83072 B" in out
+    assert main(["explain", "--op", "attention", "--head-dim", "64", "--q-stages", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "kernel wl_attn_bf16_d64_128x128_s2_ov_persistent_q2" in out
+    assert "q_full[2] q_empty[2] k_full[2]" in out and re.search(r"^  total\s+115808 ", out, re.M), out
+    assert main(["explain", "--op", "attention", "--q-stages", "2", "--schedule", "grid"]) == 2
+    assert "q_stages = 2: 1, or 2 for the persistent sm_90a attention" in capsys.readouterr().err

@@ -140,14 +140,10 @@ def _compile_input(args) -> tuple[str, list[str], str]:
     from warploom.passes import pipeline_for
     if args.op is not None:
         from warploom import build as wc
-        from warploom.kernels import GemmSpec
         if args.input is not None:
             raise ValueError(f"give a file ({args.input}) or --op {args.op}, not both")
         if args.op == "matmul":
-            spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
-                            args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1
-                                              or args.group_m > 1 else "grid"), args.block_m,
-                            cluster_m=args.cluster_m, group_m=args.group_m)
+            spec = _gemm_spec(args)
             graph = wc.gemm_graph(spec)
         else:
             spec = _attention_spec(args)
@@ -373,7 +369,19 @@ def _attention_spec(args):
     from warploom.kernels import ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec
     stages = _given(args.stages, FA4_SHARED_KV_SLOTS if args.shared_kv else ATTENTION_STAGES)
     return AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
-                         schedule=args.schedule, shared_kv=args.shared_kv)
+                         schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages)
+
+
+def _gemm_spec(args):
+    """The GEMM kernel the options name (compile --op matmul, explain without --shape). --swap-ab: the swap-AB
+    kernel (docs/swap-ab.md), C stored from registers, 64 columns and 8 stages unless given."""
+    from warploom.kernels import SMALL_M_STAGES, GemmSpec
+    swap = args.swap_ab
+    schedule = args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1 or args.group_m > 1
+                                 else "grid")
+    return GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 64 if swap else 256),
+                    _given(args.stages, SMALL_M_STAGES if swap else 4), args.target, schedule, args.block_m,
+                    epilogue="direct" if swap else "tma", cluster_m=args.cluster_m, group_m=args.group_m, swap_ab=swap)
 
 
 def _given(value, default):
@@ -382,7 +390,7 @@ def _given(value, default):
 
 
 def cmd_explain(args) -> int:
-    from warploom.kernels import GemmSpec, get_kernel
+    from warploom.kernels import get_kernel
     if args.op == "attention" and args.shape:
         print("warploom explain: --shape explains the GEMM kernel warploom.ops.matmul picks; an attention kernel is "
               "chosen by --head-dim, --causal and --dtype", file=sys.stderr)
@@ -400,10 +408,7 @@ def cmd_explain(args) -> int:
         spec, why = chosen
         print(f"warploom.ops.matmul runs this kernel for {args.shape} ({args.dtype}, B {args.b_layout}): {why}")
     else:
-        spec = GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 256), _given(args.stages, 4), args.target,
-                        args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1
-                                          or args.group_m > 1 else "grid"),
-                        args.block_m, cluster_m=args.cluster_m, group_m=args.group_m)
+        spec = _gemm_spec(args)
     try:
         artifact = get_kernel(spec)
     except Exception as e:   # noqa: BLE001 - the planners' refusals arrive as MLIRError (no mlir import here)
@@ -474,6 +479,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="--op matmul, sm_90a, persistent: 2 runs 2x1 clusters sharing B by TMA multicast")
     sp.add_argument("--group-m", type=int, default=1, choices=(1, 2, 4, 8, 16),
                     help="--op matmul, sm_90a, persistent: walk the tiles in bands of this many rows of tiles")
+    sp.add_argument("--swap-ab", action="store_true",
+                    help="--op matmul, sm_90a, grid: C^T = B^T A^T for decode-size M (--block-m 8..256 the wgmma's n, "
+                         "--block-n 64 or 128; docs/swap-ab.md)")
+    sp.add_argument("--q-stages", type=int, default=1, choices=(1, 2),
+                    help="--op attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q "
+                         "loads during this one)")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -532,6 +543,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--group-m", type=int, default=1, choices=(1, 2, 4, 8, 16),
                     help="GEMM, sm_90a, persistent: walk the tiles in bands of this many rows of tiles, column by "
                          "column inside a band (an L2-friendly order) (default: %(default)s)")
+    sp.add_argument("--swap-ab", action="store_true",
+                    help="GEMM, sm_90a, grid: C^T = B^T A^T for decode-size M (--block-m 8..256 the wgmma's n, "
+                         "--block-n 64 or 128, C stored from registers; docs/swap-ab.md)")
+    sp.add_argument("--q-stages", type=int, default=1, choices=(1, 2),
+                    help="attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q loads "
+                         "during this one) (default: %(default)s)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")
