@@ -1,10 +1,10 @@
 """Record GPU outputs of chosen sm_90a GEMM kernels, for calibrating the CPU emulator against the H200.
 
-    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard | --cluster]
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate.py OUT.npz [--standard | --cluster | --swap]
 
 --standard records every standard sm_90a kernel (STANDARD_CASES), six stream-K cases (STREAMK_CASES) and three swap-AB
 cases (SWAP_CASES), --cluster
-the five 2x1-cluster cases (CLUSTER_CASES), instead of the five CASES. (Two files, as one would pass the 16 MiB a
+the five 2x1-cluster cases (CLUSTER_CASES), --swap the swap-AB cases alone, instead of the five CASES. (Two files, as one would pass the 16 MiB a
 file the device call brings back.)
 
 Each case names one standard kernel (dtype, B layout, block_n, schedule), ragged sizes and, for the
@@ -135,4 +135,4 @@ def main(path: str, cases: list) -> None:
 if __name__ == "__main__":
     flags = sys.argv[2:]
     main(sys.argv[1], STANDARD_CASES + STREAMK_CASES + SWAP_CASES if "--standard" in flags else
-         CLUSTER_CASES if "--cluster" in flags else CASES)
+         CLUSTER_CASES if "--cluster" in flags else SWAP_CASES if "--swap" in flags else CASES)

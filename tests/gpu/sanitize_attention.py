@@ -2,7 +2,10 @@
 last key block and (causal) the blocks that cross the diagonal are all exercised; GQA; one Sq > Sk case whose
 first rows see no key.
 
-    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention.py causal|full
+    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention.py causal|full [q2]
+
+q2: the persistent kernels with two Q stages (AttentionSpec(q_stages=2): the next tile's Q loads during this one)
+instead of the ones ops.attention picks.
 """
 import math
 import os
@@ -12,12 +15,14 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from warploom import ops  # noqa: E402
+from warploom.kernels import AttentionSpec  # noqa: E402
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "causal"
 if mode not in ("causal", "full"):
     sys.exit(f"usage: sanitize_attention.py causal|full (got {mode!r})")
 causal = mode == "causal"
-print(f"attention, {mode}")
+q2 = sys.argv[2:] == ["q2"]
+print(f"attention, {mode}{', two Q stages' if q2 else ''}")
 # the third: 216 tiles on 132 SMs, so the persistent kernels' CTAs each walk one or two tiles (rings, Q's phase and
 # the turns carried across tiles; with Sq > Sk, tiles with no key block)
 # the fourth (non-causal): Sq >= 4096 at head dim 64 takes the tall 192-row tile (three consumer warpgroups)
@@ -27,8 +32,9 @@ for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333
     q = torch.randn(shape(sq, hq), device="cuda", dtype=torch.bfloat16)
     k = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     v = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
-    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout=layout)
-    print(ops.attention_plan(q, k, v, causal=causal, layout=layout).spec.kernel_name)
+    spec = AttentionSpec("bf16", d, causal, q_stages=2) if q2 else None
+    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout=layout, spec=spec)
+    print(spec.kernel_name if q2 else ops.attention_plan(q, k, v, causal=causal, layout=layout).spec.kernel_name)
     torch.cuda.synchronize()
     # float32 reference in bhsd
     qf, kf, vf = ((t.transpose(1, 2) if layout == "bshd" else t).float() for t in (q, k, v))
