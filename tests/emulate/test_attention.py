@@ -106,20 +106,25 @@ def test_persistent_schedule_matches_the_grid_bit_for_bit(case):
 
 
 # two Q stages (wl-pipeline{q-stages=2}): (elem, D, causal, Sq, Sk, Hq, Hkv, layout, B); 3 CTAs walk 6 to 8 tiles, so
-# each CTA's Q stages turn over (phases wrap) and, causal, tiles with no key block leave the stage count alone
-Q2_CASES = [("bf16", 64, False, 250, 140, 2, 1, "bshd", 2), ("f16", 128, True, 300, 200, 2, 2, "bhsd", 1)]
+# each CTA's Q stages turn over (phases wrap) and, causal, tiles with no key block leave the stage count alone; the
+# last element is block_m (None: the standard 128 rows; 192: three consumer warpgroups, head dim 64's tall tile)
+Q2_CASES = [("bf16", 64, False, 250, 140, 2, 1, "bshd", 2, None), ("f16", 128, True, 300, 200, 2, 2, "bhsd", 1, None),
+            ("bf16", 64, False, 450, 140, 2, 1, "bshd", 2, 192)]
 
 
-@pytest.mark.parametrize("case", Q2_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}" for c in Q2_CASES])
+@pytest.mark.parametrize("case", Q2_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}-m{c[9] or 128}"
+                                                for c in Q2_CASES])
 def test_two_q_stages_match_one_bit_for_bit(case):
     """The persistent kernel whose Q ring has two stages (the producer loads the next tile's Q while this one runs,
     tile t on stage t % 2, phase (t / 2) & 1) in two interleavings: within the reference's bound and bit for bit the
     one-stage kernel's output (a tile's arithmetic does not depend on the stage its Q sits in)."""
-    elem, d, causal, sq, sk, hq, hkv, layout, bsz = case
+    from warploom.build import planned_attention_program
+    elem, d, causal, sq, sk, hq, hkv, layout, bsz, block_m = case
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq + sk))
-    one = emulate_attention(q, k, v, causal=causal, layout=layout, sms=3,
-                            program=planned_fa3(elem, d, causal, schedule="persistent"))
-    two = planned_fa3(elem, d, causal, schedule="persistent", q_stages=2)
+    plan = (lambda **kw: planned_attention_program(elem, d, causal, block_m=192, schedule="persistent", **kw)) \
+        if block_m else (lambda **kw: planned_fa3(elem, d, causal, schedule="persistent", **kw))
+    one = emulate_attention(q, k, v, causal=causal, layout=layout, sms=3, program=plan())
+    two = plan(q_stages=2)
     assert two.rings["q"].stages == 2
     for seed, delay in SEEDS[:2]:
         out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=delay, layout=layout, program=two,

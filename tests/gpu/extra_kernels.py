@@ -30,7 +30,8 @@ def q2_specs() -> list[AttentionSpec]:
     """The persistent kernels of head dims 64 and 128 with two Q stages (wl-pipeline{q-stages=2}: the next tile's Q
     loads during this one): test_two_q_stages_give_the_bits_of_one and the A/B in benchmarks/attention_ab.py."""
     return [AttentionSpec(elem, d, causal, q_stages=2) for elem in ("bf16", "f16") for d in (64, 128)
-            for causal in (False, True)]
+            for causal in (False, True)] + [AttentionSpec("bf16", 64, causal, block_m=192, q_stages=2)
+                                            for causal in (False, True)]
 
 
 # small-M tiles with deeper rings (the benchmark's small-M comparison): a K loop of 128 k-tiles per CTA is bound by

@@ -4,9 +4,10 @@ first rows see no key.
 
     compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention.py causal|full [q2]
 
-q2: the persistent kernels with two Q stages (AttentionSpec(q_stages=2): the next tile's Q loads during this one)
-instead of the ones ops.attention picks.
+q2: the kernels ops.attention picks, but with two Q stages (AttentionSpec(q_stages=2): the next tile's Q loads
+during this one).
 """
+import dataclasses
 import math
 import os
 import sys
@@ -15,7 +16,6 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from warploom import ops  # noqa: E402
-from warploom.kernels import AttentionSpec  # noqa: E402
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "causal"
 if mode not in ("causal", "full"):
@@ -32,9 +32,10 @@ for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333
     q = torch.randn(shape(sq, hq), device="cuda", dtype=torch.bfloat16)
     k = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     v = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
-    spec = AttentionSpec("bf16", d, causal, q_stages=2) if q2 else None
+    spec = ops.attention_plan(q, k, v, causal=causal, layout=layout).spec
+    spec = dataclasses.replace(spec, q_stages=2) if q2 else spec
     out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout=layout, spec=spec)
-    print(spec.kernel_name if q2 else ops.attention_plan(q, k, v, causal=causal, layout=layout).spec.kernel_name)
+    print(spec.kernel_name)
     torch.cuda.synchronize()
     # float32 reference in bhsd
     qf, kf, vf = ((t.transpose(1, 2) if layout == "bshd" else t).float() for t in (q, k, v))

@@ -357,18 +357,20 @@ def test_tall_tile_is_picked_for_long_rows_and_is_bitwise_the_128_row_kernel(ele
     assert torch.equal(tall.view(torch.int16), short.view(torch.int16)), "the 192- and 128-row kernels differ"
 
 
-@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("d", [64, 128])
-def test_two_q_stages_give_the_bits_of_one(d, causal):
+@pytest.mark.parametrize("d, causal, block_m", [(64, False, 128), (64, True, 128), (128, False, 128),
+                                                (128, True, 128), (64, False, 192)],
+                         ids=["d64-full", "d64-causal", "d128-full", "d128-causal", "d64-full-tall"])
+def test_two_q_stages_give_the_bits_of_one(d, causal, block_m):
     """The persistent kernel with two Q stages (tests/gpu/extra_kernels.py q2_specs: the producer loads the next
     tile's Q while this one runs; built, emulated and mutation-tested on the CPU) on more tiles than SMs, ragged Sq,
-    GQA 2: within TOL of the reference and bit for bit the standard one-stage kernel's output."""
+    GQA 2: within TOL of the reference and bit for bit the one-stage kernel's output (192 rows: head dim 64's tall
+    tile, three consumer warpgroups)."""
     b, sq, sk, hq, hkv = 4, 1100, 1030, 16, 8
     q, k, v = make_inputs(b, sq, sk, hq, hkv, d, torch.bfloat16, "bshd", seed=46 + d)
     one = ops.attention(q, k, v, causal=causal, out=torch.full_like(q, float("nan")),
-                        spec=AttentionSpec("bf16", d, causal))
+                        spec=AttentionSpec("bf16", d, causal, block_m=block_m))
     two = ops.attention(q, k, v, causal=causal, out=torch.full_like(q, float("nan")),
-                        spec=AttentionSpec("bf16", d, causal, q_stages=2))
+                        spec=AttentionSpec("bf16", d, causal, block_m=block_m, q_stages=2))
     ref, _ = reference(q, k, v, causal=causal)
     torch.cuda.synchronize()
     assert rel_max_err(two, ref) <= TOL
