@@ -199,6 +199,10 @@ MUTATIONS: list[Mutation] = [
              "each tile starts the K/V rings over at iteration 0 instead of counting on from the CTA's earlier "
              "tiles: stage and phase disagree with the barriers' state",
              ATTN, "return kt if self.it_base is None else self.b.add(self.it_base, kt)", "return kt"),
+    Mutation("attn-store-wait-dropped",
+             "a persistent attention's O store never waits for the previous tile's TMA store to read the staging "
+             "tile: the next tile's writes land in smem the store is still reading",
+             ATTN, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):"),
     Mutation("attn-persistent-turns-per-tile",
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",

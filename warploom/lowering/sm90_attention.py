@@ -683,8 +683,9 @@ class _AttentionLowering(_Sm90Lowering):
         rows (pairs of columns as one 4-byte st.shared at the 128B-swizzled address of the tile's layout) into the
         warpgroup's 64 rows of the staging region, fences them for the async proxy, syncs again, and the
         warpgroup's first thread stores its rows with one TMA box per 64 columns at (64j, row0 + 64w, head,
-        batch): rows past Sq fall outside the tensor and are dropped. It commits the bulk group and waits until
-        the smem has been read (so the region may be written again, and the CTA may exit)."""
+        batch): rows past Sq fall outside the tensor and are dropped. It commits the bulk group; it waits until
+        the smem has been read (so the region may be written again, and the CTA may exit) before the next store
+        writes it, or right away where the region is another's bytes (O over Q's)."""
         b, c = self.b, self.b.const
         if list(op.tile) != [self.mma_m, self.D]:
             self._fail(f"Store tile {list(op.tile)}: the O fragment is [{self.mma_m}, {self.D}]")
@@ -700,6 +701,14 @@ class _AttentionLowering(_Sm90Lowering):
         if tile.rows != self.BM or tile.shape[1] != self.D:
             self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{self.BM}, {self.D}] O")
         bar = b.add(c(nb.id), ctx.wg_index)
+        # On its own bytes the staging tile is written only by the next store, so the issuing thread waits for the
+        # previous store's reads here, a tile later (and once more before the CTA exits: _Sm90Lowering._role), not
+        # right after issuing it: the warpgroup goes on to the next tile meanwhile. On another region's bytes (O
+        # over Q's), what follows the store (q_empty's arrival) may free them, so the wait stays at the store.
+        deferred = not region.aliases
+        if deferred:
+            with b.if_(ctx.wg_leader):
+                tma.bulk_wait_group(0, read=True)
         sync.named_barrier_sync(b, bar, nb.threads)              # the previous store has read the region
         o = ctx.values[op.value]
         vals = [b.extractvalue(o, i, b.f32, "o") for i in range(self.D // 2)]
@@ -728,7 +737,8 @@ class _AttentionLowering(_Sm90Lowering):
                 coords[0] = c(tile.box_start(j))
                 tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, src), list(coords))
             tma.bulk_commit_group()
-            tma.bulk_wait_group(0, read=True)
+            if not deferred:
+                tma.bulk_wait_group(0, read=True)
 
     def _store_lse(self, op: Store, ctx: _Role) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq] contiguous) for rows < Sq, by lane 0 of each quad, when the lse

@@ -1,5 +1,6 @@
 // RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s
 // RUN: warploom-opt %s --wl-tile --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s --check-prefix=SERIAL
+// RUN: warploom-opt %s --wl-tile=schedule=persistent --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers --wl-lower-sm90 | FileCheck %s --check-prefix=PERSIST
 
 // The sm_90a attention kernel (head dim 64, causal, the standard 128 x 128 tile, 2 stages, the overlapped
 // schedule) as NVVM. Checked: the launch; the mbarriers in plan order (q_full 1, k_full 1 1, k_empty 2 2, v_full
@@ -118,3 +119,21 @@ func.func @attn(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: tensor
   %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.125 : f32, layout = "bshd"} : (tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>, tensor<?x?x?x64xbf16>) -> tensor<?x?x?x64xbf16>
   return %o : tensor<?x?x?x64xbf16>
 }
+
+// The persistent schedule: O's staging tile has its own bytes, so the store's wait moves a tile later. The
+// warpgroup's first thread waits for the previous tile's store to read the staging rows just before the epilogue
+// barrier; after the commit nothing waits (the warpgroup goes on to the LSE and the next tile); once the tile loop
+// ends, the first thread waits for the last store before the CTA exits.
+// PERSIST: %[[EPI:.*]] = arith.addi %c3_i32,
+// PERSIST-NEXT: scf.if %[[LEAD:.*]] {
+// PERSIST-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
+// PERSIST-NEXT: {{^ *}$}}
+// PERSIST-NEXT: nvvm.barrier id = %[[EPI]] number_of_threads = %c128_i32
+// PERSIST: nvvm.cp.async.bulk.tensor.global.shared.cta %arg3
+// PERSIST-NEXT: nvvm.cp.async.bulk.commit.group
+// PERSIST-NEXT: {{^ *}$}}
+// PERSIST-NOT: nvvm.cp.async.bulk.wait_group
+// PERSIST: scf.yield
+// PERSIST-NEXT: {{^ *}$}}
+// PERSIST-NEXT: scf.if %[[LEAD]] {
+// PERSIST-NEXT: nvvm.cp.async.bulk.wait_group 0 {read}
