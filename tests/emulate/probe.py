@@ -8,7 +8,7 @@ deliberate bug must be caught by the emulator itself, not only by a lit or unit 
 cover both schedules, both B layouts, both block widths and both dtypes, at ragged sizes whose K
 spans more k-tiles than the ring has stages (phases wrap) and, for persistent kernels, more tiles
 than CTAs (ring iterations count on across tiles) in a grid of tiles that is not square. Inputs are small integers, so any correct
-kernel gives the float64 result exactly; two interleavings per kernel. The attention kernels (planned by the
+kernel gives the float64 result exactly; two interleavings per kernel (INTERLEAVINGS). The attention kernels (planned by the
 passes, as warploom.build plans them) run at ragged sizes, causal with Sq > Sk (query blocks with no key) and
 not, GQA, more key blocks than ring stages, and are judged by warploom.emulate.judge.
 
@@ -69,7 +69,10 @@ SWAP_CASES = [
     ("bf16", "kn", 64, "grid", 19, 200, 650, None, 16, 1, 1, True),
     ("f16", "nk", 128, "grid", 5, 136, 200, None, 8, 1, 1, True),
 ]
-SEEDS = (0, 1)
+# the interleavings each kernel runs under: (seed, scheduler order). "random" mixes warps uniformly; "priority" lets
+# the seed's highest-priority warp race ahead of its partners as far as the barriers allow (a warpgroup handing
+# over twice before its partner took the first hand-over shows there, and rarely under "random")
+INTERLEAVINGS = ((0, "random"), (1, "priority"))
 DELAY = 8
 # (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout, plan options: planned_attention_program's block_m, q_stages)
 # the standard kernels of head dims 64 and 128 are persistent: emulated on 3 CTAs, each walks 2 tiles or more
@@ -125,11 +128,12 @@ def probe(families=FAMILIES) -> dict:
         b = round_to(rng.integers(-2, 3, (k, n) if b_layout == "kn" else (n, k)).astype(np.float64), dtype)
         ref = round_to(matmul(a, b, transpose_b=b_layout == "nk"), dtype)
         where = f"{spec.kernel_name} M={m} N={n} K={k}" + (f" SMS={sms}" if sms else "")
-        for seed in SEEDS:
-            label = f"{where} seed {seed}"
+        for seed, order in INTERLEAVINGS:
+            label = f"{where} seed {seed} {order}"
             try:
-                order = ("forward", "shuffle")[seed % 2] if schedule == "streamk" else "forward"
-                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY, cta_order=order).astype(np.float64)
+                ctas = ("forward", "shuffle")[seed % 2] if schedule == "streamk" else "forward"
+                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY, cta_order=ctas,
+                                 order=order).astype(np.float64)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the lowering or the harness broke before or outside the emulation
@@ -161,11 +165,11 @@ def probe(families=FAMILIES) -> dict:
                  f"{''.join(f' {k} {v}' for k, v in (options or {}).items())}")
         plan = (functools.partial(planned_sm100_attention, shared_kv=shared) if target == "sm_100a" else
                 functools.partial(planned_attention_program, **options))
-        for seed in SEEDS:
-            label = f"{where} seed {seed}"
+        for seed, order in INTERLEAVINGS:
+            label = f"{where} seed {seed} {order}"
             try:
                 out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
-                                             program=plan(dtype, d, causal))
+                                             program=plan(dtype, d, causal), order=order)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the planning, the lowering or the harness broke
@@ -174,7 +178,7 @@ def probe(families=FAMILIES) -> dict:
             judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
-    return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(SEEDS)} "
+    return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(INTERLEAVINGS)} "
                    "interleavings match", start)
 
 

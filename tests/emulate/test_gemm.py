@@ -56,6 +56,19 @@ def test_round_robin_and_no_delay_give_the_same_bits():
     np.testing.assert_array_equal(c0.view(np.uint16), c1.view(np.uint16))
 
 
+def test_every_scheduler_order_gives_the_same_bits():
+    """"priority" (one warp races ahead, async operations land last) and "round_robin" interleave the warps
+    otherwise than "random"; a correct kernel's C does not depend on it. An unknown order names the known ones."""
+    spec = SPECS[0]
+    a, b, _ = operands(spec, np.random.default_rng(4), exact=False)
+    c0 = emulate_gemm(spec, a, b, seed=0)
+    for order in ("priority", "round_robin"):
+        c1 = emulate_gemm(spec, a, b, seed=1, order=order)
+        np.testing.assert_array_equal(c0.view(np.uint16), c1.view(np.uint16))
+    with pytest.raises(ValueError, match="'random', 'round_robin', 'priority'|random, round_robin, priority"):
+        emulate_gemm(spec, a, b, order="fastest")
+
+
 def test_swizzle_is_applied_to_absolute_addresses():
     """The kernel rounds its smem base up to 1024 B at run time; any 16-aligned base must give the same C."""
     from warploom.emulate import emulate_launch, gemm_kernel

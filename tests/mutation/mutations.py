@@ -256,6 +256,10 @@ MUTATIONS: list[Mutation] = [
              "the storing thread does not wait for the store of two chunks ago before the warps rewrite its buffer "
              "(no wait_group.read 1)",
              SM100, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
+    Mutation("sm100-no-drain",
+             "the producer exits without waiting for the operand ring's last releases: the MMA thread's last "
+             "tcgen05.commit arrivals may land in the smem of a CTA that has exited",
+             SM100, "            self._drain(role, ctx)\n", "", ("sm100",)),
     Mutation("sm100-pair-multicast-mask",
              "the CTA pair's leader commits to its own barriers only (multicast mask 0b01 instead of 0b11): the other "
              "CTA's producer never gets its stage back and its epilogue never sees the accumulator",

@@ -158,6 +158,9 @@ class Launch:
         raise UnknownOpError(f"special register {name} is not modelled")
 
 
+ORDERS = ("random", "round_robin", "priority")     # how the scheduler interleaves warps (Cluster.run)
+
+
 def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: int = 0, delay: int = 4,
                    order: str = "random", smem_base: int = SMEM_BASE, ctas=None, trace: dict | None = None,
                    launch_regs: int | None = None, check_unread: bool = True) -> EmulationReport:
@@ -166,15 +169,15 @@ def emulate_launch(kernel, args: dict, sizes: dict, *, gpu_module=None, seed: in
 
     args: numpy arrays by parameter name (tensor maps and pointers), and ints for scalars (else taken from
     sizes). seed picks the interleaving of warps and async completions; delay is the most scheduler steps an
-    async operation may take; order "random" or "round_robin". trace: {CTA id (x, y, z): list}, the CTAs
+    async operation may take; order "random", "round_robin" or "priority" (Cluster.run). trace: {CTA id (x, y, z): list}, the CTAs
     whose (step, warp, kind, text) records of waits, arrivals, TMA copies and wgmmas to append to the list;
     launch_regs the registers per thread at launch (default: sm_90a's register file shared evenly, as the
     lowering plans setmaxnreg budgets). check_unread: a TMA copy may not overwrite smem an earlier copy wrote
     that no MMA or ld.shared has read yet (a stage released before its consumer used it); switch it off only
     for a kernel that loads data on purpose and never reads it."""
     k = EmulatedKernel.of(kernel, gpu_module)
-    if order not in ("random", "round_robin"):
-        raise ValueError(f"order {order!r}: 'random' or 'round_robin'")
+    if order not in ORDERS:
+        raise ValueError(f"order {order!r}: one of {', '.join(ORDERS)}")
     grid = tuple(rules.evaluate(r, sizes) for r in k.grid)
     shape = _cluster_shape(k, grid)
     launch = Launch(k, grid, smem_base, shape, launch_regs)
@@ -300,7 +303,8 @@ CTA_ORDERS = ("forward", "reverse", "shuffle")
 
 
 def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None,
-                 trace: dict | None = None, cta_order: str = "forward", fixup: dict | None = None) -> np.ndarray:
+                 trace: dict | None = None, cta_order: str = "forward", fixup: dict | None = None,
+                 order: str = "random") -> np.ndarray:
     """C = A @ B (B [K, N] for "kn", [N, K] for "nk") by the emulated kernel of `spec`, as spec.elem.
 
     a and b are cast to spec.elem (round to nearest even) unless they already are; C starts as NaN, so an
@@ -336,7 +340,7 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
         ids.reverse()
     elif cta_order == "shuffle":
         random.Random(seed).shuffle(ids)
-    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids, order=order)
     if report is not None:
         report.append(r)
     if spec.schedule == "streamk" and fixup["counters"].any():
@@ -377,7 +381,7 @@ def _default_attention_program(elem: str, head_dim: int, causal: bool):
 def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
                       layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
                       delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
-                      sms: int = 3, tile_order: int | None = None):
+                      sms: int = 3, tile_order: int | None = None, order: str = "random"):
     """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
 
     q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
@@ -388,7 +392,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
-    tiles) in tile order `tile_order` (default: the one the runtime would pick, rules.best_tile_order)."""
+    tiles) in tile order `tile_order` (default: the one the runtime would pick, rules.best_tile_order); order: the
+    warp interleaving (emulate_launch's)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
     if elem is None:
@@ -419,7 +424,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
         bm, bn, _ = program.attrs["tile"]
         args["tile_order"] = (rules.best_tile_order(sizes, bm, bn, bool(causal), sms) if tile_order is None
                               else tile_order)
-    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, trace=trace)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, trace=trace, order=order)
     if report is not None:
         report.append(r)
     return out, lse

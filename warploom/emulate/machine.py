@@ -24,7 +24,8 @@ Everything here is the hardware's state and semantics; `compiler.py` turns ops i
   warps within what the CTA got at launch (an .inc blocks until the pool has them; never granted ->
   RegisterBudgetError at the deadlock).
 - Warps are generators that yield at blocking points (`Wait`) or to let others run (None); the
-  scheduler picks among runnable warps and landable async operations with a seeded RNG.
+  scheduler picks among runnable warps and landable async operations with a seeded RNG: uniformly
+  ("random"), in turn ("round_robin"), or by seeded warp priorities ("priority": one warp races ahead).
 - A thread-block cluster (PTX ISA "Cluster of cooperative thread arrays") is a `Cluster`: it owns the
   scheduler (step counter, RNG, async events, the run loop) and barrier.cluster, and interleaves the warps
   and async completions of all its CTAs; each CTA keeps its own smem, mbarriers, warpgroups and bar.sync
@@ -57,6 +58,7 @@ WARP = 32
 WARPGROUP_WARPS = 4
 SMEM_BASE = 0x210                      # 16-B aligned, deliberately not 1024-B aligned
 MBARRIER_BYTES = 8
+PRIORITY_DEMOTE = 32                   # order "priority": the chance 1/32 that the warp that ran drops to the lowest
 MBARRIER_MAX_COUNT = (1 << 20) - 1     # PTX ISA 9.7.13.15 "mbarrier": counts and tx-count are 20-bit
 TMA_SMEM_ALIGN = 128                   # PTX ISA 9.7.9.25: the cp.async.bulk.tensor smem address is 128-B aligned
 NUMPY_ELEMS = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}
@@ -1212,6 +1214,12 @@ class Cluster:
         live = [w for w in warps]
         events = self.events
         turn = 0
+        # "priority" (after PCT, Burckhardt et al., ASPLOS 2010): each warp gets a random priority and the
+        # highest-priority runnable warp runs, so one warp (group) races ahead of its partners as far as the
+        # barriers let it; after a step, the warp that ran drops below all others with chance 1/DEMOTE. An async
+        # operation (TMA copy or store, wgmma) lands only when no warp can run: as late as any hardware could
+        # land it, so a buffer rewritten before its copy finished reading it shows.
+        prio = {w: self.rng.random() for w in warps} if self.order == "priority" else None
         while live or events:
             self.step += 1
             runnable = [w for w in live if w.wait is None or w.wait.ready()]
@@ -1225,6 +1233,11 @@ class Cluster:
             n = len(runnable) + len(ready)
             if self.order == "random":
                 pick = self.rng.randrange(n)
+            elif prio is not None:
+                pick = (max(range(len(runnable)), key=lambda i: prio[runnable[i]]) if runnable else
+                        self.rng.randrange(len(ready)))
+                if pick < len(runnable) and self.rng.randrange(PRIORITY_DEMOTE) == 0:
+                    prio[runnable[pick]] = min(prio.values()) - 1.0
             else:
                 pick = turn % n
                 turn += 1

@@ -3,7 +3,8 @@
 The kernel these passes plan (wl-tile{target=sm_100a}, wl-pipeline, wl-specialize, wl-plan-tmem, wl-plan-smem,
 wl-plan-barriers) has three warp roles and its accumulator in Tensor Memory:
 
-    warp 0     producer   one elected thread: per K tile, wait ab_empty, expect_tx on ab_full, TMA A and B
+    warp 0     producer   one elected thread: per K tile, wait ab_empty, expect_tx on ab_full, TMA A and B;
+                          at the end, wait each ab_empty stage once more (the last releases landed: _drain)
     warp 1     mma        allocates TMEM; one elected thread per tile: wait acc_empty, per K tile wait ab_full,
                           BK/16 tcgen05.mma (kind::f16, D in this tile's accumulator stage, enable-input-d off for
                           the tile's first), tcgen05.commit -> ab_empty; after the K loop commit -> acc_full.
@@ -185,6 +186,7 @@ class _Sm100GemmLowering(_GemmLowering):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
             self._tile_loop(role.body, ctx)
+            self._drain(role, ctx)
             if role.name in self.tmem_roles:    # every lane of the warp, after the epilogue said it is done
                 tcgen05.fence_after()
                 tcgen05.dealloc(b, self.taddr, self.tmem_columns, self.group)
@@ -199,12 +201,33 @@ class _Sm100GemmLowering(_GemmLowering):
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
                        "and 'warp'")
 
+    def _drain(self, role: Role, ctx: _Role) -> None:
+        """A role that waits for the operand ring's stages back (the producer, parity phase^1) waits once more for
+        each stage after its last K iteration: every release the MMA thread's tcgen05.commit sends to this CTA's
+        barriers (a pair's leader multicasts them to both) has landed before the CTA exits, so no late arrival
+        writes smem the SM may have handed to the next CTA. A stage this CTA never used passes at once (a fresh
+        barrier completes parity phase^1 = 1 from the start)."""
+        b, c = self.b, self.b.const
+        names = []
+        for op in role.walk():
+            ring = self.p.ring_of_barrier(op.barrier) if isinstance(op, Wait) else None
+            if ring is not None and ring.counts != "tile" and op.parity == "phase^1" and op.barrier not in names:
+                names.append(op.barrier)
+        if not names:
+            return
+        with b.if_(ctx.elected):
+            for i in range(self.stages):
+                state = self._loop_state_n(c(0), b.add(self.cta_iterations, c(i)), self.stages)
+                for name in names:
+                    self.rings[name].at(state.stage).wait(b.xor(state.phase, c(1)))
+
     def _tile_loop(self, ops, ctx: _Role) -> None:
         """The role's ops once (grid) or once per tile of this CTA (persistent); self.tile_j counts the CTA's tiles
         (the accumulator ring's position), self.last_tile is true at its last one."""
         b, c = self.b, self.b.const
         if not self.persistent:
             self.tile_j, self.last_tile = c(0), b.cmp("eq", c(0), c(0))
+            self.cta_iterations = self.trips
             self._tile_states()
             self._top_ops(ops, ctx)
             return
@@ -214,6 +237,9 @@ class _Sm100GemmLowering(_GemmLowering):
         first = b.sreg("clusterid" if self.pair else "ctaid", "x", "cta")
         step = b.sreg("nclusterid" if self.pair else "nctaid", "x", "ncta")
         total = b.mul(m_tiles, n_tiles)
+        # the K iterations this CTA's tiles take in all: tiles first, first + step, ... below total
+        mine = b.divu(b.add(b.sub(total, b.minu(first, total)), b.sub(step, c(1))), step)
+        self.cta_iterations = b.mul(mine, self.trips)
         with b.for_(first, total, step, iv=b.fresh("tile")) as loop:
             tile = loop.iv
             self.tile_j = b.divu(b.sub(tile, first), step)

@@ -4,7 +4,8 @@ Input: the program the attention planning passes make for sm_100a (wl-tile{targe
 `warploom.build.planned_sm100_attention`); docs/attention-sm100.md is the contract. Each CTA takes two Q tiles of
 128 rows (query rows row0 + 128 i + r, r = the TMEM lane), one (query block, head, batch) of the grid:
 
-    load        one elected thread: Q0, Q1 once, then per key block the K and V stages (4-D TMA boxes)
+    load        one elected thread: Q0, Q1 once, then per key block the K and V stages (4-D TMA boxes); at the
+                end it waits each K and V slot back once more (`_drain`: the last commits landed before exit)
     mma         allocates TMEM (512 columns); one elected thread per key block j: S_i = Q_i K_j^T into TMEM (after
                 P_i V_{j-1} is done, as S_i's columns hold P_i), commit s<i>_full; P_i V_j with P_i from TMEM
                 (tcgen05.mma with A in Tensor Memory), commit o<i>_full; commits free the K and V stages. At the end
@@ -234,6 +235,7 @@ class _Fa4Lowering(_AttentionLowering):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
             run_elected(self, role.body, ctx)
+            self._drain(role, ctx)
             if role is self.mma_role:            # every lane of the warp, after the correction said it is done
                 tcgen05.fence_after()
                 tcgen05.dealloc(b, self.taddr, self.tmem_columns)
@@ -256,6 +258,25 @@ class _Fa4Lowering(_AttentionLowering):
                 self._fail(f"role {role.name!r} of issue 'warp' has ops; the sm_100a attention's spare warps idle")
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}")
+
+    def _drain(self, role, ctx: _Role) -> None:
+        """A role that waits for a K/V ring's slots back (the load thread, parity phase^1) waits once more for each
+        slot after the last key block, so the MMA thread's last tcgen05.commit releases have landed before the CTA
+        exits (none arrives in smem the SM may have handed to the next CTA). A slot never used passes at once."""
+        b, c = self.b, self.b.const
+        rings = {}
+        for op in role.walk():
+            ring = self.p.ring_of_barrier(op.barrier) if isinstance(op, Wait) and op.parity == "phase^1" else None
+            if ring is not None and self._ring(op.barrier).count > 1:
+                rings.setdefault(op.barrier, ring.uses)
+        if not rings:
+            return
+        with b.if_(ctx.elected):
+            for name, uses in rings.items():
+                used = b.mul(self.trips, c(uses))          # the slots the key loop took
+                for i in range(self._ring(name).count):
+                    state = self._loop_state(c(0), b.add(used, c(i)))
+                    self._barrier(name, state).wait(b.xor(state.phase, c(1)))
 
     # ---- the key loop and barrier states --------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: _Role) -> None:

@@ -109,6 +109,30 @@
 // after the loop the whole warp waits for the correction warpgroup on tmem_free (id 1, 160 threads) and frees TMEM
 // CHECK: nvvm.barrier id = %c1_i32 number_of_threads = %c160_i32
 // CHECK: nvvm.tcgen05.dealloc %{{.*}}, %c512_i32
+// the load thread, after its last key block, waits once more for each slot of k_empty (100392) and v_empty (100424),
+// slot (trips + i) % 2 at the producer's parity, so the MMA thread's last commits land before the CTA exits
+// CHECK: %[[KU:.*]] = arith.muli %[[TRIPS:.*]], %c1_i32
+// CHECK-NEXT: %[[K0:.*]] = arith.addi %[[KU]], %c0_i32
+// CHECK-NEXT: %[[KS0:.*]] = arith.remui %[[K0]], %c2_i32
+// CHECK-NEXT: %[[KQ0:.*]] = arith.divui %[[K0]], %c2_i32
+// CHECK-NEXT: %[[KP0:.*]] = arith.andi %[[KQ0]], %c1_i32
+// CHECK-NEXT: %[[KO0:.*]] = arith.muli %[[KS0]], %c8_i32
+// CHECK-NEXT: %[[KA0:.*]] = arith.addi %c100392_i32, %[[KO0]]
+// CHECK-NEXT: %[[KB0:.*]] = llvm.getelementptr %{{.*}}[%[[KA0]]]
+// CHECK-NEXT: %[[KX0:.*]] = arith.xori %[[KP0]], %c1_i32
+// CHECK-NEXT: nvvm.mbarrier.try_wait.parity %[[KB0]], %[[KX0]],
+// CHECK-NEXT: arith.addi %[[KU]], %c1_i32
+// CHECK: arith.addi %c100392_i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: %[[VU:.*]] = arith.muli %[[TRIPS]], %c1_i32
+// CHECK-NEXT: arith.addi %[[VU]], %c0_i32
+// CHECK: arith.addi %c100424_i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: arith.addi %[[VU]], %c1_i32
+// CHECK: arith.addi %c100424_i32
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK-NEXT: }
+// CHECK-NEXT: } else {
 
 func.func @attn(%q: tensor<?x?x?x64xf16>, %k: tensor<?x?x?x64xf16>, %v: tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16> {
   %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.125 : f32, layout = "bhsd"} : (tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>, tensor<?x?x?x64xf16>) -> tensor<?x?x?x64xf16>

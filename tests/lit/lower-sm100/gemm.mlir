@@ -1,4 +1,5 @@
 // RUN: warploom-opt %s --wl-tile="target=sm_100a schedule=persistent block-n=128" --wl-pipeline --wl-specialize --wl-plan-tmem --wl-plan-smem --wl-plan-barriers --wl-lower-sm100 | FileCheck %s
+// RUN: warploom-opt %s --wl-tile="target=sm_100a schedule=persistent block-n=128" --wl-pipeline --wl-specialize --wl-plan-tmem --wl-plan-smem --wl-plan-barriers --wl-lower-sm100 | FileCheck %s --check-prefix=DRAIN
 
 // The sm_100a GEMM (bf16, B [K, N], tile 128x128x64, 4 stages, persistent): the tcgen05 ops in order, with their
 // operands' sources. Plan (from the passes before): a at smem 0, b at 65536 (4 x 16 KiB each), the C staging
@@ -160,3 +161,34 @@ func.func @gemm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> 
   %c = "wl.matmul"(%a, %b) {transpose_a = false, transpose_b = false} : (tensor<?x?xbf16>, tensor<?x?xbf16>) -> tensor<?x?xbf16>
   return %c : tensor<?x?xbf16>
 }
+
+// The producer (warp 0) counts the K iterations of its CTA's tiles (tiles first, first + step, ... below total:
+// ceil((total - min(first, total)) / step) of them, times the K tiles) and after its tile loop waits once more on
+// each ab_empty stage (163880 + 8 stage) at the producer's parity for iterations its + 0..3: the MMA thread's last
+// tcgen05.commit releases have landed before the CTA exits
+// DRAIN: [[MIN:%[0-9]+]] = arith.minui [[FIRST:%[0-9]+]], [[TOTAL:%[0-9]+]]
+// DRAIN-NEXT: [[LEFT:%[0-9]+]] = arith.subi [[TOTAL]], [[MIN]]
+// DRAIN-NEXT: [[STEP1:%[0-9]+]] = arith.subi [[STEP:%[0-9]+]], %c1_i32
+// DRAIN-NEXT: [[UP:%[0-9]+]] = arith.addi [[LEFT]], [[STEP1]]
+// DRAIN-NEXT: [[MINE:%[0-9]+]] = arith.divui [[UP]], [[STEP]]
+// DRAIN-NEXT: [[ITS:%[0-9]+]] = arith.muli [[MINE]], [[TRIPS:%[0-9]+]]
+// DRAIN-NEXT: scf.for {{%arg[0-9]+}} = [[FIRST]] to [[TOTAL]] step [[STEP]]
+// DRAIN: [[I0:%[0-9]+]] = arith.addi [[ITS]], %c0_i32
+// DRAIN-NEXT: [[S0:%[0-9]+]] = arith.remui [[I0]], %c4_i32
+// DRAIN-NEXT: [[Q0:%[0-9]+]] = arith.divui [[I0]], %c4_i32
+// DRAIN-NEXT: [[P0:%[0-9]+]] = arith.andi [[Q0]], %c1_i32
+// DRAIN-NEXT: [[O0:%[0-9]+]] = arith.muli [[S0]], %c8_i32
+// DRAIN-NEXT: [[A0:%[0-9]+]] = arith.addi %c163880_i32, [[O0]]
+// DRAIN-NEXT: [[B0:%[0-9]+]] = llvm.getelementptr {{%[0-9]+}}[[[A0]]]
+// DRAIN-NEXT: [[X0:%[0-9]+]] = arith.xori [[P0]], %c1_i32
+// DRAIN-NEXT: nvvm.mbarrier.try_wait.parity [[B0]], [[X0]],
+// DRAIN-NEXT: arith.addi [[ITS]], %c1_i32
+// DRAIN: arith.addi %c163880_i32
+// DRAIN: nvvm.mbarrier.try_wait.parity
+// DRAIN-NEXT: arith.addi [[ITS]], %c2_i32
+// DRAIN: nvvm.mbarrier.try_wait.parity
+// DRAIN-NEXT: [[I3:%[0-9]+]] = arith.addi [[ITS]], %c3_i32
+// DRAIN: arith.addi %c163880_i32
+// DRAIN: nvvm.mbarrier.try_wait.parity
+// DRAIN-NEXT: }
+// DRAIN-NEXT: } else {
