@@ -14,7 +14,8 @@ sequence length pairs (each causal and not); the default is head dim 128 at 4096
 
 Per case: cuDNN (bf16 SDPA) and every build, timed in turn with triton's do_bench (warm-up 100 ms, 300 ms of
 calls, median), `--rounds` rounds, the median of the rounds; the outputs of every build are compared with cuDNN's.
-Prints each build's TFLOP/s and ratio against cuDNN, and against the first build; writes attention-ab-<date>.json.
+Prints each build's TFLOP/s and ratio against cuDNN, and against the first build; writes attention-ab-<date>.json
+and its PNG (`--plot JSON` redraws it).
 """
 import argparse
 import dataclasses
@@ -84,7 +85,11 @@ def main() -> None:
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tag", default="", help="appended to the JSON's name (attention-ab-<date>-<tag>.json)")
+    p.add_argument("--plot", default="", help="CPU host: draw the PNG of this A/B JSON and exit")
     args = p.parse_args()
+    if args.plot:
+        plot(args.plot)
+        return
     if args.build_tiles:
         for tile in args.build_tiles.split(","):
             t = parse_tile(tile)
@@ -151,6 +156,41 @@ def main() -> None:
                    "rounds": args.rounds, "timing": "triton do_bench median per round (100 ms warm-up, 300 ms)",
                    "rows": rows}, f, indent=1)
     print("->", path)
+    plot(path)
+
+
+def plot(path: str) -> str | None:
+    """The A/B's PNG beside its JSON: per case, each build's speed as a ratio of cuDNN's (1.0 drawn), titled with the
+    commit, date and GPU. None (and a note) when matplotlib is missing. `--plot JSON` redraws one on the CPU host."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no PNG (the JSON has every number)")
+        return None
+    with open(path) as f:
+        data = json.load(f)
+    rows = data["rows"]
+    builds = list(rows[0]["vs_cudnn"])
+    labels = [f"D{r['D']} S{r['S']}\n{'causal' if r['causal'] else 'full'}" for r in rows]
+    width = 0.8 / len(builds)
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(rows)), 4.5))
+    for i, name in enumerate(builds):
+        ax.bar([j + (i - (len(builds) - 1) / 2) * width for j in range(len(rows))],
+               [r["vs_cudnn"][name] for r in rows], width, label=name)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)), labels, fontsize=7)
+    ax.set_ylabel("speed / cuDNN (bf16 SDPA)")
+    lo = min(r["vs_cudnn"][n] for r in rows for n in builds)
+    ax.set_ylim(min(0.8, lo - 0.02), None)
+    ax.set_title(f"attention A/B, {data['commit']}, {data['date']}, {data['gpu']}", fontsize=9)
+    ax.legend(fontsize=7, ncol=len(builds))
+    fig.tight_layout()
+    png = os.path.splitext(path)[0] + ".png"
+    fig.savefig(png, dpi=110)
+    print("->", png)
+    return png
 
 
 if __name__ == "__main__":
