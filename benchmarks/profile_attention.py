@@ -6,8 +6,8 @@ time goes (tensor-pipe utilisation, warp stalls per SASS line), for benchmarks/N
         python3 benchmarks/profile_attention.py 128 8192 full
     ncu ... -k regex:cudnn python3 benchmarks/profile_attention.py 128 8192 full cudnn
 
-Arguments: head dim, sequence length, causal|full, and which kernel (warploom, the default; warploom-q2, the
-persistent kernel with two Q stages, `AttentionSpec(q_stages=2)`; or cudnn). The batch and head count are those of
+Arguments: head dim, sequence length, causal|full, and which kernel (warploom, the default; warploom-q1, the
+persistent kernel with one Q stage, `AttentionSpec(q_stages=1)`; or cudnn). The batch and head count are those of
 benchmarks/attention.py (16k tokens, hidden 2048).
 """
 import os
@@ -19,12 +19,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from warploom import ops  # noqa: E402
 from warploom.kernels import AttentionSpec  # noqa: E402
 
-usage = "usage: profile_attention.py D S causal|full [warploom|warploom-q2|cudnn]"
+usage = "usage: profile_attention.py D S causal|full [warploom|warploom-q1|cudnn]"
 if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("causal", "full"):
     sys.exit(usage)
 d, s, causal = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3] == "causal"
 which = sys.argv[4] if len(sys.argv) == 5 else "warploom"
-if which not in ("warploom", "warploom-q2", "cudnn"):
+if which not in ("warploom", "warploom-q1", "cudnn"):
     sys.exit(usage)
 h = 2048 // d
 b = max(1, 16384 // s)
@@ -32,8 +32,8 @@ q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in
 for _ in range(3):
     if which == "warploom":
         ops.attention(q, k, v, causal=causal, layout="bhsd")
-    elif which == "warploom-q2":
-        ops.attention(q, k, v, causal=causal, layout="bhsd", spec=AttentionSpec("bf16", d, causal, q_stages=2))
+    elif which == "warploom-q1":
+        ops.attention(q, k, v, causal=causal, layout="bhsd", spec=AttentionSpec("bf16", d, causal, q_stages=1))
     else:
         with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
             torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)

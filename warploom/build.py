@@ -20,7 +20,7 @@ import warploom
 import math
 
 from warploom.kernels import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
-                              check_attention_artifact)
+                              check_attention_artifact, default_attention_q_stages)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -60,11 +60,17 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     options = {"wl-tile": f"wl-tile{{block-n={spec.block_n} schedule={spec.schedule}{target}{block_m}{shared}"
                           f"{epilogue}{cluster}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}"
-                              f"{' q-stages=2' if isinstance(spec, AttentionSpec) and spec.q_stages == 2 else ''}}}"}
+                              f"{f' q-stages={spec.q_stages}' if _asks_q_stages(spec) else ''}}}"}
     if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
     names = [n.split("{")[0] for n in pipeline_for(spec.target)]    # the spec's options replace the pipeline's
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
+
+
+def _asks_q_stages(spec) -> bool:
+    """Whether wl-pipeline must be told the spec's Q stages (they are not what it picks unasked)."""
+    return isinstance(spec, AttentionSpec) and spec.q_stages != default_attention_q_stages(
+        spec.target, spec.schedule, spec.head_dim, spec.block_n, spec.stages)
 
 
 def build_gemm_module(spec: GemmSpec, lower: bool = True):
@@ -272,7 +278,7 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
-                              schedule: str | None = None, block_m: int | None = None, q_stages: int = 1):
+                              schedule: str | None = None, block_m: int | None = None, q_stages: int | None = None):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
     given): what warploom.emulate.emulate_attention runs by default."""
     spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,

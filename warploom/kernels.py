@@ -193,6 +193,22 @@ ATTENTION_TALL_BLOCK_M = 192
 ATTENTION_TALL_MIN_SQ = {64: 4096}
 
 
+# Q's ring stages of the persistent standard tiles, by head dim: 2 loads the next tile's Q during this one. Run 49
+# (benchmarks/NOTES.md; an H100): +7.7% at head dim 64, S = 1024 causal (twice), +1-4% at S = 1024 otherwise,
+# +0.3-1.5% at 2048, noise from 4096 on. Head dim 256 (grid) has no room for a second Q tile; another key block or
+# stage count than the standard one keeps 1 unless asked (2 Q tiles may not fit beside its K/V rings).
+ATTENTION_Q_STAGES = {64: 2, 128: 2}
+
+
+def default_attention_q_stages(target: str, schedule: str, head_dim: int, block_n: int, stages: int) -> int:
+    """Q's ring stages when none are asked for: ATTENTION_Q_STAGES for a persistent sm_90a attention on its
+    head dim's standard key block and stages (any block_m: the tall tile too), else 1."""
+    standard = block_n == default_attention_block_n(head_dim, schedule) and stages == ATTENTION_STAGES
+    if target != "sm_90a" or schedule != "persistent" or not standard:
+        return 1
+    return ATTENTION_Q_STAGES.get(head_dim, 1)
+
+
 def tall_attention(head_dim: int, causal: bool, seqlen_q: int | None, schedule: str | None = None) -> bool:
     """Whether the standard sm_90a kernel for this problem takes the tall (192-row) tile."""
     least = ATTENTION_TALL_MIN_SQ.get(head_dim)
@@ -266,8 +282,8 @@ class AttentionSpec:
     schedule: str | None = None     # "grid": a CTA per (query block, head, batch); "persistent": one per SM;
     #                                 None: default_attention_schedule(head_dim) (sm_100a: grid)
     shared_kv: bool = False         # sm_100a: K and V tiles share one ring of `stages` slots (the seed's use_shared_kv)
-    q_stages: int = 1               # sm_90a persistent: 2 gives Q's ring a second stage (the next tile's Q loads during
-    #                                 this one; wl-pipeline{q-stages=2}); built and emulated, not yet measured
+    q_stages: int | None = None     # Q's ring stages; 2 (sm_90a persistent only): the next tile's Q loads during this
+    #                                 one (wl-pipeline{q-stages=2}). None: default_attention_q_stages
 
     def __post_init__(self):
         fa4 = self.target == "sm_100a"
@@ -279,6 +295,9 @@ class AttentionSpec:
         if self.block_n is None:
             object.__setattr__(self, "block_n", FA4_BLOCK_N if fa4 else
                                default_attention_block_n(self.head_dim, self.schedule))
+        if self.q_stages is None:
+            object.__setattr__(self, "q_stages", default_attention_q_stages(
+                self.target, self.schedule, self.head_dim, self.block_n, self.stages))
         for name in ("head_dim", "block_n", "stages", "block_m"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:

@@ -59,9 +59,11 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
         dt = DTYPES[elem]
         q, k, v, out = (data[f"{i}_{n}"].view(np.uint16).view(dt) for n in ("q", "k", "v", "out"))
         lse = data[f"{i}_lse"]
-        schedule = "persistent" if case["kernel"].endswith("_persistent") else "grid"
+        schedule = "persistent" if "_persistent" in case["kernel"] else "grid"
         block_m = int(re.search(r"_d\d+_(\d+)x\d+_", case["kernel"]).group(1))      # 128, or 192 (tall)
-        program = planned_attention_program(elem, d, causal, schedule=schedule, block_m=block_m)
+        q_stages = re.search(r"_q(\d)$", case["kernel"])                             # _q2: Q prefetched
+        program = planned_attention_program(elem, d, causal, schedule=schedule, block_m=block_m,
+                                            q_stages=int(q_stages.group(1)) if q_stages else 1)
         if kernel_name(program) != case["kernel"]:
             raise ValueError(f"case {i}: recorded with {case['kernel']}, the compiler builds {kernel_name(program)} "
                              "now: record a new run (tests/gpu/calibrate_attention.py)")

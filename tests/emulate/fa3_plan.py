@@ -16,7 +16,8 @@ With schedule="persistent" the grid is one CTA per SM (at most), each walking (q
 K/V rings counting on across tiles; Q gets an empty barrier (q_empty) that the consumers arrive on after their
 key loop and the closing turn sync, and that the producer waits for before loading the next tile's Q; with
 q_stages = 2 Q's ring has two stages advancing once per tile (tile t's stage t % 2), so the next tile's Q loads
-while this one runs.
+while this one runs: the standard persistent kernels' (head dim 64 and 128 on their own key block and 2 stages;
+measured in run 49, benchmarks/NOTES.md), the default here too.
 
 With `overlap` (the default: FA3's intra-warpgroup overlap) the consumer's key loop is software pipelined: block
 0 (S_0 and its softmax) is the loop's first section; each later block j issues S_j, then O += P_{j-1} V_{j-1}
@@ -43,8 +44,12 @@ def default_block_n(head_dim: int, schedule: str = "grid") -> int:
 
 
 def planned_fa3(elem: str = "bf16", head_dim: int = 128, causal: bool = False, block_n: int | None = None,
-                stages: int = STAGES, overlap: bool = True, schedule: str = "grid", q_stages: int = 1) -> Program:
+                stages: int = STAGES, overlap: bool = True, schedule: str = "grid",
+                q_stages: int | None = None) -> Program:
     t = targets.get("sm_90a")
+    if q_stages is None:        # the standard persistent tiles prefetch the next tile's Q
+        q_stages = 2 if schedule == "persistent" and head_dim in (64, 128) and block_n is None and \
+            stages == STAGES else 1
     d, bm = head_dim, BLOCK_M
     bn = default_block_n(d, schedule) if block_n is None else block_n
     esize = targets.ELEMENT_BITS[elem] // 8

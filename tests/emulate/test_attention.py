@@ -123,7 +123,7 @@ def test_two_q_stages_match_one_bit_for_bit(case):
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq + sk))
     plan = (lambda **kw: planned_attention_program(elem, d, causal, block_m=192, schedule="persistent", **kw)) \
         if block_m else (lambda **kw: planned_fa3(elem, d, causal, schedule="persistent", **kw))
-    one = emulate_attention(q, k, v, causal=causal, layout=layout, sms=3, program=plan())
+    one = emulate_attention(q, k, v, causal=causal, layout=layout, sms=3, program=plan(q_stages=1))
     two = plan(q_stages=2)
     assert two.rings["q"].stages == 2
     for seed, delay in SEEDS[:2]:

@@ -1,6 +1,6 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
---compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with two Q stages;
+--compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with one Q stage;
 and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
@@ -23,14 +23,15 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    return out + q2_specs()
+    return out + q1_specs()
 
 
-def q2_specs() -> list[AttentionSpec]:
-    """The persistent kernels of head dims 64 and 128 with two Q stages (wl-pipeline{q-stages=2}: the next tile's Q
-    loads during this one): test_two_q_stages_give_the_bits_of_one and the A/B in benchmarks/attention_ab.py."""
-    return [AttentionSpec(elem, d, causal, q_stages=2) for elem in ("bf16", "f16") for d in (64, 128)
-            for causal in (False, True)] + [AttentionSpec("bf16", 64, causal, block_m=192, q_stages=2)
+def q1_specs() -> list[AttentionSpec]:
+    """The persistent kernels of head dims 64 and 128 with one Q stage (wl-pipeline{q-stages=1}; the standard ones
+    load the next tile's Q during this one): test_two_q_stages_give_the_bits_of_one and the A/B in
+    benchmarks/attention_ab.py."""
+    return [AttentionSpec(elem, d, causal, q_stages=1) for elem in ("bf16", "f16") for d in (64, 128)
+            for causal in (False, True)] + [AttentionSpec("bf16", 64, causal, block_m=192, q_stages=1)
                                             for causal in (False, True)]
 
 

@@ -2,10 +2,10 @@
 last key block and (causal) the blocks that cross the diagonal are all exercised; GQA; one Sq > Sk case whose
 first rows see no key.
 
-    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention.py causal|full [q2]
+    compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention.py causal|full [q1]
 
-q2: the kernels ops.attention picks, but with two Q stages (AttentionSpec(q_stages=2): the next tile's Q loads
-during this one).
+The kernels ops.attention picks (the persistent ones with two Q stages: the next tile's Q loads during this one);
+q1: the same with one Q stage where they have two (AttentionSpec(q_stages=1)).
 """
 import dataclasses
 import math
@@ -21,8 +21,8 @@ mode = sys.argv[1] if len(sys.argv) > 1 else "causal"
 if mode not in ("causal", "full"):
     sys.exit(f"usage: sanitize_attention.py causal|full (got {mode!r})")
 causal = mode == "causal"
-q2 = sys.argv[2:] == ["q2"]
-print(f"attention, {mode}{', two Q stages' if q2 else ''}")
+q1 = sys.argv[2:] == ["q1"]
+print(f"attention, {mode}{', one Q stage' if q1 else ''}")
 # the third: 216 tiles on 132 SMs, so the persistent kernels' CTAs each walk one or two tiles (rings, Q's phase and
 # the turns carried across tiles; with Sq > Sk, tiles with no key block)
 # the fourth (non-causal): Sq >= 4096 at head dim 64 takes the tall 192-row tile (three consumer warpgroups)
@@ -33,7 +33,7 @@ for b, sq, sk, hq, hkv, d, layout in ((2, 300, 1000, 8, 2, 128, "bshd"), (1, 333
     k = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     v = torch.randn(shape(sk, hkv), device="cuda", dtype=torch.bfloat16)
     spec = ops.attention_plan(q, k, v, causal=causal, layout=layout).spec
-    spec = dataclasses.replace(spec, q_stages=2) if q2 else spec
+    spec = dataclasses.replace(spec, q_stages=1) if q1 else spec
     out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout=layout, spec=spec)
     print(spec.kernel_name)
     torch.cuda.synchronize()

@@ -218,7 +218,7 @@ def test_attention_ptxas_and_sass(attention_kernels, key):
     k = attention_kernels[key]
     a, sass, bn = k["ptxas"], k["sass"], k["block_n"]
     name = (f"wl_attn_{elem}_d{d}_128x{bn}_s2" + ("_causal" * causal) + ("_ov" * overlap)
-            + ("_persistent" * (schedule == "persistent")))
+            + ("_persistent_q2" * (schedule == "persistent")))
     assert f".entry {k['name']}" in k["ptx"] and k["name"] == name
     assert a.cubin[:4] == b"\x7fELF"
     assert (a.spill_stores, a.spill_loads, a.stack_bytes) == (0, 0, 0), a.log

@@ -71,7 +71,7 @@ def test_long_way_compiles_to_the_same_kernel():
     _planned_or_skip(spec)
     ours = compile_attention(spec)
     long_way = compile_attention_graph(attention_long_way_graph(spec), spec)
-    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent"
+    assert long_way.name == ours.name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent_q2"
     assert long_way.ptx == ours.ptx and long_way.key == ours.key
 
 

@@ -107,10 +107,13 @@ def test_attention_ab_tiles_name_the_kernels_they_build():
     assert ab.parse_tile("64:128q2") == {"head_dim": 64, "block_n": 128, "q_stages": 2}
     assert ab.parse_tile("128s2q2") == {"head_dim": 128, "block_n": 128, "stages": 2, "q_stages": 2}
     assert ab.parse_tile("64:192x128") == {"head_dim": 64, "block_m": 192, "block_n": 128}
-    assert ab.build_spec(64, False, ab.parse_tile("64:192x128")).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent"
+    assert ab.parse_tile("64:192x128q1") == {"head_dim": 64, "block_m": 192, "block_n": 128, "q_stages": 1}
+    assert ab.build_spec(64, False, ab.parse_tile("64:192x128q1")).kernel_name == \
+        "wl_attn_bf16_d64_192x128_s2_ov_persistent"
+    assert ab.build_spec(64, False, ab.parse_tile("64:192x128")).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent_q2"
     assert ab.build_spec(64, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d64_128x176_s2_causal_ov_persistent"
-    assert ab.build_spec(128, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent"
+    assert ab.build_spec(128, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent_q2"
     assert ab.build_spec(128, True, ab.parse_tile("128s3")).kernel_name == "wl_attn_bf16_d128_128x128_s3_causal_ov_persistent"
-    assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
-    assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent"
+    assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent_q2"
+    assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent_q2"
     assert "torch" not in ab.__dict__

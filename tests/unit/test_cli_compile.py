@@ -93,7 +93,7 @@ def test_a_built_in_op(tmp_path, capsys):
     assert main(["compile", "--op", "attention", "--head-dim", "64", "--causal", "--emit", "ptx",
                  "-o", str(out_file)]) == 0
     ptx = out_file.read_text()
-    assert ".entry wl_attn_bf16_d64_128x128_s2_causal_ov_persistent" in ptx and "wgmma.mma_async" in ptx
+    assert ".entry wl_attn_bf16_d64_128x128_s2_causal_ov_persistent_q2" in ptx and "wgmma.mma_async" in ptx
     assert "kernel (attention, sm_90a): 384 threads" in capsys.readouterr().err
 
 

@@ -9,8 +9,8 @@ def test_demo_runs_and_shows_both_kernels(capsys, tmp_path, monkeypatch):
     out = capsys.readouterr().out
     assert "wl-fuse's one wl.attention vs the five ops" in out and "relative error 0.0e+00" in out
     assert "the emulator runs the lowered attention kernel" in out and "within the bound" in out
-    assert "== kernel wl_attn_bf16_d64_128x128_s2_causal_ov_persistent ==" in out
-    assert "q_full[1] q_empty[1] k_full[2] k_empty[2] v_full[2] v_empty[2]" in out
+    assert "== kernel wl_attn_bf16_d64_128x128_s2_causal_ov_persistent_q2 ==" in out
+    assert "q_full[2] q_empty[2] k_full[2] k_empty[2] v_full[2] v_empty[2]" in out
     assert "turn         1..2          256  consumer (one per warpgroup)" in out      # the ping-pong's barriers
     assert "== kernel wl_gemm_bf16_kn_128x256x64_s4 ==" in out
     assert "LDL x0, STL x0" in out and "demo OK" in out

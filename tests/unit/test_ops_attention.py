@@ -122,14 +122,24 @@ def gpu(monkeypatch):
 def test_spec_names_and_defaults():
     s = AttentionSpec("bf16", 128)
     assert s.block_n == 128 and s.stages == 2 and s.block_m == 128 and not s.causal
-    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
-    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2_ov_persistent-sm_90a"
+    assert s.schedule == "persistent" and s.kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent_q2"
+    assert s.lookup_id == "wl_attn_bf16_d128_128x128_s2_ov_persistent_q2-sm_90a"
     assert AttentionSpec("bf16", 128, schedule="grid").block_n == 176     # the grid schedule's measured best
     assert AttentionSpec("bf16", 256).schedule == "grid"                   # persistent spills at head dim 256
     assert AttentionSpec("f16", 256, True, schedule="grid").kernel_name == "wl_attn_f16_d256_128x80_s2_causal_ov"
     assert AttentionSpec("bf16", 64, True, block_n=64, stages=3).kernel_name == \
         "wl_attn_bf16_d64_128x64_s3_causal_ov_persistent"
     assert s.params[-2:] == (("B", "i32"), ("tile_order", "i32"))
+    # Q's stages: two (the next tile's Q prefetched) on the persistent standard tiles, tall included; one elsewhere
+    assert s.q_stages == 2 and AttentionSpec("f16", 64, True).q_stages == 2
+    assert AttentionSpec("bf16", 64, block_m=192).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent_q2"
+    assert AttentionSpec("bf16", 128, q_stages=1).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent"
+    for one in (AttentionSpec("bf16", 128, schedule="grid"), AttentionSpec("bf16", 256),
+                AttentionSpec("bf16", 256, schedule="persistent"), AttentionSpec("bf16", 128, block_n=64),
+                AttentionSpec("bf16", 128, stages=3), AttentionSpec("bf16", 128, target="sm_100a")):
+        assert one.q_stages == 1, one
+    with pytest.raises(ValueError, match="q_stages = 2: 1, or 2 for the persistent sm_90a"):
+        AttentionSpec("bf16", 128, schedule="grid", q_stages=2)
     assert AttentionSpec("bf16", 128, schedule="grid").params == ATTENTION_PARAMS
     with pytest.raises(ValueError, match="schedule = 'stream-k': one of grid, persistent"):
         AttentionSpec(schedule="stream-k")
@@ -142,7 +152,7 @@ def test_spec_names_and_defaults():
         AttentionSpec(causal=1)
     # the serial consumer schedule (no intra-warpgroup overlap): its own kernel, name and cache entry
     serial = AttentionSpec("bf16", 128, overlap=False)
-    assert serial.kernel_name == "wl_attn_bf16_d128_128x128_s2_persistent" and serial != s
+    assert serial.kernel_name == "wl_attn_bf16_d128_128x128_s2_persistent_q2" and serial != s
     assert "intra-warpgroup overlap" in s.describe() and "overlap" not in serial.describe()
     with pytest.raises(ValueError, match="overlap = 1"):
         AttentionSpec(overlap=1)
@@ -438,7 +448,7 @@ def test_get_kernel_offline_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("WARPLOOM_OFFLINE", "1")
     monkeypatch.setattr(kernels, "_memo", {})
     got = kernels.get_kernel(AttentionSpec("f16", 64, True, block_n=128))
-    assert got.name == "wl_attn_f16_d64_128x128_s2_causal_ov_persistent" and got.key == art.key
+    assert got.name == "wl_attn_f16_d64_128x128_s2_causal_ov_persistent_q2" and got.key == art.key
     assert (tmp_path / "index" / f"{spec.lookup_id}.json").is_file()
     with pytest.raises(MissingKernelError) as info:
         kernels.get_kernel(AttentionSpec("bf16", 256))
@@ -526,7 +536,7 @@ def test_pick_spec_takes_the_tall_tile_for_long_non_causal_head_dim_64():
     """192 query rows (three consumer warpgroups) for head dim 64, non-causal, from Sq 4096 on (run 44); the 128-row
     tile otherwise, and whenever a schedule is forced."""
     import warploom.ops_attention as oa
-    assert oa.pick_spec("bf16", 64, False, seqlen_q=4096).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent"
+    assert oa.pick_spec("bf16", 64, False, seqlen_q=4096).kernel_name == "wl_attn_bf16_d64_192x128_s2_ov_persistent_q2"
     assert oa.pick_spec("f16", 64, False, seqlen_q=16384).block_m == 192
     for args in [("bf16", 64, False), ("bf16", 64, True), ("bf16", 128, False), ("bf16", 256, False)]:
         assert oa.pick_spec(*args, seqlen_q=4095 if args[1] == 64 and not args[2] else 16384).block_m == 128

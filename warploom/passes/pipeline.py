@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from warploom import targets
+from warploom.kernels import default_attention_q_stages
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.layout import SWIZZLE_128B
 from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring, Store
@@ -164,14 +165,27 @@ def _with_majors(body, program: Program) -> list:
 @register("wl-pipeline", "Multi-stage buffering: each tile load becomes an async copy into a ring of buffers "
           "(one ring per group of loads feeding one MMA; a load outside loops gets one stage)",
           options={"stages": int, "q-stages": int}, after=("wl-tile",))
-def run(module, stages: int | None = None, q_stages: int = 1):
-    """stages defaults to 4 for a GEMM and 2 for an attention. q-stages (a persistent sm_90a attention's): 1 (the
-    default), or 2: Q's ring gets two stages advancing once per tile, the next tile's Q loading during this one."""
+def run(module, stages: int | None = None, q_stages: int | None = None):
+    """stages defaults to 4 for a GEMM and 2 for an attention. q-stages (a persistent sm_90a attention's): 1, or 2:
+    Q's ring gets two stages advancing once per tile, the next tile's Q loading during this one; unset: 2 for the
+    persistent standard tiles (warploom.kernels.default_attention_q_stages), else 1."""
     if stages is not None and not 2 <= stages <= 8:
         raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
-    if q_stages not in ONCE_STAGES:
+    if q_stages is not None and q_stages not in ONCE_STAGES:
         raise PassError(f"wl-pipeline: q-stages = {q_stages}; use 1 or 2 (2: the next tile's Q loads during this "
                         "one, in a persistent sm_90a attention)")
+
+    def edit(p: Program) -> None:
+        n = DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages
+        pipeline(p, n, _default_q_stages(p, n) if q_stages is None else q_stages)
     for kernel in kernel_ops(module):
-        edit_program(kernel, lambda p: pipeline(p, DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages,
-                                                q_stages))
+        edit_program(kernel, edit)
+
+
+def _default_q_stages(program: Program, stages: int) -> int:
+    """Q's stages when q-stages is unset: the standard kernel's (warploom.kernels.default_attention_q_stages)."""
+    if program.kind != "attention":
+        return 1
+    _, block_n, head_dim = program.attrs["tile"]
+    return default_attention_q_stages(program.target, program.attrs.get("schedule", "grid"), int(head_dim),
+                                      int(block_n), stages)

@@ -482,9 +482,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--swap-ab", action="store_true",
                     help="--op matmul, sm_90a, grid: C^T = B^T A^T for decode-size M (--block-m 8..256 the wgmma's n, "
                          "--block-n 64 or 128; docs/swap-ab.md)")
-    sp.add_argument("--q-stages", type=int, default=1, choices=(1, 2),
+    sp.add_argument("--q-stages", type=int, choices=(1, 2),
                     help="--op attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q "
-                         "loads during this one)")
+                         "loads during this one) (default: 2 for the persistent standard tiles, else 1)")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -546,9 +546,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--swap-ab", action="store_true",
                     help="GEMM, sm_90a, grid: C^T = B^T A^T for decode-size M (--block-m 8..256 the wgmma's n, "
                          "--block-n 64 or 128, C stored from registers; docs/swap-ab.md)")
-    sp.add_argument("--q-stages", type=int, default=1, choices=(1, 2),
+    sp.add_argument("--q-stages", type=int, choices=(1, 2),
                     help="attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q loads "
-                         "during this one) (default: %(default)s)")
+                         "during this one) (default: 2 for the persistent standard tiles, else 1)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")

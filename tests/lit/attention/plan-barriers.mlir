@@ -1,6 +1,6 @@
 // RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
 // RUN: warploom-opt %s --wl-tile=block-n=128 --wl-pipeline --wl-specialize=overlap=false --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=SERIAL
-// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=PERSIST
+// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline=q-stages=1 --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s --check-prefix=PERSIST
 
 // Each ring gets its barriers, named after it, in the rings' order: q_full (Q is loaded once: one barrier, no
 // empty one), then full/empty per stage of K and V. A full barrier completes on the producer's one
@@ -87,7 +87,8 @@
 // SERIAL-NEXT: "wl.arrive"() {barrier = "v_empty", issue = "one_thread_per_warpgroup", lag = 0 : i64}
 // SERIAL: }) {carries = ["o_acc", "row_max", "row_sum"], name = "kv", trip = ["causal_blocks", "Sq", "Sk", "m", 128, 128]}
 // SERIAL-NEXT: "wl.named_barrier_sync"() {barrier = "turn", slot = "own", tiles = "last", warpgroup = 0 : i64}
-// The persistent schedule: Q is loaded once per tile, so its ring gets an empty barrier (one arrival per consumer
+// The persistent schedule with one Q stage (q-stages=1; two, the default on this tile, in q-stages.mlir): Q is
+// loaded once per tile, so its ring gets an empty barrier (one arrival per consumer
 // warpgroup) right after q_full, and every later barrier moves up by one. The producer waits for it (the phase
 // before: the first tile passes) before announcing Q; the consumers arrive on it after the key loop and the
 // closing hand-over, before the epilogue; the first and last hand-overs of the turns are once per CTA.

@@ -12,13 +12,15 @@
 // CHECK-NEXT: "wl.buffer"() {align = 1024 : i64, bytes = 90112 : i64, dims = ["N", "D"], elem = "bf16", name = "v", offset = 122880 : i64, shape = [176, 128], stages = 2 : i64, swizzle = 128 : i64}
 // CHECK-NEXT: "wl.buffer"() {aliases = ["q"], align = 1024 : i64, bytes = 32768 : i64, dims = ["M", "D"], elem = "bf16", name = "o", offset = 0 : i64, shape = [128, 128], stages = 1 : i64, swizzle = 128 : i64}
 // CHECK-NEXT: "wl.buffer"() {align = 8 : i64, bytes = 72 : i64, elem = "i64", name = "mbarriers", offset = 212992 : i64, shape = [9], stages = 1 : i64, swizzle = 0 : i64}
-// Persistent: block_n 128 (K and V 2 x 32 KiB each); O gets its own 32 KiB after V (the next tile's Q loads while
-// O is stored); 10 mbarriers (q_empty too): 197712 B.
+// Persistent: block_n 128 (K and V 2 x 32 KiB each) and two Q stages (the next tile's Q loads during this one);
+// O gets its own 32 KiB after V (the next tile's Q loads while O is stored); 12 mbarriers (q_full and q_empty per Q
+// stage): 230496 B.
 // PERSIST-LABEL: func.func @d128
-// PERSIST: name = "v", offset = 98304 : i64, shape = [128, 128], stages = 2
-// PERSIST-NEXT: "wl.buffer"() {align = 1024 : i64, bytes = 32768 : i64, dims = ["M", "D"], elem = "bf16", name = "o", offset = 163840 : i64, shape = [128, 128], stages = 1 : i64, swizzle = 128 : i64}
-// PERSIST-NEXT: name = "mbarriers", offset = 196608 : i64, shape = [10]
-// PERSIST: smem_bytes = 197712 : i64
+// PERSIST: name = "q", offset = 0 : i64, shape = [128, 128], stages = 2
+// PERSIST: name = "v", offset = 131072 : i64, shape = [128, 128], stages = 2
+// PERSIST-NEXT: "wl.buffer"() {align = 1024 : i64, bytes = 32768 : i64, dims = ["M", "D"], elem = "bf16", name = "o", offset = 196608 : i64, shape = [128, 128], stages = 1 : i64, swizzle = 128 : i64}
+// PERSIST-NEXT: name = "mbarriers", offset = 229376 : i64, shape = [12]
+// PERSIST: smem_bytes = 230496 : i64
 // CHECK: smem_bytes = 214088 : i64
 func.func @d128(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>, %v: tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16> {
   %o = "wl.attention"(%q, %k, %v) {causal = true, scale = 0.088388 : f32, layout = "bshd"} : (tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>, tensor<?x?x?x128xbf16>) -> tensor<?x?x?x128xbf16>

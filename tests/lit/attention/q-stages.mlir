@@ -1,10 +1,17 @@
 // RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline=q-stages=2 --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
+// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline --wl-specialize --wl-plan-smem --wl-plan-barriers | FileCheck %s
+// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline=q-stages=1 --wl-specialize --wl-plan-smem | FileCheck %s --check-prefix=ONE
+// RUN: warploom-opt %s --wl-tile="block-n=64 schedule=persistent" --wl-pipeline --wl-specialize --wl-plan-smem | FileCheck %s --check-prefix=ONE
+// RUN: warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline=stages=3 --wl-specialize --wl-plan-smem | FileCheck %s --check-prefix=ONE
 // RUN: not warploom-opt %s --wl-tile="block-n=128 schedule=grid" --wl-pipeline=q-stages=2 2>&1 | FileCheck %s --check-prefix=GRID
 // RUN: not warploom-opt %s --wl-tile="block-n=128 schedule=persistent" --wl-pipeline=q-stages=3 2>&1 | FileCheck %s --check-prefix=THREE
 
 // wl-pipeline{q-stages=2} on the persistent head-dim-128 attention: Q's ring takes two stages (64 KiB) that advance
 // once per tile (counts = "tile": the next tile's Q loads during this one), O keeps its own 32 KiB after V, and Q
-// gets one q_full and one q_empty per stage, the K/V barriers after them: 230496 B of the 232448 B limit.
+// gets one q_full and one q_empty per stage, the K/V barriers after them: 230496 B of the 232448 B limit. Unset,
+// q-stages is 2 on this tile (the standard one: block-n 128, 2 stages; warploom.kernels.ATTENTION_Q_STAGES), the
+// same plan; q-stages=1, or another key block or stage count unasked, keeps one Q stage (ONE).
+// ONE: name = "q", offset = 0 : i64, shape = [128, 128], stages = 1
 // CHECK: "wl.buffer"() {align = 1024 : i64, bytes = 65536 : i64, dims = ["M", "D"], elem = "bf16", name = "q", offset = 0 : i64, shape = [128, 128], stages = 2 : i64, swizzle = 128 : i64}
 // CHECK-NEXT: name = "k", offset = 65536 : i64, shape = [128, 128], stages = 2
 // CHECK-NEXT: name = "v", offset = 131072 : i64, shape = [128, 128], stages = 2
