@@ -17,6 +17,12 @@ The grid of ../shared/PEERS.md: head dims 64 and 128, seqlen 1024 .. 16384 at 16
                place of ops_attention.SCHEDULE's, to measure the persistent schedule against it in the same run
 Timing: median of CUDA-event timings (one event pair per call) after warm-up, random inputs; JAX through its
 Mosaic GPU profiler when present (else wall clock around block_until_ready, marked in the JSON).
+The two clocks differ, and so do the GPU's regimes: the torch-side peers run in interleaved rounds, seconds of
+back-to-back work, while the child times Mosaic case by case between compiles. So the child also times Mosaic and
+warploom fp16 side by side with one clock (`--burst`, on by default): the wall clock around `--iters` back-to-back
+calls after `--warmup` ones, one synchronization at the end, the two in alternating rounds (`--rounds`), the median
+of the rounds: jax_mgpu_f16_burst and warploom_f16_burst, and their ratio warploom_f16_vs_jax_burst (the like-for-like
+comparison with Mosaic; warploom_f16_vs_jax stays the cross-clock one).
 FLOPs = 4 * B * H * Sq * Sk * D, halved when causal (the FlashAttention papers' convention).
 Writes attention[-TAG]-<date>.json (commit, date, machine, every time and TFLOP/s) and a PNG of TFLOP/s per case
 (when matplotlib is installed); prints a table and the ratios warploom / cuDNN (bf16) and warploom / JAX (fp16).
@@ -47,10 +53,13 @@ PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16", "jax_mgpu_f1
 TORCH_PEERS = ("warploom_bf16", "cudnn_bf16", "fa2_bf16", "warploom_f16", "warploom_grid_bf16")
 LABELS = {"warploom_bf16": "warploom bf16", "cudnn_bf16": "cuDNN SDPA bf16", "fa2_bf16": "FlashAttention-2 SDPA bf16",
           "warploom_f16": "warploom fp16", "jax_mgpu_f16": "JAX Mosaic GPU fp16",
-          "warploom_grid_bf16": "warploom bf16, grid schedule"}
+          "warploom_grid_bf16": "warploom bf16, grid schedule", "jax_mgpu_f16_burst": "JAX Mosaic GPU fp16 (burst)",
+          "warploom_f16_burst": "warploom fp16 (burst, beside Mosaic)"}
 RATIOS = {"warploom_vs_cudnn": ("warploom_bf16", "cudnn_bf16"), "warploom_vs_fa2": ("warploom_bf16", "fa2_bf16"),
           "warploom_f16_vs_jax": ("warploom_f16", "jax_mgpu_f16"),
-          "warploom_vs_grid": ("warploom_bf16", "warploom_grid_bf16")}
+          "warploom_vs_grid": ("warploom_bf16", "warploom_grid_bf16"),
+          "warploom_f16_vs_jax_burst": ("warploom_f16_burst", "jax_mgpu_f16_burst")}
+BURST_PEERS = ("jax_mgpu_f16", "warploom_f16")    # timed side by side in the JAX child, one clock for both
 
 
 # ---- what is measured (no GPU needed) --------------------------------------------------------
@@ -91,6 +100,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="also time warploom bf16 with the grid-schedule kernels (warploom_grid_bf16)")
     p.add_argument("--jax", choices=("subprocess", "in-process", "off"), default="subprocess",
                    help="how to run the JAX Mosaic GPU peer (default: a child process of this job)")
+    p.add_argument("--burst", action=argparse.BooleanOptionalAction, default=True,
+                   help="in the JAX child, also time Mosaic and warploom fp16 with one clock, in alternating rounds "
+                   "(jax_mgpu_f16_burst, warploom_f16_burst; default on)")
     p.add_argument("--jax-worker", metavar="JSON", help=argparse.SUPPRESS)   # the child: write JAX rows to JSON
     args = p.parse_args(argv)
     for name in ("head_dims", "seqlens"):
@@ -138,6 +150,14 @@ def merge(rows: list[dict], peer: str, results: list[dict]) -> None:
             row["errors"][peer] = res["error"]
         if res.get("timing"):
             row.setdefault("timing", {})[peer] = res["timing"]
+        for p in BURST_PEERS:          # the child's side-by-side timings, one clock for both (--burst)
+            if res.get("burst") or res.get("burst_error"):
+                row["ms"][f"{p}_burst"] = (res.get("burst") or {}).get(p)
+                row.setdefault("timing", {})[f"{p}_burst"] = "wall clock around back-to-back calls, beside the other"
+            if res.get("burst_error"):
+                row["errors"][f"{p}_burst"] = res["burst_error"]
+            if res.get("burst_rounds"):
+                row.setdefault("ms_rounds", {})[f"{p}_burst"] = res["burst_rounds"][p]
 
 
 def fmt(x, spec="6.0f") -> str:
@@ -146,13 +166,13 @@ def fmt(x, spec="6.0f") -> str:
 
 def table(rows: list[dict]) -> str:
     head = (f"{'D':>4} {'S':>6} {'B':>3} {'H':>3} {'causal':>6}  " + " ".join(f"{p[:13]:>13}" for p in PEERS)
-            + f"  {'wl/cuDNN':>8} {'wl16/JAX':>8} {'wl/grid':>8}")
+            + f"  {'wl/cuDNN':>8} {'wl16/JAX':>8} {'wl/grid':>8} {'16/JAXb':>8}")
     lines = [head + "   (TFLOP/s; ratios of TFLOP/s)"]
     for r in rows:
         lines.append(f"{r['D']:>4} {r['S']:>6} {r['B']:>3} {r['H']:>3} {str(r['causal']):>6}  "
                      + " ".join(fmt(r["tflops"].get(p), "13.0f") for p in PEERS)
                      + f"  {fmt(r['warploom_vs_cudnn'], '8.3f')} {fmt(r['warploom_f16_vs_jax'], '8.3f')}"
-                     f" {fmt(r['warploom_vs_grid'], '8.3f')}")
+                     f" {fmt(r['warploom_vs_grid'], '8.3f')} {fmt(r.get('warploom_f16_vs_jax_burst'), '8.3f')}")
     return "\n".join(lines)
 
 
@@ -220,6 +240,42 @@ def time_cuda(fn, warmup: int, iters: int) -> float:
         end.record()
     torch.cuda.synchronize()
     return statistics.median(s.elapsed_time(e) for s, e in events)
+
+
+def time_burst(call, sync, warmup: int, iters: int) -> float:
+    """Milliseconds a call: the wall clock around `iters` back-to-back calls, one `sync(last result)` at the end,
+    after `warmup` calls. The same clock for a JAX function and a torch one (neither can time the other's stream)."""
+    import time
+    out = None
+    for _ in range(warmup):
+        out = call()
+    sync(out)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        out = call()
+    sync(out)
+    return (time.perf_counter() - t0) * 1e3 / iters
+
+
+def burst_side_by_side(calls: dict, syncs: dict, warmup: int, iters: int, rounds: int) -> dict:
+    """{peer: median over `rounds` of time_burst}, the peers timed in turn in every round (a clock drift reaches
+    all alike); {peer: [ms a round]} under "rounds"."""
+    times: dict[str, list[float]] = {peer: [] for peer in calls}
+    for _ in range(rounds):
+        for peer, call in calls.items():
+            times[peer].append(time_burst(call, syncs[peer], warmup, iters))
+    return {"ms": {peer: statistics.median(t) for peer, t in times.items()}, "rounds": times}
+
+
+def warploom_f16_call(shape: tuple, causal: bool):
+    """warploom.ops.attention in fp16 on random (B, S, H, D) inputs, out= preallocated; (call, sync)."""
+    import torch
+
+    from warploom import ops
+    q, k, v = (torch.randn(shape, device="cuda", dtype=torch.float16) for _ in range(3))
+    out = torch.empty_like(q)
+    return (lambda: ops.attention(q, k, v, causal=causal, out=out, layout="bshd"),
+            lambda _out: torch.cuda.synchronize())
 
 
 def first_line(e: BaseException) -> str:
@@ -340,10 +396,24 @@ def run_jax_cases(cases: list[dict], args) -> list[dict]:
                     ts.append((time.perf_counter() - t0) * 1e3)
                 ms, res["timing"] = statistics.median(ts), "wall clock around block_until_ready, median"
             res["ms"] = ms
+            if args.burst:
+                try:
+                    wl, wl_sync = warploom_f16_call(shape, c["causal"])
+                    b = burst_side_by_side({"jax_mgpu_f16": lambda: f(q, k, v), "warploom_f16": wl},
+                                           {"jax_mgpu_f16": jax.block_until_ready, "warploom_f16": wl_sync},
+                                           args.warmup, args.iters, args.rounds)
+                    res["burst"], res["burst_rounds"] = b["ms"], b["rounds"]
+                    del wl
+                except Exception as e:  # noqa: BLE001 - the CUPTI figure above still counts
+                    res["burst_error"] = first_line(e)
         except Exception as e:  # noqa: BLE001
             res["error"] = first_line(e)
         results.append(res)
         took = f"error {res['error']}" if res.get("error") else f"{res['ms']:.3f} ms"
+        if res.get("burst"):
+            took += "; burst " + ", ".join(f"{p} {ms:.3f} ms" for p, ms in res["burst"].items())
+        elif res.get("burst_error"):
+            took += f"; burst error {res['burst_error']}"
         print(f"  jax mgpu D={c['D']} S={c['S']} causal={c['causal']}: {took}", flush=True)
     return results
 
@@ -354,7 +424,8 @@ def jax_in_subprocess(cases: list[dict], args) -> list[dict]:
     os.close(fd)
     cmd = [sys.executable, os.path.abspath(__file__), "--jax-worker", path, "--head-dims", *map(str, args.head_dims),
            "--seqlens", *map(str, args.seqlens), "--tokens", str(args.tokens), "--hidden", str(args.hidden),
-           "--warmup", str(args.warmup), "--iters", str(args.iters)]
+           "--warmup", str(args.warmup), "--iters", str(args.iters), "--rounds", str(args.rounds),
+           "--burst" if args.burst else "--no-burst"]
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     rc = "?"
     try:

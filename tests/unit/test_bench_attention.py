@@ -117,3 +117,40 @@ def test_attention_ab_tiles_name_the_kernels_they_build():
     assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent_q2"
     assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent_q2"
     assert "torch" not in ab.__dict__
+
+
+def test_burst_timings_merge_into_their_own_peers_and_ratio():
+    rows = fake_rows()
+    bench.merge(rows, "jax_mgpu_f16", [
+        {"D": 64, "S": 1024, "causal": False, "ms": 0.5, "burst": {"jax_mgpu_f16": 0.6, "warploom_f16": 0.4},
+         "burst_rounds": {"jax_mgpu_f16": [0.6, 0.7, 0.5], "warploom_f16": [0.4, 0.4, 0.5]}},
+        {"D": 64, "S": 1024, "causal": True, "ms": 0.5, "burst_error": "RuntimeError: no kernel"}])
+    r, bad = rows[0], rows[1]
+    assert r["ms"]["jax_mgpu_f16"] == 0.5          # the CUPTI figure keeps its own peer
+    assert r["ms"]["jax_mgpu_f16_burst"] == 0.6 and r["ms"]["warploom_f16_burst"] == 0.4
+    assert r["ms_rounds"]["warploom_f16_burst"] == [0.4, 0.4, 0.5]
+    assert bad["ms"]["warploom_f16_burst"] is None and "no kernel" in bad["errors"]["warploom_f16_burst"]
+    for row in rows:
+        bench.fill_rates(row)
+    assert r["warploom_f16_vs_jax_burst"] == pytest.approx(0.6 / 0.4)
+    assert bad["warploom_f16_vs_jax_burst"] is None and rows[2]["warploom_f16_vs_jax_burst"] is None
+    assert bench.summary(rows)["warploom_f16_vs_jax_burst"]["cases"] == 1
+    assert "16/JAXb" in bench.table(rows) and "1.500" in bench.table(rows)
+
+
+def test_burst_side_by_side_alternates_and_takes_the_median():
+    order, synced = [], []
+    def call(name):
+        def run():
+            order.append(name)
+            return name
+        return run
+    out = bench.burst_side_by_side({"a": call("a"), "b": call("b")}, {"a": synced.append, "b": synced.append},
+                                   warmup=2, iters=3, rounds=2)
+    assert order == (["a"] * 5 + ["b"] * 5) * 2       # each round: a's warm-up and burst, then b's
+    assert synced == ["a", "a", "b", "b"] * 2          # one sync after the warm-up, one after the burst
+    assert set(out["ms"]) == {"a", "b"} and len(out["rounds"]["a"]) == 2 and out["ms"]["a"] >= 0
+
+
+def test_burst_flag_reaches_the_child():
+    assert bench.parse_args([]).burst is True and bench.parse_args(["--no-burst"]).burst is False
