@@ -20,8 +20,8 @@ Mosaic GPU profiler when present (else wall clock around block_until_ready, mark
 The two clocks differ, and so do the GPU's regimes: the torch-side peers run in interleaved rounds, seconds of
 back-to-back work, while the child times Mosaic case by case between compiles. So the child also times Mosaic and
 warploom fp16 side by side with one clock (`--burst`, on by default): the wall clock around `--iters` back-to-back
-calls after `--warmup` ones, one synchronization at the end, the two in alternating rounds (`--rounds`), the median
-of the rounds: jax_mgpu_f16_burst and warploom_f16_burst, and their ratio warploom_f16_vs_jax_burst (the like-for-like
+calls after `--warmup` ones, one synchronization at the end, the two in turn, the order reversed every other round
+(`--rounds`), the median of the rounds: jax_mgpu_f16_burst and warploom_f16_burst, and their ratio warploom_f16_vs_jax_burst (the like-for-like
 comparison with Mosaic; warploom_f16_vs_jax stays the cross-clock one).
 FLOPs = 4 * B * H * Sq * Sk * D, halved when causal (the FlashAttention papers' convention).
 Writes attention[-TAG]-<date>.json (commit, date, machine, every time and TFLOP/s) and a PNG of TFLOP/s per case
@@ -258,12 +258,13 @@ def time_burst(call, sync, warmup: int, iters: int) -> float:
 
 
 def burst_side_by_side(calls: dict, syncs: dict, warmup: int, iters: int, rounds: int) -> dict:
-    """{peer: median over `rounds` of time_burst}, the peers timed in turn in every round (a clock drift reaches
-    all alike); {peer: [ms a round]} under "rounds"."""
+    """{peer: median over `rounds` of time_burst}, the peers timed in turn in every round, the order reversed every
+    other round (A B, B A, ...: a peer's burst heats the GPU for the next one, run 51, so neither always goes
+    second); {peer: [ms a round]} under "rounds"."""
     times: dict[str, list[float]] = {peer: [] for peer in calls}
-    for _ in range(rounds):
-        for peer, call in calls.items():
-            times[peer].append(time_burst(call, syncs[peer], warmup, iters))
+    for r in range(rounds):
+        for peer in (list(calls) if r % 2 == 0 else list(calls)[::-1]):
+            times[peer].append(time_burst(calls[peer], syncs[peer], warmup, iters))
     return {"ms": {peer: statistics.median(t) for peer, t in times.items()}, "rounds": times}
 
 

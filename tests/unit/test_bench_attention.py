@@ -147,8 +147,9 @@ def test_burst_side_by_side_alternates_and_takes_the_median():
         return run
     out = bench.burst_side_by_side({"a": call("a"), "b": call("b")}, {"a": synced.append, "b": synced.append},
                                    warmup=2, iters=3, rounds=2)
-    assert order == (["a"] * 5 + ["b"] * 5) * 2       # each round: a's warm-up and burst, then b's
-    assert synced == ["a", "a", "b", "b"] * 2          # one sync after the warm-up, one after the burst
+    # each round: one peer's warm-up and burst, then the other's; the second round in the other order
+    assert order == ["a"] * 5 + ["b"] * 5 + ["b"] * 5 + ["a"] * 5
+    assert synced == ["a", "a", "b", "b", "b", "b", "a", "a"]    # one sync after the warm-up, one after the burst
     assert set(out["ms"]) == {"a", "b"} and len(out["rounds"]["a"]) == 2 and out["ms"]["a"] >= 0
 
 
