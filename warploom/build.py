@@ -20,7 +20,7 @@ import warploom
 import math
 
 from warploom.kernels import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
-                              check_attention_artifact, default_attention_q_stages)
+                              check_attention_artifact, default_attention_exp2_poly, default_attention_q_stages)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -53,6 +53,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     takes_m = isinstance(spec, GemmSpec) or spec.target == "sm_90a"      # sm_100a attention: Q tiles, not rows
     block_m = f" block-m={spec.block_m}" if takes_m and spec.block_m not in (None, 128) else ""
     shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
+    if isinstance(spec, AttentionSpec) and spec.exp2_poly != default_attention_exp2_poly(spec.target, spec.head_dim):
+        shared += f" exp2-poly={spec.exp2_poly:g}"
     epilogue = f" epilogue={spec.epilogue}" if isinstance(spec, GemmSpec) and spec.epilogue != "tma" else ""
     cluster = f" cluster-m={spec.cluster_m}" if isinstance(spec, GemmSpec) and spec.cluster_m != 1 else ""
     cluster += f" group-m={spec.group_m}" if isinstance(spec, GemmSpec) and spec.group_m != 1 else ""
@@ -262,7 +264,8 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
                          str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)),
-                         q_stages=q.stages if q is not None and target == "sm_90a" else 1)
+                         q_stages=q.stages if q is not None and target == "sm_90a" else 1,
+                         exp2_poly=float(program.attrs.get("exp2_poly", 0.0)))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -278,11 +281,13 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
-                              schedule: str | None = None, block_m: int | None = None, q_stages: int | None = None):
+                              schedule: str | None = None, block_m: int | None = None, q_stages: int | None = None,
+                              exp2_poly: float | None = None):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
     given): what warploom.emulate.emulate_attention runs by default."""
     spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,
-                         overlap=overlap, schedule=schedule or AttentionSpec.schedule, q_stages=q_stages)
+                         overlap=overlap, schedule=schedule or AttentionSpec.schedule, q_stages=q_stages,
+                         exp2_poly=exp2_poly)
     return planned_attention(attention_graph(spec), spec)[0]
 
 

@@ -200,6 +200,33 @@ ATTENTION_TALL_MIN_SQ = {64: 4096}
 ATTENTION_Q_STAGES = {64: 2, 128: 2}
 
 
+# The share of the softmax's exp2 computed by a polynomial on the FMA units instead of MUFU.EX2
+# (warploom.lowering.emit.exp2; FA4's trick): the last k of each EXP2_POLY_GROUP columns a thread holds, so a multiple
+# of 1 / EXP2_POLY_GROUP. sm_90a standard kernels by head dim (none: 0, every exp2 on the MUFU).
+EXP2_POLY_GROUP = 8
+ATTENTION_EXP2_POLY: dict[int, float] = {}
+
+
+def default_attention_exp2_poly(target: str, head_dim: int) -> float:
+    """The polynomial's share of exp2 when none is asked for: FA4_EXP2_POLY on sm_100a, ATTENTION_EXP2_POLY (else
+    0) on sm_90a."""
+    return FA4_EXP2_POLY if target == "sm_100a" else ATTENTION_EXP2_POLY.get(head_dim, 0.0)
+
+
+def check_exp2_poly(share) -> str | None:
+    """What is wrong with a polynomial share of exp2 (None: nothing), for the caller to prefix with the share."""
+    if (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0.0 <= share <= 1.0
+            or (share * EXP2_POLY_GROUP) % 1):
+        return (f"the share of exp2 by the FMA polynomial is the last k of each {EXP2_POLY_GROUP} columns a thread "
+                f"holds, a multiple of 1/{EXP2_POLY_GROUP} in 0 .. 1")
+    return None
+
+
+def exp2_poly_suffix(share: float, default: float) -> str:
+    """_p{eighths}: a kernel name's mark of a polynomial share other than the target's default."""
+    return "" if share == default else f"_p{round(share * EXP2_POLY_GROUP)}"
+
+
 def default_attention_q_stages(target: str, schedule: str, head_dim: int, block_n: int, stages: int) -> int:
     """Q's ring stages when none are asked for: ATTENTION_Q_STAGES for a persistent sm_90a attention on its
     head dim's standard key block and stages (any block_m: the tall tile too), else 1."""
@@ -228,13 +255,15 @@ def default_attention_block_n(head_dim: int, schedule: str | None = None) -> int
 
 
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
-                          overlap: bool = False, schedule: str = "grid", q_stages: int = 1) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2]: the PTX entry point of an attention
-    kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles; _q2: two Q
-    stages, the next tile's Q loading during this one; docs/attention-sm90.md)."""
+                          overlap: bool = False, schedule: str = "grid", q_stages: int = 1,
+                          exp2_poly: float = 0.0) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2][_p{eighths}]: the PTX entry point of
+    an attention kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles;
+    _q2: two Q stages, the next tile's Q loading during this one; _p: that many of each 8 exp2 by the FMA polynomial;
+    docs/attention-sm90.md)."""
     return (f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
             f"{'_ov' if overlap else ''}{'' if schedule == 'grid' else '_' + schedule}"
-            f"{'' if q_stages == 1 else f'_q{q_stages}'}")
+            f"{'' if q_stages == 1 else f'_q{q_stages}'}{exp2_poly_suffix(exp2_poly, 0.0)}")
 
 
 # The sm_100a attention (FA4-style): Q tiles per CTA, each of 128 rows (the TMEM lanes); keys per block; head dims
@@ -244,8 +273,7 @@ FA4_BLOCK_N = 128
 FA4_HEAD_DIMS = (64, 128)
 FA4_SHARED_KV_SLOTS = 3         # a shared K/V ring's slots (the design's example): K of block j+1 while V of j
 FA4_RESCALE_THRESHOLD = 8.0     # O is rescaled only when a row's running max grew by more (log2 units: P <= 2^8)
-FA4_EXP2_POLY = 0.25            # share of exp2 computed by a polynomial on the FMA units ...
-FA4_EXP2_POLY_GROUP = 8         # ... the last k columns of each 8 (so a multiple of 1/8)
+FA4_EXP2_POLY = 0.25            # share of exp2 computed by a polynomial on the FMA units (of EXP2_POLY_GROUP columns)
 
 
 def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
@@ -258,8 +286,7 @@ def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages
     extra = "_skv" if shared_kv else ""
     if rescale_threshold != FA4_RESCALE_THRESHOLD:
         extra += f"_t{rescale_threshold:g}".replace(".", "p")
-    if exp2_poly != FA4_EXP2_POLY:
-        extra += f"_p{round(exp2_poly * FA4_EXP2_POLY_GROUP)}"
+    extra += exp2_poly_suffix(exp2_poly, FA4_EXP2_POLY)
     return f"wl_fa4_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}{extra}"
 
 
@@ -284,6 +311,8 @@ class AttentionSpec:
     shared_kv: bool = False         # sm_100a: K and V tiles share one ring of `stages` slots (the seed's use_shared_kv)
     q_stages: int | None = None     # Q's ring stages; 2 (sm_90a persistent only): the next tile's Q loads during this
     #                                 one (wl-pipeline{q-stages=2}). None: default_attention_q_stages
+    exp2_poly: float | None = None  # the softmax's share of exp2 by the FMA polynomial (wl-tile{exp2-poly}), a multiple
+    #                                 of 1/8; None: default_attention_exp2_poly
 
     def __post_init__(self):
         fa4 = self.target == "sm_100a"
@@ -298,6 +327,8 @@ class AttentionSpec:
         if self.q_stages is None:
             object.__setattr__(self, "q_stages", default_attention_q_stages(
                 self.target, self.schedule, self.head_dim, self.block_n, self.stages))
+        if self.exp2_poly is None:
+            object.__setattr__(self, "exp2_poly", default_attention_exp2_poly(self.target, self.head_dim))
         for name in ("head_dim", "block_n", "stages", "block_m"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -313,14 +344,17 @@ class AttentionSpec:
         if self.q_stages not in (1, 2) or (self.q_stages == 2 and (fa4 or self.schedule != "persistent")):
             raise ValueError(f"AttentionSpec: q_stages = {self.q_stages!r}: 1, or 2 for the persistent sm_90a "
                              "attention (the next tile's Q loads during this one)")
+        if check_exp2_poly(self.exp2_poly):
+            raise ValueError(f"AttentionSpec: exp2_poly = {self.exp2_poly!r}: {check_exp2_poly(self.exp2_poly)}")
+        object.__setattr__(self, "exp2_poly", float(self.exp2_poly))
 
     @property
     def kernel_name(self) -> str:
         if self.target == "sm_100a":
             return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
-                                   self.shared_kv)
+                                   self.shared_kv, exp2_poly=self.exp2_poly)
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
-                                     self.overlap, self.schedule, self.q_stages)
+                                     self.overlap, self.schedule, self.q_stages, self.exp2_poly)
 
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
@@ -336,7 +370,8 @@ class AttentionSpec:
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
                 f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
                 f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}"
-                f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}{self.target}")
+                f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}"
+                f"{f'{self.exp2_poly:g} of exp2 by the FMA polynomial, ' if self.exp2_poly else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,

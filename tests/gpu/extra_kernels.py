@@ -1,6 +1,7 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
---compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with one Q stage;
+--compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with one Q stage and
+with a share of exp2 by the FMA polynomial;
 and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
@@ -23,7 +24,15 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    return out + q1_specs()
+    return out + q1_specs() + poly_specs()
+
+
+def poly_specs() -> list[AttentionSpec]:
+    """The persistent kernels with a share of exp2 by the FMA polynomial: test_polynomial_exp2_share_stays_within_
+    tolerance (and the A/B's builds of the same tiles)."""
+    shares = {64: (0.125, 0.25, 1.0), 128: (0.25, 1.0)}
+    return [AttentionSpec("bf16", d, causal, exp2_poly=share) for d in shares for share in shares[d]
+            for causal in (False, True)]
 
 
 def q1_specs() -> list[AttentionSpec]:

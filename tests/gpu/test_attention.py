@@ -378,6 +378,33 @@ def test_two_q_stages_give_the_bits_of_one(d, causal, block_m):
     assert torch.equal(two.view(torch.int16), one.view(torch.int16)), "two Q stages changed the output"
 
 
+@pytest.mark.parametrize("d, causal, share", [(64, False, 0.25), (64, True, 0.125), (128, True, 0.25), (64, False, 1.0),
+                                               (128, False, 1.0)],
+                         ids=["d64-full-p2", "d64-causal-p1", "d128-causal-p2", "d64-full-p8", "d128-full-p8"])
+def test_polynomial_exp2_share_stays_within_tolerance(d, causal, share):
+    """A share of the softmax's exp2 on the FMA units (wl-tile{exp2-poly}; warploom.lowering.emit.exp2; emulated and
+    mutation-tested on the CPU): the persistent kernel on more tiles than SMs, ragged Sq, GQA 2, rows that see no
+    key (causal, Sq > Sk): within TOL and LSE_TOL of the reference, 0 and -inf exactly on the rows with no key, and
+    within a few 16-bit ulps of the all-MUFU kernel (tests/gpu/extra_kernels.py poly_specs)."""
+    b, sq, sk, hq, hkv = 2, 1300, 1030, 16, 8
+    q, k, v = make_inputs(b, sq, sk, hq, hkv, d, torch.bfloat16, "bshd", seed=52 + d)
+    spec = AttentionSpec("bf16", d, causal, exp2_poly=share)
+    assert spec.kernel_name.endswith(f"_p{round(share * 8)}")
+    poison_allocator(b * hq * sq)
+    poly, lse = ops.attention(q, k, v, causal=causal, out=torch.full_like(q, float("nan")), return_lse=True,
+                              spec=spec)
+    mufu = ops.attention(q, k, v, causal=causal, out=torch.full_like(q, float("nan")),
+                         spec=AttentionSpec("bf16", d, causal))
+    ref, ref_lse = reference(q, k, v, causal=causal)
+    torch.cuda.synchronize()
+    assert not torch.isnan(poly).any(), "unwritten or NaN outputs"
+    dead = no_key_rows(sq, sk, causal)
+    assert (poly[:, :dead] == 0).all(), f"the {dead} rows that see no key must be 0"
+    assert rel_max_err(poly, ref) <= TOL
+    check_lse(lse, ref_lse, spec.kernel_name)
+    assert (poly.float() - mufu.float()).abs().max().item() <= 4 * 2.0 ** -8 * mufu.float().abs().max().item()
+
+
 # ---- the long way ----------------------------------------------------------------------------
 
 def test_long_way_graph_kernel_runs():

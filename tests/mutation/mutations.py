@@ -27,6 +27,7 @@ SM100 = "warploom/lowering/sm100.py"
 DESC = "warploom/layout/descriptors.py"
 BARRIERS = "warploom/passes/plan_barriers.py"
 FA4 = "warploom/lowering/sm100_attention.py"
+EXP2 = "warploom/lowering/emit/exp2.py"
 RULES = "warploom/runtime/rules.py"
 SPECIALIZE = "warploom/passes/specialize.py"
 
@@ -150,7 +151,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-scale-not-folded",
              "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
              "scaled (the FMA lost its multiplier)",
-             ATTN, "p[i] = b.exp2(b.fma(vals[i], sl2, neg[h]))", "p[i] = b.exp2(b.addf(vals[i], neg[h]))"),
+             ATTN, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)"),
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
@@ -308,9 +309,10 @@ MUTATIONS: list[Mutation] = [
              "dropped): V's copy overwrites K's slot while the S MMAs may read it, and the phases go out of step",
              FA4, "b.add(b.mul(loop.it, c(ring.uses)), c(use))", "b.mul(loop.it, c(ring.uses))", ("fa4",)),
     Mutation("fa4-poly-coefficient",
-             "the polynomial exp2 drops its linear term: a quarter of the P elements are wrong",
-             FA4, "        for coef in reversed(cs[:-1]):", "        for coef in reversed(cs[:1] + cs[2:-1]):",
-             ("fa4",)),
+             "the polynomial exp2 (emit.exp2, both attention softmaxes) drops its linear term: the P elements it "
+             "computes (a quarter in the sm_100a kernel and in the sm_90a probe's exp2_poly = 0.25 case) are wrong",
+             EXP2, "    for coef in (*reversed(cs[:-1]), 1.0):\n        p = b.fma",
+             "    for coef in (*reversed(cs[1:-1]), 1.0):\n        p = b.fma", ("attention", "fa4")),
     # ---- stream-K fix-up (sm_90a) ----
     Mutation("streamk-slot-overlap",
              "the workspace slots are indexed cta + slot instead of cta * 2 + slot: CTA c's last piece and CTA c + 1's "

@@ -114,6 +114,12 @@ def test_attention_ab_tiles_name_the_kernels_they_build():
     assert ab.build_spec(64, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d64_128x176_s2_causal_ov_persistent"
     assert ab.build_spec(128, True, ab.parse_tile("64:176")).kernel_name == "wl_attn_bf16_d128_128x128_s2_causal_ov_persistent_q2"
     assert ab.build_spec(128, True, ab.parse_tile("128s3")).kernel_name == "wl_attn_bf16_d128_128x128_s3_causal_ov_persistent"
+    # pK: K of each 8 exp2 by the FMA polynomial (after qN when both are given)
+    assert ab.parse_tile("64:128p2") == {"head_dim": 64, "block_n": 128, "exp2_poly": 0.25}
+    assert ab.parse_tile("64:192x128q1p1") == {"head_dim": 64, "block_m": 192, "block_n": 128, "q_stages": 1,
+                                               "exp2_poly": 0.125}
+    assert ab.build_spec(64, True, ab.parse_tile("64:128p2")).kernel_name == \
+        "wl_attn_bf16_d64_128x128_s2_causal_ov_persistent_q2_p2"
     assert ab.build_spec(128, False, {}).kernel_name == "wl_attn_bf16_d128_128x128_s2_ov_persistent_q2"
     assert ab.build_spec(64, False, ab.parse_tile("160")).kernel_name == "wl_attn_bf16_d64_128x128_s2_ov_persistent_q2"
     assert "torch" not in ab.__dict__

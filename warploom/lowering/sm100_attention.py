@@ -15,7 +15,7 @@ Input: the program the attention planning passes make for sm_100a (wl-tile{targe
                 softmax in the exp2 domain with the scale folded into one FMA and FA4's conditional rescaling: the
                 row's max m moves only when the block's max exceeds it by more than `rescale_threshold` (log2
                 units), the factor 2^(m_old - m_new) is then handed to the correction, else 1; P = 2^(s * scale_log2
-                - m) with a share `exp2_poly` of the columns by a polynomial on the FMA units (`exp2_poly_fma`),
+                - m) with a share `exp2_poly` of the columns by a polynomial on the FMA units (`emit.exp2`),
                 packed to 16-bit pairs and tcgen05.st into S_i's columns; the factor and the running row sum go to
                 the correction rows in smem; arrive p<i>_full. After the last block: the LSE of its row
     correction  per key block and tile: wait p<i>_full (the factors) and o<i>_full of block j-1, and when a lane of
@@ -33,17 +33,13 @@ the emulator, and have not run on hardware.
 """
 from __future__ import annotations
 
-import functools
-
-import numpy as np
 from mlir import ir
-from mlir.dialects import arith, llvm, nvvm, scf
+from mlir.dialects import llvm, nvvm, scf
 
 from warploom import targets
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Program, Store, Sync, Wait
-from warploom.kernels import (ATTENTION_MAP_DIMS, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP, FA4_RESCALE_THRESHOLD,
-                              fa4_kernel_name)
+from warploom.kernels import ATTENTION_MAP_DIMS, FA4_EXP2_POLY, FA4_RESCALE_THRESHOLD, fa4_kernel_name
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import sync, tcgen05, tma
 from warploom.runtime.artifact import TensorMapSpec
@@ -57,9 +53,6 @@ OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", C
        Sync: "sync"}
 OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
 CHUNK = 32                  # TMEM columns per tcgen05.ld/st of O (the correction warpgroup's 80 registers)
-POLY_GROUP = FA4_EXP2_POLY_GROUP   # exp2_poly is a share of each 8 consecutive columns: a multiple of 1/8
-POLY_DEGREE = 5            # degree 3 (7.5e-5 relative) is below P's 16-bit rounding, but the row sum adds the f32
-#                           p and the LSE (1e-5 relative) shows it; degree 5: 9e-8, under f32's own rounding
 
 
 def kernel_name(program: Program) -> str:
@@ -74,35 +67,6 @@ def kernel_name(program: Program) -> str:
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
     """Lower a planned sm_100a attention kernel; ValueError names what cannot be lowered and why."""
     return _Fa4Lowering(program, name).lower(context or make_context())
-
-
-@functools.cache
-def exp2_poly_coefficients(degree: int = POLY_DEGREE) -> tuple[float, ...]:
-    """c0 .. c_degree (float32) of p(f) ~ 2^f on [0, 1), fitted for the least maximum relative error (weighted least
-    squares, reweighted toward the worst points: a few rounds of a Lawson-style iteration). Degree 5: relative error
-    about 1e-7 (tests/unit/test_attention_sm100_lowering.py measures it against float64)."""
-    f = np.linspace(0.0, 1.0, 20001)
-    y = np.exp2(f)
-    w = 1.0 / y
-    for _ in range(30):
-        c = np.linalg.lstsq(np.vander(f, degree + 1) * w[:, None], y * w, rcond=None)[0]
-        err = np.abs(np.polyval(c, f) - y) / y
-        w = w * (1.0 + 20.0 * err / err.max())
-    return tuple(float(x) for x in np.float32(c[::-1]))
-
-
-def exp2_poly_reference(x: np.ndarray) -> np.ndarray:
-    """What `exp2_poly_fma` computes, in numpy float32 (the same operations in the same order): for the tests."""
-    x = np.asarray(x, np.float32)
-    xc = np.maximum(x, np.float32(-127.0))
-    xi = np.floor(xc).astype(np.int32)
-    f = (xc - xi.astype(np.float32)).astype(np.float32)
-    cs = [np.float32(c) for c in exp2_poly_coefficients()]
-    p = cs[-1]
-    for c in reversed(cs[:-1]):
-        p = (p * f + c).astype(np.float32)          # one rounding per step, as fma does (nearly always the same)
-    bits = p.view(np.int32) + xi * np.int32(1 << 23)
-    return np.where(x < -126.0, np.float32(0.0), bits.view(np.float32))
 
 
 class _Fa4Lowering(_AttentionLowering):
@@ -133,12 +97,7 @@ class _Fa4Lowering(_AttentionLowering):
         missing = [key for key in ("rescale_threshold", "exp2_poly") if key not in a]
         if missing:
             self._fail(f"the kernel has no {missing} attributes (wl-tile{{target=sm_100a}} sets them)")
-        self.threshold = float(a["rescale_threshold"])
-        share = float(a["exp2_poly"])
-        self.poly = round(share * POLY_GROUP)
-        if not 0 <= self.poly <= POLY_GROUP or abs(self.poly - share * POLY_GROUP) > 1e-6:
-            self._fail(f"exp2_poly = {share}: the polynomial takes a share of each {POLY_GROUP} columns, a multiple "
-                       f"of 1/{POLY_GROUP} in 0..1")
+        self.threshold = float(a["rescale_threshold"])      # (exp2_poly: read by the base class, as self.poly)
         if self.BN % CHUNK or self.D % CHUNK:
             self._fail(f"block_n {self.BN} and head dim {self.D} must be multiples of {CHUNK} (TMEM columns per load)")
 
@@ -562,7 +521,7 @@ class _Fa4Lowering(_AttentionLowering):
             probs = []
             for j, v in enumerate(self._s_chunk(s.offset, h, mask, ctx)):
                 x = b.fma(v, sl2, neg)
-                probs.append(self._exp2_poly(x) if j % POLY_GROUP >= POLY_GROUP - self.poly else b.exp2(x))
+                probs.append(self._exp2(x, j))
             sums.append(self._tree(probs, b.addf))
             packed = b.undef(ir.VectorType.get([CHUNK // 2], b.i32))
             for j in range(CHUNK // 2):
@@ -573,23 +532,6 @@ class _Fa4Lowering(_AttentionLowering):
         b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
         b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
         ctx.values.update({max_name: m_new, sum_name: l_new})
-
-    def _exp2_poly(self, x: ir.Value) -> ir.Value:
-        """2^x on the FMA units (FA4's trick to unload MUFU): x = n + f, n = floor(x), 2^f by the polynomial of
-        `exp2_poly_coefficients` (Horner, one FMA a step), n added to the result's exponent field; 0 below -126
-        (as ex2.approx.ftz flushes)."""
-        b, c = self.b, self.b.const
-        xc = b.maxnumf(x, b.constf(-127.0))
-        n = arith.FPToSIOp(b.i32, xc, loc=b.loc("n")).result                # toward zero
-        nf = arith.SIToFPOp(b.f32, n, loc=b.loc("nf")).result
-        n = b.select(b.cmpf("ogt", nf, xc), b.sub(n, c(1)), n)            # floor
-        f = b.subf(xc, arith.SIToFPOp(b.f32, n, loc=b.loc("nf")).result)
-        cs = exp2_poly_coefficients()
-        poly = b.constf(cs[-1])
-        for coef in reversed(cs[:-1]):
-            poly = b.fma(poly, f, b.constf(coef))
-        bits = b.add(b.bitcast(poly, b.i32), b.mul(n, c(1 << 23)))
-        return b.select(b.cmpf("olt", x, b.constf(-126.0)), b.constf(0.0), b.bitcast(bits, b.f32))
 
     def _rescale(self, op: Compute, ctx: _Role) -> None:
         """O_i *= the row's factor, by the warp's quadrant, only when one of its 32 rows has a factor != 1 (a

@@ -40,8 +40,9 @@ from mlir.dialects import llvm, nvvm, scf
 
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
-from warploom.kernels import ATTENTION_MAP_DIMS, attention_kernel_name
+from warploom.kernels import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP, attention_kernel_name, check_exp2_poly
 from warploom.lowering.emit import sync, tma, wgmma
+from warploom.lowering.emit.exp2 import exp2_fma
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
@@ -62,13 +63,14 @@ def overlapped(program: Program) -> bool:
 
 
 def kernel_name(program: Program) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2]: the name the sm_90a attention kernel
-    gets."""
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2][_p{eighths}]: the name the sm_90a
+    attention kernel gets."""
     bm, bn, d = program.attrs["tile"]
     q = program.rings.get("q")
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
                                  bool(program.attrs.get("causal")), overlapped(program),
-                                 program.attrs.get("schedule", "grid"), q.stages if q is not None else 1)
+                                 program.attrs.get("schedule", "grid"), q.stages if q is not None else 1,
+                                 float(program.attrs.get("exp2_poly", 0.0)))
 
 
 def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
@@ -117,6 +119,10 @@ class _AttentionLowering(_Sm90Lowering):
         self.BM, self.BN, self.D = a["tile"]
         self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
         self.causal = bool(a.get("causal", False))
+        share = a.get("exp2_poly", 0.0)
+        if check_exp2_poly(share):
+            self._fail(f"exp2_poly = {share}: {check_exp2_poly(share)}")
+        self.poly = round(share * EXP2_POLY_GROUP)      # of each EXP2_POLY_GROUP exp2 of a row, the last `poly`
         if a.get("acc_elem", "f32") != "f32":
             self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
         if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
@@ -570,9 +576,9 @@ class _AttentionLowering(_Sm90Lowering):
         safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]
         neg = [b.negf(b.mulf(sf, sl2)) for sf in safe]
         p = list(vals)
-        for i0, i1 in zip(*idx):
-            for h, i in enumerate((i0, i1)):
-                p[i] = b.exp2(b.fma(vals[i], sl2, neg[h]))
+        for k, pair in enumerate(zip(*idx)):                    # k: the column's place among the thread's of a row
+            for h, i in enumerate(pair):
+                p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)
         corr = [b.exp2(b.mulf(b.subf(m_old[h], safe[h]), sl2)) for h in range(2)]
         total = self._trees([[p[i] for i in row] for row in idx], b.addf)
         l_new = [b.fma(l_old[h], corr[h], total[h]) for h in range(2)]
@@ -589,6 +595,12 @@ class _AttentionLowering(_Sm90Lowering):
             ctx.values[MOVED] = (corr, moved)
         else:
             ctx.values[o_name] = self._scaled(ctx.values[o_name], corr, moved)
+
+    def _exp2(self, x: ir.Value, k: int) -> ir.Value:
+        """2^x for the k-th score a thread holds of a row: of each EXP2_POLY_GROUP, the last `poly` by the polynomial
+        on the FMA units (emit.exp2.exp2_fma: FA4's unloading of MUFU), the others by ex2.approx (MUFU.EX2)."""
+        poly = k % EXP2_POLY_GROUP >= EXP2_POLY_GROUP - self.poly
+        return exp2_fma(self.b, x) if poly else self.b.exp2(x)
 
     def _moved(self, corr: list) -> ir.Value:
         """i1, warp-uniform: whether any row of the warp moved its max in this block (a corr not exactly 1)."""

@@ -50,8 +50,8 @@ from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
 from warploom.runtime import rules
 
-from warploom.kernels import (FA4_BLOCK_N, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP, FA4_HEAD_DIMS, FA4_Q_TILES,
-                              FA4_RESCALE_THRESHOLD)
+from warploom.kernels import (FA4_BLOCK_N, FA4_HEAD_DIMS, FA4_Q_TILES, FA4_RESCALE_THRESHOLD, check_exp2_poly,
+                              default_attention_exp2_poly)
 from warploom.kernels import default_attention_block_n as default_block_n
 
 from .registry import PassError, edit_program, register
@@ -303,10 +303,12 @@ def check_attention(attention, head_dims: tuple[int, ...], target: str) -> tuple
     return elem, d
 
 
-def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) -> None:
+def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
+                   exp2_poly: float | None = None) -> None:
     attrs = op_attrs(attention)
     out_type = attention.operation.results[0].type
     elem, d = check_attention(attention, ATTENTION_HEAD_DIMS, "sm_90a")
+    poly = exp2_poly_share(exp2_poly, "sm_90a", d, attention)
     if schedule not in SCHEDULES or schedule in GEMM_ONLY_SCHEDULES:
         raise PassError(f"wl-tile: schedule = {schedule!r}: use one of "
                         f"{', '.join(s for s in SCHEDULES if s not in GEMM_ONLY_SCHEDULES)}", attention)
@@ -324,7 +326,9 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
             "kind": "attention", "tile": [bm, bn, d], "cluster": [1, 1, 1], "grid": grid, "schedule": schedule,
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             # for the launch only (scale_log2 and the strides are runtime arguments): the program ignores them
-            "scale": attrs["scale"], "layout": attrs["layout"]},
+            "scale": attrs["scale"], "layout": attrs["layout"],
+            # the softmax's share of exp2 by the FMA polynomial: only when it has one
+            **({"exp2_poly": poly} if poly else {})},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -354,7 +358,18 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str) 
 # the FA4-style kernel's head dims, Q tiles per CTA (each with its own S, P and O in TMEM and its softmax warpgroup)
 # and keys per block: warploom.kernels
 SM100_ATTENTION_HEAD_DIMS, Q_TILES, SM100_ATTENTION_BLOCK_N = FA4_HEAD_DIMS, FA4_Q_TILES, FA4_BLOCK_N
-RESCALE_THRESHOLD, EXP2_POLY, EXP2_POLY_GROUP = FA4_RESCALE_THRESHOLD, FA4_EXP2_POLY, FA4_EXP2_POLY_GROUP
+RESCALE_THRESHOLD = FA4_RESCALE_THRESHOLD
+
+
+def exp2_poly_share(exp2_poly: float | None, target: str, head_dim: int, attention) -> float:
+    """The softmax's share of exp2 by the FMA polynomial (warploom.lowering.emit.exp2): the option, else the
+    target's default for the head dim (warploom.kernels.default_attention_exp2_poly)."""
+    default = default_attention_exp2_poly(target, head_dim)
+    poly = default if exp2_poly is None else exp2_poly
+    if check_exp2_poly(poly):
+        raise PassError(f"wl-tile: exp2-poly = {poly}: {check_exp2_poly(poly)}; {default:g} by default ({target}, "
+                        f"head dim {head_dim})", attention)
+    return float(poly)
 
 
 def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_kv: bool = False,
@@ -383,15 +398,11 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
                         f"up to {target.tma.box_dim_max} (the rows of one TMA box of K or V)", attention)
     causal = bool(attrs["causal"])
     threshold = RESCALE_THRESHOLD if rescale_threshold is None else rescale_threshold
-    poly = EXP2_POLY if exp2_poly is None else exp2_poly
+    poly = exp2_poly_share(exp2_poly, "sm_100a", d, attention)
     if not 0.0 <= threshold <= 64.0:
         raise PassError(f"wl-tile: rescale-threshold = {threshold}: the growth of a row's max (log2 units) past which O "
                         "is rescaled; use 0 (every growth: the classic online softmax) .. 64 (P <= 2^64 stays finite "
                         "in f32); 8 by default", attention)
-    if not 0.0 <= poly <= 1.0 or (poly * EXP2_POLY_GROUP) % 1:
-        raise PassError(f"wl-tile: exp2-poly = {poly}: the share of exp2 by the FMA polynomial is a multiple of "
-                        f"1/{EXP2_POLY_GROUP} (the last k of each {EXP2_POLY_GROUP} columns) in 0 .. 1; "
-                        f"{EXP2_POLY} by default", attention)
     if rope_depth < 0 or rope_depth % 16 or scale_dtype not in ("", "f32"):
         raise PassError(f"wl-tile: rope-depth = {rope_depth}, scale-dtype = {scale_dtype!r}: the seed's rope columns "
                         "(a multiple of 16, 0 for none) and per-token scale type ('f32', or '' for none)", attention)
@@ -467,7 +478,8 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
     sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block;
-    `rescale-threshold` (8) and `exp2-poly` (0.25): its softmax's conditional rescaling and polynomial share;
+    `rescale-threshold` (8): its softmax's conditional rescaling; `exp2-poly` (an attention's; 0.25 on sm_100a,
+    warploom.kernels.ATTENTION_EXP2_POLY on sm_90a): the softmax's share of exp2 by the FMA polynomial;
     `rope-depth`, `scale-dtype`: the seed's rope columns (MLA) and per-token scales (FP8), planned (wl-specialize
     reserves their smem) but not lowered yet. `epilogue` (a GEMM's): "tma" (the default) stages C through smem in
     64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers. `cluster-m` (the
@@ -481,11 +493,14 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
     if target not in targets.TARGETS:
         raise PassError(f"wl-tile: target = {target!r}; use one of {', '.join(targets.TARGETS)}")
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
-                                ("exp2-poly", exp2_poly), ("rope-depth", rope_depth or None),
+                                ("rope-depth", rope_depth or None),
                                 ("scale-dtype", scale_dtype or None)) if v is not None]
     if shared_kv and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError("wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles; only "
                         "the sm_100a attention takes it (target=sm_100a, no matmul)")
+    if exp2_poly is not None and kernel_ops(module, "matmul"):
+        raise PassError(f"wl-tile: exp2-poly = {exp2_poly}: an option of the attention's softmax (its share of exp2 "
+                        "by the FMA polynomial); a matmul has no exp2")
     if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
@@ -503,4 +518,4 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,
                                  rope_depth, scale_dtype)
         else:
-            tile_attention(attention, block_m, block_n, schedule)
+            tile_attention(attention, block_m, block_n, schedule, exp2_poly)

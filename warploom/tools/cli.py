@@ -369,7 +369,8 @@ def _attention_spec(args):
     from warploom.kernels import ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec
     stages = _given(args.stages, FA4_SHARED_KV_SLOTS if args.shared_kv else ATTENTION_STAGES)
     return AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
-                         schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages)
+                         schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages,
+                         exp2_poly=args.exp2_poly)
 
 
 def _gemm_spec(args):
@@ -485,6 +486,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--q-stages", type=int, choices=(1, 2),
                     help="--op attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q "
                          "loads during this one) (default: 2 for the persistent standard tiles, else 1)")
+    sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
+                    help="--op attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 "
+                         "(default: 0.25 on sm_100a, the standard kernel's on sm_90a)")
     sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -549,6 +553,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--q-stages", type=int, choices=(1, 2),
                     help="attention, sm_90a, persistent: 2 gives Q's ring a second stage (the next tile's Q loads "
                          "during this one) (default: 2 for the persistent standard tiles, else 1)")
+    sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
+                    help="attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 (default: "
+                         "0.25 on sm_100a, the standard kernel's on sm_90a)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")

@@ -52,7 +52,7 @@
 // exp2 (1/4 by default), kernel attributes the lowering reads.
 // DEFAULTS: exp2_poly = 2.500000e-01 : f32{{.*}}rescale_threshold = 8.000000e+00 : f32
 // OPTS: exp2_poly = 5.000000e-01 : f32{{.*}}rescale_threshold = 0.000000e+00 : f32
-// POLY: error: wl-tile: exp2-poly = 0.3: the share of exp2 by the FMA polynomial is a multiple of 1/8 (the last k of each 8 columns) in 0 .. 1; 0.25 by default
+// POLY: error: wl-tile: exp2-poly = 0.3: the share of exp2 by the FMA polynomial is the last k of each 8 columns a thread holds, a multiple of 1/8 in 0 .. 1; 0.25 by default (sm_100a, head dim 128)
 // SM90: error: wl-tile: rescale-threshold: options of the sm_100a (FA4-style) attention's softmax; use them with target=sm_100a on an attention
 
 // SCHED: error: wl-tile: schedule = 'persistent': the sm_100a attention is built with the grid schedule only so far; use schedule=grid

@@ -5,6 +5,7 @@
     tma        TMA load/store, bulk commit/wait groups, tensormap prefetch
     wgmma      fence, mma_async on smem descriptors, commit, wait; A-from-registers via inline PTX
     tcgen05    sm_100a: TMEM alloc/relinquish/dealloc, the one-thread MMA, commit, ld 32x32b, wait::ld, fences
+    exp2       exp2 on the FMA units (FA4's polynomial, beside the MUFU's ex2.approx)
     inline     the one llvm.inline_asm helper (instructions MLIR 22's NVVM lacks)
     nobuilder  the few types/attributes MLIR 22's Python bindings cannot build
 """

@@ -166,6 +166,9 @@ class Builder:
     def shru(self, a, b):
         return self._binary(arith.ShRUIOp, a, b)
 
+    def shl(self, a, b):
+        return self._binary(arith.ShLIOp, a, b)
+
     def minu(self, a, b):
         return self._binary(arith.MinUIOp, a, b)
 
