@@ -8,10 +8,11 @@ integers: every fp32 partial sum is exact, so any summation order gives the same
 manifest's kernel name must match) on the same inputs with the same grid and SMS, under several
 interleavings, and the outputs are compared as bits:
 
-- exact inputs: the outputs must be bitwise equal;
-- random inputs: the H200 and the emulator may sum in different orders and round differently inside
-  the tensor core, so the outputs may differ; each difference must stay within the bound below,
-  and the table reports how many elements differ and by how many units in the last place.
+- every case, exact and random inputs: the outputs must be bitwise equal. Random inputs are the test of the
+  emulator's tensor core (warploom.emulate.tensorcore: the k16 step's alignment, truncation and rounding, measured
+  on the device); before that model (2026-12-06) 0.002-0.1% of their outputs differed by a rounding step;
+- a difference, if any, is also judged against the bound below, and the table says how many elements
+  differ and by how many units in the last place.
 
 Bound (per element): |emulated - H200| <= ulp(output dtype, at the larger magnitude) + 2 K 2^-24 (|A| @ |B|),
 i.e. one rounding step of the output plus twice the worst-case error of an fp32 sum of K products in
@@ -112,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = compare(Path(args.npz), args.seeds)
     print(table(rows))
-    ok = all(r.differ == 0 for r in rows if r.exact) and all(r.within_bound for r in rows)
-    print("\nexact inputs bitwise equal, random inputs within the bound" if ok else "\nCALIBRATION FAILS")
+    ok = all(r.differ == 0 for r in rows)
+    print("\nevery case bitwise equal (exact and random inputs)" if ok else
+          f"\nCALIBRATION FAILS ({'within the bound' if all(r.within_bound for r in rows) else 'beyond the bound'})")
     return 0 if ok else 1
 
 

@@ -1,6 +1,6 @@
 """The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz, written on the GPU
 by tests/gpu/calibrate.py; superseded ones are in git history (calibration/README.md, the end) and not replayed here) must replay bit for
-bit on exact inputs and within the stated bound on random ones. The full table (three interleavings per case) is
+bit, on exact inputs and on random ones (the tensor core's arithmetic: warploom.emulate.tensorcore). The full table (three interleavings per case) is
 `python -m tests.emulate.calibration`; its last output is recorded in tests/gpu/calibration/README.md."""
 import pytest
 
@@ -19,7 +19,7 @@ def test_emulator_replays_the_h200(npz):
     exact = [r for r in rows if r.exact]
     # a run records three kernels or more (the swap-AB recording: its three), each with an exact-input case
     assert len({r.kernel for r in exact}) >= 3 and {r.kernel for r in exact} == {r.kernel for r in rows}
-    for r in exact:
-        assert r.differ == 0, f"{r.key} ({r.kernel}, {r.shape}): {r.differ} elements differ from the H200's bits"
+    assert any(not r.exact for r in rows)
     for r in rows:
-        assert r.within_bound, f"{r.key} ({r.kernel}, {r.shape}): a difference is {r.worst_ratio:.2f}x the bound"
+        assert r.differ == 0, (f"{r.key} ({r.kernel}, {r.shape}): {r.differ} elements differ from the H200's bits "
+                               f"(worst {r.worst_ratio:.2f}x the bound)")

@@ -1,6 +1,8 @@
 """The emulated attention kernels against the H200 (tests/gpu/calibration/attention-run*.npz, written on the GPU by
 tests/gpu/calibrate_attention.py): every standard kernel's H200 output passes the bound the emulator is held to
-(warploom.emulate.judge), and the emulator's own output stays close to the H200's. The full table is
+(warploom.emulate.judge), and the emulator's output is the H200's, bit for bit (the tensor core and MUFU.EX2 as
+measured: warploom.emulate.tensorcore, warploom.emulate.mufu); the LSE stays within 2e-6 of it (lg2.approx is
+not modelled bit for bit yet: the emulator rounds log2 correctly). The full table is
 `python -m tests.emulate.calibration_attention`; its last output is in tests/gpu/calibration/README.md."""
 import pytest
 
@@ -17,7 +19,5 @@ def test_emulated_attention_stays_close_to_the_h200(npz):
     assert len({r.kernel for r in rows}) >= 12
     for r in rows:
         assert r.h200_within_bound, f"{r.kernel}: the H200's own output breaks the emulator's bound: {r.h200_problem}"
-        # ex2/lg2.approx against correctly rounded exp2/log2: a few per cent of the outputs move by a rounding step
-        assert r.differ <= 0.05 * r.total, f"{r.kernel}: {r.differ} of {r.total} outputs differ from the H200's"
-        assert r.max_abs <= 2 ** -6, f"{r.kernel}: an output differs from the H200's by {r.max_abs}"
-        assert r.lse_diff <= 1e-5, f"{r.kernel}: LSE differs from the H200's by {r.lse_diff}"
+        assert r.differ == 0, f"{r.kernel}: {r.differ} of {r.total} outputs differ from the H200's bits"
+        assert r.lse_diff <= 2e-6, f"{r.kernel}: LSE differs from the H200's by {r.lse_diff}"

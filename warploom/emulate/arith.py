@@ -27,12 +27,17 @@ Bit-exact (the bits the ISA defines):
     move bits.
   - shfl.sync (all four modes, segment mask and clamp), redux.sync: exact, with the membermask rules.
 
+Measured on the device, bit for bit:
+  - ex2.approx.ftz.f32 (llvm.call_intrinsic llvm.nvvm.ex2.approx.ftz.f, what every warploom softmax uses): the
+    sm_90a MUFU's table (warploom.emulate.mufu). The sm_100a MUFU has not been measured (no Blackwell GPU
+    here): sm_100a kernels get the same values, an assumption.
+
 Approximate (documented differences from the device):
-  - ex2.approx (llvm.intr.exp2, math.exp2, llvm.call_intrinsic llvm.nvvm.ex2.approx[.ftz].*): computed as
-    float32(exp2(float64(x))), i.e. (nearly always) correctly rounded; the hardware's ex2.approx.f32 has a
-    maximum relative error of about 2^-22 (PTX ISA 9.7.3 "ex2"), so single ulps differ. .ftz flushes
-    subnormal inputs and results to sign-preserving zero; NVPTX emits ex2.approx.f32 (no .ftz) for f32
-    llvm.exp2 in kernels without flush-to-zero, ex2.approx.ftz.bf16 for bf16, ex2.approx.f16 for f16.
+  - ex2.approx without .ftz, or of bf16/f16 (llvm.intr.exp2, math.exp2, llvm.nvvm.ex2.approx.{f,bf16,f16}):
+    computed as float32(exp2(float64(x))), i.e. (nearly always) correctly rounded; the hardware's
+    ex2.approx.f32 has a maximum relative error of about 2^-22 (PTX ISA 9.7.3 "ex2"), so single ulps differ.
+    .ftz flushes subnormal inputs and results to sign-preserving zero; NVPTX emits ex2.approx.f32 (no .ftz)
+    for f32 llvm.exp2 in kernels without flush-to-zero, ex2.approx.ftz.bf16 for bf16, ex2.approx.f16 for f16.
   - rcp.approx.ftz.f32 (nvvm.rcp.approx.ftz.f): correctly rounded 1/x with .ftz; the hardware's error is up
     to 1 ulp.
   - lg2.approx.f32 (llvm.call_intrinsic llvm.nvvm.lg2.approx[.ftz].f): float32(log2(float64(x))), -inf at
@@ -50,6 +55,7 @@ from mlir import ir
 from .compiler import BAR_RED_OR, FLOATS, HANDLERS, TypeInfo, _bar_red_or, _operands, _result, lanes, signed, uniform
 from .errors import AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
 from .machine import WARP, Pending
+from .mufu import ex2_approx_ftz_f32
 
 UINT = {"f32": np.uint32, "bf16": np.uint16, "f16": np.uint16}
 SIGN_BIT = {"f32": 1 << 31, "bf16": 1 << 15, "f16": 1 << 15}
@@ -330,6 +336,8 @@ def _select(c, op, info):
 # ---- approximate transcendentals ----------------------------------------------------------------------
 
 def _ex2(x, elem: str, ftz: bool):
+    if ftz and elem == "f32":                 # MUFU.EX2 itself, bit for bit (warploom.emulate.mufu)
+        return _s(ex2_approx_ftz_f32(_f32(x)))
     if ftz:
         x = _flush(x, elem)
     y = np.exp2(np.asarray(_f32(x), np.float64))

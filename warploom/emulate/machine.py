@@ -53,6 +53,7 @@ from warploom.layout.fragments import wgmma_a_k16, wgmma_accumulator
 from .errors import (TmemFenceError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError, EmulationError,
                      MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, UnknownOpError,
                      WgmmaFenceError)
+from .tensorcore import mma_f32
 
 WARP = 32
 WARPGROUP_WARPS = 4
@@ -917,17 +918,20 @@ class CTA:
             a16 = _register_a(slot.a_regs) if slot.a_addr is None else smem16[(slot.a_addr - self.base) // 2]
             av = a16.view(elem).astype(np.float64) * a["scale_a"]   # [m, k]
             bv = smem16[(slot.b_addr - self.base) // 2].view(elem).astype(np.float64) * a["scale_b"]   # [n, k]
-            # Products of 16-bit floats are exact in float64, and a k16 block's sum nearly always is; it is rounded
-            # to f32 once, added to the accumulator (the calibration question: the tensor core's order and rounding).
-            d = av @ bv.T
+            # The tensor core's own arithmetic (warploom.emulate.tensorcore, measured bit for bit): the k16 step's
+            # products and the accumulator aligned to the largest exponent, truncated, summed, truncated to f32.
+            # The accumulator is the warpgroup's: the four warps' fragments put together in the m64 x n tile.
             rows, cols = _fragment(a["n"])
-            for w, (_, _, acc_in, result) in slot.parts.items():
-                r, c = rows[WARP * w:WARP * (w + 1)], cols[WARP * w:WARP * (w + 1)]
-                if a["scale_d"] and acc_in is not None:
-                    acc = acc_in.value if isinstance(acc_in, Pending) else acc_in
-                    result.value = (acc.astype(np.float64) + d[r, c]).astype(np.float32)
-                else:
-                    result.value = d[r, c].astype(np.float32)
+            acc = None
+            if a["scale_d"]:
+                acc = np.zeros((av.shape[0], bv.shape[0]), np.float32)
+                for w, (_, _, acc_in, _) in slot.parts.items():
+                    if acc_in is not None:
+                        v = acc_in.value if isinstance(acc_in, Pending) else acc_in
+                        acc[rows[WARP * w:WARP * (w + 1)], cols[WARP * w:WARP * (w + 1)]] = v
+            d = mma_f32(av, bv, acc)
+            for w, (_, _, _, result) in slot.parts.items():
+                result.value = d[rows[WARP * w:WARP * (w + 1)], cols[WARP * w:WARP * (w + 1)]]
         group.done = True
         if self.trace is not None:
             for w in range(WARPGROUP_WARPS):

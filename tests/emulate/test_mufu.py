@@ -1,0 +1,58 @@
+"""warploom.emulate.mufu (ex2.approx.ftz.f32 as the sm_90a MUFU computes it) against a second, independent device
+recording (tests/emulate/data/ex2-h100-sample-2026-12-06.npz: 20000 points of the 2^-23 grids of [-1, 0] and
+[0, 1] from tests/gpu/probe_mufu.py's first run), and the structure the table's use rests on."""
+from pathlib import Path
+
+import numpy as np
+
+from warploom.emulate import mufu
+from warploom.emulate.mufu import ex2_approx_ftz_f32
+
+SAMPLE = np.load(Path(__file__).with_name("data") / "ex2-h100-sample-2026-12-06.npz")
+
+
+def test_the_table_gives_the_recorded_bits():
+    np.testing.assert_array_equal(ex2_approx_ftz_f32(SAMPLE["x"]).view(np.uint32), SAMPLE["bits"])
+
+
+def test_the_hardware_is_not_correctly_rounded():
+    """Where the recorded value and the correctly rounded one differ (about 60% of the grid points), the table
+    follows the recording: the emulator's earlier model (float32(exp2(float64 x))) misses these."""
+    cr = np.exp2(SAMPLE["x"].astype(np.float64)).astype(np.float32).view(np.uint32)
+    assert (cr != SAMPLE["bits"]).mean() > 0.3
+
+
+def test_integer_part_and_truncated_fraction():
+    """2^(n + f) = 2^n T(f): the integer part scales exactly; x is read truncated to 23 fraction bits."""
+    f = -np.linspace(0.0, 0.999, 1001).astype(np.float32)
+    base = ex2_approx_ftz_f32(f).astype(np.float64)
+    for n in (-5, -1, 3):
+        shifted = ex2_approx_ftz_f32((f + np.float32(n)).astype(np.float32))
+        exact = (f + np.float32(n)).astype(np.float64) == f.astype(np.float64) + n
+        if n < 0:    # x = n + f with both <= 0: the same fraction
+            np.testing.assert_array_equal(shifted[exact], (base * 2.0 ** n).astype(np.float32)[exact])
+    x = np.float32(-0.3)
+    below = np.nextafter(x, np.float32(0))          # the same 23-bit truncation: the same result
+    assert np.trunc(np.float64(x) * 2 ** 23) != np.trunc(np.float64(below) * 2 ** 23) or \
+        ex2_approx_ftz_f32(np.float32([x]))[0] == ex2_approx_ftz_f32(np.float32([below]))[0]
+
+
+def test_ftz_and_special_values():
+    x = np.float32([0.0, -0.0, 1e-40, -1e-40, -126.0, -126.5, -127.0, -1e30, -np.inf, 127.9, 128.0, np.nan])
+    y = ex2_approx_ftz_f32(x)
+    assert list(y[:4]) == [1.0, 1.0, 1.0, 1.0] and y[4] == np.float32(2.0 ** -126)
+    assert list(y[5:9]) == [0.0] * 4 and not np.signbit(y[5:9]).any()
+    assert y[9] == np.float32(3.17495018884007e+38) and y[10] == np.inf and np.isnan(y[11])
+
+
+def test_within_the_ptx_bound_everywhere_normal():
+    x = np.linspace(-126.0, 127.0, 200001).astype(np.float32)
+    rel = np.abs(ex2_approx_ftz_f32(x).astype(np.float64) / np.exp2(x.astype(np.float64)) - 1)
+    assert rel.max() <= 2.0 ** -22
+
+
+def test_a_table_off_by_one_ulp_is_caught(monkeypatch):
+    line = mufu._line()
+    up = (line.astype(np.float32).view(np.uint32) + 1).view(np.float32).astype(np.float64)     # one f32 ulp up
+    monkeypatch.setattr(mufu, "_line", lambda: up)
+    assert (ex2_approx_ftz_f32(SAMPLE["x"]).view(np.uint32) != SAMPLE["bits"]).any()
