@@ -62,9 +62,11 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
         lse = data[f"{i}_lse"]
         schedule = "persistent" if "_persistent" in case["kernel"] else "grid"
         block_m = int(re.search(r"_d\d+_(\d+)x\d+_", case["kernel"]).group(1))      # 128, or 192 (tall)
-        q_stages = re.search(r"_q(\d)$", case["kernel"])                             # _q2: Q prefetched
+        q_stages = re.search(r"_q(\d)(_p\d)?$", case["kernel"])                      # _q2: Q prefetched
+        poly = re.search(r"_p(\d)$", case["kernel"])                                  # _pK: K of 8 exp2 by FMA
         program = planned_attention_program(elem, d, causal, schedule=schedule, block_m=block_m,
-                                            q_stages=int(q_stages.group(1)) if q_stages else 1)
+                                            q_stages=int(q_stages.group(1)) if q_stages else 1,
+                                            exp2_poly=int(poly.group(1)) / 8 if poly else None)
         if kernel_name(program) != case["kernel"]:
             raise ValueError(f"case {i}: recorded with {case['kernel']}, the compiler builds {kernel_name(program)} "
                              "now: record a new run (tests/gpu/calibrate_attention.py)")

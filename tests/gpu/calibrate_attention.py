@@ -2,12 +2,12 @@
 
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 tests/gpu/calibrate_attention.py OUT.npz
 
-One case per (dtype, head dim, causal) standard kernel, and per tall (192-row) one, at ragged sizes (Sq, Sk not multiples of the tiles; causal
-cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through warploom.ops.attention (out and lse
-poisoned with NaN first). Saves q, k, v and out as their 16-bit patterns (int16), lse as float32, and a manifest.
-The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`: ex2/lg2.approx differ
-from the emulator's correctly rounded exp2/log2 in the last bits, so the comparison is a measured difference,
-not bitwise equality.
+One case per (dtype, head dim, causal) standard kernel, and per tall (192-row) one, at ragged sizes (Sq, Sk not
+multiples of the tiles; causal cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through
+warploom.ops.attention (out and lse poisoned with NaN first); then two kernels with a share of exp2 on the FMA
+polynomial (AttentionSpec.exp2_poly: 2 of 8, and all). Saves q, k, v and out as their 16-bit patterns (int16), lse
+as float32, and a manifest. The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`:
+the outputs bitwise (the tensor core and MUFU.EX2 as measured), the LSE within lg2.approx's last bits.
 """
 from __future__ import annotations
 
@@ -29,12 +29,15 @@ CASES = [(elem, d, causal, 1, 200 if causal else 130, 150 if causal else 300, 2,
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 # the tall (192-row) tiles ops.attention takes from Sq 4096 on, recorded at a small size by naming them (spec=)
 TALL_CASES = [(elem, 64, False, 1, 250, 300, 2, 1) for elem in ("bf16", "f16")]
+# the polynomial exp2 (wl-tile{exp2-poly}): (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, share)
+POLY_CASES = [("bf16", 64, True, 1, 200, 150, 2, 1, 0.25), ("f16", 128, False, 1, 130, 300, 2, 1, 1.0)]
 
 
 def main(path: str) -> None:
     arrays, manifest = {}, []
-    for i, (elem, d, causal, b, sq, sk, hq, hkv) in enumerate(CASES + TALL_CASES):
+    for i, (elem, d, causal, b, sq, sk, hq, hkv, *poly) in enumerate(CASES + TALL_CASES + POLY_CASES):
         spec = (pick_spec(elem, d, causal) if i < len(CASES) else
+                AttentionSpec(elem, d, causal, exp2_poly=poly[0]) if poly else
                 AttentionSpec(elem, d, causal, block_m=ATTENTION_TALL_BLOCK_M))
         g = torch.Generator(device="cuda").manual_seed(100 + i)
         q = torch.randn(b, sq, hq, d, device="cuda", generator=g).to(TORCH[elem])

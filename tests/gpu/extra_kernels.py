@@ -29,10 +29,10 @@ def extra_specs() -> list[AttentionSpec]:
 
 def poly_specs() -> list[AttentionSpec]:
     """The persistent kernels with a share of exp2 by the FMA polynomial: test_polynomial_exp2_share_stays_within_
-    tolerance (and the A/B's builds of the same tiles)."""
+    tolerance, the A/B's builds of the same tiles, and calibrate_attention.py's POLY_CASES."""
     shares = {64: (0.125, 0.25, 1.0), 128: (0.25, 1.0)}
     return [AttentionSpec("bf16", d, causal, exp2_poly=share) for d in shares for share in shares[d]
-            for causal in (False, True)]
+            for causal in (False, True)] + [AttentionSpec("f16", 128, False, exp2_poly=1.0)]   # calibrate_attention
 
 
 def q1_specs() -> list[AttentionSpec]:
