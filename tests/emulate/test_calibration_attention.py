@@ -1,8 +1,7 @@
 """The emulated attention kernels against the H200 (tests/gpu/calibration/attention-run*.npz, written on the GPU by
 tests/gpu/calibrate_attention.py): every standard kernel's H200 output passes the bound the emulator is held to
-(warploom.emulate.judge), and the emulator's output is the H200's, bit for bit (the tensor core and MUFU.EX2 as
-measured: warploom.emulate.tensorcore, warploom.emulate.mufu); the LSE stays within 2e-6 of it (lg2.approx is
-not modelled bit for bit yet: the emulator rounds log2 correctly). The full table is
+(warploom.emulate.judge), and the emulator's output and LSE are the GPU's, bit for bit (the tensor core, MUFU.EX2
+and MUFU.LG2 as measured: warploom.emulate.tensorcore, warploom.emulate.mufu). The full table is
 `python -m tests.emulate.calibration_attention`; its last output is in tests/gpu/calibration/README.md."""
 import pytest
 
@@ -21,4 +20,4 @@ def test_emulated_attention_stays_close_to_the_h200(npz):
     for r in rows:
         assert r.h200_within_bound, f"{r.kernel}: the H200's own output breaks the emulator's bound: {r.h200_problem}"
         assert r.differ == 0, f"{r.kernel}: {r.differ} of {r.total} outputs differ from the H200's bits"
-        assert r.lse_diff <= 2e-6, f"{r.kernel}: LSE differs from the H200's by {r.lse_diff}"
+        assert r.lse_diff == 0, f"{r.kernel}: LSE differs from the H200's by {r.lse_diff}"

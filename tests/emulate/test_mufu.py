@@ -1,14 +1,17 @@
-"""warploom.emulate.mufu (ex2.approx.ftz.f32 as the sm_90a MUFU computes it) against a second, independent device
-recording (tests/emulate/data/ex2-h100-sample-2026-12-06.npz: 20000 points of the 2^-23 grids of [-1, 0] and
-[0, 1] from tests/gpu/probe_mufu.py's first run), and the structure the table's use rests on."""
+"""warploom.emulate.mufu (ex2.approx.ftz.f32 and lg2.approx.f32 as the sm_90a MUFU computes them) against
+independent device recordings: tests/emulate/data/ex2-h100-sample-2026-12-06.npz (20000 points of the 2^-23 grids
+of [-1, 0] and [0, 1] from the first MUFU probe, not the run that made the table) and lg2-h100-sample-2026-12-06.npz
+(20000 inputs in [2, 4) and [16, 32) from tests/gpu/probe_lg2.py: the rule RZ(e + L(m)) at e = 1 and 4), and the
+structure the tables' use rests on."""
 from pathlib import Path
 
 import numpy as np
 
 from warploom.emulate import mufu
-from warploom.emulate.mufu import ex2_approx_ftz_f32
+from warploom.emulate.mufu import ex2_approx_ftz_f32, lg2_approx_f32
 
 SAMPLE = np.load(Path(__file__).with_name("data") / "ex2-h100-sample-2026-12-06.npz")
+LG2 = np.load(Path(__file__).with_name("data") / "lg2-h100-sample-2026-12-06.npz")
 
 
 def test_the_table_gives_the_recorded_bits():
@@ -56,3 +59,32 @@ def test_a_table_off_by_one_ulp_is_caught(monkeypatch):
     up = (line.astype(np.float32).view(np.uint32) + 1).view(np.float32).astype(np.float64)     # one f32 ulp up
     monkeypatch.setattr(mufu, "_line", lambda: up)
     assert (ex2_approx_ftz_f32(SAMPLE["x"]).view(np.uint32) != SAMPLE["bits"]).any()
+
+
+def test_lg2_gives_the_recorded_bits_from_1_up():
+    y, covered = lg2_approx_f32(LG2["x"])
+    assert covered.all()
+    np.testing.assert_array_equal(y.view(np.uint32), LG2["bits"])
+
+
+def test_lg2_is_truncated_not_rounded_to_nearest(monkeypatch):
+    """Rounding e + L(m) to nearest instead of toward zero misses a third or more of the recording."""
+    x = LG2["x"]
+    bits = x.view(np.uint32).astype(np.int64)
+    s = ((bits >> 23) - 127) + mufu._lg2_table()[bits & ((1 << 23) - 1)]
+    assert (s.astype(np.float32).view(np.uint32) != LG2["bits"]).mean() > 0.3
+
+
+def test_lg2_covers_finite_inputs_from_1_only():
+    y, covered = lg2_approx_f32(np.float32([1.0, 2.0, 3.0, 0.5, 0.999, np.inf, np.nan, 0.0, -1.0]))
+    assert list(covered) == [True, True, True, False, False, False, False, False, False]
+    assert y[0] == 0.0 and y[1] == 1.0 and y[2] == np.float32(1.5849624872207642)
+
+
+def test_lg2_in_the_emulator_is_the_table_from_1_and_log2_below():
+    """The emulated llvm.nvvm.lg2.approx.f: the table where it is measured, correctly rounded log2 below 1."""
+    from tests.emulate.test_arith import run
+    x = np.concatenate([LG2["x"][:16], np.float32([0.3, 0.7, 0.999, 0.5] * 4)])
+    got = run("%a: f32", '%r = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%a) : (f32) -> f32', x)
+    np.testing.assert_array_equal(got[:16].view(np.uint32), LG2["bits"][:16])
+    np.testing.assert_array_equal(got[16:], np.log2(x[16:].astype(np.float64)).astype(np.float32))

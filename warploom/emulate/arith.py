@@ -40,8 +40,9 @@ Approximate (documented differences from the device):
     for f32 llvm.exp2 in kernels without flush-to-zero, ex2.approx.ftz.bf16 for bf16, ex2.approx.f16 for f16.
   - rcp.approx.ftz.f32 (nvvm.rcp.approx.ftz.f): correctly rounded 1/x with .ftz; the hardware's error is up
     to 1 ulp.
-  - lg2.approx.f32 (llvm.call_intrinsic llvm.nvvm.lg2.approx[.ftz].f): float32(log2(float64(x))), -inf at
-    +-0, NaN below 0; the hardware's maximum absolute error is about 2^-22 (PTX ISA 9.7.3 "lg2").
+  - lg2.approx.f32 below 1 (llvm.call_intrinsic llvm.nvvm.lg2.approx[.ftz].f): float32(log2(float64(x))), -inf
+    at +-0, NaN below 0; the hardware's maximum absolute error is about 2^-22 (PTX ISA 9.7.3 "lg2"). From 1 up
+    (every attention LSE's row sum) it is the sm_90a MUFU's own value (warploom.emulate.mufu).
   - fastmath flags are ignored: an fmul and fadd that both carry `contract` may be fused into one fma.rn by
     NVPTX (one rounding; the emulator rounds twice), and afn/arcp may turn divf into div.approx/div.full.
 """
@@ -55,7 +56,7 @@ from mlir import ir
 from .compiler import BAR_RED_OR, FLOATS, HANDLERS, TypeInfo, _bar_red_or, _operands, _result, lanes, signed, uniform
 from .errors import AccumulatorReadError, DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
 from .machine import WARP, Pending
-from .mufu import ex2_approx_ftz_f32
+from .mufu import ex2_approx_ftz_f32, lg2_approx_f32
 
 UINT = {"f32": np.uint32, "bf16": np.uint16, "f16": np.uint16}
 SIGN_BIT = {"f32": 1 << 31, "bf16": 1 << 15, "f16": 1 << 15}
@@ -377,8 +378,11 @@ def _lg2(x, elem, ftz):
     if ftz:
         x = _flush(x, elem)
     with np.errstate(all="ignore"):
-        y = np.log2(np.asarray(_f32(x), np.float64))
-    return _s(canonical(y.astype(np.float32), elem))
+        y = np.log2(np.asarray(_f32(x), np.float64)).astype(np.float32)
+    if elem == "f32":                         # MUFU.LG2 itself where measured, x >= 1 (warploom.emulate.mufu)
+        hw, covered = lg2_approx_f32(_f32(x))
+        y = np.where(covered, hw, y)
+    return _s(canonical(y, elem))
 
 
 _LG2_INTRINSIC = re.compile(r"llvm\.nvvm\.lg2\.approx(?P<ftz>\.ftz)?\.(?P<t>f|f32)")

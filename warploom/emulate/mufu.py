@@ -1,4 +1,5 @@
-"""The sm_90a MUFU's ex2.approx.ftz.f32 (MUFU.EX2), bit for bit, from a table measured on the device.
+"""The sm_90a MUFU's ex2.approx.ftz.f32 (MUFU.EX2) and lg2.approx.f32 (MUFU.LG2, for x >= 1), bit for bit, from
+tables measured on the device.
 
 Measured (exp/mufu_probe.py, exp/mufu_probe2.py; an H100, 2026-12-06; benchmarks/NOTES.md "The tensor core's and
 MUFU's arithmetic"): the hardware reads x as a fixed-point number with 23 fraction bits, truncated toward zero,
@@ -8,6 +9,12 @@ reads as 0: 2^0 = 1). The two halves of T (r <= 0 and r >= 0, 2^23 + 1 values ea
 data/ex2_gh100.npz as the first value's bit pattern and the int8 differences of consecutive bit patterns (285 KB).
 Checked on the device against 100 M inputs in six ranges (x in [-127, 0], [-1, 0], tiny magnitudes, [0, 16],
 around -126, [-20, 0]): no bit differs. x >= 128 gives +inf (as the hardware does); NaN stays NaN.
+
+MUFU.LG2 (tests/gpu/probe_lg2.py): for x = 2^e m, m = 1 + k / 2^23, e >= 0 the hardware returns
+RZ_f32(e + L[k]), L its own result at m (checked on 8 M mantissas for each of e = 1, 2, 3, 4, 8, 16: no bit
+differs). L (2^23 + 1 values) is data/lg2_gh100.npz (the first bit pattern and the int32 differences, 443 KB).
+For x < 1 the same rule misses (L carries bits below its f32 value): there `lg2_approx_f32` says it does not
+cover x, and the caller keeps its correctly rounded log2. The attention LSE takes log2 of row sums >= 1: covered.
 """
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 DATA = Path(__file__).with_name("data") / "ex2_gh100.npz"
+LG2_DATA = Path(__file__).with_name("data") / "lg2_gh100.npz"
 FRACTION_BITS = 23
 MIN_NORMAL = 2.0 ** -126
 
@@ -49,3 +57,23 @@ def ex2_approx_ftz_f32(x: np.ndarray) -> np.ndarray:
             y = np.where(finite, y, np.where(np.isnan(x64), np.nan, np.where(x64 > 0, np.inf, 0.0)))
         return y.astype(np.float32)
 
+
+
+@functools.cache
+def _lg2_table() -> np.ndarray:
+    """L[k] = the hardware's lg2 at 1 + k / 2^23, k = 0 .. 2^23 (float64)."""
+    d = np.load(LG2_DATA)
+    bits = np.concatenate([d["lg2_first"].astype(np.int64), d["lg2_diff"].astype(np.int64)]).cumsum()
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def lg2_approx_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """lg2.approx.f32 as the sm_90a MUFU computes it where the measured rule holds: (values, covered), covered
+    True where x is finite and >= 1 (e >= 0); elsewhere the values are meaningless and the caller keeps its own."""
+    x = np.asarray(x, np.float32)
+    covered = np.isfinite(x) & (x >= 1.0)
+    bits = np.where(covered, x, np.float32(1.0)).view(np.uint32).astype(np.int64)
+    e = (bits >> 23) - 127
+    s = e + _lg2_table()[bits & ((1 << 23) - 1)]
+    f = s.astype(np.float32)                                              # then truncated toward zero
+    return np.where(f.astype(np.float64) > s, np.nextafter(f, np.float32(0)), f), covered
