@@ -471,11 +471,11 @@ def _truncf(c, op, info):
 
 
 def _int_width(t: TypeInfo, what: str) -> int:
-    if t.kind == "int":
+    if t.kind == "int" or (t.kind == "vector" and t.width):      # a vector of integers: elementwise
         return t.width
     if t.kind == "index":
         return 64
-    raise UnknownOpError(f"{what} on {t.kind}: only integers are modelled")
+    raise UnknownOpError(f"{what} on {t.kind}: only integers (and vectors of them) are modelled")
 
 
 @register("arith.sitofp", "arith.uitofp", "llvm.sitofp", "llvm.uitofp")
@@ -842,7 +842,8 @@ def _shli(width, m):
     def f(x, y, w):
         y = _shift_amount(y, w, width, "arith.shli")
         if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-            return (np.asarray(x, np.uint64) << np.asarray(y, np.uint64)) & np.uint64(m)
+            out = (np.asarray(x, np.uint64) << np.asarray(y, np.uint64)) & np.uint64(m)
+            return out.astype(x.dtype) if isinstance(x, np.ndarray) else out   # vector lanes keep their type
         return (x << y) & m
     return f
 

@@ -63,6 +63,8 @@ class TypeInfo:
             self.kind, self.count, self.elem = "struct", m.group(1).count("f32"), "f32"
         elif m := re.fullmatch(r"vector<(\d+)x(\w+)>", s):
             self.kind, self.count, self.elem = "vector", int(m.group(1)), m.group(2)
+            if ints := re.fullmatch(r"i(\d+)", self.elem):      # integer elements: their width (and mask)
+                self.width = int(ints.group(1))
 
     @property
     def mask(self) -> int:

@@ -39,9 +39,10 @@ from mlir.dialects import llvm, nvvm, scf
 from warploom import targets
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Program, Store, Sync, Wait
-from warploom.kernels import ATTENTION_MAP_DIMS, FA4_EXP2_POLY, FA4_RESCALE_THRESHOLD, fa4_kernel_name
+from warploom.kernels import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP, FA4_EXP2_POLY, FA4_RESCALE_THRESHOLD, fa4_kernel_name
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import sync, tcgen05, tma
+from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
 from warploom.runtime.artifact import TensorMapSpec
 
 from .sm90 import LoweredKernel, _Role
@@ -518,10 +519,8 @@ class _Fa4Lowering(_AttentionLowering):
         neg = b.negf(b.select(b.cmpf("oeq", m_new, ninf), b.constf(0.0), m_new))  # all masked so far: exp2(-inf) = 0
         sums = []
         for h in chunks:
-            probs = []
-            for j, v in enumerate(self._s_chunk(s.offset, h, mask, ctx)):
-                x = b.fma(v, sl2, neg)
-                probs.append(self._exp2(x, j))
+            xs = [b.fma(v, sl2, neg) for v in self._s_chunk(s.offset, h, mask, ctx)]
+            probs = self._exp2_row(xs)
             sums.append(self._tree(probs, b.addf))
             packed = b.undef(ir.VectorType.get([CHUNK // 2], b.i32))
             for j in range(CHUNK // 2):
@@ -532,6 +531,17 @@ class _Fa4Lowering(_AttentionLowering):
         b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
         b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
         ctx.values.update({max_name: m_new, sum_name: l_new})
+
+    def _exp2_row(self, xs: list) -> list:
+        """2^x of a chunk's columns: the polynomial's columns (the last `poly` of each EXP2_POLY_GROUP) two at a
+        time on packed f32x2 FMAs (emit.exp2.exp2_fma_x2; an odd one left alone), the others on MUFU.EX2."""
+        out = [None] * len(xs)
+        poly = [j for j in range(len(xs)) if j % EXP2_POLY_GROUP >= EXP2_POLY_GROUP - self.poly]
+        for j0, j1 in zip(poly[::2], poly[1::2]):
+            out[j0], out[j1] = exp2_fma_x2(self.b, xs[j0], xs[j1])
+        if len(poly) % 2:
+            out[poly[-1]] = exp2_fma(self.b, xs[poly[-1]])
+        return [self.b.exp2(x) if y is None else y for x, y in zip(xs, out)]
 
     def _rescale(self, op: Compute, ctx: _Role) -> None:
         """O_i *= the row's factor, by the warp's quadrant, only when one of its 32 rows has a factor != 1 (a

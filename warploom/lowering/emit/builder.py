@@ -120,11 +120,16 @@ class Builder:
         return ir.Location.name(self.fresh(prefix))
 
     def const(self, value: int, ty: ir.Type | None = None) -> ir.Value:
-        """An integer constant (i32 unless `ty`), uniqued and hoisted to the entry block in first-use order."""
+        """An integer constant (i32 unless `ty`; a vector type: every element `value`), uniqued and hoisted to the
+        entry block in first-use order."""
         ty = ty or self.i32
         key = (value, str(ty))
         if key not in self._consts:
-            self._consts[key] = self._hoisted_const(ty, value, f"c{ty}_{'m' if value < 0 else ''}{abs(value)}")
+            attr = value
+            if isinstance(ty, ir.VectorType):
+                attr = ir.DenseElementsAttr.get_splat(ty, ir.IntegerAttr.get(ir.VectorType(ty).element_type, value))
+            name = f"c{str(ty).replace('<', '').replace('>', '')}_{'m' if value < 0 else ''}{abs(value)}"
+            self._consts[key] = self._hoisted_const(ty, attr, name)
         return self._consts[key]
 
     def _hoisted_const(self, ty: ir.Type, value, name: str) -> ir.Value:
@@ -196,8 +201,12 @@ class Builder:
         key = (float(value), str(ty))
         if key not in self._consts:
             text = {float("inf"): "inf", float("-inf"): "minf"}.get(float(value), repr(float(value)))
-            name = f"c{ty}_" + text.replace("-", "m").replace(".", "p").replace("+", "")
-            self._consts[key] = self._hoisted_const(ty, ir.FloatAttr.get(ty, float(value)), name)
+            if isinstance(ty, ir.VectorType):          # a splat: every element `value`
+                attr = ir.DenseElementsAttr.get_splat(ty, ir.FloatAttr.get(ir.VectorType(ty).element_type, float(value)))
+            else:
+                attr = ir.FloatAttr.get(ty, float(value))
+            name = f"c{str(ty).replace('<', '').replace('>', '')}_" + text.replace("-", "m").replace(".", "p").replace("+", "")
+            self._consts[key] = self._hoisted_const(ty, attr, name)
         return self._consts[key]
 
     def addf(self, a, b):

@@ -1,6 +1,7 @@
 """exp2 on the FMA units: FA4's way to take part of a softmax's exponentials off the MUFU (16 a clock per SM).
 
     y = exp2_fma(b, x)            # 2^x in f32 for x <= 128; +0.0 for x <= -127 (and -inf)
+    y0, y1 = exp2_fma_x2(b, x0, x1)   # the same on a vector<2xf32> (sm_100a: packed f32x2 adds and FMAs)
 
     xc = max(x, -127)
     r  = xc + 1.5 * 2^23          # round to nearest: r's low mantissa bits hold n = round(xc), exactly
@@ -48,15 +49,30 @@ def exp2_poly_coefficients(degree: int = DEGREE) -> tuple[float, ...]:
 
 def exp2_fma(b: Builder, x: ir.Value) -> ir.Value:
     """2^x (f32) by the steps in the module's docstring: 4 float adds or max, `DEGREE` FMAs, a shift and an add."""
-    xc = b.maxnumf(x, b.constf(LOWEST))
-    r = b.addf(xc, b.constf(ROUND))
-    f = b.subf(xc, b.subf(r, b.constf(ROUND)))
+    return _steps(b, x, b.f32, b.i32)
+
+
+def exp2_fma_x2(b: Builder, x0: ir.Value, x1: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """2^x0, 2^x1 by the same steps on a vector<2xf32>: the same values bit for bit, but on sm_100a the adds and
+    FMAs become packed f32x2 instructions (add.rn.f32x2, fma.rn.f32x2: FADD2/FFMA2, two lanes' worth each; the
+    clamp stays two FMNMX), FA4's way of halving the polynomial's issue cost. sm_90a has no packed f32 ops."""
+    v2, i2 = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], b.i32)
+    xv = b.insertelement(b.insertelement(b.undef(v2), x0, b.const(0)), x1, b.const(1))
+    y = _steps(b, xv, v2, i2)
+    return b.extractelement(y, 0), b.extractelement(y, 1)
+
+
+def _steps(b: Builder, x: ir.Value, fty: ir.Type, ity: ir.Type) -> ir.Value:
+    """The module docstring's steps on a value of type fty (f32 or vector<2xf32>); ity: its integer twin."""
+    xc = b.maxnumf(x, b.constf(LOWEST, fty))
+    r = b.addf(xc, b.constf(ROUND, fty))
+    f = b.subf(xc, b.subf(r, b.constf(ROUND, fty)))
     cs = exp2_poly_coefficients()
-    p = b.constf(cs[-1])
+    p = b.constf(cs[-1], fty)
     for coef in (*reversed(cs[:-1]), 1.0):
-        p = b.fma(p, f, b.constf(coef))
-    bits = b.add(b.bitcast(p, b.i32), b.shl(b.bitcast(r, b.i32), b.const(23)))
-    return b.bitcast(bits, b.f32)
+        p = b.fma(p, f, b.constf(coef, fty))
+    bits = b.add(b.bitcast(p, ity), b.shl(b.bitcast(r, ity), b.const(23, ity)))
+    return b.bitcast(bits, fty)
 
 
 def exp2_fma_reference(x: np.ndarray) -> np.ndarray:
