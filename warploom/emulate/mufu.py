@@ -35,9 +35,12 @@ def _line() -> np.ndarray:
     d = np.load(DATA)
     halves = []
     for half in ("neg", "pos"):
-        bits = np.concatenate([d[f"ex2_{half}_first"].astype(np.int64),
-                               d[f"ex2_{half}_diff"].astype(np.int64)]).cumsum()
-        halves.append(bits.astype(np.uint32).view(np.float32))
+        diff = d[f"ex2_{half}_diff"]
+        bits = np.empty(diff.size + 1, np.int32)            # positive floats: their bit patterns fit in int32
+        bits[0] = int(d[f"ex2_{half}_first"][0])
+        np.cumsum(diff, dtype=np.int32, out=bits[1:])
+        bits[1:] += bits[0]
+        halves.append(bits.view(np.float32))
     return np.concatenate([halves[0][::-1], halves[1][1:]])
 
 
