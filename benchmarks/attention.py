@@ -15,6 +15,7 @@ The grid of ../shared/PEERS.md: head dims 64 and 128, seqlen 1024 .. 16384 at 16
                out= preallocated
   warploom_grid_bf16 (with --compare-grid): warploom bf16 with the grid-schedule kernels (a CTA per tile) in
                place of ops_attention.SCHEDULE's, to measure the persistent schedule against it in the same run
+  (--schedule streamk runs every warploom peer, the burst's too, with the stream-K kernels where not causal)
 Timing: median of CUDA-event timings (one event pair per call) after warm-up, random inputs; JAX through its
 Mosaic GPU profiler when present (else wall clock around block_until_ready, marked in the JSON).
 The two clocks differ, and so do the GPU's regimes: the torch-side peers run in interleaved rounds, seconds of
@@ -96,6 +97,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--iters", type=int, default=50, help="timed calls (the median is kept)")
     p.add_argument("--rounds", type=int, default=3, help="rounds of timing every torch-side peer in turn (the "
                    "median of the rounds' medians is kept)")
+    p.add_argument("--schedule", choices=("persistent", "streamk"), default=None,
+                   help="warploom's schedule (ops_attention.SCHEDULE; streamk: non-causal cases only); default: the "
+                   "standard kernels'")
     p.add_argument("--compare-grid", action="store_true",
                    help="also time warploom bf16 with the grid-schedule kernels (warploom_grid_bf16)")
     p.add_argument("--jax", choices=("subprocess", "in-process", "off"), default="subprocess",
@@ -426,7 +430,7 @@ def jax_in_subprocess(cases: list[dict], args) -> list[dict]:
     cmd = [sys.executable, os.path.abspath(__file__), "--jax-worker", path, "--head-dims", *map(str, args.head_dims),
            "--seqlens", *map(str, args.seqlens), "--tokens", str(args.tokens), "--hidden", str(args.hidden),
            "--warmup", str(args.warmup), "--iters", str(args.iters), "--rounds", str(args.rounds),
-           "--burst" if args.burst else "--no-burst"]
+           "--burst" if args.burst else "--no-burst", *(["--schedule", args.schedule] if args.schedule else [])]
     env = dict(os.environ, XLA_PYTHON_CLIENT_PREALLOCATE="false")
     rc = "?"
     try:
@@ -457,6 +461,9 @@ def machine() -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     cases = grid(args.head_dims, args.seqlens, args.tokens, args.hidden)
+    if args.schedule:
+        import warploom.ops_attention as oa
+        oa.SCHEDULE = args.schedule
     if args.jax_worker:                       # the child: JAX only, rows to the JSON file
         results = run_jax_cases(cases, args)
         with open(args.jax_worker, "w") as f:
@@ -478,7 +485,7 @@ def main(argv=None) -> int:
         fill_rates(row)
     date = datetime.date.today().isoformat()
     meta = dict(machine(), date=date, commit=commit(), layout=args.layout, tokens=args.tokens, hidden=args.hidden,
-                warmup=args.warmup, iters=args.iters, timing="median of CUDA-event timings after warm-up; torch-side peers in interleaved rounds, median of the rounds",
+                warmup=args.warmup, iters=args.iters, schedule=args.schedule or "standard", timing="median of CUDA-event timings after warm-up; torch-side peers in interleaved rounds, median of the rounds",
                 rounds=args.rounds,
                 flops="4*B*H*S^2*D, halved when causal")
     print(table(rows))

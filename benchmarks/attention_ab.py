@@ -8,7 +8,8 @@ skipped here, on purpose) and launched through `warploom.ops.attention`, each on
     python3 benchmarks/attention_ab.py --build bn160=.wlcache --build bn128=.wlcache@128 --cases 128x1024,128x4096
 
 A build `NAME=DIR@BN` (or `@BNsST`, or `@D:BMxBNsST` for head dim D and BM query rows, a `q1`/`q2` suffix for one/two Q
-stages, then `pK` for K of each 8 exp2 by the FMA polynomial) runs the head-dim-128 (D) kernels with block_n BN (and ST stages, BM rows) instead of the standard tile (the same compiler, another tile: `--build-tiles [D:]BN[sST],...` puts
+stages, then `pK` for K of each 8 exp2 by the FMA polynomial, then `k` for the stream-K schedule, non-causal only: the
+causal cases keep the standard kernel) runs the head-dim-128 (D) kernels with block_n BN (and ST stages, BM rows) instead of the standard tile (the same compiler, another tile: `--build-tiles [D:]BN[sST],...` puts
 them in the cache on the CPU host). `--cases` picks head dim x
 sequence length pairs (each causal and not); the default is head dim 128 at 4096, 8192, 16384 and 64 at 8192.
 
@@ -41,25 +42,26 @@ def parse_tile(text: str) -> dict:
     ({head_dim: 64, block_n: 192, stages: 2}); '64:192x128' -> query rows too ({head_dim: 64, block_m: 192,
     block_n: 128}); a 'q1' or 'q2' suffix ('64:128q1', '128s2q2') -> Q's stages too ({..., q_stages: 1}; 2: the next
     tile's Q loads during this one; without it the kernel's default); then a 'pK' suffix ('64:128p2', '64:128q2p1') ->
-    K of each 8 exp2 by the FMA polynomial ({..., exp2_poly: K / 8}); '' -> {} (the standard tile). Without 'D:'
-    the head dim is 128."""
+    K of each 8 exp2 by the FMA polynomial ({..., exp2_poly: K / 8}); then a 'k' suffix ('128k') -> the stream-K
+    schedule ({..., schedule: "streamk"}); '' -> {} (the standard tile). Without 'D:' the head dim is 128."""
     if not text:
         return {}
-    extra = re.search(r"(?:q(\d))?(?:p(\d))?$", text)
-    q, poly = extra.groups()
+    extra = re.search(r"(?:q(\d))?(?:p(\d))?(k)?$", text)
+    q, poly, streamk = extra.groups()
     d, _, rest = text[:extra.start()].rpartition(":")
     tile, _, st = rest.partition("s")
     bm, _, bn = tile.rpartition("x")
     return {"head_dim": int(d or 128), **({"block_m": int(bm)} if bm else {}), "block_n": int(bn),
             **({"stages": int(st)} if st else {}), **({"q_stages": int(q)} if q else {}),
-            **({"exp2_poly": int(poly) / kernels.EXP2_POLY_GROUP} if poly else {})}
+            **({"exp2_poly": int(poly) / kernels.EXP2_POLY_GROUP} if poly else {}),
+            **({"schedule": "streamk"} if streamk else {})}
 
 
 def build_spec(d: int, causal: bool, tile: dict):
     """The kernel a build runs for (head dim d, causal): the standard one, or `tile` where its head dim is d (Q's
-    stages the tile's default unless it names them)."""
+    stages the tile's default unless it names them; a stream-K tile only where not causal)."""
     spec = ops_attention.pick_spec("bf16", d, causal)
-    if not tile or tile.get("head_dim", 128) != d:
+    if not tile or tile.get("head_dim", 128) != d or (causal and tile.get("schedule") == "streamk"):
         return spec
     return dataclasses.replace(spec, **{"q_stages": None, "exp2_poly": None,
                                         **{k: v for k, v in tile.items() if k != "head_dim"}})
@@ -85,10 +87,10 @@ def load_build(name: str, root: str, tile: dict) -> dict:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--build", action="append", default=[], help="NAME=CACHE_DIR[@[D:][BMx]BN[sST][qN][pK]], two or more")
+    p.add_argument("--build", action="append", default=[], help="NAME=CACHE_DIR[@[D:][BMx]BN[sST][qN][pK][k]], two or more")
     p.add_argument("--cases", default="", help="comma-separated DxS (head dim x sequence length), each causal and not")
     p.add_argument("--build-tiles", default="", help="CPU host: compile the kernels of these tiles "
-                   "(comma-separated [D:][BMx]BN[sST][qN][pK], D 128 unless given) into $WARPLOOM_CACHE_DIR and exit")
+                   "(comma-separated [D:][BMx]BN[sST][qN][pK][k], D 128 unless given) into $WARPLOOM_CACHE_DIR and exit")
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--tag", default="", help="appended to the JSON's name (attention-ab-<date>-<tag>.json)")

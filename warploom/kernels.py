@@ -105,6 +105,7 @@ def streamk_buffers(block_m: int, block_n: int, ctas: int, m: int, n: int) -> tu
 
 
 SM90_MMA_M = targets.get("sm_90a").mma_shapes[0].m[0]     # rows of one wgmma: a consumer warpgroup's share
+SM90_WARPGROUP_THREADS = targets.get("sm_90a").warpgroup_threads
 SMALL_M_STAGES = 8    # the ring of the 64-row (small-M) GEMM kernels: their K loop is bound by the loads in flight
 # The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
 STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
@@ -168,7 +169,10 @@ ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
 # a persistent attention kernel takes two more: the batch (it counts the tiles itself) and the order it walks them
 # in (rules.TILE_ORDERS)
 ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
-ATTENTION_SCHEDULES = ("grid", "persistent")
+# and a stream-K one (non-causal: its last waves split over the key blocks) the fix-up's buffers
+ATTENTION_STREAMK_PARAMS = ATTENTION_PERSISTENT_PARAMS + tuple((n, "ptr") for n in STREAMK_PARAMS)
+ATTENTION_SCHEDULES = ("grid", "persistent", "streamk")
+ATTENTION_WALKS = ("persistent", "streamk")     # the schedules of one CTA per SM walking the tiles
 ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of every q/k/v tensor map
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
@@ -180,7 +184,8 @@ ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128
 # 160 (the largest without spills) on every case of run 42 once the softmax was cheaper (+0.3% at S = 16384 to
 # +9% at S = 1024 causal: no key block of masked columns at S = 1024, and a shorter softmax per turn); at head dim
 # 256 (O alone is 128 registers) every block_n spills.
-ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80}}
+ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80},
+                     "streamk": {64: 128, 128: 128, 256: 80}}
 # the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
 # spills, measured ahead of grid on the H200 (benchmarks/NOTES.md, run 13)
 ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}
@@ -231,9 +236,19 @@ def default_attention_q_stages(target: str, schedule: str, head_dim: int, block_
     """Q's ring stages when none are asked for: ATTENTION_Q_STAGES for a persistent sm_90a attention on its
     head dim's standard key block and stages (any block_m: the tall tile too), else 1."""
     standard = block_n == default_attention_block_n(head_dim, schedule) and stages == ATTENTION_STAGES
-    if target != "sm_90a" or schedule != "persistent" or not standard:
+    if target != "sm_90a" or schedule not in ATTENTION_WALKS or not standard:
         return 1
     return ATTENTION_Q_STAGES.get(head_dim, 1)
+
+
+def attention_streamk_buffers(block_m: int, head_dim: int, ctas: int) -> tuple[int, int]:
+    """A stream-K attention's (workspace f32 elements, counters i32 elements) for `ctas` CTAs: STREAMK_SLOTS partial
+    tiles per CTA, each thread's O fragment (head_dim / 2 f32 for its 2 rows) and its rows' (max, sum) pairs
+    (4 f32); a counter per stream-K tile (under 2 ctas of them) and consumer warpgroup, zero before the first
+    launch (each launch leaves them zero)."""
+    per_thread = head_dim // 2 + 4
+    threads = block_m // SM90_MMA_M * SM90_WARPGROUP_THREADS
+    return ctas * STREAMK_SLOTS * threads * per_thread, 2 * ctas * (block_m // SM90_MMA_M)
 
 
 def tall_attention(head_dim: int, causal: bool, seqlen_q: int | None, schedule: str | None = None) -> bool:
@@ -257,8 +272,9 @@ def default_attention_block_n(head_dim: int, schedule: str | None = None) -> int
 def attention_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
                           overlap: bool = False, schedule: str = "grid", q_stages: int = 1,
                           exp2_poly: float = 0.0) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2][_p{eighths}]: the PTX entry point of
-    an attention kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the tiles;
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent|_streamk][_q2][_p{eighths}]: the PTX entry
+    point of an attention kernel (_ov: the consumers' intra-warpgroup overlap; _persistent: one CTA per SM walking the
+    tiles; _streamk: the same, the last waves' tiles split over their key blocks;
     _q2: two Q stages, the next tile's Q loading during this one; _p: that many of each 8 exp2 by the FMA polynomial;
     docs/attention-sm90.md)."""
     return (f"wl_attn_{elem}_d{head_dim}_{block_m}x{block_n}_s{stages}{'_causal' if causal else ''}"
@@ -341,7 +357,11 @@ class AttentionSpec:
                              "sm_100a attention (target='sm_100a')")
         if self.schedule not in ATTENTION_SCHEDULES:
             raise ValueError(f"AttentionSpec: schedule = {self.schedule!r}: one of {', '.join(ATTENTION_SCHEDULES)}")
-        if self.q_stages not in (1, 2) or (self.q_stages == 2 and (fa4 or self.schedule != "persistent")):
+        if self.schedule == "streamk" and (fa4 or self.causal):
+            raise ValueError("AttentionSpec: schedule = 'streamk' is built for the non-causal sm_90a attention (its "
+                             "tiles all weigh the same, so the last waves split evenly); a causal one takes "
+                             "'persistent', which deals its tiles heaviest first")
+        if self.q_stages not in (1, 2) or (self.q_stages == 2 and (fa4 or self.schedule not in ATTENTION_WALKS)):
             raise ValueError(f"AttentionSpec: q_stages = {self.q_stages!r}: 1, or 2 for the persistent sm_90a "
                              "attention (the next tile's Q loads during this one)")
         if check_exp2_poly(self.exp2_poly):
@@ -359,7 +379,8 @@ class AttentionSpec:
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """The kernel's parameters (name, kind) in launch order: the runtime contract."""
-        return ATTENTION_PERSISTENT_PARAMS if self.schedule == "persistent" else ATTENTION_PARAMS
+        return {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(
+            self.schedule, ATTENTION_PARAMS)
 
     @property
     def lookup_id(self) -> str:
@@ -370,6 +391,7 @@ class AttentionSpec:
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
                 f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
                 f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}"
+                f"{'stream-K (a CTA per SM; the last waves split over the key blocks), ' if self.schedule == 'streamk' else ''}"
                 f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}"
                 f"{f'{self.exp2_poly:g} of exp2 by the FMA polynomial, ' if self.exp2_poly else ''}{self.target}")
 

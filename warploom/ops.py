@@ -379,7 +379,10 @@ def _gemm(a, b, out, artifact, fast_key=None):
     # a persistent kernel launches at most one CTA per SM; a cluster kernel, only as many as whole clusters fit
     sizes = {"M": m, "N": n, "K": k_run, "SMS": default_launcher().cluster_slots(artifact, ta.device)}
     if artifact.grid[0][0] == "streamk":
-        args["workspace"], args["counters"] = _fixup_buffers(artifact.grid[0], sizes, ta.device, stream)
+        from warploom.kernels import streamk_buffers
+        _, bm, _, bn = artifact.grid[0][1:5]
+        need = streamk_buffers(bm, bn, rules.evaluate(artifact.grid[0], sizes), m, n)
+        args["workspace"], args["counters"] = fixup_buffers(*need, ta.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
@@ -399,17 +402,15 @@ def _gemm(a, b, out, artifact, fast_key=None):
 _FIXUP: dict = {}         # (device, stream) -> {"workspace": DeviceBuffer, "counters": DeviceBuffer, "retired": [...]}
 
 
-def _fixup_buffers(rule, sizes: dict, device: int, stream: int) -> tuple[int, int]:
-    """(workspace, counters) addresses for a stream-K launch of grid rule `rule` on `stream`: one pair per device and
-    stream (launches on one stream run in order, so they can share it; two streams never do). Grown to the next
-    power of two when a launch needs more; grown-out buffers stay allocated (a launch in flight may still use them).
-    New counters are zeroed on the stream; every launch leaves them zero."""
-    from warploom.kernels import streamk_buffers
+def fixup_buffers(floats: int, counts: int, device: int, stream: int) -> tuple[int, int]:
+    """(workspace, counters) addresses for a stream-K launch (GEMM or attention) needing `floats` f32 and `counts`
+    i32 on `stream`: one pair per device and stream (launches on one stream run in order, so they can share it; two
+    streams never do). Grown to the next power of two when a launch needs more; grown-out buffers stay allocated (a
+    launch in flight, or a prepared one, may still use them). New counters are zeroed on the stream; every launch
+    leaves them zero."""
     from warploom.runtime.tensors import DeviceBuffer
     from warploom.runtime._cuda import check, on_device
     from cuda.bindings import driver
-    _, bm, _, bn = rule[1:5]
-    floats, counts = streamk_buffers(bm, bn, rules.evaluate(rule, sizes), sizes["M"], sizes["N"])
     entry = _FIXUP.setdefault((device, stream), {"workspace": None, "counters": None, "retired": []})
     for name, need, dtype in (("workspace", floats, "f32"), ("counters", counts, "i32")):
         buf = entry[name]

@@ -36,8 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M, FA4_HEAD_DIMS,
-                              AttentionSpec, check_attention_artifact, get_kernel, tall_attention)
+from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS,
+                              FA4_HEAD_DIMS, AttentionSpec, attention_streamk_buffers, check_attention_artifact,
+                              get_kernel, tall_attention)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
@@ -199,7 +200,8 @@ class AttentionPlan:
         return not any(self.copies.values())
 
 
-SCHEDULE = None     # None: each head dim's standard schedule; "grid" or "persistent" forces one (to compare them)
+SCHEDULE = None     # None: each head dim's standard schedule; "grid", "persistent" or "streamk" (non-causal
+#                     problems only; a causal one keeps its standard kernel) forces one (to compare them)
 TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces a persistent kernel's tile order
 
 
@@ -213,9 +215,10 @@ def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
             raise ValueError(f"attention: head dim {head_dim} has no sm_100a kernel (the FA4-style kernel takes "
                              f"{', '.join(map(str, FA4_HEAD_DIMS))}); pad the head dim to one of them")
         return AttentionSpec(elem, head_dim, causal, target=target)
-    if SCHEDULE is None and tall_attention(head_dim, causal, seqlen_q):
+    schedule = None if causal and SCHEDULE == "streamk" else SCHEDULE
+    if schedule is None and tall_attention(head_dim, causal, seqlen_q):
         return AttentionSpec(elem, head_dim, causal, block_m=ATTENTION_TALL_BLOCK_M)
-    return AttentionSpec(elem, head_dim, causal, schedule=SCHEDULE)
+    return AttentionSpec(elem, head_dim, causal, schedule=schedule)
 
 
 @functools.lru_cache(maxsize=256)
@@ -253,7 +256,7 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
                          f"{problem.head_dim}, {'causal' if causal else 'non-causal'}, on a {target} GPU: compile a "
                          "graph of those (or call warploom.ops.attention, which picks one)")
     tiles = rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch
-    if spec.schedule == "persistent" and tiles > MAX_I32:
+    if spec.schedule in ATTENTION_WALKS and tiles > MAX_I32:
         raise ValueError(f"attention: {tiles} tiles of {spec.block_m} query rows (batch x heads x query blocks) "
                          f"exceed {MAX_I32}, the persistent kernel's i32 tile count; split the batch")
     maps = spec.tensor_map_specs()
@@ -315,7 +318,7 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "scale_log2": scale_log2}
-    if spec is not None and spec.schedule == "persistent":
+    if spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
         args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else _tile_order(
             problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch, spec.block_m, spec.block_n, spec.causal,
@@ -411,27 +414,31 @@ def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None) 
 def _fast(hit, q, out):
     """A repeated torch call: the remembered launch, with a fresh out (and lse) written into its parameters."""
     from warploom.ops import torch_stream
-    prepared, out_shape, lse_shape, out_i, lse_i = hit
+    prepared, out_shape, lse_shape, out_i, lse_i, only_stream = hit
+    stream = torch_stream(q)
+    if only_stream is not None and stream != only_stream:
+        return None                  # a stream-K launch's fix-up buffers belong to another stream: the slow path
     if out is None:
         out = q.new_empty(out_shape)
         prepared.set_tensor_map_address(out_i, out.data_ptr())
     if lse_shape is None:
-        prepared.launch(torch_stream(q))
+        prepared.launch(stream)
         return out
     lse = q.new_empty(lse_shape, dtype=_torch_f32())
     prepared.set_pointer(lse_i, lse.data_ptr())
-    prepared.launch(torch_stream(q))
+    prepared.launch(stream)
     return out, lse
 
 
-def _remember(fast_key, prepared, artifact, problem, return_lse: bool) -> None:
+def _remember(fast_key, prepared, artifact, problem, return_lse: bool, stream: int | None = None) -> None:
     """For torch tensors read in place: the next identical call skips the checks (`_fast`), with its own copy of the
-    launch, in which it rewrites the addresses of a fresh out and lse."""
+    launch, in which it rewrites the addresses of a fresh out and lse; `stream`: the only stream it may launch on
+    (a stream-K kernel's fix-up buffers are that stream's)."""
     if fast_key is None:
         return
     index = {param.name: i for i, param in enumerate(artifact.params)}
     _FAST[fast_key] = (prepared.copy(), problem.out_shape, problem.lse_shape if return_lse else None, index["out"],
-                       index["lse"])
+                       index["lse"], stream)
     if len(_FAST) > _FAST_SLOTS:
         _FAST.popitem(last=False)
 
@@ -454,7 +461,9 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec)
     hit = _FAST.get(fast_key) if fast_key is not None else None
     if hit is not None:
-        return _fast(hit, q, out)
+        done = _fast(hit, q, out)
+        if done is not None:
+            return done
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
     p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None, spec=spec)
     problem = p.problem
@@ -473,13 +482,15 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     artifact = _kernel(p.spec)
     lse_ptr = tl.ptr if tl is not None else 0
     stream = current_stream(tq)
+    streamk = p.spec.schedule == "streamk"
+    only_stream = stream if streamk else None         # its fix-up buffers are this stream's (ops.fixup_buffers)
     plan_key = (artifact.key, artifact.name, layout, _layout_key(tq), _layout_key(tk), _layout_key(tv),
-                _layout_key(to), lse_ptr, p.scale_log2)
+                _layout_key(to), lse_ptr, p.scale_log2, only_stream)
     if p.zero_copy:
         prepared = _PREPARED.get(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
             _PREPARED.move_to_end(plan_key)
-            _remember(fast_key, prepared, artifact, problem, return_lse)
+            _remember(fast_key, prepared, artifact, problem, return_lse, only_stream)
             prepared.launch(stream)
             return result
     maps, copies = {}, []
@@ -494,12 +505,17 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     maps["out"] = _tensor_map(artifact.tensor_maps["out"], to, layout)   # check_out kept it TMA-writable
     sms = _sm_count(problem.device)
     args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms)
-    prepared = default_launcher().prepare(artifact, {**problem.sizes, "SMS": sms}, args, device=problem.device)
+    sizes = {**problem.sizes, "SMS": sms}
+    if streamk:
+        from warploom.ops import fixup_buffers
+        need = attention_streamk_buffers(p.spec.block_m, p.spec.head_dim, rules.evaluate(artifact.grid[0], sizes))
+        args["workspace"], args["counters"] = fixup_buffers(*need, problem.device, stream)
+    prepared = default_launcher().prepare(artifact, sizes, args, device=problem.device)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
         if len(_PREPARED) > _PREPARED_SLOTS:
             _PREPARED.popitem(last=False)
-        _remember(fast_key, prepared, artifact, problem, return_lse)
+        _remember(fast_key, prepared, artifact, problem, return_lse, only_stream)
     prepared.launch(stream)
     del copies
     return result

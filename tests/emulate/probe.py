@@ -85,6 +85,12 @@ ATTENTION_CASES = [
     # its phases wrap
     ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
 ]
+# the stream-K attention (non-causal; run with the "streamk" family): 8 tiles on 3 CTAs = 3 whole tiles, then 5
+# tiles' 20 key-block iterations in runs of 6, 7, 7: split tiles of 2, 3 and 4 pieces' worth, one run of a partial,
+# a whole and a partial piece; GQA 2; the ragged last key block in every piece that ends a tile
+STREAMK_ATTENTION_CASES = [
+    ("bf16", 64, False, 1, 250, 450, 4, 2, "bshd", {"schedule": "streamk"}),
+]
 
 # the sm_100a attention (FA4-style; never run on hardware here), grid: (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv,
 # layout, grow). grow: the keys past the first block score far higher (positive queries, shifted keys), so every
@@ -149,6 +155,8 @@ def probe(families=FAMILIES) -> dict:
     from warploom.build import planned_attention_program, planned_sm100_attention
     attention = [("sm_90a", *case[:-1], False, case[-1]) for case in (ATTENTION_CASES if "attention" in families
                                                                       else ())]
+    attention += [("sm_90a", *case[:-1], False, case[-1]) for case in (STREAMK_ATTENTION_CASES if "streamk" in
+                                                                       families else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention

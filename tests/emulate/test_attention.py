@@ -356,3 +356,94 @@ def test_polynomial_exp2_share_matches_the_reference(case):
         np.testing.assert_array_equal(out.view(np.uint16), first[0].view(np.uint16))
         np.testing.assert_array_equal(lse, first[1])
     assert (first[0].view(np.uint16) != mufu[0].view(np.uint16)).any() or (first[1] != mufu[1]).any()
+
+
+# stream-K (schedule "streamk", non-causal): (elem, D, Sq, Sk, Hq, Hkv, layout, B, SMs). Tiles T, key blocks kt:
+# 8 x 4 on 3 CTAs: 3 whole tiles, then 20 iterations in runs of 6, 7, 7 (a run of a partial, a whole and a partial
+# piece); 6 x 3 on 4 CTAs: fewer than two waves, so every tile is stream-K (runs of 4-5 blocks); 2 x 5 on 4 CTAs:
+# fewer tiles than CTAs, runs shorter than a tile; 4 x 6 on 3 CTAs: 3 whole, one tile in 3 pieces.
+STREAMK_CASES = [
+    ("bf16", 64, 250, 450, 4, 2, "bshd", 1, 3),
+    ("f16", 128, 130, 300, 3, 1, "bhsd", 1, 4),
+    ("bf16", 128, 63, 600, 1, 1, "bshd", 2, 4),
+    ("f16", 64, 100, 700, 2, 2, "bhsd", 2, 3),
+]
+STREAMK_IDS = [f"{c[0]}-d{c[1]}-{c[2]}x{c[3]}-h{c[4]}/{c[5]}-{c[6]}-b{c[7]}-sms{c[8]}" for c in STREAMK_CASES]
+
+
+def _streamk_pieces(case) -> list:
+    from warploom.runtime import rules
+    elem, d, sq, sk, hq, hkv, layout, bsz, sms = case
+    tiles, kt = rules.cdiv(sq, 128) * hq * bsz, rules.cdiv(sk, 128)
+    return rules.streamk_pieces(min(sms, tiles * kt), tiles, kt)
+
+
+@pytest.mark.parametrize("case", STREAMK_CASES, ids=STREAMK_IDS)
+def test_streamk_schedule_matches_the_reference_whoever_finishes_last(case):
+    """The stream-K kernel (a few CTAs standing in for the SMs) with its CTAs run forward, backward and shuffled
+    (which piece of a split tile merges the others) and two interleavings: within the reference's bound, the same
+    bits every time (the merge reads the pieces in key order, its own too), its counters back at zero after each
+    launch (the fix-up buffers reused, as ops.attention does); the tiles it computes whole are bit for bit the
+    persistent kernel's (one tile's arithmetic), the split ones are not (the merge rounds differently)."""
+    from warploom.build import planned_attention_program
+    elem, d, sq, sk, hq, hkv, layout, bsz, sms = case
+    pieces = _streamk_pieces(case)
+    assert any(len(p) > 1 for p in pieces), "the case must split a tile"
+    q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
+    program = planned_attention_program(elem, d, False, schedule="streamk")
+    assert program.attrs["schedule"] == "streamk" and sm90_attention.kernel_name(program).endswith("_streamk_q2")
+    persistent = planned_attention_program(elem, d, False, schedule="persistent")
+    ref_out, ref_lse = emulate_attention(q, k, v, layout=layout, program=persistent, sms=sms, tile_order=0)
+    fixup, first = {}, None
+    for (seed, delay), cta_order in zip(SEEDS, ("forward", "reverse", "shuffle")):
+        out, lse = emulate_attention(q, k, v, seed=seed, delay=delay, layout=layout, program=program, sms=sms,
+                                     cta_order=cta_order, fixup=fixup)
+        check(out, lse, q, k, v, elem, False, layout)
+        assert not fixup["counters"].any()
+        if first is None:
+            first = (out.copy(), lse.copy())
+        np.testing.assert_array_equal(out.view(np.uint16), first[0].view(np.uint16))
+        np.testing.assert_array_equal(lse, first[1])
+    # tile t = (query block m, head h, batch b) in tile order 0: m fastest
+    blocks = -(-sq // 128)
+    to_bhsd = (lambda x: x) if layout == "bhsd" else (lambda x: np.swapaxes(x, 1, 2))
+    got, want = to_bhsd(first[0]).view(np.uint16), to_bhsd(ref_out).view(np.uint16)
+    for t, tile_pieces in enumerate(pieces):
+        m, hb = t % blocks, t // blocks
+        h, b = hb % hq, hb // hq
+        rows = slice(128 * m, min(sq, 128 * m + 128))
+        same = (np.array_equal(got[b, h, rows], want[b, h, rows])
+                and np.array_equal(first[1][b, h, rows], ref_lse[b, h, rows]))
+        if len(tile_pieces) == 1:
+            assert same, f"tile {t} (computed whole) differs from the persistent kernel's"
+
+
+def test_streamk_counts_every_key_block_once():
+    """rules.attention_streamk_run / attention_streamk_piece (what the kernel walks): the data-parallel rounds deal
+    tiles 0 .. D - 1 once each (the snake deal), and each CTA's pieces after them are exactly its run's share of
+    the stream-K (tile, key block) iterations as rules.streamk_pieces has them, in key order, for many shapes."""
+    from warploom.runtime import rules
+    for tiles in (1, 2, 5, 8, 131, 132, 133, 264, 2048):
+        for kt in (1, 2, 3, 7, 64):
+            for ctas in (1, 3, 4, 132):
+                ctas = min(ctas, tiles * kt)           # the grid rule's CTA count
+                dp = rules.streamk_dp_tiles(tiles, ctas)
+                want = {c: [] for c in range(ctas)}
+                for t, tile_pieces in enumerate(rules.streamk_pieces(ctas, tiles, kt)[dp:]):
+                    for c, lo, hi in tile_pieces:
+                        want[c].append((t, lo, hi))
+                whole = []
+                for c in range(ctas):
+                    d, iters, lo, hi, n = rules.attention_streamk_run(tiles, kt, c, ctas)
+                    assert (d, iters) == (dp, (tiles - dp) * kt)
+                    rounds = dp // ctas
+                    whole += [rules.snake_tile(r, c, ctas) for r in range(rounds)]
+                    got, x = [], lo
+                    for _ in range(n):
+                        t, first, end = rules.attention_streamk_piece(x, hi, kt)
+                        assert 0 <= first < end <= kt
+                        got.append((t, first, end))
+                        x = t * kt + end
+                    assert x == hi or n == 0
+                    assert got == sorted(want[c]), (tiles, kt, ctas, c)
+                assert sorted(whole) == list(range(dp))

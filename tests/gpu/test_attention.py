@@ -405,6 +405,62 @@ def test_polynomial_exp2_share_stays_within_tolerance(d, causal, share):
     assert (poly.float() - mufu.float()).abs().max().item() <= 4 * 2.0 ** -8 * mufu.float().abs().max().item()
 
 
+# ---- the stream-K schedule (non-causal) ----------------------------------------------------------------------
+
+STREAMK_CASES = [  # (b, sq, sk, hq, hkv, d, dtype, layout): tiles vs SMs so that the last waves split, ragged sizes
+    (1, 16384, 16384, 16, 16, 128, "bf16", "bshd"),    # 2048 tiles on 132 SMs: 14 waves whole, then 1.5 split
+    (2, 1100, 1030, 16, 8, 128, "f16", "bhsd"),        # 288 tiles, 9 key blocks each (ragged last): GQA 2
+    (1, 700, 5000, 2, 1, 64, "bf16", "bshd"),          # 12 tiles on 132 SMs: every tile in ~11 pieces
+    (3, 4100, 4097, 16, 4, 64, "f16", "bshd"),         # 1584 tiles; one key in the last block
+]
+
+
+@pytest.mark.parametrize("b, sq, sk, hq, hkv, d, dtype, layout", STREAMK_CASES)
+def test_streamk_schedule_matches_the_reference_and_repeats_its_bits(b, sq, sk, hq, hkv, d, dtype, layout):
+    """The stream-K kernel (the last waves' tiles split over their key blocks, merged by the last piece to finish;
+    emulated and mutation-tested on the CPU): within TOL and LSE_TOL of the reference, no NaN left in the poisoned
+    output, the same bits on a second launch and on another stream (the merge reads the pieces in key order, so it
+    does not matter which finished last; each stream has its own fix-up buffers, left zeroed by every launch), and
+    the tiles computed whole bit for bit the persistent kernel's."""
+    from warploom.runtime import rules
+    dt = torch_dtype(dtype)
+    q, k, v = make_inputs(b, sq, sk, hq, hkv, d, dt, layout, seed=61 + d + sq)
+    spec = AttentionSpec(dtype, d, False, schedule="streamk")
+    assert spec.kernel_name.endswith("_streamk_q2")
+    poison_allocator(b * hq * sq * d)
+    outs = []
+    for stream in (torch.cuda.current_stream(), torch.cuda.current_stream(), torch.cuda.Stream()):
+        with torch.cuda.stream(stream):
+            out, lse = ops.attention(q, k, v, layout=layout, out=torch.full_like(q, float("nan")), return_lse=True,
+                                     spec=spec)
+        stream.synchronize()
+        outs.append((out, lse))
+    persistent = ops.attention(q, k, v, layout=layout, out=torch.full_like(q, float("nan")),
+                               spec=AttentionSpec(dtype, d, False))
+    ref, ref_lse = reference(q, k, v, layout=layout)
+    torch.cuda.synchronize()
+    out, lse = outs[0]
+    assert not torch.isnan(out).any(), "unwritten or NaN outputs"
+    assert rel_max_err(out, ref) <= TOL
+    check_lse(lse, ref_lse, spec.kernel_name)
+    for again, again_lse in outs[1:]:
+        assert torch.equal(again.view(torch.int16), out.view(torch.int16)), "a second launch gave other bits"
+        assert torch.equal(again_lse, lse)
+    # the data-parallel tiles (query block m, head h, batch: tile order 0) are computed whole, as the persistent
+    # kernel computes them
+    sms = torch.cuda.get_device_properties(q.device).multi_processor_count
+    tiles, kt = rules.cdiv(sq, 128) * hq * b, rules.cdiv(sk, 128)
+    ctas = min(sms, tiles * kt)
+    dp = rules.streamk_dp_tiles(tiles, ctas)
+    a, p = to_bhsd(out, layout), to_bhsd(persistent, layout)
+    blocks = rules.cdiv(sq, 128)
+    for t in range(0, dp, max(1, dp // 64)):
+        m, hb = t % blocks, t // blocks
+        rows = slice(128 * m, min(sq, 128 * m + 128))
+        assert torch.equal(a[hb // hq, hb % hq, rows].view(torch.int16), p[hb // hq, hb % hq, rows].view(torch.int16)), \
+            f"whole tile {t} differs from the persistent kernel's"
+
+
 # ---- the long way ----------------------------------------------------------------------------
 
 def test_long_way_graph_kernel_runs():

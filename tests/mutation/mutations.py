@@ -324,7 +324,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("streamk-counter-not-reset",
              "the summing CTA leaves the tile's counter at its piece count: the next launch on the same buffers "
              "miscounts every shared tile",
-             SM90, "                    b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
+             SM90, "                b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
     Mutation("streamk-partial-as-whole",
              "a piece that starts the tile but ends before its last K tile is stored as if it were the whole tile",
              SM90, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
@@ -339,6 +339,25 @@ MUTATIONS: list[Mutation] = [
              "partial sums are neither written nor read, and those rows come out as zero",
              SM90, "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h)), self.M) for h in range(2)]",
              "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h + 8)), self.M) for h in range(2)]", ("streamk",)),
+    # ---- stream-K attention (sm_90a, non-causal; the probe's stream-K family) ----
+    Mutation("streamk-attn-key-offset",
+             "a stream-K piece's key loop starts at the tile's key block 0 instead of the piece's first block: the "
+             "pieces of a split tile all read the first keys (and the masking of the ragged last block misses)",
+             ATTN, "return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)", "return loop.kt",
+             ("streamk",)),
+    Mutation("streamk-attn-merge-weight",
+             "the merge adds the pieces' O and row sums unweighted, as if every piece had the tile's row maximum",
+             ATTN, "w = [b.exp2(b.mulf(b.subf(b.extractelement(stats, h), top[h]), sl2)) for h in range(2)]",
+             "w = [b.constf(1.0)] * 2", ("streamk",)),
+    Mutation("streamk-attn-stats-slot",
+             "a piece writes its (max, sum) vector over the last vector of its O fragment in the workspace slot",
+             ATTN, "b.store(pack(mx + sm), vector(mine, n_vec), alignment=16)",
+             "b.store(pack(mx + sm), vector(mine, n_vec - 1), alignment=16)", ("streamk",)),
+    Mutation("streamk-attn-next-piece",
+             "a run's next piece starts at x + the piece's end block instead of at the tile's start + its end block: "
+             "after a piece that starts mid-tile the run skips iterations",
+             ATTN, "next_x = b.select(whole_tile, x, b.add(t0, end))",
+             "next_x = b.select(whole_tile, x, b.add(x, end))", ("streamk",)),
     # ---- 2x1 clusters sharing B by TMA multicast (sm_90a) ----
     Mutation("cluster-mask-own",
              "the B copy multicasts into its own CTA only (ctaMask 1): the other CTA's half of B never lands there",

@@ -103,6 +103,8 @@ def test_attention_ab_tiles_name_the_kernels_they_build():
     ab = _attention_ab()
     assert ab.parse_tile("") == {} and ab.parse_tile("128") == {"head_dim": 128, "block_n": 128}
     assert ab.parse_tile("128s3") == {"head_dim": 128, "block_n": 128, "stages": 3}
+    assert ab.parse_tile("128k") == {"head_dim": 128, "block_n": 128, "schedule": "streamk"}
+    assert ab.parse_tile("64:128q2k") == {"head_dim": 64, "block_n": 128, "q_stages": 2, "schedule": "streamk"}
     assert ab.parse_tile("64:192s3") == {"head_dim": 64, "block_n": 192, "stages": 3}
     assert ab.parse_tile("64:128q2") == {"head_dim": 64, "block_n": 128, "q_stages": 2}
     assert ab.parse_tile("128s2q2") == {"head_dim": 128, "block_n": 128, "stages": 2, "q_stages": 2}

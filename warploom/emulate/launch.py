@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from warploom.kernels import ATTENTION_WALKS, attention_streamk_buffers
 from warploom.runtime import rules
 from warploom.targets import get as get_target
 
@@ -324,15 +325,31 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
     sizes = {"M": m, "N": n, "K": k, "SMS": sms}
     args = {"a": a, "b": b, "c": c}
     if spec.schedule == "streamk":
-        floats, counts = spec.streamk_buffers(rules.evaluate(kernel.grid[0], sizes), m, n)
-        if fixup is None:
-            fixup = {}
-        fixup.setdefault("workspace", np.full(floats, np.nan, np.float32))
-        fixup.setdefault("counters", np.zeros(counts, np.int32))
-        if fixup["workspace"].size < floats or fixup["counters"].size < counts:
-            raise ValueError(f"emulate_gemm: the fix-up needs {floats} f32 and {counts} counters, got "
-                             f"{fixup['workspace'].size} and {fixup['counters'].size}")
+        fixup = _fixup(fixup, *spec.streamk_buffers(rules.evaluate(kernel.grid[0], sizes), m, n), "emulate_gemm")
         args.update(fixup)
+    ids = _ordered_ctas(kernel, sizes, cta_order, seed)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids, order=order)
+    if report is not None:
+        report.append(r)
+    if spec.schedule == "streamk":
+        _check_counters(fixup["counters"])
+    return c
+
+
+def _fixup(fixup: dict | None, floats: int, counts: int, caller: str) -> dict:
+    """A stream-K launch's buffers: `fixup`'s (to reuse across launches, as warploom.ops does), else a NaN-filled
+    workspace and zeroed counters; ValueError when the given ones are too small."""
+    fixup = {} if fixup is None else fixup
+    fixup.setdefault("workspace", np.full(floats, np.nan, np.float32))
+    fixup.setdefault("counters", np.zeros(counts, np.int32))
+    if fixup["workspace"].size < floats or fixup["counters"].size < counts:
+        raise ValueError(f"{caller}: the fix-up needs {floats} f32 and {counts} counters, got "
+                         f"{fixup['workspace'].size} and {fixup['counters'].size}")
+    return fixup
+
+
+def _ordered_ctas(kernel, sizes: dict, cta_order: str, seed: int) -> list:
+    """The launch's CTA ids in `cta_order` (CTA_ORDERS; "shuffle" by the seed)."""
     if cta_order not in CTA_ORDERS:
         raise ValueError(f"cta_order {cta_order!r}: one of {', '.join(CTA_ORDERS)}")
     ids = list(itertools.product(*(range(g) for g in (rules.evaluate(r, sizes) for r in kernel.grid))))
@@ -340,14 +357,15 @@ def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, rep
         ids.reverse()
     elif cta_order == "shuffle":
         random.Random(seed).shuffle(ids)
-    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids, order=order)
-    if report is not None:
-        report.append(r)
-    if spec.schedule == "streamk" and fixup["counters"].any():
-        left = np.flatnonzero(fixup["counters"])
+    return ids
+
+
+def _check_counters(counters: np.ndarray) -> None:
+    """OutOfBoundsError unless a stream-K launch left its counters zero (the next launch counts from there)."""
+    if counters.any():
+        left = np.flatnonzero(counters)
         raise OutOfBoundsError(f"stream-K counters {left[:8].tolist()} are not zero after the launch (values "
-                               f"{fixup['counters'][left[:8]].tolist()}): the next launch would miscount its pieces")
-    return c
+                               f"{counters[left[:8]].tolist()}): the next launch would miscount its pieces")
 
 
 # ---- attention convenience ---------------------------------------------------------------------------
@@ -381,7 +399,8 @@ def _default_attention_program(elem: str, head_dim: int, causal: bool):
 def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
                       layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
                       delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
-                      sms: int = 3, tile_order: int | None = None, order: str = "random"):
+                      sms: int = 3, tile_order: int | None = None, order: str = "random",
+                      cta_order: str = "forward", fixup: dict | None = None):
     """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
 
     q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
@@ -393,7 +412,9 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
     tiles) in tile order `tile_order` (default: the one the runtime would pick, rules.best_tile_order); order: the
-    warp interleaving (emulate_launch's)."""
+    warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
+    emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
+    `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
     if elem is None:
@@ -420,11 +441,20 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": to_bhsd(out), "lse": lse,
             "scale_log2": np.float32(scale * np.log2(np.e))}
     sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
-    if program.attrs.get("schedule") == "persistent":
+    schedule = program.attrs.get("schedule")
+    if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]
         args["tile_order"] = (rules.best_tile_order(sizes, bm, bn, bool(causal), sms) if tile_order is None
                               else tile_order)
+    if schedule == "streamk":
+        fixup = _fixup(fixup, *attention_streamk_buffers(bm, d, rules.evaluate(kernel.grid[0], sizes)),
+                       "emulate_attention")
+        args.update(fixup)
+        if ctas is None:
+            ctas = _ordered_ctas(kernel, sizes, cta_order, seed)
     r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, trace=trace, order=order)
     if report is not None:
         report.append(r)
+    if schedule == "streamk":
+        _check_counters(fixup["counters"])
     return out, lse

@@ -403,6 +403,36 @@ class _Sm90Lowering:
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the lowering knows 'thread' and 'warpgroup'")
 
+    def _streamk_ctas(self, t0: ir.Value, k_tiles: ir.Value, ctas: ir.Value, iters: ir.Value) -> tuple:
+        """(the first CTA, the count of CTAs) whose runs hold a piece of the stream-K tile whose iterations start at
+        t0: streamk_cta(t0) .. streamk_cta(t0 + k_tiles - 1), in K order."""
+        b, c = self.b, self.b.const
+        first = rules.streamk_cta(t0, ctas, iters, b)
+        last = rules.streamk_cta(b.add(t0, b.sub(k_tiles, c(1))), ctas, iters, b)
+        return first, b.add(b.sub(last, first), c(1))
+
+    def _streamk_hand_off(self, ctx: _Role, counter_index: ir.Value, pieces: ir.Value, bar: ir.Value) -> ir.Value:
+        """After the warpgroup wrote its piece to the workspace: whether this piece is the tile's last to finish (i1,
+        the same in every thread of the warpgroup). The warpgroup syncs on named barrier `bar`; its first thread
+        fences (gpu scope: release of the slot writes) and adds 1 to counters[counter_index]; the piece that
+        brings it to `pieces` is the last: that thread sets it back to 0 (ready for the next launch) and fences
+        again (acquire: the other pieces' slots, before reading them); bar.red.or tells the warpgroup."""
+        b, c = self.b, self.b.const
+        threads = self.T.warpgroup_threads
+        sync.named_barrier_sync(b, bar, threads)
+        lead, other, (is_last,) = b.if_values(ctx.wg_leader, [b.i1])
+        with lead as yielded:
+            sync.fence_gpu()
+            counter = b.gep(self.counters, counter_index, b.i32)
+            last = b.cmp("eq", sync.atomic_add_gpu(b, counter, c(1)), b.sub(pieces, c(1)))
+            with b.if_(last):
+                b.store(c(0), counter, alignment=4)
+                sync.fence_gpu()
+            yielded.append(last)
+        with other as yielded:
+            yielded.append(b.const(0, b.i1))
+        return sync.named_barrier_any(b, bar, threads, is_last)
+
     def _tile_loop(self, ops, ctx: _Role) -> None:
         """The role's ops (a persistent GEMM runs them once per tile)."""
         self._ops(ops, ctx)
@@ -1034,22 +1064,8 @@ class _GemmLowering(_Sm90Lowering):
                             v = b.insertelement(v, b.extractvalue(acc, r, b.f32, "f"), c(e))
                         b.store(v, b.gep(mine, (h * per_row + j) * threads * 4, b.f32), alignment=16)
             bar = b.add(c(nb.id), ctx.wg_index)
-            sync.named_barrier_sync(b, bar, threads)
-            first = rules.streamk_cta(pc.t0, pc.ctas, pc.iters, b)
-            pieces = b.add(b.sub(rules.streamk_cta(b.add(pc.t0, b.sub(self.trips, c(1))), pc.ctas, pc.iters, b),
-                                 first), c(1))
-            lead, other, (is_last,) = b.if_values(ctx.wg_leader, [b.i1])
-            with lead as yielded:
-                sync.fence_gpu()                              # release: the warpgroup's slot writes, then the count
-                counter = b.gep(self.counters, b.add(b.mul(pc.tile, c(n_wgs)), ctx.wg_index), b.i32)
-                last = b.cmp("eq", sync.atomic_add_gpu(b, counter, c(1)), b.sub(pieces, c(1)))
-                with b.if_(last):
-                    b.store(c(0), counter, alignment=4)
-                    sync.fence_gpu()                          # acquire: the other pieces' slots, before reading them
-                yielded.append(last)
-            with other as yielded:
-                yielded.append(b.const(0, b.i1))
-            reduce = sync.named_barrier_any(b, bar, threads, is_last)
+            first, pieces = self._streamk_ctas(pc.t0, self.trips, pc.ctas, pc.iters)
+            reduce = self._streamk_hand_off(ctx, b.add(b.mul(pc.tile, c(n_wgs)), ctx.wg_index), pieces, bar)
             sum_then, sum_else, (summed,) = b.if_values(reduce, [acc.type])
             with sum_then as out2:
                 with b.for_(first, b.add(first, pieces), c(1), iter_args=[b.zero(acc.type, "acc")],

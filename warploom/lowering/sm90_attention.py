@@ -33,14 +33,15 @@ register-A fragments of P, 4 i32 per k16 block), o_acc (the O accumulator struct
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from mlir import ir
 from mlir.dialects import llvm, nvvm, scf
 
 from warploom.dialect import make_context
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
-from warploom.kernels import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP, attention_kernel_name, check_exp2_poly
+from warploom.kernels import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, STREAMK_SLOTS,
+                              attention_kernel_name, check_exp2_poly)
 from warploom.lowering.emit import sync, tma, wgmma
 from warploom.lowering.emit.exp2 import exp2_fma
 from warploom.runtime import rules
@@ -55,6 +56,22 @@ LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators: their value before the first key block
 CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
 MOVED = "_moved"        # (corr, its warp vote) from the softmax, for the rescale of the same block
+
+
+@dataclass
+class _StreamkPiece:
+    """The unit a stream-K CTA works on now: its stream-K tile (index from 0 after the data-parallel tiles; a
+    data-parallel tile has whole = true and the rest unused), that tile's first stream-K iteration t0 and key
+    blocks kt, whether the unit is a whole tile, the CTA, the CTA count, its run's first iteration and the count
+    of stream-K iterations (rules.attention_streamk_run)."""
+    tile: ir.Value
+    t0: ir.Value
+    kt: ir.Value
+    whole: ir.Value
+    cta: ir.Value
+    ctas: ir.Value
+    start: ir.Value
+    iters: ir.Value
 
 
 def overlapped(program: Program) -> bool:
@@ -139,9 +156,13 @@ class _AttentionLowering(_Sm90Lowering):
                        f"{ELEM_TYPES}, lse f32")
         self.mma_m = T.mma_shapes[0].m[0]
         self.mma_k = T.mma_k_of(self.elem)
-        self.persistent = a.get("schedule", "grid") == "persistent"
-        want = ((("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1))
-                if self.persistent else (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1)))
+        schedule = a.get("schedule", "grid")
+        self.persistent, self.streamk = schedule in ATTENTION_WALKS, schedule == "streamk"
+        if self.streamk and self.causal:
+            self._fail("schedule streamk with a causal mask: the stream-K walk splits tiles of one length (non-causal)")
+        want = {"persistent": (("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1)),
+                "streamk": (("attention_streamk", "Sq", self.BM, "Sk", self.BN, "Hq", "B", "SMS"), ("const", 1),
+                            ("const", 1))}.get(schedule, (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1)))
         try:
             self.grid = tuple(rules.check(g) for g in a["grid"])
         except (KeyError, ValueError) as e:
@@ -170,7 +191,8 @@ class _AttentionLowering(_Sm90Lowering):
     def _param_list(self) -> list[tuple[str, str]]:
         return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
                 + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
-                + ([("B", "i32"), ("tile_order", "i32")] if self.persistent else []))
+                + ([("B", "i32"), ("tile_order", "i32")] if self.persistent else [])
+                + ([("workspace", "ptr"), ("counters", "ptr")] if self.streamk else []))
 
     def _store_map(self, op: Store) -> TensorMapSpec:
         """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one warpgroup's 64 rows."""
@@ -182,6 +204,7 @@ class _AttentionLowering(_Sm90Lowering):
 
     def _bind_args(self, args: dict) -> None:
         self.args = args
+        self.counters = args.get("counters")        # stream-K (_Sm90Lowering._streamk_hand_off)
 
     # ---- prologue ------------------------------------------------------------------------------
     def _prologue(self) -> None:
@@ -191,6 +214,7 @@ class _AttentionLowering(_Sm90Lowering):
         a = self.args
         self.group = b.divu(a["Hq"], a["Hkv"])          # GQA: query head h reads kv head h / (Hq / Hkv)
         self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+        self.kb0 = self.piece = self.store_flag = None      # stream-K: the piece's first key block, the piece
         # the rings loaded once a tile (Q's): their stages (2 where the next tile's Q is prefetched) and regions
         self.once_rings = {name: r for name, r in self.p.rings.items() if r.stages == 1 or r.counts == "tile"}
         self.once_stages = max([r.stages for r in self.once_rings.values()] or [1])
@@ -208,13 +232,17 @@ class _AttentionLowering(_Sm90Lowering):
         self.kv_head = b.divu(head, self.group)
 
     def _tile_loop(self, ops, ctx: _Role) -> None:
-        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent): CTA c of P takes the
+        """The role's ops, once (grid schedule), once per piece of this CTA's stream-K walk (`_streamk_walk`), or
+        once per tile of this CTA (persistent): CTA c of P takes the
         tiles of `rules.snake_tile` in the order `tile_order` names; every role walks the same tiles, so the ring
         iteration of a key block is the key blocks of the CTA's earlier tiles (it_base) plus its index, and Q's
         stage and phase come from the count of its earlier tiles with key blocks (q_tiles % stages,
         (q_tiles / stages) & 1)."""
         if not self.persistent:
             self._ops(ops, ctx)
+            return
+        if self.streamk:
+            self._streamk_walk(ops, ctx)
             return
         b, c, a = self.b, self.b.const, self.args
         cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
@@ -224,17 +252,56 @@ class _AttentionLowering(_Sm90Lowering):
         with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0)], iv=b.fresh("round")) as loop:
             tile = rules.snake_tile(loop.iv, cta, ctas, b)
             self._at_tile(*rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], self.causal, b))
-            self.it_base, q_tiles = loop.args
-            self.tile_first = b.cmp("eq", loop.iv, c(0))
-            self.tile_last = b.cmp("eq", loop.iv, b.sub(mine, c(1)))
-            self.tile_stage = b.remu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else c(0)
-            self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
-            self.has_keys = b.cmp("sgt", self.trips, c(0))
-            outer, ctx.values = ctx.values, None           # register values live within one tile
-            self._ops(ops, ctx)
-            ctx.values = outer
-            loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))))
+            self._walk_step(ops, ctx, loop, mine)
         self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+
+    def _walk_step(self, ops, ctx: _Role, loop, units: ir.Value, *extra: ir.Value) -> None:
+        """One tile (or piece) of a walk: `loop` carries (it_base, q_tiles, *extra), `units` is its trip count.
+        The ops run on the tile `_at_tile` set; the loop yields the next it_base and q_tiles, then `extra`."""
+        b, c = self.b, self.b.const
+        self.it_base, q_tiles = loop.args[:2]
+        self.tile_first = b.cmp("eq", loop.iv, c(0))
+        self.tile_last = b.cmp("eq", loop.iv, b.sub(units, c(1)))
+        self.tile_stage = b.remu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else c(0)
+        self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
+        self.has_keys = b.cmp("sgt", self.trips, c(0))
+        outer, ctx.values = ctx.values, None           # register values live within one tile
+        self._ops(ops, ctx)
+        ctx.values, self.store_flag = outer, None
+        loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))), *extra)
+
+    def _streamk_walk(self, ops, ctx: _Role) -> None:
+        """Stream-K (non-causal; rules, "the stream-K attention schedule"): CTA c's units are first its D / P
+        data-parallel tiles (round r: rules.snake_tile, all key blocks), then the pieces of its run [lo, hi) of the
+        stream-K (tile, key block) iterations: the piece starting at iteration x is key blocks [x % kt, end) of
+        stream-K tile x / kt (tile D + x / kt), and the next starts where it ends. One loop over the units (the
+        CTA's first and last unit bracket the consumers' turn protocol, as the persistent walk's first and last
+        tile do); every role walks the same units, so the ring iterations (it_base) and Q's stage and phase agree."""
+        b, c, a = self.b, self.b.const, self.args
+        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+        tiles = b.mul(blocks, pairs)
+        kt = rules.cdiv(a["Sk"], self.BN, b)
+        dp, iters, lo, hi, pieces = rules.attention_streamk_run(tiles, kt, cta, ctas, b)
+        rounds = b.divu(dp, ctas)
+        units = b.add(rounds, pieces)
+        with b.for_(c(0), units, c(1), iter_args=[c(0), c(0), lo], iv=b.fresh("unit")) as loop:
+            x = loop.args[2]
+            whole_tile = b.cmp("ult", loop.iv, rounds)
+            sk_tile, first, end = rules.attention_streamk_piece(x, hi, kt, b)
+            tile = b.select(whole_tile, rules.snake_tile(loop.iv, cta, ctas, b), b.add(dp, sk_tile))
+            m_block, head, batch = rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], False, b)
+            self._at_tile(m_block, head, batch)
+            self.kb0 = b.select(whole_tile, c(0), first)
+            self.trips = b.select(whole_tile, kt, b.sub(end, first))
+            whole = b.or_(whole_tile, b.and_(b.cmp("eq", first, c(0)), b.cmp("eq", end, kt)))
+            t0 = b.mul(sk_tile, kt)                      # the stream-K tile's first iteration
+            self.piece = _StreamkPiece(sk_tile, t0, kt, whole, cta, ctas, lo, iters)
+            next_x = b.select(whole_tile, x, b.add(t0, end))
+            self._walk_step(ops, ctx, loop, units, next_x)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+        self.kb0 = self.piece = None
 
     def _ops(self, ops, ctx: _Role) -> None:
         """The ops in order, counting the MMA groups in flight (a loop section starts with none). In a persistent
@@ -279,6 +346,11 @@ class _AttentionLowering(_Sm90Lowering):
         b, c = self.b, self.b.const
         return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))
 
+    def _key_block(self, loop: _Loop) -> ir.Value:
+        """The tile's key block that iteration loop.kt of the key loop works on: kt, after the piece's first block
+        in a stream-K piece."""
+        return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)
+
     def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
         if dim == "D":
             return None
@@ -286,7 +358,7 @@ class _AttentionLowering(_Sm90Lowering):
             return self.row0
         if dim == "N":                      # first key of this key block
             if "n0" not in loop.cache:
-                loop.cache["n0"] = self.b.mul(loop.kt, self.b.const(self.BN))
+                loop.cache["n0"] = self.b.mul(self._key_block(loop), self.b.const(self.BN))
             return loop.cache["n0"]
         self._fail(f"TMA tile dim {dim!r}: attention tiles are M x D (Q) or N x D (K, V)")
 
@@ -522,7 +594,8 @@ class _AttentionLowering(_Sm90Lowering):
         a = self.args
         loop = ctx.loop
         n = len(vals) * 2
-        kv_end = b.mul(b.add(loop.kt, c(1)), c(self.BN))
+        kt = self._key_block(loop)
+        kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
         may = b.cmp("sgt", kv_end, a["Sk"])
         shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
         if self.causal:
@@ -530,7 +603,7 @@ class _AttentionLowering(_Sm90Lowering):
         op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
         with ir.InsertionPoint(op.then_block):
             rows = self._rows(ctx)
-            first = b.add(b.mul(loop.kt, c(self.BN)), rows["col"])      # key of this lane's column 0
+            first = b.add(b.mul(kt, c(self.BN)), rows["col"])           # key of this lane's column 0
             out = list(vals)
             for h in range(2):
                 limit = a["Sk"]                                            # keys < limit are seen
@@ -661,6 +734,8 @@ class _AttentionLowering(_Sm90Lowering):
         o_name, max_name, sum_name = op.reads
         if tuple(op.writes) != (o_name, "lse"):
             self._fail(f"Compute normalize writes {list(op.writes)}: expected {o_name}, lse")
+        if self.piece is not None:
+            self.store_flag = self._streamk_merge(ctx, o_name, max_name, sum_name)
         sl2 = self.args["scale_log2"]
         zero = b.constf(0.0)
         inv, lse = [], []
@@ -678,10 +753,99 @@ class _AttentionLowering(_Sm90Lowering):
             o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), inv[(i // 2) % 2]), i)
         ctx.values.update({o_name: o, "lse": lse})
 
+    def _streamk_merge(self, ctx: _Role, o_name: str, max_name: str, sum_name: str) -> ir.Value:
+        """Stream-K: make O, the row maxima and the row sums those of the whole tile; return whether this
+        warpgroup stores them (i1, the same in all its threads). A whole tile keeps its own and stores. A partial
+        piece writes each thread's O fragment (head dim / 2 f32, unnormalized) and its rows' (max, max, sum, sum) as
+        16-byte vectors to its workspace slot (CTA, slot, warpgroup: slot 0 for the CTA's first piece, 1 for its
+        last; vector j of thread t at (j * 128 + t) * 16 bytes), then hands off (`_streamk_hand_off`). The last
+        piece to finish merges the tile's pieces from their slots in key order (CTAs streamk_cta(t0) ..
+        streamk_cta(t0 + kt - 1); its own slot too, so the result does not depend on which piece finished last):
+        M = the largest piece maximum of each row, O = sum of O_i 2^((m_i - M) scale_log2), the row sums likewise,
+        and stores; the others store nothing."""
+        b, c = self.b, self.b.const
+        pc, threads = self.piece, T.warpgroup_threads
+        n_wgs = self.BM // self.mma_m
+        n_vec = self.D // 8                                   # the O fragment: D / 2 f32 a thread, 4 a vector
+        f32x4 = ir.VectorType.get([4], b.f32)
+        sl2 = self.args["scale_log2"]
+        store = next((o for o in ctx.role.walk() if isinstance(o, Store) and o.output == "out"), None)
+        nb = self.p.named_barriers.get(store.barrier) if store is not None and store.barrier else None
+        if nb is None or nb.threads != threads:
+            self._fail(f"the stream-K merge syncs each consumer warpgroup on the O store's named barrier of {threads} "
+                       "threads; the consumers' role has none")
+        o, mx, sm = ctx.values[o_name], list(ctx.values[max_name]), list(ctx.values[sum_name])
+
+        def slot(cta: ir.Value) -> ir.Value:
+            """This thread's first f32 of CTA `cta`'s slot for this tile and warpgroup."""
+            which = b.select(b.cmp("ule", pc.t0, rules.streamk_start(cta, pc.ctas, pc.iters, b)), c(0), c(1))
+            index = b.add(b.mul(b.add(b.mul(cta, c(STREAMK_SLOTS)), which), c(n_wgs)), ctx.wg_index)
+            floats = b.add(b.mul(index, c(threads * 4 * (n_vec + 1))), b.mul(ctx.thread_in_wg, c(4)))
+            return b.gep(self.args["workspace"], floats, b.f32)
+
+        def vector(base: ir.Value, j: int) -> ir.Value:
+            return b.gep(base, j * threads * 4, b.f32)
+
+        def pack(vals: list) -> ir.Value:
+            v = b.undef(f32x4)
+            for e, x in enumerate(vals):
+                v = b.insertelement(v, x, c(e))
+            return v
+
+        then, orelse, results = b.if_values(pc.whole, [o.type] + [b.f32] * 4 + [b.i1])
+        with then as out:
+            out += [o, *mx, *sm, b.const(1, b.i1)]
+        with orelse as out:
+            mine = slot(pc.cta)
+            for j in range(n_vec):
+                b.store(pack([b.extractvalue(o, 4 * j + e, b.f32, "o") for e in range(4)]), vector(mine, j),
+                        alignment=16)
+            b.store(pack(mx + sm), vector(mine, n_vec), alignment=16)
+            first, pieces = self._streamk_ctas(pc.t0, pc.kt, pc.ctas, pc.iters)
+            bar = b.add(c(nb.id), ctx.wg_index)
+            last = self._streamk_hand_off(ctx, b.add(b.mul(pc.tile, c(n_wgs)), ctx.wg_index), pieces, bar)
+            merge, keep, merged = b.if_values(last, [o.type] + [b.f32] * 4)
+            with merge as out2:
+                end = b.add(first, pieces)
+                ninf = b.constf(float("-inf"))
+                with b.for_(first, end, c(1), iter_args=[ninf, ninf], iv=b.fresh("piece")) as loop:
+                    stats = b.load(f32x4, vector(slot(loop.iv), n_vec), 16, "stats")
+                    loop.yield_(*(b.maxnumf(loop.args[h], b.extractelement(stats, h)) for h in range(2)))
+                top = list(loop.results)
+                zero = b.constf(0.0)
+                with b.for_(first, end, c(1), iter_args=[b.zero(o.type, "acc"), zero, zero],
+                            iv=b.fresh("piece")) as loop:
+                    base = slot(loop.iv)
+                    stats = b.load(f32x4, vector(base, n_vec), 16, "stats")
+                    w = [b.exp2(b.mulf(b.subf(b.extractelement(stats, h), top[h]), sl2)) for h in range(2)]
+                    acc = loop.args[0]
+                    for j in range(n_vec):
+                        v = b.load(f32x4, vector(base, j), 16, "part")
+                        for e in range(4):
+                            i = 4 * j + e                     # register i holds row (i / 2) % 2 of the thread's two
+                            acc = b.insertvalue(acc, b.fma(b.extractelement(v, e), w[(i // 2) % 2],
+                                                           b.extractvalue(acc, i, b.f32, "o")), i)
+                    loop.yield_(acc, *(b.fma(b.extractelement(stats, 2 + h), w[h], loop.args[1 + h])
+                                       for h in range(2)))
+                out2 += [loop.results[0], *top, *loop.results[1:]]
+            with keep as out2:
+                out2 += [o, *mx, *sm]
+            out += [*merged, last]
+        ctx.values.update({o_name: results[0], max_name: list(results[1:3]), sum_name: list(results[3:5])})
+        return results[5]
+
     # ---- Store ------------------------------------------------------------------------------------
     def _op_store(self, op: Store, ctx: _Role) -> None:
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
+        if self.store_flag is not None:                 # stream-K: only the piece that merged its tile stores
+            self._rows(ctx)                             # (held for the stores after this one: made outside the if)
+            with self.b.if_(self.store_flag):
+                self._store_one(op, ctx)
+            return
+        self._store_one(op, ctx)
+
+    def _store_one(self, op: Store, ctx: _Role) -> None:
         if op.output == "out":
             self._store_out(op, ctx)
         elif op.output == "lse":

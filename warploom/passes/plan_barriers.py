@@ -39,6 +39,7 @@ from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.kernel import Arrive, Compute, Copy, Loop, MBarrier, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
+from warploom.kernels import ATTENTION_WALKS
 
 from .registry import PassError, edit_program, register
 
@@ -104,7 +105,7 @@ def barrier_rings(program: Program) -> list[BarrierRing]:
         if ring.relay is not None:
             out.append(BarrierRing(f"{ring.name}_peer", ring.stages, 1, 0, f"the other CTA's {ring.name} stage landed "
                                    f"(its {ring.relay} warp arrives on the leader's barrier)", ring.name, "peer"))
-        if ring.stages > 1 or program.attrs.get("schedule") == "persistent":
+        if ring.stages > 1 or program.attrs.get("schedule") in ATTENTION_WALKS:   # a walk loads Q once a tile
             freed = "epilogue read the accumulator" if tmem else "consumers' MMAs on the stage retired"
             out.append(BarrierRing(empty, ring.stages, consumers, 0, freed, ring.name, "empty"))
     return out + fa4_barriers(program)

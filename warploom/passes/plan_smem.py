@@ -21,6 +21,7 @@ from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.kernel import Program, Region
 from warploom.kernel.program import BARRIER_STORAGE
+from warploom.kernels import ATTENTION_WALKS
 from warploom.layout import SWIZZLE_128B, SWIZZLE_NONE, SmemTile, Swizzle
 
 from .plan_barriers import barrier_rings
@@ -88,8 +89,8 @@ def plan_smem(program: Program, limit: int | None = None) -> SmemPlan:
     then frees the shared region only after the aliasing one is done with it)."""
     target = targets.get(program.target)
     limit = target.smem_limit if limit is None else limit
-    persistent = program.attrs.get("schedule") == "persistent"
-    if persistent:
+    schedule = program.attrs.get("schedule")
+    if schedule == "persistent" or (program.kind == "attention" and schedule in ATTENTION_WALKS):
         plan = _plan(program, limit, share=False)
         if plan.requested <= limit:
             return plan

@@ -32,7 +32,10 @@ block_n keys (`("cdiv", "Sk", bn)`, or under the causal mask `("causal_blocks", 
 only the blocks query block m sees), computing S = Q K^T, the online softmax and O += P V per block, then
 normalizes O and stores it and the LSE (a second result, f32 [B, Hq, Sq]). With schedule = "persistent" the grid
 is min(tiles, SMS) CTAs, each walking (query block, head, batch) tiles in the static order of
-`rules.attention_tile` (the tile order a runtime argument), the key blocks counting on across its tiles. Sizes, strides, GQA and the scale
+`rules.attention_tile` (the tile order a runtime argument), the key blocks counting on across its tiles; with
+schedule = "streamk" (non-causal) the grid is min(tiles x key blocks, SMS) CTAs, which walk whole tiles for all
+waves but the last two and then split those tiles' key blocks in equal runs (`rules.attention_streamk_run`), the
+last piece of a split tile to finish merging the others' partial O (warploom/lowering/sm90_attention.py). Sizes, strides, GQA and the scale
 are runtime arguments, so the kernel takes tensors of any B, S, H (a `tensor.cast` to `?` dims where the
 graph's are static); `scale` and `layout` stay on the kernel for the launch but the kernel program ignores them.
 """
@@ -136,7 +139,6 @@ def check_tile_sm100(block_m: int, block_n: int, block_k: int, elem_bytes: int, 
 
 
 SCHEDULES = ("persistent", "grid", "streamk")
-GEMM_ONLY_SCHEDULES = ("streamk",)
 EPILOGUES = ("tma", "direct")   # C through smem and TMA stores (the default), or stored from registers (sm_90a)
 
 
@@ -309,16 +311,20 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
     out_type = attention.operation.results[0].type
     elem, d = check_attention(attention, ATTENTION_HEAD_DIMS, "sm_90a")
     poly = exp2_poly_share(exp2_poly, "sm_90a", d, attention)
-    if schedule not in SCHEDULES or schedule in GEMM_ONLY_SCHEDULES:
-        raise PassError(f"wl-tile: schedule = {schedule!r}: use one of "
-                        f"{', '.join(s for s in SCHEDULES if s not in GEMM_ONLY_SCHEDULES)}", attention)
+    if schedule not in SCHEDULES:
+        raise PassError(f"wl-tile: schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", attention)
     bm, bn = block_m, default_block_n(d, schedule) if block_n is None else block_n
     check_attention_tile(bm, bn, elem, attention)
     causal = bool(attrs["causal"])
+    if schedule == "streamk" and causal:
+        raise PassError("wl-tile: schedule = streamk splits the last waves' tiles evenly over their key blocks, "
+                        "which needs tiles of one length: a causal attention's differ; use schedule=persistent (it "
+                        "deals causal tiles heaviest first)", attention)
     # the kernel is generic in B, S and H (runtime sizes): its tensors have only the head dim static
     seq = TensorType((None, None, None, d), elem)
-    grid = ([["attention_persistent", "Sq", bm, "Hq", "B", "SMS"], ["const", 1], ["const", 1]]
-            if schedule == "persistent" else [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]])
+    grid = {"persistent": [["attention_persistent", "Sq", bm, "Hq", "B", "SMS"], ["const", 1], ["const", 1]],
+            "streamk": [["attention_streamk", "Sq", bm, "Sk", bn, "Hq", "B", "SMS"], ["const", 1], ["const", 1]]
+            }.get(schedule, [["cdiv", "Sq", bm], ["cdiv", "Hq", 1], ["cdiv", "B", 1]])
     with ir.InsertionPoint(attention), attention.operation.location:
         generic, lse = mlir_tensor_type(seq), mlir_tensor_type(TensorType((None, None, None), "f32"))
         inputs = [_cast(v, generic) for v in attention.operation.operands]

@@ -24,6 +24,10 @@ A rule is a JSON-able tuple over named sizes (M, N, K, SMS, ...):
     ("attention_persistent", Sq, bm, Hq, B, P)
                                        min(ceil(Sq / bm) * Hq * B, P): one CTA per SM (P) walking the attention
                                        tiles (query block, head, batch) in a static order (see `attention_tile`)
+    ("attention_streamk", Sq, bm, Sk, bn, Hq, B, P)
+                                       min(ceil(Sq / bm) * Hq * B * ceil(Sk / bn), P): one CTA per SM walking
+                                       whole tiles but the last two waves', then equal runs of (tile, key block)
+                                       iterations, as stream-K does with K tiles (see `attention_streamk_run`)
 
 wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, `trip = ["cdiv", "K", 64]`);
 the runtime (and the emulator, for its launches) evaluates the grid on Python ints; the lowering evaluates
@@ -34,7 +38,7 @@ Imports nothing but the standard library: the runtime (which never imports MLIR)
 from __future__ import annotations
 
 ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "persistent_pairs": 5, "streamk": 7,
-         "causal_blocks": 5, "attention_persistent": 5}
+         "causal_blocks": 5, "attention_persistent": 5, "attention_streamk": 7}
 PERSISTENT = ("persistent", "persistent_pairs", "streamk")     # the GEMM tile walks (tile_counts, tile_origin)
 STREAMK_INDEX_LIMIT = 1 << 31    # iterations x CTAs of a stream-K launch: the kernel's i32 index arithmetic
 
@@ -89,6 +93,11 @@ def check(rule) -> tuple:
                 and all(isinstance(n, str) for n in args[2:])):
             raise ValueError(f"rule {rule!r}: expected (\"attention_persistent\", Sq, bm, Hq, B, P) with size "
                              "names and a positive block size")
+    if op == "attention_streamk":
+        if not (all(isinstance(args[i], str) for i in (0, 2, 4, 5, 6))
+                and all(isinstance(args[i], int) and args[i] >= 1 for i in (1, 3))):
+            raise ValueError(f"rule {rule!r}: expected (\"attention_streamk\", Sq, bm, Sk, bn, Hq, B, P) with size "
+                             "names and positive block sizes")
     if op == "causal_blocks":
         names, steps = args[:3], args[3:]
         if not all(isinstance(n, str) for n in names) or not all(isinstance(d, int) and d >= 1 for d in steps):
@@ -144,15 +153,17 @@ def evaluate(rule, sizes: dict, ops=INT):
         return ops.minu(cdiv(sk, bn, ops), cdiv(ops.maxs(seen, ops.const(0)), bn, ops))
     if op == "attention_persistent":
         return ops.minu(attention_tiles(rule, sizes, ops), _size(sizes, rule[5], rule, ops))
+    if op == "attention_streamk":
+        tiles, blocks = attention_tiles(rule, sizes, ops), cdiv(_size(sizes, rule[3], rule, ops), rule[4], ops)
+        ctas = ops.minu(ops.mul(tiles, blocks), _size(sizes, rule[7], rule, ops))
+        if ops is INT:
+            _check_streamk_indices(tiles, blocks, ctas, "use the persistent schedule")
+        return ctas
     if op == "streamk":
         tiles, k_tiles = streamk_tiles(rule, sizes, ops)
         ctas = ops.minu(ops.mul(tiles, k_tiles), _size(sizes, rule[7], rule, ops))
         if ops is INT:
-            sk = (tiles - streamk_dp_tiles(tiles, ctas)) * k_tiles
-            if sk * ctas >= STREAMK_INDEX_LIMIT:
-                raise ValueError(f"stream-K over {sk} iterations (tile, K tile) on {ctas} CTAs: iterations x CTAs "
-                                 f"must stay below {STREAMK_INDEX_LIMIT} for the kernel's 32-bit index arithmetic; "
-                                 "use the persistent schedule for a problem this large")
+            _check_streamk_indices(tiles, k_tiles, ctas, "use the persistent schedule for a problem this large")
         return ctas
     m, bm, n, bn, p = rule[1:]
     tiles = ops.mul(cdiv(_size(sizes, m, rule, ops), bm, ops), cdiv(_size(sizes, n, rule, ops), bn, ops))
@@ -219,6 +230,14 @@ def streamk_tiles(rule, sizes: dict, ops=INT) -> tuple:
     return tiles, cdiv(_size(sizes, k, rule, ops), bk, ops)
 
 
+def _check_streamk_indices(tiles: int, k_tiles: int, ctas: int, way_out: str) -> None:
+    """ValueError when a stream-K launch's iterations x CTAs reach STREAMK_INDEX_LIMIT (the kernel's i32 math)."""
+    sk = (tiles - streamk_dp_tiles(tiles, ctas)) * k_tiles
+    if sk * ctas >= STREAMK_INDEX_LIMIT:
+        raise ValueError(f"stream-K over {sk} iterations (tile, K tile) on {ctas} CTAs: iterations x CTAs must stay "
+                         f"below {STREAMK_INDEX_LIMIT} for the kernel's 32-bit index arithmetic; {way_out}")
+
+
 def streamk_dp_tiles(tiles, ctas, ops=INT):
     """D: the data-parallel tiles, whole waves of `ctas` but the last: max(tiles / ctas, 1) * ctas - ctas."""
     return ops.mul(ops.sub(ops.maxs(ops.divu(tiles, ctas), ops.const(1)), ops.const(1)), ctas)
@@ -265,8 +284,10 @@ TILE_ORDERS = (0, 1)
 
 
 def attention_tiles(rule, sizes: dict, ops=INT):
-    """T = ceil(Sq / bm) * Hq * B: the tiles of a persistent attention rule."""
+    """T = ceil(Sq / bm) * Hq * B: the tiles of a persistent (or stream-K) attention rule."""
     rule = check(rule)
+    if rule[0] == "attention_streamk":
+        rule = ("attention_persistent", *rule[1:3], *rule[5:])
     if rule[0] != "attention_persistent":
         raise ValueError(f"rule {text(rule)} is not a persistent attention rule")
     sq, bm, hq, b = rule[1:5]
@@ -304,6 +325,35 @@ def attention_tile(tile, order, blocks, pairs, heads, causal: bool, ops=INT) -> 
     i, bh = ops.select(by_block, quo, rem), ops.select(by_block, rem, quo)
     m = ops.sub(ops.sub(blocks, ops.const(1)), i) if causal else i
     return m, ops.remu(bh, heads), ops.divu(bh, heads)
+
+
+# ---- the stream-K attention schedule (non-causal) -----------------------------------------------------------
+# As stream-K splits a GEMM's K loop (above), with the key blocks of a tile in place of its K tiles: CTA c first
+# takes whole tiles in the persistent deal's rounds (snake_tile) for the D = streamk_dp_tiles(T, P) data-parallel
+# tiles, then the run [streamk_start(c), streamk_start(c + 1)) of the I = (T - D) kt (tile, key block) iterations
+# that follow (tile D + x / kt, key block x % kt). A run is a few pieces, each a tile's key blocks [lo, hi): a
+# piece with lo = 0 and hi = kt is a whole tile; the partial ones leave O (unnormalized), the row maxima and the
+# row sums in a workspace, and the last of a tile's pieces to finish merges them (warploom/lowering/sm90_attention.py).
+
+def attention_streamk_run(tiles, blocks, cta, ctas, ops=INT) -> tuple:
+    """What CTA `cta` of `ctas` does of `tiles` tiles of `blocks` key blocks each: (D, the data-parallel tiles, D / P
+    of them its own; I, the stream-K iterations; the first and the end iteration of its run; the run's pieces)."""
+    dp = streamk_dp_tiles(tiles, ctas, ops)
+    iters = ops.mul(ops.sub(tiles, dp), blocks)
+    lo = streamk_start(cta, ctas, iters, ops)
+    hi = streamk_start(ops.add(cta, ops.const(1)), ctas, iters, ops)
+    # the tiles the run touches: from lo / kt to (hi - 1) / kt, none when the run is empty
+    touched = ops.add(ops.sub(ops.divu(ops.sub(ops.maxs(hi, ops.const(1)), ops.const(1)), blocks),
+                              ops.divu(lo, blocks)), ops.const(1))
+    return dp, iters, lo, hi, ops.select(ops.cmp("ult", lo, hi), touched, ops.const(0))
+
+
+def attention_streamk_piece(x, hi, blocks, ops=INT) -> tuple:
+    """(stream-K tile index (from 0, after the data-parallel tiles), first key block, end key block) of the piece
+    of a run ending at `hi` that starts at iteration x; the next piece starts at tile * blocks + end."""
+    t = ops.divu(x, blocks)
+    t0 = ops.mul(t, blocks)
+    return t, ops.sub(x, t0), ops.minu(ops.sub(hi, t0), blocks)
 
 
 def tile_weights(sizes: dict, bm: int, bn: int, causal: bool, order: int) -> list[int]:
