@@ -408,7 +408,7 @@ def test_polynomial_exp2_share_stays_within_tolerance(d, causal, share):
 # ---- the stream-K schedule (non-causal) ----------------------------------------------------------------------
 
 STREAMK_CASES = [  # (b, sq, sk, hq, hkv, d, dtype, layout): tiles vs SMs so that the last waves split, ragged sizes
-    (1, 16384, 16384, 16, 16, 128, "bf16", "bshd"),    # 2048 tiles on 132 SMs: 14 waves whole, then 1.5 split
+    (2, 8192, 8192, 16, 16, 128, "bf16", "bshd"),      # 2048 tiles on 132 SMs: 14 waves whole, then 1.5 split
     (2, 1100, 1030, 16, 8, 128, "f16", "bhsd"),        # 288 tiles, 9 key blocks each (ragged last): GQA 2
     (1, 700, 5000, 2, 1, 64, "bf16", "bshd"),          # 12 tiles on 132 SMs: every tile in ~11 pieces
     (3, 4100, 4097, 16, 4, 64, "f16", "bshd"),         # 1584 tiles; one key in the last block
