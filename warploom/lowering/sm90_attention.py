@@ -838,14 +838,6 @@ class _AttentionLowering(_Sm90Lowering):
     def _op_store(self, op: Store, ctx: _Role) -> None:
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
-        if self.store_flag is not None:                 # stream-K: only the piece that merged its tile stores
-            self._rows(ctx)                             # (held for the stores after this one: made outside the if)
-            with self.b.if_(self.store_flag):
-                self._store_one(op, ctx)
-            return
-        self._store_one(op, ctx)
-
-    def _store_one(self, op: Store, ctx: _Role) -> None:
         if op.output == "out":
             self._store_out(op, ctx)
         elif op.output == "lse":
@@ -907,7 +899,11 @@ class _AttentionLowering(_Sm90Lowering):
         sync.fence_proxy_async_smem()                            # the writes, for the TMA store's async reads
         sync.named_barrier_sync(b, bar, nb.threads)
         with b.if_(ctx.wg_leader):
-            coords = [None, b.add(self.row0, wg_row), self.head, self.batch]
+            # stream-K: a piece that did not merge its tile stores nothing: its box starts at row Sq, past the end,
+            # and TMA drops every element of it. (Not a branch around the store: ptxas 13.0 then keeps the key
+            # loop's ring arithmetic off the uniform datapath, +68 SASS instructions a key block at head dim 128.)
+            row0 = self.row0 if self.store_flag is None else b.select(self.store_flag, self.row0, self.args["Sq"])
+            coords = [None, b.add(row0, wg_row), self.head, self.batch]
             for j in range(tile.num_boxes):
                 src = b.add(c(region.offset + tile.box_offset(j)), b.mul(wg_row, c(tile.span)))
                 coords[0] = c(tile.box_start(j))
@@ -932,6 +928,9 @@ class _AttentionLowering(_Sm90Lowering):
             plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
             for h in range(2):
                 r = rows["rows"][h]
-                with b.if_(b.and_(first, b.cmp("slt", r, a["Sq"]))):
+                ok = b.and_(first, b.cmp("slt", r, a["Sq"]))
+                if self.store_flag is not None:         # stream-K: only the piece that merged its tile stores
+                    ok = b.and_(ok, self.store_flag)
+                with b.if_(ok):
                     idx = b.add(plane, b.ext64(r))
                     b.store(lse[h], b.gep(a["lse"], idx, b.f32), alignment=4)
