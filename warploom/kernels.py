@@ -251,6 +251,37 @@ def attention_streamk_buffers(block_m: int, head_dim: int, ctas: int) -> tuple[i
     return ctas * STREAMK_SLOTS * threads * per_thread, 2 * ctas * (block_m // SM90_MMA_M)
 
 
+# The stream-K schedule in place of the persistent walk (non-causal sm_90a attention, the 128-row tiles) where the
+# persistent deal leaves at least this share of the SMs' time idle, 1 - (T / P) / ceil(T / P) for T tiles on P SMs.
+# Run 57 (benchmarks/NOTES.md; an H100): idle 52% (64 tiles) 1.39x and 24% (200 tiles) 1.11x the persistent
+# kernel; idle 3% (128, 256, 512 and 2048 tiles) 0.78-1.02x: the runs that cross tiles read K and V out of step with
+# the tiles beside them (no L2 sharing), which costs more than a few per cent of idle SMs gain. And only where each
+# CTA's stream-K run is long enough to pay for its pieces' extra Q loads, epilogues and merges (the runs measured: 62
+# and 97 key blocks; a run of a block or two would spend more on its merge than on its keys).
+ATTENTION_STREAMK_MIN_IDLE = 0.15
+ATTENTION_STREAMK_MIN_RUN = 16          # key blocks of a CTA's stream-K run
+
+
+def attention_idle_share(tiles: int, sms: int) -> float:
+    """The share of the SMs' time the persistent deal of `tiles` equal tiles over `sms` SMs leaves idle."""
+    if tiles < 1 or sms < 1:
+        return 0.0
+    waves = -(-tiles // sms)
+    return 1.0 - tiles / (sms * waves)
+
+
+def streamk_attention(head_dim: int, causal: bool, tiles: int, blocks: int, sms: int) -> bool:
+    """Whether the standard sm_90a kernel for `tiles` tiles of `blocks` key blocks on `sms` SMs takes the stream-K
+    schedule: non-causal, a head dim whose standard kernel is persistent, the persistent deal idling at least
+    ATTENTION_STREAMK_MIN_IDLE, and stream-K runs of at least ATTENTION_STREAMK_MIN_RUN key blocks."""
+    if causal or default_attention_schedule(head_dim) != "persistent" or tiles < 1 or blocks < 1 or sms < 1:
+        return False
+    ctas = min(sms, tiles * blocks)
+    dp = max(tiles // ctas - 1, 0) * ctas                      # rules.streamk_dp_tiles
+    return (attention_idle_share(tiles, sms) >= ATTENTION_STREAMK_MIN_IDLE
+            and (tiles - dp) * blocks >= ATTENTION_STREAMK_MIN_RUN * ctas)
+
+
 def tall_attention(head_dim: int, causal: bool, seqlen_q: int | None, schedule: str | None = None) -> bool:
     """Whether the standard sm_90a kernel for this problem takes the tall (192-row) tile."""
     least = ATTENTION_TALL_MIN_SQ.get(head_dim)
@@ -411,7 +442,9 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
     "sm_90a": [AttentionSpec(elem, d, causal) for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
                for causal in (False, True)]
     + [AttentionSpec(elem, d, False, block_m=ATTENTION_TALL_BLOCK_M) for elem in ATTENTION_ELEMENTS
-       for d in ATTENTION_TALL_MIN_SQ],
+       for d in ATTENTION_TALL_MIN_SQ]
+    + [AttentionSpec(elem, d, False, schedule="streamk") for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
+       if default_attention_schedule(d) == "persistent"],
     "sm_100a": [AttentionSpec(elem, d, causal, target="sm_100a") for elem in ATTENTION_ELEMENTS
                 for d in FA4_HEAD_DIMS for causal in (False, True)],
 }

@@ -36,9 +36,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from warploom.kernels import (ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS,
-                              FA4_HEAD_DIMS, AttentionSpec, attention_streamk_buffers, check_attention_artifact,
-                              get_kernel, tall_attention)
+from warploom import targets
+from warploom.kernels import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M,
+                              ATTENTION_WALKS, FA4_HEAD_DIMS, AttentionSpec, attention_streamk_buffers,
+                              check_attention_artifact, default_attention_block_n, get_kernel, streamk_attention,
+                              tall_attention)
 from warploom.runtime import rules
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
@@ -206,10 +208,14 @@ TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces
 
 
 def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
-              seqlen_q: int | None = None) -> AttentionSpec:
+              seqlen_q: int | None = None, seqlen_k: int | None = None, pairs: int | None = None,
+              sms: int | None = None) -> AttentionSpec:
     """The kernel ops.attention runs on a GPU of `target`: the standard one of (dtype, head dim, causal), with the
-    tall 192-row tile where `seqlen_q` calls for it (warploom.kernels.tall_attention), or with SCHEDULE set
-    (sm_90a), that schedule's default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
+    tall 192-row tile where `seqlen_q` calls for it (warploom.kernels.tall_attention), the stream-K schedule where
+    the persistent walk of the 128-row tiles (ceil(seqlen_q / 128) x `pairs` = heads x batch of them, each of
+    ceil(seqlen_k / block_n) key blocks) would leave `sms` SMs idle too long (warploom.kernels.streamk_attention),
+    or with SCHEDULE set (sm_90a), that schedule's
+    default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
     if target == "sm_100a":
         if head_dim not in FA4_HEAD_DIMS:
             raise ValueError(f"attention: head dim {head_dim} has no sm_100a kernel (the FA4-style kernel takes "
@@ -218,6 +224,10 @@ def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
     schedule = None if causal and SCHEDULE == "streamk" else SCHEDULE
     if schedule is None and tall_attention(head_dim, causal, seqlen_q):
         return AttentionSpec(elem, head_dim, causal, block_m=ATTENTION_TALL_BLOCK_M)
+    if schedule is None and None not in (seqlen_q, seqlen_k, pairs, sms) and streamk_attention(
+            head_dim, causal, rules.cdiv(seqlen_q, ATTENTION_BLOCK_M) * pairs,
+            rules.cdiv(seqlen_k, default_attention_block_n(head_dim, "streamk")), sms):
+        schedule = "streamk"
     return AttentionSpec(elem, head_dim, causal, schedule=schedule)
 
 
@@ -249,8 +259,12 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     if target is None:
         from warploom.ops import _device_target      # (ops imports this module)
         target = _device_target(problem.device)
+        sms = _sm_count(problem.device)
+    else:                                            # planning for a GPU not at hand: its arch's largest part
+        sms = targets.get(target).sm_count
     if spec is None:
-        spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target, seqlen_q=problem.seqlen_q)
+        spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target, seqlen_q=problem.seqlen_q,
+                         seqlen_k=problem.seqlen_k, pairs=problem.heads_q * problem.batch, sms=sms)
     elif (spec.elem, spec.head_dim, spec.causal, spec.target) != (problem.elem, problem.head_dim, bool(causal), target):
         raise ValueError(f"attention: the kernel is a {spec.describe()}; the call is {problem.elem}, head dim "
                          f"{problem.head_dim}, {'causal' if causal else 'non-causal'}, on a {target} GPU: compile a "

@@ -1,7 +1,7 @@
 """Build into an AOT cache the non-standard kernels the GPU tests and benchmarks launch beside the standard ones: the
 grid-schedule attention kernels of head dims 64 and 128, at the grid schedule's own block_n (`benchmarks/attention.py
 --compare-grid`) and at the persistent kernels' block_n (the bitwise test), the persistent ones with one Q stage and
-with a share of exp2 by the FMA polynomial, the stream-K ones (non-causal);
+with a share of exp2 by the FMA polynomial;
 and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
@@ -24,13 +24,7 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    return out + q1_specs() + poly_specs() + streamk_specs()
-
-
-def streamk_specs() -> list[AttentionSpec]:
-    """The stream-K attention kernels (non-causal; the last waves split over the key blocks) of head dims 64 and 128:
-    test_streamk_schedule_matches_the_reference_and_repeats_its_bits and the A/B's `k` builds."""
-    return [AttentionSpec(elem, d, False, schedule="streamk") for elem in ("bf16", "f16") for d in (64, 128)]
+    return out + q1_specs() + poly_specs()
 
 
 def poly_specs() -> list[AttentionSpec]:

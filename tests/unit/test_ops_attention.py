@@ -160,9 +160,12 @@ def test_spec_names_and_defaults():
 
 def test_standard_sets():
     attn = STANDARD_ATTENTION_KERNELS["sm_90a"]
-    assert len(attn) == 14 and len({s.kernel_name for s in attn}) == 14
+    assert len(attn) == 18 and len({s.kernel_name for s in attn}) == 18
     assert {(s.elem, s.head_dim, s.causal) for s in attn} == {
         (e, d, c) for e in ("bf16", "f16") for d in (64, 128, 256) for c in (False, True)}
+    streamk = [s for s in attn if s.schedule == "streamk"]   # non-causal, head dims 64 and 128, the 128-row tile
+    assert {(s.elem, s.head_dim, s.causal, s.block_m) for s in streamk} == {
+        (e, d, False, 128) for e in ("bf16", "f16") for d in (64, 128)}
     tall = [s for s in attn if s.block_m == 192]          # the tall tiles: head dim 64, non-causal
     assert {(s.elem, s.head_dim, s.causal, s.block_n, s.schedule) for s in tall} == {
         (e, 64, False, 128, "persistent") for e in ("bf16", "f16")}
@@ -491,7 +494,7 @@ def test_ops_attention_imports_without_mlir():
             "sys.meta_path.insert(0, Block())\n"
             "import warploom.ops as ops\n"
             "from warploom.kernels import STANDARD_ATTENTION_KERNELS\n"
-            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 14\n")
+            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 18\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 
@@ -545,5 +548,36 @@ def test_pick_spec_takes_the_tall_tile_for_long_non_causal_head_dim_64():
     try:
         oa.SCHEDULE = "persistent"
         assert oa.pick_spec("bf16", 64, False, seqlen_q=8192).block_m == 128
+    finally:
+        oa.SCHEDULE = old
+
+
+def test_pick_spec_takes_stream_k_where_the_persistent_deal_idles():
+    """The stream-K kernel (non-causal, head dims 64 and 128, 128-row tiles) where the persistent walk would leave
+    at least ATTENTION_STREAMK_MIN_IDLE of the SMs' time idle (run 57: 64 tiles on 132 SMs 1.39x, 200 tiles 1.11x)
+    and the runs are long enough; the persistent one at a few per cent idle (the grid's 2048 tiles), with short
+    keys (runs of a block or two), causal, head dim 256, or with no sizes."""
+    import warploom.ops_attention as oa
+    from warploom.kernels import ATTENTION_STREAMK_MIN_IDLE, attention_idle_share, streamk_attention
+    assert attention_idle_share(64, 132) == pytest.approx(1 - 64 / 132)
+    assert attention_idle_share(2048, 132) == pytest.approx(1 - 2048 / (132 * 16))
+    assert attention_idle_share(264, 132) == 0.0 and attention_idle_share(0, 132) == 0.0
+    assert ATTENTION_STREAMK_MIN_IDLE > attention_idle_share(2048, 132)
+    sizes = dict(seqlen_k=16384, sms=132)
+    assert oa.pick_spec("bf16", 128, False, seqlen_q=1024, pairs=8, **sizes).schedule == "streamk"       # 64 tiles
+    assert oa.pick_spec("f16", 128, False, seqlen_q=3200, pairs=8, seqlen_k=8192, sms=132).schedule == "streamk"
+    assert oa.pick_spec("bf16", 64, False, seqlen_q=1024, pairs=8, **sizes).schedule == "streamk"
+    for args, sq, sk, pairs in [(("bf16", 128, False), 8192, 8192, 32), (("bf16", 128, True), 1024, 16384, 8),
+                                (("bf16", 256, False), 1024, 16384, 8), (("bf16", 128, False), 1024, 16384, 132),
+                                (("bf16", 128, False), 100, 300, 16)]:     # 16 tiles of 3 key blocks: runs of 1
+        assert oa.pick_spec(*args, seqlen_q=sq, seqlen_k=sk, pairs=pairs, sms=132).schedule != "streamk", (args, sq)
+    assert oa.pick_spec("bf16", 128, False, seqlen_q=1024).schedule == "persistent"      # no sizes: persistent
+    assert oa.pick_spec("bf16", 64, False, seqlen_q=4096, pairs=1, **sizes).block_m == 192   # the tall tile first
+    assert not streamk_attention(128, True, 64, 128, 132) and streamk_attention(128, False, 64, 128, 132)
+    assert not streamk_attention(128, False, 64, 2, 132)     # 128 iterations on 128 CTAs: runs of one block
+    old = oa.SCHEDULE
+    try:
+        oa.SCHEDULE = "persistent"
+        assert oa.pick_spec("bf16", 128, False, seqlen_q=1024, pairs=8, **sizes).schedule == "persistent"
     finally:
         oa.SCHEDULE = old

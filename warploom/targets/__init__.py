@@ -111,6 +111,8 @@ class Target:
     named_barrier_ids: tuple[int, int] = (1, 15)
     tma: TmaLimits = TMA_LIMITS
     tmem: TmemGeometry | None = None
+    # SMs of the arch's largest part, for planning without a GPU at hand (the runtime asks the device it launches on)
+    sm_count: int = 0
 
     # ---- element types ----
     def elem_bits(self, dtype: str) -> int:

@@ -39,4 +39,5 @@ SM100 = Target(
     # tcgen05.mma: A from smem (descriptor) or TMEM, B from smem, D in TMEM
     mma_sources=MappingProxyType({"a": ("smem", "tmem"), "b": ("smem",), "acc": ("tmem",)}),
     tmem=TmemGeometry(),
+    sm_count=148,              # B200
 )

@@ -34,4 +34,5 @@ SM90 = Target(
     # wgmma: A from smem (descriptor) or registers (fragment), B from smem, D in registers
     mma_sources=MappingProxyType({"a": ("smem", "regs"), "b": ("smem",), "acc": ("regs",)}),
     tmem=None,
+    sm_count=132,              # H100 SXM and H200 (an H100 PCIe has 114)
 )

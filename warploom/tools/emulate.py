@@ -17,12 +17,14 @@ import sys
 
 import numpy as np
 
+from warploom import targets
+
 TARGETS = ("sm_90a", "sm_100a")
 MAX_CTAS = 64
 # a CTA takes about 0.1 s plus 4 ms per k-tile on one core (benchmarks/NOTES.md, emulator speed)
 SECONDS_PER_CTA, SECONDS_PER_KTILE = 0.1, 0.004
 TMA_ALIGN_ELEMS = 8        # a TMA row stride is a multiple of 16 B: 8 elements of bf16/f16
-H200_SMS = 132
+H200_SMS = targets.get("sm_90a").sm_count      # the launch size a GEMM is picked for (an H200's SMs)
 # as tests/emulate/test_gemm.py: f32 accumulation then one rounding to the 16-bit type
 RTOL, ATOL, SAME_ROUNDING = 2 ** -7, 1e-3, 0.99
 
@@ -237,7 +239,8 @@ def run_attention(args, out, err) -> int:
             raise Refused("--seeds must be at least 1 and --delay at least 0")
         from warploom.build import planned_attention_program, planned_sm100_attention
         from warploom.ops_attention import pick_spec
-        spec = pick_spec(args.dtype, d, args.causal, args.target, seqlen_q=sq)
+        spec = pick_spec(args.dtype, d, args.causal, args.target, seqlen_q=sq, seqlen_k=sk, pairs=h * b,
+                         sms=targets.get(args.target).sm_count)
         program = (planned_sm100_attention(spec.elem, d, args.causal) if args.target == "sm_100a" else
                    planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
                                              schedule=spec.schedule, block_m=spec.block_m))
