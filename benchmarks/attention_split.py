@@ -6,8 +6,8 @@ prefill over a long context; a fractional last wave), timed side by side in one 
 
 Per shape: the persistent kernel (`AttentionSpec(schedule="persistent")`), the stream-K one (`schedule="streamk"`)
 and cuDNN SDPA (bf16), each timed with triton's do_bench (median), in rounds whose order alternates, the median of
-the rounds. Prints and writes attention-split-<date>[-TAG].json (and a PNG when matplotlib is there), with the
-persistent deal's idle share 1 - (T / P) / ceil(T / P) for each shape.
+the rounds. Prints and writes attention-split-<date>[-TAG].json (`--plot JSON` draws its PNG on the CPU host), with the
+persistent deal's idle share 1 - (T / P) / ceil(T / P) for each shape and the schedule ops.attention picks there.
 """
 import argparse
 import datetime
@@ -27,6 +27,8 @@ SHAPES = [(1, 8, 1024, 16384, 128),     # T = 64: half the SMs idle under the pe
           (1, 8, 3200, 8192, 128),      # T = 200: 1.5 waves
           (1, 16, 4096, 4096, 128),     # T = 512: 3.9 waves
           (1, 32, 1024, 32768, 64),     # T = 256: 1.9 waves, head dim 64
+          (1, 10, 2048, 8192, 128),     # T = 160: 1.2 waves
+          (2, 5, 3840, 8192, 64),       # T = 300: 2.3 waves, head dim 64
           (2, 16, 8192, 8192, 128)]     # T = 2048: 15.5 waves (the grid's)
 
 
@@ -35,12 +37,37 @@ def idle_share(tiles: int, sms: int) -> float:
     return 1.0 - tiles / sms / waves
 
 
+def plot(path: str) -> str:
+    """Bars of TFLOP/s per shape (persistent, stream-K, cuDNN), the idle share in the labels; the PNG's path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    d = json.load(open(path))
+    rows, names = d["rows"], ("persistent", "streamk", "cudnn")
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    for i, n in enumerate(names):
+        ax.bar([j + 0.27 * (i - 1) for j in range(len(rows))], [r["tflops"][n] for r in rows], 0.27, label=n)
+    ax.set_xticks(range(len(rows)), [f"B{r['B']} H{r['H']} D{r['D']}\nSq {r['Sq']} Sk {r['Sk']}\nT {r['tiles']}, "
+                                     f"idle {r['idle']:.0%}" for r in rows], fontsize=8)
+    ax.set_ylabel("TFLOP/s (bf16, non-causal)")
+    ax.set_title(f"stream-K against the persistent walk: {d['gpu']}, {d['commit']}, {d['date']}")
+    ax.legend()
+    fig.tight_layout()
+    out = path[:-5] + ".png"
+    fig.savefig(out, dpi=110)
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--tag", default="")
+    p.add_argument("--plot", default="", help="CPU host: draw the PNG of this JSON and exit")
     args = p.parse_args()
+    if args.plot:
+        print("->", plot(args.plot))
+        return
     import torch
     import triton.testing as tt
 
@@ -73,13 +100,16 @@ def main() -> None:
         ms = {n: statistics.median(t) for n, t in times.items()}
         tiles = math.ceil(sq / 128) * h * b
         flops = 4 * b * h * sq * sk * d
-        row = dict(B=b, H=h, Sq=sq, Sk=sk, D=d, tiles=tiles, idle=idle_share(tiles, sms), ms=ms, rounds=times,
+        picks = ops.attention_plan(q, k, v, layout="bhsd").spec.schedule       # what ops.attention runs here
+        row = dict(B=b, H=h, Sq=sq, Sk=sk, D=d, tiles=tiles, idle=idle_share(tiles, sms), ops_picks=picks,
+                   ms=ms, rounds=times,
                    tflops={n: flops / t / 1e9 for n, t in ms.items()}, max_rel_err_vs_cudnn=err,
                    streamk_vs_persistent=ms["persistent"] / ms["streamk"])
         rows.append(row)
         print(f"B{b} H{h} Sq{sq} Sk{sk} D{d}: T={tiles} idle {row['idle']:.0%} | " +
               "  ".join(f"{n} {ms[n]:.3f} ms ({row['tflops'][n]:.0f} TF/s)" for n in ms) +
-              f" | stream-K / persistent {row['streamk_vs_persistent']:.3f}x, err {err['streamk']:.1e}", flush=True)
+              f" | stream-K / persistent {row['streamk_vs_persistent']:.3f}x, err {err['streamk']:.1e}; ops picks "
+              f"{picks}", flush=True)
     date = datetime.date.today().isoformat()
     name = f"attention-split-{date}{'-' + args.tag if args.tag else ''}"
     meta = dict(date=date, commit=commit(), gpu=torch.cuda.get_device_name(), sms=sms, torch=torch.__version__,
