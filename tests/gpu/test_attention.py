@@ -461,6 +461,23 @@ def test_streamk_schedule_matches_the_reference_and_repeats_its_bits(b, sq, sk, 
             f"whole tile {t} differs from the persistent kernel's"
 
 
+def test_ops_picks_streamk_where_the_persistent_deal_idles():
+    """A small batch's prefill over long keys (64 tiles of 128 rows: the persistent deal would leave half the SMs
+    idle): ops.attention runs the stream-K kernel (kernels.streamk_attention), within TOL and LSE_TOL of the
+    reference; the grid's shape (2048 tiles, 3% idle) keeps the persistent kernel."""
+    import warploom.ops_attention as oa
+    q, k, v = make_inputs(1, 1024, 16384, 8, 8, 128, torch.bfloat16, "bshd", seed=71)
+    assert oa.attention_plan(q, k, v).spec.schedule == "streamk"
+    big = torch.empty(2, 8192, 16, 128, device="cuda", dtype=torch.bfloat16)
+    assert oa.attention_plan(big, big, big).spec.schedule == "persistent"
+    out, lse = ops.attention(q, k, v, out=torch.full_like(q, float("nan")), return_lse=True)
+    ref, ref_lse = reference(q, k, v)
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any()
+    assert rel_max_err(out, ref) <= TOL
+    check_lse(lse, ref_lse, "stream-K picked by ops")
+
+
 # ---- the long way ----------------------------------------------------------------------------
 
 def test_long_way_graph_kernel_runs():
