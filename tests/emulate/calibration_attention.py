@@ -60,7 +60,7 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
         dt = DTYPES[elem]
         q, k, v, out = (data[f"{i}_{n}"].view(np.uint16).view(dt) for n in ("q", "k", "v", "out"))
         lse = data[f"{i}_lse"]
-        schedule = "persistent" if "_persistent" in case["kernel"] else "grid"
+        schedule = next((s for s in ("persistent", "streamk") if f"_{s}" in case["kernel"]), "grid")
         block_m = int(re.search(r"_d\d+_(\d+)x\d+_", case["kernel"]).group(1))      # 128, or 192 (tall)
         q_stages = re.search(r"_q(\d)(_p\d)?$", case["kernel"])                      # _q2: Q prefetched
         poly = re.search(r"_p(\d)$", case["kernel"])                                  # _pK: K of 8 exp2 by FMA
@@ -74,8 +74,11 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
         shape = f"B{case['B']} Sq{case['Sq']} Sk{case['Sk']} H{case['Hq']}/{case['Hkv']}"
         for seed in range(seeds):
             # a persistent kernel: its tile order as the H200 run chose it (recorded), on 3 CTAs walking the tiles
+            # (a tile's arithmetic does not depend on its CTA); a stream-K one on the GPU's SM count, which sets
+            # the pieces each tile is merged from
+            sms = case["sms"] if schedule == "streamk" else 3
             o, l = emulate_attention(q, k, v, causal=causal, seed=seed, layout=layout, program=program,
-                                     tile_order=case.get("tile_order"))
+                                     tile_order=case.get("tile_order"), sms=sms)
             a, b = o.view(np.uint16), out.view(np.uint16)
             seen = np.isfinite(lse)
             rows.append(AttentionComparison(

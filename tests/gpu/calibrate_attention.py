@@ -5,7 +5,9 @@
 One case per (dtype, head dim, causal) standard kernel, and per tall (192-row) one, at ragged sizes (Sq, Sk not
 multiples of the tiles; causal cases with Sq > Sk so some rows see no key), GQA 2, layout bshd, through
 warploom.ops.attention (out and lse poisoned with NaN first); then two kernels with a share of exp2 on the FMA
-polynomial (AttentionSpec.exp2_poly: 2 of 8, and all). Saves q, k, v and out as their 16-bit patterns (int16), lse
+polynomial (AttentionSpec.exp2_poly: 2 of 8, and all), and two stream-K kernels on few tiles (every tile split
+over several CTAs, merged by the last piece: the merge's ex2 and FMAs as the GPU computes them; the manifest keeps
+the SM count, which sets the pieces). Saves q, k, v and out as their 16-bit patterns (int16), lse
 as float32, and a manifest. The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`:
 the outputs bitwise (the tensor core and MUFU.EX2 as measured), the LSE within lg2.approx's last bits.
 """
@@ -31,12 +33,17 @@ TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
 TALL_CASES = [(elem, 64, False, 1, 250, 300, 2, 1) for elem in ("bf16", "f16")]
 # the polynomial exp2 (wl-tile{exp2-poly}): (dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, share)
 POLY_CASES = [("bf16", 64, True, 1, 200, 150, 2, 1, 0.25), ("f16", 128, False, 1, 130, 300, 2, 1, 1.0)]
+# the stream-K kernels (schedule "streamk"), named: 4 tiles of 6 and 8 key blocks (ragged), so on 132 SMs each CTA
+# takes one key block and every tile is merged from 6 or 8 pieces
+STREAMK_CASES = [("bf16", 128, False, 1, 200, 700, 2, 1), ("f16", 64, False, 1, 130, 1000, 2, 2)]
 
 
 def main(path: str) -> None:
     arrays, manifest = {}, []
-    for i, (elem, d, causal, b, sq, sk, hq, hkv, *poly) in enumerate(CASES + TALL_CASES + POLY_CASES):
+    streamk_from = len(CASES + TALL_CASES + POLY_CASES)
+    for i, (elem, d, causal, b, sq, sk, hq, hkv, *poly) in enumerate(CASES + TALL_CASES + POLY_CASES + STREAMK_CASES):
         spec = (pick_spec(elem, d, causal) if i < len(CASES) else
+                AttentionSpec(elem, d, causal, schedule="streamk") if i >= streamk_from else
                 AttentionSpec(elem, d, causal, exp2_poly=poly[0]) if poly else
                 AttentionSpec(elem, d, causal, block_m=ATTENTION_TALL_BLOCK_M))
         g = torch.Generator(device="cuda").manual_seed(100 + i)
@@ -49,10 +56,12 @@ def main(path: str) -> None:
         for name, t in (("q", q), ("k", k), ("v", v), ("out", out)):
             arrays[f"{i}_{name}"] = t.cpu().view(torch.int16).numpy()
         arrays[f"{i}_lse"] = lse.cpu().numpy()
-        order = (_tile_order(sq, sk, hq, b, spec.block_m, spec.block_n, causal, sm_count(q.device.index or 0))
-                 if spec.schedule == "persistent" else None)
+        sms = sm_count(q.device.index or 0)
+        order = (_tile_order(sq, sk, hq, b, spec.block_m, spec.block_n, causal, sms)
+                 if spec.schedule in ("persistent", "streamk") else None)
         manifest.append({"case": i, "elem": elem, "head_dim": d, "causal": causal, "B": b, "Sq": sq, "Sk": sk,
-                         "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name, "tile_order": order})
+                         "Hq": hq, "Hkv": hkv, "layout": "bshd", "kernel": spec.kernel_name, "tile_order": order,
+                         "sms": sms})
         print(f"{spec.kernel_name}: B={b} Sq={sq} Sk={sk} H={hq}/{hkv} recorded", flush=True)
     np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
     print(f"-> {path}")
