@@ -762,7 +762,8 @@ class _AttentionLowering(_Sm90Lowering):
         piece to finish merges the tile's pieces from their slots in key order (CTAs streamk_cta(t0) ..
         streamk_cta(t0 + kt - 1); its own slot too, so the result does not depend on which piece finished last):
         M = the largest piece maximum of each row, O = sum of O_i 2^((m_i - M) scale_log2), the row sums likewise,
-        and stores; the others store nothing."""
+        and stores; the others' stores are dropped (`_store_out`: their O box at row Sq; `_store_lse`: predicated
+        off)."""
         b, c = self.b, self.b.const
         pc, threads = self.piece, T.warpgroup_threads
         n_wgs = self.BM // self.mma_m
