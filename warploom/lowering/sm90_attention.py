@@ -62,15 +62,14 @@ MOVED = "_moved"        # (corr, its warp vote) from the softmax, for the rescal
 class _StreamkPiece:
     """The unit a stream-K CTA works on now: its stream-K tile (index from 0 after the data-parallel tiles; a
     data-parallel tile has whole = true and the rest unused), that tile's first stream-K iteration t0 and key
-    blocks kt, whether the unit is a whole tile, the CTA, the CTA count, its run's first iteration and the count
-    of stream-K iterations (rules.attention_streamk_run)."""
+    blocks kt, whether the unit is a whole tile, the CTA, the CTA count and the count of stream-K iterations
+    (rules.attention_streamk_run)."""
     tile: ir.Value
     t0: ir.Value
     kt: ir.Value
     whole: ir.Value
     cta: ir.Value
     ctas: ir.Value
-    start: ir.Value
     iters: ir.Value
 
 
@@ -297,7 +296,7 @@ class _AttentionLowering(_Sm90Lowering):
             self.trips = b.select(whole_tile, kt, b.sub(end, first))
             whole = b.or_(whole_tile, b.and_(b.cmp("eq", first, c(0)), b.cmp("eq", end, kt)))
             t0 = b.mul(sk_tile, kt)                      # the stream-K tile's first iteration
-            self.piece = _StreamkPiece(sk_tile, t0, kt, whole, cta, ctas, lo, iters)
+            self.piece = _StreamkPiece(sk_tile, t0, kt, whole, cta, ctas, iters)
             next_x = b.select(whole_tile, x, b.add(t0, end))
             self._walk_step(ops, ctx, loop, units, next_x)
         self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
