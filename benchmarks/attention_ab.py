@@ -43,24 +43,30 @@ def parse_tile(text: str) -> dict:
     block_n: 128}); a 'q1' or 'q2' suffix ('64:128q1', '128s2q2') -> Q's stages too ({..., q_stages: 1}; 2: the next
     tile's Q loads during this one; without it the kernel's default); then a 'pK' suffix ('64:128p2', '64:128q2p1') ->
     K of each 8 exp2 by the FMA polynomial ({..., exp2_poly: K / 8}); then a 'k' suffix ('128k') -> the stream-K
-    schedule ({..., schedule: "streamk"}); '' -> {} (the standard tile). Without 'D:' the head dim is 128."""
+    schedule ({..., schedule: "streamk"}); then an 'oN' suffix ('128o1', or 'o1' alone: the standard tiles) -> the
+    persistent tile order N forced (`ops_attention.TILE_ORDER`; {..., tile_order: N}); '' -> {} (the standard
+    tile). Without 'D:' the head dim is 128."""
     if not text:
         return {}
-    extra = re.search(r"(?:q(\d))?(?:p(\d))?(k)?$", text)
-    q, poly, streamk = extra.groups()
+    extra = re.search(r"(?:q(\d))?(?:p(\d))?(k)?(?:o(\d+))?$", text)
+    q, poly, streamk, order = extra.groups()
+    order = {"tile_order": int(order)} if order else {}
+    if extra.start() == 0 and order and not (q or poly or streamk):
+        return order                       # the standard tiles, another tile order
     d, _, rest = text[:extra.start()].rpartition(":")
     tile, _, st = rest.partition("s")
     bm, _, bn = tile.rpartition("x")
     return {"head_dim": int(d or 128), **({"block_m": int(bm)} if bm else {}), "block_n": int(bn),
             **({"stages": int(st)} if st else {}), **({"q_stages": int(q)} if q else {}),
             **({"exp2_poly": int(poly) / kernels.EXP2_POLY_GROUP} if poly else {}),
-            **({"schedule": "streamk"} if streamk else {})}
+            **({"schedule": "streamk"} if streamk else {}), **order}
 
 
 def build_spec(d: int, causal: bool, tile: dict):
     """The kernel a build runs for (head dim d, causal): the standard one, or `tile` where its head dim is d (Q's
     stages the tile's default unless it names them; a stream-K tile only where not causal)."""
     spec = ops_attention.pick_spec("bf16", d, causal)
+    tile = {k: v for k, v in tile.items() if k != "tile_order"}
     if not tile or tile.get("head_dim", 128) != d or (causal and tile.get("schedule") == "streamk"):
         return spec
     return dataclasses.replace(spec, **{"q_stages": None, "exp2_poly": None,
@@ -109,12 +115,14 @@ def main() -> None:
         p.error(f"--build: {len(args.build)} given; an A/B needs two or more builds (NAME=CACHE_DIR[@[D:][BMx]BN[sST]])")
     import torch
     import triton.testing as tt
-    builds, specs = {}, {}
+    builds, specs, orders = {}, {}, {}
     for b in args.build:
         name, where = b.split("=", 1)
         root, _, tile = where.partition("@")
         builds[name] = root
-        specs[name] = load_build(name, root, parse_tile(tile))
+        tile = parse_tile(tile)
+        specs[name] = load_build(name, root, tile)
+        orders[name] = tile.get("tile_order")
     cases = ([(int(d), int(s), c) for d, s in (x.split("x") for x in args.cases.split(",")) for c in (False, True)]
              if args.cases else CASES)
     rows = []
@@ -135,11 +143,14 @@ def main() -> None:
             ob = torch.full_like(q, float("nan"))
             os.environ["WARPLOOM_CACHE_DIR"] = root                  # the first call picks this build's kernel
             spec = specs[name][(d, causal)]
-            ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob, spec=spec)
+
+            def call(qb=qb, kb=kb, vb=vb, ob=ob, spec=spec, order=orders[name]):
+                ops_attention.TILE_ORDER = order                     # part of the fast path's key: own launch
+                return ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob, spec=spec)
+            call()
             torch.cuda.synchronize()
             outs[name] = ((ob.float() - ref.float()).abs().max() / ref.float().abs().max()).item()
-            calls[name] = (lambda qb=qb, kb=kb, vb=vb, ob=ob, spec=spec:
-                           ops.attention(qb, kb, vb, causal=causal, layout="bhsd", out=ob, spec=spec))
+            calls[name] = call
         per = {n: [] for n in calls}
         for _ in range(args.rounds):
             for n, fn in calls.items():
