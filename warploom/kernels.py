@@ -169,6 +169,8 @@ ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
 # a persistent attention kernel takes two more: the batch (it counts the tiles itself) and the order it walks them
 # in (rules.TILE_ORDERS)
 ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
+# a causal persistent kernel takes the host's deal of its tiles over the CTAs instead (rules.causal_tile_table)
+ATTENTION_CAUSAL_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tiles", "ptr"))
 # and a stream-K one (non-causal: its last waves split over the key blocks) the fix-up's buffers
 ATTENTION_STREAMK_PARAMS = ATTENTION_PERSISTENT_PARAMS + tuple((n, "ptr") for n in STREAMK_PARAMS)
 ATTENTION_SCHEDULES = ("grid", "persistent", "streamk")
@@ -410,6 +412,8 @@ class AttentionSpec:
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """The kernel's parameters (name, kind) in launch order: the runtime contract."""
+        if self.schedule == "persistent" and self.causal:
+            return ATTENTION_CAUSAL_PERSISTENT_PARAMS
         return {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(
             self.schedule, ATTENTION_PARAMS)
 

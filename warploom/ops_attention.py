@@ -204,7 +204,8 @@ class AttentionPlan:
 
 SCHEDULE = None     # None: each head dim's standard schedule; "grid", "persistent" or "streamk" (non-causal
 #                     problems only; a causal one keeps its standard kernel) forces one (to compare them)
-TILE_ORDER = None   # None: rules.best_tile_order for the problem; 0 or 1 forces a persistent kernel's tile order
+TILE_ORDER = None   # None: the standard deal (non-causal: rules.best_tile_order; causal: rules.causal_tile_table's
+#                     greedy deal); 0 or 1 forces the snake deal in that tile order (rules.TILE_ORDERS), to compare
 
 
 def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
@@ -229,6 +230,37 @@ def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
             rules.cdiv(seqlen_k, default_attention_block_n(head_dim, "streamk")), sms):
         schedule = "streamk"
     return AttentionSpec(elem, head_dim, causal, schedule=schedule)
+
+
+_TABLES: dict = {}     # (device, problem sizes, tile, CTAs, order) -> DeviceBuffer of a causal deal's table; kept:
+#                       a prepared launch may hold its address (a few KB each: (CTAs + tiles + 2) x 4 bytes)
+
+
+def _upload_i32(values: list[int], device: int):
+    """A device copy of `values` (int32); the object keeps the memory (and has .ptr)."""
+    from cuda.bindings import driver
+
+    from warploom.runtime._cuda import check, on_device
+    from warploom.runtime.tensors import DeviceBuffer
+    host = np.asarray(values, np.int32)
+    buf = DeviceBuffer(host.shape, "i32", device)
+    with on_device(device):
+        check(driver.cuMemcpyHtoD(buf.ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
+    return buf
+
+
+def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int) -> int:
+    """The address of the table that deals a causal persistent kernel's tiles over its CTAs (min(sms, tiles) of
+    them, as its grid rule launches): rules.causal_tile_table's greedy deal, or with TILE_ORDER set the snake deal
+    of that order; built and copied to the device once per problem size."""
+    sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "B": problem.batch}
+    ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
+    key = (problem.device, *sizes.values(), spec.block_m, spec.block_n, ctas, TILE_ORDER)
+    if key not in _TABLES:
+        table = (rules.causal_tile_table(sizes, spec.block_m, spec.block_n, ctas)[0] if TILE_ORDER is None
+                 else rules.snake_tile_table(sizes, spec.block_m, spec.block_n, ctas, TILE_ORDER))
+        _TABLES[key] = _upload_i32(table, problem.device)
+    return _TABLES[key].ptr
 
 
 @functools.lru_cache(maxsize=256)
@@ -332,7 +364,10 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "scale_log2": scale_log2}
-    if spec is not None and spec.schedule in ATTENTION_WALKS:
+    if spec is not None and spec.schedule == "persistent" and spec.causal:
+        args["B"] = problem.batch
+        args["tiles"] = causal_tiles(problem, spec, sms)
+    elif spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
         args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else _tile_order(
             problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch, spec.block_m, spec.block_n, spec.causal,
@@ -499,7 +534,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     streamk = p.spec.schedule == "streamk"
     only_stream = stream if streamk else None         # its fix-up buffers are this stream's (ops.fixup_buffers)
     plan_key = (artifact.key, artifact.name, layout, _layout_key(tq), _layout_key(tk), _layout_key(tv),
-                _layout_key(to), lse_ptr, p.scale_log2, only_stream)
+                _layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER)
     if p.zero_copy:
         prepared = _PREPARED.get(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking

@@ -208,6 +208,11 @@ MUTATIONS: list[Mutation] = [
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
              ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:"),
+    Mutation("attn-causal-table-skip",
+             "a causal persistent CTA starts at the second entry of its share of the host's tile table: it skips its "
+             "first tile and runs the next CTA's first one (twice computed, one never)",
+             ATTN, "iter_args=[c(0), c(0), entry(first)]", "iter_args=[c(0), c(0), entry(b.add(first, c(1)))]",
+             ("attention",)),
     # ---- sm_100a (tcgen05, Tensor Memory): caught by the emulator on the sm_100a probe kernels ----
     Mutation("sm100-idesc-n",
              "the instruction descriptor says N = block_n / 2: each MMA writes half the accumulator's columns",

@@ -57,6 +57,7 @@ class Recorder:
 
     def __init__(self):
         self.kernels, self.maps, self.copies, self.fills, self.launches, self.prepared = [], [], [], [], [], []
+        self.tables = []
         self.next_ptr = BASE + 2**36
 
     # get_kernel
@@ -81,6 +82,13 @@ class Recorder:
 
     def fill(self, t, value):
         self.fills.append((t.ptr, value))
+
+    def upload_i32(self, values, device):
+        """A causal persistent kernel's tile table: recorded, at a fresh address."""
+        buf = type("Table", (), {"ptr": self.next_ptr, "values": list(values), "device": device})()
+        self.tables.append(buf)
+        self.next_ptr += 2**30
+        return buf
 
     # default_launcher().prepare(...).launch(stream)
     def __call__(self):
@@ -108,12 +116,13 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_copy_contiguous", rec.copy)
     monkeypatch.setattr(oa, "_fill", rec.fill)
     monkeypatch.setattr(oa, "default_launcher", rec)
+    monkeypatch.setattr(oa, "_upload_i32", rec.upload_i32)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
     monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")      # a Hopper GPU
-    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
+    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
     yield rec
-    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
+    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
 
 
@@ -358,11 +367,14 @@ def test_params_in_contract_order(gpu, layout):
                                          else (d * 2, sq * d * 2, hq * sq * d * 2))
     assert values["lse"] == 0                                     # no LSE asked: a null pointer, no stores
     assert values["scale_log2"] == float(np.float32(0.1 * LOG2E))
-    # the persistent kernel's own two: the batch, and the tile order the host picked for these sizes on 132 SMs
+    # the causal persistent kernel's own two: the batch, and the table of the host's deal of its tiles over the
+    # SMS CTAs (uploaded once for these sizes)
     assert values["B"] == b
-    assert values["tile_order"] == rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 128, True, SMS)
+    table, = gpu.tables
+    assert values["tiles"] == table.ptr
+    assert table.values == rules.causal_tile_table({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 128, SMS)[0]
     assert rec["types"] == (None, None, None, None, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
-        (ctypes.c_float,) + (ctypes.c_int32,) * 2
+        (ctypes.c_float, ctypes.c_int32, ctypes.c_void_p)
     assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:4])
 
 

@@ -59,3 +59,49 @@ def test_tile_order_refusals():
         rules.tile_origin(rule, 0, 4, group=3, m_tiles=4)
     with pytest.raises(ValueError, match="needs m_tiles"):
         rules.tile_origin(rule, 0, 4, group=2)
+
+
+def _deal(table: list[int]) -> list[list[int]]:
+    """Each CTA's tiles, read from a causal persistent kernel's table as the kernel reads it."""
+    ctas = table[0] - 1
+    assert table[-1] == 0 and table[ctas] == len(table) - 1        # the spare entry; the last CTA's end before it
+    return [table[table[c]:table[c + 1]] for c in range(ctas)]
+
+
+@pytest.mark.parametrize("sq,sk,hq,b,ctas", [(300, 300, 3, 2, 4), (1000, 100, 2, 1, 5), (4096, 4096, 16, 4, 132),
+                                             (16384, 16384, 16, 1, 132), (200, 300, 1, 1, 7), (130, 130, 1, 1, 1)])
+def test_causal_tile_table_deals_every_tile_once_and_balanced(sq, sk, hq, b, ctas):
+    """The greedy deal's table: every tile once (order 0's numbering), each CTA's busiest load within the slack of
+    the lowest any deal can reach (work / CTAs, or the heaviest tile), and the snake deals' tables read alike."""
+    sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "B": b}
+    blocks = math.ceil(sq / 128)
+    tiles = blocks * hq * b
+    weight = [rules.evaluate(("causal_blocks", "Sq", "Sk", "m", 128, 128), {**sizes, "m": blocks - 1 - t % blocks})
+              + rules.FIXED_COST_BLOCKS for t in range(tiles)]
+    table, group = rules.causal_tile_table(sizes, 128, 128, ctas)
+    deal = _deal(table)
+    assert sorted(t for mine in deal for t in mine) == list(range(tiles))
+    busiest = max(sum(weight[t] for t in mine) for mine in deal)
+    bound = max(-(-sum(weight) // ctas), max(weight))
+    assert busiest <= math.ceil(rules.TILE_TABLE_SLACK * bound) or group == min(hq * b, max(rules.TILE_TABLE_GROUPS))
+    for order in rules.TILE_ORDERS:
+        snake = _deal(rules.snake_tile_table(sizes, 128, 128, ctas, order))
+        assert sorted(t for mine in snake for t in mine) == list(range(tiles))
+
+
+def test_causal_tile_table_keeps_heads_together_where_that_costs_nothing():
+    """16 heads of 128 query blocks on 132 CTAs: the snake deal of order 0 leaves its busiest CTA ~54% over the
+    average, order 1 balances by mixing all heads; the greedy deal balances as well as order 1 with one head at a
+    time (group 1), and at 8192 x 2 batches with heads in pairs."""
+    sizes = {"Sq": 16384, "Sk": 16384, "Hq": 16, "B": 1}
+    table, group = rules.causal_tile_table(sizes, 128, 128, 132)
+    assert group == 1
+    deal = _deal(table)
+    firsts = sorted(mine[0] for mine in deal)                     # the first wave: head 0's tiles, then head 1's
+    assert firsts == list(range(128)) + [128, 129, 130, 131]
+    assert rules.causal_tile_table({"Sq": 8192, "Sk": 8192, "Hq": 16, "B": 2}, 128, 128, 132)[1] == 2
+
+
+def test_greedy_deal_gives_each_tile_to_the_least_loaded_cta():
+    per_cta, busiest = rules.greedy_deal([0, 1, 2, 3, 4], [5, 4, 3, 2, 1], 2)
+    assert per_cta == [[0, 3, 4], [1, 2]] and busiest == 8

@@ -190,7 +190,7 @@ class _AttentionLowering(_Sm90Lowering):
     def _param_list(self) -> list[tuple[str, str]]:
         return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
                 + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
-                + ([("B", "i32"), ("tile_order", "i32")] if self.persistent else [])
+                + ([("B", "i32"), ("tiles", "ptr") if self.causal else ("tile_order", "i32")] if self.persistent else [])
                 + ([("workspace", "ptr"), ("counters", "ptr")] if self.streamk else []))
 
     def _store_map(self, op: Store) -> TensorMapSpec:
@@ -243,6 +243,9 @@ class _AttentionLowering(_Sm90Lowering):
         if self.streamk:
             self._streamk_walk(ops, ctx)
             return
+        if self.causal:
+            self._table_walk(ops, ctx)
+            return
         b, c, a = self.b, self.b.const, self.args
         cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
         blocks = rules.cdiv(a["Sq"], self.BM, b)
@@ -252,6 +255,25 @@ class _AttentionLowering(_Sm90Lowering):
             tile = rules.snake_tile(loop.iv, cta, ctas, b)
             self._at_tile(*rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], self.causal, b))
             self._walk_step(ops, ctx, loop, mine)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+
+    def _table_walk(self, ops, ctx: _Role) -> None:
+        """The causal persistent walk: CTA c runs the tiles the host dealt it, entries tiles[c] .. tiles[c + 1] - 1
+        of the table (rules.causal_tile_table), each a tile in order 0's numbering; the entry of the next tile is
+        read while this one runs (the table's spare last entry lets the last tile read one past its own)."""
+        b, c, a = self.b, self.b.const, self.args
+        cta = b.sreg("ctaid", "x", "cta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+
+        def entry(i):
+            return b.load(b.i32, b.gep(a["tiles"], i, b.i32), 4, "tile")
+        first = entry(cta)
+        mine = b.sub(entry(b.add(cta, c(1))), first)
+        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0), entry(first)], iv=b.fresh("round")) as loop:
+            after = entry(b.add(b.add(first, loop.iv), c(1)))
+            self._at_tile(*rules.attention_tile(loop.args[2], c(0), blocks, pairs, a["Hq"], True, b))
+            self._walk_step(ops, ctx, loop, mine, after)
         self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
 
     def _walk_step(self, ops, ctx: _Role, loop, units: ir.Value, *extra: ir.Value) -> None:

@@ -371,6 +371,89 @@ def tile_weights(sizes: dict, bm: int, bn: int, causal: bool, order: int) -> lis
 FIXED_COST_BLOCKS = 1      # a tile's cost beyond its key blocks (Q wait, first softmax, epilogue), in key blocks
 
 
+# ---- the causal persistent deal: a table the host builds ------------------------------------------------------
+# Causal tiles differ in length (query block m has m + 1 key blocks when Sq = Sk), and the snake deal balances them
+# only when the tiles are sorted heaviest first across all heads (order 1), so the CTAs running at one time work on
+# every head and share little of each head's K and V in L2. The deal below keeps both: the tiles are listed with the
+# heads in groups of `group` (query blocks heaviest first within a group, its heads side by side), and handed out in
+# that order, each to the CTA with the least work so far (greedy list scheduling, as a dynamic tile counter would do
+# on the GPU, but fixed by the host and so the same every launch). The kernel reads CTA c's tiles from a table:
+# P + 1 offsets (CTA c's tiles are entries off[c] .. off[c + 1] - 1 of the table), then the tiles (order 0's numbering:
+# pair * blocks + i for query block blocks - 1 - i), then one spare entry, so that a CTA may read its next tile one
+# ahead without a bound check (`_table`).
+TILE_TABLE_GROUPS = (1, 2, 4, 8, 16)     # head groups tried, smallest first (the least K/V in flight)
+TILE_TABLE_SLACK = 1.01                  # a group is taken when its busiest CTA is within 1% of the best deal's
+
+
+def tile_sequence(blocks: int, pairs: int, group: int) -> list[int]:
+    """The tiles (order 0 numbering) with heads in groups of `group` pairs: within a group, query blocks heaviest
+    first (i = 0, 1, ...), the group's pairs side by side."""
+    out = []
+    for g0 in range(0, pairs, group):
+        members = range(g0, min(pairs, g0 + group))
+        out += [bh * blocks + i for i in range(blocks) for bh in members]
+    return out
+
+
+def greedy_deal(tiles: list[int], weights: list[int], ctas: int) -> tuple[list[list[int]], int]:
+    """Each tile in turn to the CTA with the least work so far (ties: the lowest CTA); (each CTA's tiles, in the
+    order it runs them; the busiest CTA's work). `weights[t]`: tile t's cost."""
+    import heapq
+    heap = [(0, c) for c in range(ctas)]
+    out = [[] for _ in range(ctas)]
+    busiest = 0
+    for t in tiles:
+        load, c = heapq.heappop(heap)
+        out[c].append(t)
+        load += weights[t]
+        busiest = max(busiest, load)
+        heapq.heappush(heap, (load, c))
+    return out, busiest
+
+
+def _table(per_cta: list[list[int]]) -> list[int]:
+    """The table of a deal (each CTA's tiles): P + 1 offsets (absolute: where in the table CTA c's tiles start, and
+    where the last one's end), the tiles, and a spare entry (0)."""
+    offsets = [len(per_cta) + 1]
+    for mine in per_cta:
+        offsets.append(offsets[-1] + len(mine))
+    return offsets + [t for mine in per_cta for t in mine] + [0]
+
+
+def snake_tile_table(sizes: dict, bm: int, bn: int, ctas: int, order: int) -> list[int]:
+    """The snake deal of tile order `order` (the one a non-causal persistent kernel computes itself) as a causal
+    kernel's table: to compare deals."""
+    blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
+    tiles = blocks * pairs
+    per_cta = []
+    for c in range(ctas):
+        mine = []
+        for r in range(snake_count(tiles, c, ctas)):
+            m, h, b = attention_tile(snake_tile(r, c, ctas), order, blocks, pairs, sizes["Hq"], True)
+            mine.append((b * sizes["Hq"] + h) * blocks + blocks - 1 - m)       # its number in order 0
+        per_cta.append(mine)
+    return _table(per_cta)
+
+
+def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, group: int | None = None) -> tuple[list[int], int]:
+    """(the table a causal persistent kernel reads, the head group it deals by) for `ctas` CTAs: the smallest group
+    of TILE_TABLE_GROUPS (or all pairs) whose greedy deal is within TILE_TABLE_SLACK of the best of them, or `group`."""
+    blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn)
+    per_i = [evaluate(trip, {**sizes, "m": blocks - 1 - i}) + FIXED_COST_BLOCKS for i in range(blocks)]
+    weights = [per_i[t % blocks] for t in range(blocks * pairs)]
+    groups = [group] if group is not None else sorted({min(g, pairs) for g in TILE_TABLE_GROUPS} | {pairs})
+    bound = max(-(-sum(weights) // ctas), max(weights))        # no deal leaves its busiest CTA less
+    deals = {}
+    for g in groups:                       # smallest first; stop at one within the slack of the bound
+        deals[g] = greedy_deal(tile_sequence(blocks, pairs, g), weights, ctas)
+        if deals[g][1] <= TILE_TABLE_SLACK * bound:
+            break
+    best = min(busiest for _, busiest in deals.values())
+    pick = next(g for g in deals if deals[g][1] <= TILE_TABLE_SLACK * best)
+    return _table(deals[pick][0]), pick
+
+
 def best_tile_order(sizes: dict, bm: int, bn: int, causal: bool, ctas: int) -> int:
     """The tile order whose snake deal over `ctas` CTAs leaves the busiest CTA least work (key blocks plus a fixed
     cost per tile); order 0 (L2-friendly) unless order 1 is at least 3% better. Non-causal tiles all weigh the
