@@ -28,7 +28,6 @@ sees no key) and lse = -inf. Bad input is refused before any launch with the val
 """
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from collections import OrderedDict
@@ -204,7 +203,7 @@ class AttentionPlan:
 
 SCHEDULE = None     # None: each head dim's standard schedule; "grid", "persistent" or "streamk" (non-causal
 #                     problems only; a causal one keeps its standard kernel) forces one (to compare them)
-TILE_ORDER = None   # None: the standard deal (non-causal: rules.best_tile_order; causal: rules.causal_tile_table's
+TILE_ORDER = None   # None: the standard deal (non-causal: the snake deal in order 0; causal: rules.causal_tile_table's
 #                     greedy deal); 0 or 1 forces the snake deal in that tile order (rules.TILE_ORDERS), to compare
 
 
@@ -261,12 +260,6 @@ def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int) -> in
                  else rules.snake_tile_table(sizes, spec.block_m, spec.block_n, ctas, TILE_ORDER))
         _TABLES[key] = _upload_i32(table, problem.device)
     return _TABLES[key].ptr
-
-
-@functools.lru_cache(maxsize=256)
-def _tile_order(sq: int, sk: int, hq: int, batch: int, block_m: int, block_n: int, causal: bool, sms: int) -> int:
-    return rules.best_tile_order({"Sq": sq, "Sk": sk, "Hq": hq, "B": batch}, block_m, block_n, causal,
-                                 min(sms, rules.cdiv(sq, block_m) * hq * batch))
 
 
 def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
@@ -369,9 +362,7 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
         args["tiles"] = causal_tiles(problem, spec, sms)
     elif spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
-        args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else _tile_order(
-            problem.seqlen_q, problem.seqlen_k, problem.heads_q, problem.batch, spec.block_m, spec.block_n, spec.causal,
-            sms)
+        args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else 0     # tiles of one length: the L2's order
     return args
 
 

@@ -411,8 +411,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
-    tiles) in tile order `tile_order` (default: the one the runtime would pick, rules.best_tile_order; a causal one
-    reads its deal from a table: rules.causal_tile_table's, or with `tile_order` the snake deal of that order); order: the
+    tiles) in tile order `tile_order` (default: the runtime's, 0; a causal one reads its deal from a table:
+    rules.causal_tile_table's, or with `tile_order` the snake deal of that order); order: the
     warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
     emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
     `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
@@ -450,8 +450,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
             args["tiles"] = np.asarray(rules.causal_tile_table(sizes, bm, bn, launched)[0] if tile_order is None
                                        else rules.snake_tile_table(sizes, bm, bn, launched, tile_order), np.int32)
         else:
-            args["tile_order"] = (rules.best_tile_order(sizes, bm, bn, bool(causal), sms) if tile_order is None
-                                  else tile_order)
+            args["tile_order"] = 0 if tile_order is None else tile_order
     if schedule == "streamk":
         fixup = _fixup(fixup, *attention_streamk_buffers(bm, d, rules.evaluate(kernel.grid[0], sizes)),
                        "emulate_attention")

@@ -120,6 +120,27 @@ func.func @attn(%q: tensor<?x?x?x64xbf16>, %k: tensor<?x?x?x64xbf16>, %v: tensor
   return %o : tensor<?x?x?x64xbf16>
 }
 
+// The causal persistent walk (each role's): CTA c runs entries tiles[c] .. tiles[c + 1] - 1 of the host's table
+// (%arg11, after B: rules.causal_tile_table), the loop carrying the tile (order 0's numbering: the query block and
+// pair split by a division) and reading the next entry while this tile runs, yielded for the next round.
+// PERSIST: llvm.func @wl_attn_bf16_d64_128x128_s2_causal_ov_persistent_q2({{.*}}%arg9: f32, %arg10: i32, %arg11: !llvm.ptr<1>)
+// PERSIST: %[[CTA:.*]] = nvvm.read.ptx.sreg.ctaid.x : i32
+// PERSIST: %[[P0:.*]] = llvm.getelementptr %arg11[%[[CTA]]]
+// PERSIST-NEXT: %[[FIRST:.*]] = llvm.load %[[P0]]
+// PERSIST-NEXT: %[[CTA1:.*]] = arith.addi %[[CTA]], %c1_i32
+// PERSIST-NEXT: %[[P1:.*]] = llvm.getelementptr %arg11[%[[CTA1]]]
+// PERSIST-NEXT: %[[END:.*]] = llvm.load %[[P1]]
+// PERSIST-NEXT: %[[MINE:.*]] = arith.subi %[[END]], %[[FIRST]]
+// PERSIST-NEXT: %[[P2:.*]] = llvm.getelementptr %arg11[%[[FIRST]]]
+// PERSIST-NEXT: %[[TILE0:.*]] = llvm.load %[[P2]]
+// PERSIST-NEXT: scf.for %[[R:.*]] = %c0_i32 to %[[MINE]] step %c1_i32 iter_args(%{{.*}} = %c0_i32, %{{.*}} = %c0_i32, %[[TILE:.*]] = %[[TILE0]])
+// PERSIST-NEXT: %[[AT:.*]] = arith.addi %[[FIRST]], %[[R]]
+// PERSIST-NEXT: %[[AFTER:.*]] = arith.addi %[[AT]], %c1_i32
+// PERSIST-NEXT: %[[P3:.*]] = llvm.getelementptr %arg11[%[[AFTER]]]
+// PERSIST-NEXT: %[[NEXT:.*]] = llvm.load %[[P3]]
+// PERSIST: arith.divui %[[TILE]], %{{.*}}
+// PERSIST: scf.yield %{{.*}}, %{{.*}}, %[[NEXT]] : i32, i32, i32
+
 // The persistent schedule: O's staging tile has its own bytes, so the store's wait moves a tile later. The
 // warpgroup's first thread waits for the previous tile's store to read the staging rows just before the epilogue
 // barrier; after the commit nothing waits (the warpgroup goes on to the LSE and the next tile); once the tile loop
