@@ -248,17 +248,29 @@ def _upload_i32(values: list[int], device: int):
     return buf
 
 
+def causal_table(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: int, elem: str,
+                 target: str = "sm_90a", order: int | None = None) -> list[int]:
+    """The table that deals a causal persistent kernel's tiles over `ctas` CTAs for `sizes` (Sq, Sk, Hq, Hkv, B):
+    rules.causal_tile_table's greedy deal (its head groups' K and V kept within the target's L2), or with `order`
+    the snake deal of that tile order."""
+    if order is not None:
+        return rules.snake_tile_table(sizes, block_m, block_n, ctas, order)
+    t = targets.get(target)
+    kv_bytes = 2 * sizes["Sk"] * head_dim * t.elem_bits(elem) // 8          # one kv head's K and V
+    return rules.causal_tile_table(sizes, block_m, block_n, ctas, kv_bytes, t.l2_bytes)[0]
+
+
 def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int) -> int:
-    """The address of the table that deals a causal persistent kernel's tiles over its CTAs (min(sms, tiles) of
-    them, as its grid rule launches): rules.causal_tile_table's greedy deal, or with TILE_ORDER set the snake deal
-    of that order; built and copied to the device once per problem size."""
-    sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "B": problem.batch}
+    """The device address of `causal_table` for this problem on min(sms, tiles) CTAs (as the kernel's grid rule
+    launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size."""
+    sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
+             "B": problem.batch}
     ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
-    key = (problem.device, *sizes.values(), spec.block_m, spec.block_n, ctas, TILE_ORDER)
+    key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
+           ctas, TILE_ORDER)
     if key not in _TABLES:
-        table = (rules.causal_tile_table(sizes, spec.block_m, spec.block_n, ctas)[0] if TILE_ORDER is None
-                 else rules.snake_tile_table(sizes, spec.block_m, spec.block_n, ctas, TILE_ORDER))
-        _TABLES[key] = _upload_i32(table, problem.device)
+        _TABLES[key] = _upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
+                                                problem.elem, spec.target, TILE_ORDER), problem.device)
     return _TABLES[key].ptr
 
 

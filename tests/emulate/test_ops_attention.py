@@ -83,6 +83,12 @@ class HostGPU:
     def fill(self, t, value):
         t.obj[...] = value
 
+    def upload_i32(self, values, device):
+        """A causal persistent kernel's tile table, in our memory (the launch reads it from its address)."""
+        arr = self.alloc((len(values),), "f32", fill=0).view(np.int32)
+        arr[...] = values
+        return type("Table", (), {"ptr": arr.ctypes.data})()
+
     def get_kernel(self, spec):
         if spec not in self.artifacts:
             self.artifacts[spec] = (compile_attention(spec), spec)
@@ -110,6 +116,8 @@ class HostGPU:
             ss, sh, sb = lay.global_strides
             eargs[name] = self.view(lay.address, (b, h, s, d), (sb, sh, ss, np.dtype(dt).itemsize), dt)
         eargs["lse"] = None if args["lse"] == 0 else self.flat_from(args["lse"], np.float32)
+        if "tiles" in args:                           # a causal persistent kernel's deal
+            eargs["tiles"] = self.flat_from(args["tiles"], np.int32)
         for n in ("Sq", "Sk", "Hq", "Hkv", "scale_log2", "B", "tile_order"):
             if n in args:                             # B and tile_order: a persistent kernel's
                 eargs[n] = args[n]
@@ -134,12 +142,13 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "_copy_contiguous", g.copy_contiguous)
     monkeypatch.setattr(oa, "_fill", g.fill)
     monkeypatch.setattr(oa, "default_launcher", g)
+    monkeypatch.setattr(oa, "_upload_i32", g.upload_i32)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
     monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")     # the emulated GPU: a Hopper one
-    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
+    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
     yield g
-    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED):
+    for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
 
 

@@ -372,7 +372,7 @@ def test_params_in_contract_order(gpu, layout):
     assert values["B"] == b
     table, = gpu.tables
     assert values["tiles"] == table.ptr
-    assert table.values == rules.causal_tile_table({"Sq": sq, "Sk": sk, "Hq": hq, "B": b}, 128, 128, SMS)[0]
+    assert table.values == oa.causal_table({"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": b}, 128, 128, SMS, d, "f16")
     assert rec["types"] == (None, None, None, None, ctypes.c_void_p) + (ctypes.c_int32,) * 4 + \
         (ctypes.c_float, ctypes.c_int32, ctypes.c_void_p)
     assert all(isinstance(x, driver.CUtensorMap) for x in rec["values"][:4])

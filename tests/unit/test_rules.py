@@ -105,3 +105,18 @@ def test_causal_tile_table_keeps_heads_together_where_that_costs_nothing():
 def test_greedy_deal_gives_each_tile_to_the_least_loaded_cta():
     per_cta, busiest = rules.greedy_deal([0, 1, 2, 3, 4], [5, 4, 3, 2, 1], 2)
     assert per_cta == [[0, 3, 4], [1, 2]] and busiest == 8
+
+
+def test_causal_tile_table_keeps_the_heads_in_flight_within_the_l2():
+    """S = 1024, 16 x 16 heads of head dim 128 (0.5 MiB of K and V each): balance alone takes 64 heads at once (run
+    61 dealt all 256 so, 40% slower: the L2 thrashing); within half of a 50 MiB L2 the deal takes 16 (32 would fit,
+    64 not, and 16 is within the slack of 32's balance). GQA: heads sharing a kv head count once."""
+    sizes = {"Sq": 1024, "Sk": 1024, "Hq": 16, "Hkv": 16, "B": 16}
+    kv = 2 * 1024 * 128 * 2
+    assert rules.causal_tile_table(sizes, 128, 128, 132)[1] == 64
+    assert rules.causal_tile_table(sizes, 128, 128, 132, kv, 50 * 2**20)[1] == 16
+    assert rules.causal_tile_table(sizes, 128, 128, 132, kv, 2**20)[1] == 1        # nothing fits: one head at a time
+    gqa = {**sizes, "Hkv": 2}                                                      # 8 query heads a kv head
+    # half of 16 kv heads' bytes: 8 kv heads fit, 64 query heads with GQA 8, else 8
+    assert rules.causal_tile_table(gqa, 128, 128, 132, kv, 16 * kv)[1] == 64
+    assert rules.causal_tile_table(sizes, 128, 128, 132, kv, 16 * kv)[1] == 8

@@ -412,7 +412,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
     tiles) in tile order `tile_order` (default: the runtime's, 0; a causal one reads its deal from a table:
-    rules.causal_tile_table's, or with `tile_order` the snake deal of that order); order: the
+    ops_attention.causal_table's, or with `tile_order` the snake deal of that order); order: the
     warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
     emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
     `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
@@ -445,10 +445,10 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     schedule = program.attrs.get("schedule")
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]
-        if schedule == "persistent" and causal:          # the host's deal, a table (rules.causal_tile_table)
+        if schedule == "persistent" and causal:          # the host's deal, a table (as ops.attention's)
+            from warploom.ops_attention import causal_table
             launched = rules.evaluate(kernel.grid[0], sizes)
-            args["tiles"] = np.asarray(rules.causal_tile_table(sizes, bm, bn, launched)[0] if tile_order is None
-                                       else rules.snake_tile_table(sizes, bm, bn, launched, tile_order), np.int32)
+            args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order), np.int32)
         else:
             args["tile_order"] = 0 if tile_order is None else tile_order
     if schedule == "streamk":

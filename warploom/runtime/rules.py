@@ -370,8 +370,10 @@ FIXED_COST_BLOCKS = 1      # a tile's cost beyond its key blocks (Q wait, first 
 # P + 1 offsets (CTA c's tiles are entries off[c] .. off[c + 1] - 1 of the table), then the tiles (order 0's numbering:
 # pair * blocks + i for query block blocks - 1 - i), then one spare entry, so that a CTA may read its next tile one
 # ahead without a bound check (`_table`).
-TILE_TABLE_GROUPS = (1, 2, 4, 8, 16)     # head groups tried, smallest first (the least K/V in flight)
-TILE_TABLE_SLACK = 1.01                  # a group is taken when its busiest CTA is within 1% of the best deal's
+TILE_TABLE_GROUPS = (1, 2, 4, 8, 16, 32, 64, 128, 256)    # head groups tried, smallest first (least K/V in flight)
+TILE_TABLE_SLACK = 1.01     # a group is taken when its busiest CTA is within 1% of the best deal's
+TILE_TABLE_L2_SHARE = 0.5   # and only when its heads' K and V fit in this share of the L2 (run 61: all 256 heads of
+#                             0.5 MiB each at S = 1024 in flight ran 40% slower than 16 of them)
 
 
 def tile_sequence(blocks: int, pairs: int, group: int) -> list[int]:
@@ -424,14 +426,20 @@ def snake_tile_table(sizes: dict, bm: int, bn: int, ctas: int, order: int) -> li
     return _table(per_cta)
 
 
-def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, group: int | None = None) -> tuple[list[int], int]:
-    """(the table a causal persistent kernel reads, the head group it deals by) for `ctas` CTAs: the smallest group
-    of TILE_TABLE_GROUPS (or all pairs) whose greedy deal is within TILE_TABLE_SLACK of the best of them, or `group`."""
+def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, kv_bytes: int = 0, l2_bytes: int = 0,
+                      group: int | None = None) -> tuple[list[int], int]:
+    """(the table a causal persistent kernel reads, the head group it deals by) for `ctas` CTAs: of the groups of
+    TILE_TABLE_GROUPS (or all pairs) whose K and V fit in TILE_TABLE_L2_SHARE of `l2_bytes` (group 1 always; every
+    group when l2_bytes is 0), the smallest whose greedy deal is within TILE_TABLE_SLACK of the best; or `group`.
+    `kv_bytes`: one kv head's K and V (2 Sk D element bytes), shared by Hq / Hkv query heads of a batch."""
     blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
+    per_kv = sizes["Hq"] // sizes.get("Hkv", sizes["Hq"])
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn)
     per_i = [evaluate(trip, {**sizes, "m": blocks - 1 - i}) + FIXED_COST_BLOCKS for i in range(blocks)]
     weights = [per_i[t % blocks] for t in range(blocks * pairs)]
-    groups = [group] if group is not None else sorted({min(g, pairs) for g in TILE_TABLE_GROUPS} | {pairs})
+    groups = [group] if group is not None else [g for g in sorted({min(g, pairs) for g in TILE_TABLE_GROUPS} | {pairs})
+                                                if g == 1 or not l2_bytes
+                                                or cdiv(g, per_kv) * kv_bytes <= TILE_TABLE_L2_SHARE * l2_bytes]
     bound = max(-(-sum(weights) // ctas), max(weights))        # no deal leaves its busiest CTA less
     deals = {}
     for g in groups:                       # smallest first; stop at one within the slack of the bound

@@ -113,6 +113,8 @@ class Target:
     tmem: TmemGeometry | None = None
     # SMs of the arch's largest part, for planning without a GPU at hand (the runtime asks the device it launches on)
     sm_count: int = 0
+    # L2 bytes of its smallest common part (what the causal attention's deal keeps K/V within: rules.causal_tile_table)
+    l2_bytes: int = 0
 
     # ---- element types ----
     def elem_bits(self, dtype: str) -> int:
