@@ -312,9 +312,10 @@ PERSISTENT_CASES = [  # (b, sq, sk, hq, hkv, d, causal): more tiles than SMs, so
 @pytest.mark.parametrize("b, sq, sk, hq, hkv, d, causal", PERSISTENT_CASES)
 def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, causal):
     """The standard persistent kernel (one CTA per SM walking 100s of tiles, K/V rings and Q's phase carried from
-    tile to tile; Sq > Sk cases have tiles with no key block) in both tile orders: within TOL of the reference,
-    and bit for bit the output of the grid-schedule kernel of the same tile (a tile's arithmetic does not depend
-    on which CTA runs it, or after which tiles)."""
+    tile to tile; Sq > Sk cases have tiles with no key block) with its standard deal (causal: the host's greedy
+    table) and the snake deals of both tile orders (causal: as tables): within TOL of the reference, and bit for
+    bit the output of the grid-schedule kernel of the same tile (a tile's arithmetic does not depend on which CTA
+    runs it, or after which tiles)."""
     import warploom.ops_attention as oa
     q, k, v = make_inputs(b, sq, sk, hq, hkv, d, torch.bfloat16, "bshd", seed=sq + sk + d)
     spec = oa.pick_spec("bf16", d, causal)
@@ -322,7 +323,7 @@ def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, c
     grid = AttentionSpec("bf16", d, causal, spec.block_n, schedule="grid")   # the same tile, a CTA per tile
     outs, pick_spec = [], oa.pick_spec
     try:
-        for order, chosen in ((0, spec), (1, spec), (None, grid)):
+        for order, chosen in ((None, spec), (0, spec), (1, spec), (None, grid)):
             oa.TILE_ORDER = order
             oa.pick_spec = lambda *args, _s=chosen, **kwargs: _s
             out = torch.full_like(q, float("nan"))
@@ -332,8 +333,9 @@ def test_persistent_schedule_is_bitwise_the_grid_kernel(b, sq, sk, hq, hkv, d, c
     ref, _ = reference(q, k, v, causal=causal)
     torch.cuda.synchronize()
     assert rel_max_err(outs[0], ref) <= TOL
-    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16)), "tile orders 0 and 1 differ"
-    assert torch.equal(outs[0].view(torch.int16), outs[2].view(torch.int16)), "persistent and grid kernels differ"
+    assert torch.equal(outs[0].view(torch.int16), outs[1].view(torch.int16)), "the standard deal and order 0 differ"
+    assert torch.equal(outs[0].view(torch.int16), outs[2].view(torch.int16)), "the standard deal and order 1 differ"
+    assert torch.equal(outs[0].view(torch.int16), outs[3].view(torch.int16)), "persistent and grid kernels differ"
 
 
 # ---- the tall tile (192 query rows, three consumer warpgroups) -------------------------------------------------
