@@ -5,7 +5,7 @@ The mutations run once per session, two at a time, in a module fixture (each on 
 repository, probed on the kernel families its `families` name); each test then reads its outcome. Here only the
 emulator's verdict counts, so no lit or unit selection runs per mutant (the main suite runs them on the
 unmutated code); `python -m tests.mutation` also runs the selection and names the first lit or unit test that
-fails on each mutant. 87 mutations (10 of the sm_100a attention, 2 of the three-warpgroup attention, 4 of the stream-K attention, 7 of the 2x1 cluster GEMM, 2 of the banded walk, 2 of the swap-AB GEMM, 1 of the two Q stages)
+fails on each mutant. 88 mutations (10 of the sm_100a attention, 2 of the three-warpgroup attention, 4 of the stream-K attention, 1 of the causal deal's table, 7 of the 2x1 cluster GEMM, 2 of the banded walk, 2 of the swap-AB GEMM, 1 of the two Q stages)
 and the control: about 5 minutes on 2 cores. Deselect with `-m "not mutation"`.
 """
 from __future__ import annotations
