@@ -191,6 +191,9 @@ def test_attention_match_exits_0(capsys):
     out, err = capsys.readouterr()
     assert rc == 0, err
     assert "picks wl_attn_bf16_d64_128x128_s2_causal" in out
+    # 2 query blocks x 2 heads on 4 CTAs: one tile each, of 2 key blocks (Sk = 200) + 1
+    assert ("deal on an H200 (132 SMs): 4 tiles over 4 CTAs, heads in groups of 1; work (key blocks + 1 a tile): "
+            "busiest CTA 3, average 3.0") in out
     rows = [line for line in out.splitlines() if re.match(r"\s+\d+\s+wl_attn_", line)]
     assert len(rows) == 2 and all(row.endswith("OK") for row in rows), out
 

@@ -426,6 +426,20 @@ def snake_tile_table(sizes: dict, bm: int, bn: int, ctas: int, order: int) -> li
     return _table(per_cta)
 
 
+def causal_tile_weights(sizes: dict, bm: int, bn: int) -> list[int]:
+    """Each causal tile's cost (order 0's numbering): its key blocks plus FIXED_COST_BLOCKS, what the deal balances."""
+    blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
+    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn)
+    per_i = [evaluate(trip, {**sizes, "m": blocks - 1 - i}) + FIXED_COST_BLOCKS for i in range(blocks)]
+    return [per_i[t % blocks] for t in range(blocks * pairs)]
+
+
+def deal_loads(table: list[int], weights: list[int]) -> list[int]:
+    """Each CTA's work under the deal `table` (as `_table` lays it out), in `weights`' units."""
+    ctas = table[0] - 1
+    return [sum(weights[t] for t in table[table[c]:table[c + 1]]) for c in range(ctas)]
+
+
 def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, kv_bytes: int = 0, l2_bytes: int = 0,
                       group: int | None = None) -> tuple[list[int], int]:
     """(the table a causal persistent kernel reads, the head group it deals by) for `ctas` CTAs: of the groups of
@@ -434,9 +448,7 @@ def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, kv_bytes: int = 
     `kv_bytes`: one kv head's K and V (2 Sk D element bytes), shared by Hq / Hkv query heads of a batch."""
     blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
     per_kv = sizes["Hq"] // sizes.get("Hkv", sizes["Hq"])
-    trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn)
-    per_i = [evaluate(trip, {**sizes, "m": blocks - 1 - i}) + FIXED_COST_BLOCKS for i in range(blocks)]
-    weights = [per_i[t % blocks] for t in range(blocks * pairs)]
+    weights = causal_tile_weights(sizes, bm, bn)
     groups = [group] if group is not None else [g for g in sorted({min(g, pairs) for g in TILE_TABLE_GROUPS} | {pairs})
                                                 if g == 1 or not l2_bytes
                                                 or cdiv(g, per_kv) * kv_bytes <= TILE_TABLE_L2_SHARE * l2_bytes]

@@ -259,6 +259,8 @@ def run_attention(args, out, err) -> int:
     mask = "causal (bottom-right)" if args.causal else "no mask"
     print(f"attention B={b} Sq={sq} Sk={sk} H={h} Hkv={hkv} D={d} {spec.elem} {args.layout}, {mask}: "
           f"warploom.ops.attention picks {spec.kernel_name} ({spec.target})", file=out)
+    if spec.schedule == "persistent" and args.causal and args.target == "sm_90a":
+        print(describe_causal_deal(spec, b, sq, sk, h, hkv, d), file=out)
     print(f"inputs standard normal in {spec.elem} (numpy seed {args.input_seed}); check warploom.emulate.judge "
           f"(|out - ref| <= u max|v| + u |ref| + 1e-4, LSE within 1e-5, rows with no key exactly 0); "
           f"delay {args.delay}", file=out)
@@ -287,6 +289,21 @@ def run_attention(args, out, err) -> int:
         return 1
     print(f"all {args.seeds} seed(s) match the float64 reference", file=out)
     return 0
+
+
+def describe_causal_deal(spec, b: int, sq: int, sk: int, h: int, hkv: int, d: int) -> str:
+    """One line on how ops.attention deals a causal persistent kernel's tiles over an H200's SMs (the emulation
+    itself runs on --sms CTAs, with the deal the host builds for that many)."""
+    from warploom.ops_attention import causal_deal
+    from warploom.runtime import rules
+    sizes = {"Sq": sq, "Sk": sk, "Hq": h, "Hkv": hkv, "B": b}
+    tiles = -(-sq // spec.block_m) * h * b
+    ctas = min(H200_SMS, tiles)
+    table, group = causal_deal(sizes, spec.block_m, spec.block_n, ctas, d, spec.elem, spec.target)
+    loads = rules.deal_loads(table, rules.causal_tile_weights(sizes, spec.block_m, spec.block_n))
+    return (f"deal on an H200 ({H200_SMS} SMs): {tiles} tiles over {ctas} CTAs, heads in groups of {group}; work "
+            f"(key blocks + {rules.FIXED_COST_BLOCKS} a tile): busiest CTA {max(loads)}, average "
+            f"{sum(loads) / ctas:.1f} (rules.causal_tile_table)")
 
 
 # ---- timeline ----------------------------------------------------------------------------------------
