@@ -147,33 +147,33 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-mask-row-swap",
              "the causal mask of each thread's first row uses its second row's limit (r0 + 8) and vice versa: "
              "keys past the diagonal leak into one row, keys before it vanish from the other",
-             ATTN, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))'),
+             ATTN, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))', ("attention",)),
     Mutation("attn-scale-not-folded",
              "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
              "scaled (the FMA lost its multiplier)",
-             ATTN, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)"),
+             ATTN, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)", ("attention",)),
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
-             ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head"),
+             ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head", ("attention",)),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
-             ATTN, "for x in (1, 2):", "for x in (1,):"),
+             ATTN, "for x in (1, 2):", "for x in (1,):", ("attention",)),
     Mutation("attn-blind-row-nan",
              "a row whose keys so far are all masked keeps max = -inf in exp2(s * scale - max * scale): "
              "-inf - -inf = NaN instead of 0",
              ATTN, 'safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
-             "safe = list(m_new)"),
+             "safe = list(m_new)", ("attention",)),
     Mutation("attn-lse-units",
              "the LSE is left in log2 units (no final * ln 2)",
-             ATTN, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))"),
+             ATTN, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))", ("attention",)),
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
-             ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w"),
+             ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
     Mutation("attn-rescale-skip-one-row",
              "the warp skips O *= corr unless both rows of a thread moved their max (and instead of or): a block "
              "where only one of them moved leaves that row's O at the old max's scale",
-             ATTN, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)'),
+             ATTN, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)', ("attention",)),
     # three consumer warpgroups (block_m 192): the turns go round all of them
     Mutation("attn-turn-ring-of-two",
              "a consumer warpgroup hands the tensor cores to warpgroup (w + 1) % 2 instead of (w + 1) % consumers: "
@@ -190,24 +190,24 @@ MUTATIONS: list[Mutation] = [
              "every tile waits for phase 0 of Q's barriers: the second tile of a CTA reads Q before it landed "
              "(and the producer overwrites it while the first tile's MMAs may still read it)",
              ATTN, "self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))",
-             "self.tile_phase = c(0)"),
+             "self.tile_phase = c(0)", ("attention",)),
     Mutation("attn-persistent-q-stage",
              "every tile of a persistent attention uses Q's stage 0: the producer loads the next tile's Q over the "
              "tile the consumers are still reading (its barriers alternate, its bytes do not)",
              ATTN, "return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))",
-             "return c(region.offset)"),
+             "return c(region.offset)", ("attention",)),
     Mutation("attn-persistent-ring-restart",
              "each tile starts the K/V rings over at iteration 0 instead of counting on from the CTA's earlier "
              "tiles: stage and phase disagree with the barriers' state",
-             ATTN, "return kt if self.it_base is None else self.b.add(self.it_base, kt)", "return kt"),
+             ATTN, "return kt if self.it_base is None else self.b.add(self.it_base, kt)", "return kt", ("attention",)),
     Mutation("attn-store-wait-dropped",
              "a persistent attention's O store never waits for the previous tile's TMA store to read the staging "
              "tile: the next tile's writes land in smem the store is still reading",
-             ATTN, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):"),
+             ATTN, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):", ("attention",)),
     Mutation("attn-persistent-turns-per-tile",
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
-             ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:"),
+             ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:", ("attention",)),
     Mutation("attn-causal-table-skip",
              "a causal persistent CTA starts at the second entry of its share of the host's tile table: it skips its "
              "first tile and runs the next CTA's first one (twice computed, one never)",
