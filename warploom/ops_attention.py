@@ -295,6 +295,9 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
          layout: str = "bshd", target: str | None = "sm_90a", spec: AttentionSpec | None = None) -> AttentionPlan:
     """Check the inputs and decide the kernel for a GPU of `target` (None: the inputs' GPU's, asked after the
     inputs are checked) and the copies (nothing is allocated or launched)."""
+    if TILE_ORDER is not None and TILE_ORDER not in rules.TILE_ORDERS:
+        raise ValueError(f"ops_attention.TILE_ORDER = {TILE_ORDER!r}: use None (the standard deal) or one of the "
+                         f"snake deals' tile orders {', '.join(map(str, rules.TILE_ORDERS))}")
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"attention: causal = {causal!r} must be True or False")
     problem = check_inputs(q, k, v, layout)
@@ -375,9 +378,6 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "scale_log2": scale_log2}
-    if TILE_ORDER is not None and TILE_ORDER not in rules.TILE_ORDERS:
-        raise ValueError(f"ops_attention.TILE_ORDER = {TILE_ORDER!r}: use None (the standard deal) or one of the "
-                         f"snake deals' tile orders {', '.join(map(str, rules.TILE_ORDERS))}")
     if spec is not None and spec.schedule == "persistent" and spec.causal:
         args["B"] = problem.batch
         args["tiles"] = causal_tiles(problem, spec, sms)

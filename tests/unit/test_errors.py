@@ -168,6 +168,13 @@ def test_attention_wrong_dtype():
         ops.attention(q, tensor(k.shape, "f16", ptr=k.ptr), v)
 
 
+def test_a_tile_order_not_offered_is_refused(monkeypatch):
+    monkeypatch.setattr(oa, "TILE_ORDER", 2)
+    with pytest.raises(ValueError, match=r"^ops_attention.TILE_ORDER = 2: use None \(the standard deal\) or one of "
+                                         r"the snake deals' tile orders 0, 1$"):
+        ops.attention(*qkv(), causal=True)
+
+
 def test_attention_shape_mismatch():
     q, k, v = qkv()
     with pytest.raises(ValueError, match=r"^attention: k is \[2, 300, 2, 128\] but v is \[2, 301, 2, 128\] .*same "

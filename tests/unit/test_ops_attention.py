@@ -594,11 +594,3 @@ def test_pick_spec_takes_stream_k_where_the_persistent_deal_idles():
     finally:
         oa.SCHEDULE = old
 
-
-def test_a_tile_order_not_offered_is_refused(gpu, monkeypatch):
-    q, k, v = qkv(b=1, sq=300, sk=300, hq=2, hkv=2, d=64)
-    monkeypatch.setattr(oa, "TILE_ORDER", 2)
-    with pytest.raises(ValueError, match=r"TILE_ORDER = 2: use None \(the standard deal\) or one of the snake deals' "
-                                         r"tile orders 0, 1"):
-        ops.attention(q, k, v, causal=True)
-    assert gpu.launches == []
