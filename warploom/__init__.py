@@ -12,7 +12,7 @@ _LAZY = {
     "Tensor": ("warploom.dialect.builder", "Tensor"),
     "ShapeError": ("warploom.dialect.shapes", "ShapeError"),
     "run_passes": ("warploom.passes", "run_passes"),
-    "compile": ("warploom.build", "compile_graph"),
+    "compile": ("warploom.ops", "compile_kernel"),
     "pipeline_for": ("warploom.passes", "pipeline_for"),
 }
 
@@ -27,4 +27,5 @@ def __getattr__(name: str):
 
 __all__ = ["__version__", *_LAZY]
 
-# kernel = warploom.compile(graph, target="sm_90a"): see warploom.build.CompiledKernel
+# kernel = warploom.compile(graph, target="sm_90a"): see warploom.build.CompiledKernel (built by
+# warploom.build.compile_graph, run by warploom.ops.run_compiled)

@@ -19,8 +19,9 @@ import time
 import warploom
 import math
 
-from warploom.kernels import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
-                              check_attention_artifact, default_attention_exp2_poly, default_attention_q_stages)
+from warploom.kernel.contract import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
+                                      check_attention_artifact, default_attention_exp2_poly,
+                                      default_attention_q_stages)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -77,9 +78,9 @@ def _asks_q_stages(spec) -> bool:
 
 def build_gemm_module(spec: GemmSpec, lower: bool = True):
     """The GEMM graph of `spec` through the planning passes (and the target's lowering pass when `lower`)."""
-    from warploom.passes import pipeline_for
+    from warploom.passes import pipeline_for, run_pipeline
     passes = planning_passes(spec) + ([pipeline_for(spec.target)[-1]] if lower else [])
-    module, _ = gemm_graph(spec).run_pipeline(passes)
+    module, _ = run_pipeline(gemm_graph(spec), passes)
     return module
 
 
@@ -151,8 +152,9 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
     from warploom.lowering.sm90 import kernel_name
+    from warploom.passes import run_pipeline
 
-    module, records = gemm_graph(spec).run_pipeline(planning_passes(spec))
+    module, records = run_pipeline(gemm_graph(spec), planning_passes(spec))
     with module.context:
         (kernel,) = kernel_ops(module)
         program = read_program(kernel)       # what the lowering, the plans and the explain tables read
@@ -239,7 +241,8 @@ def planned_attention(graph, spec: AttentionSpec):
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
 
-    module, records = graph.run_pipeline(attention_planning_passes(spec))
+    from warploom.passes import run_pipeline
+    module, records = run_pipeline(graph, attention_planning_passes(spec))
     with module.context:
         kernels = kernel_ops(module)
         if len(kernels) != 1:
@@ -315,12 +318,17 @@ class CompiledKernel:
         kernel.resources                the plan as data: smem regions, TMEM, mbarriers, roles, ptxas's report
         kernel.ptx, kernel.sass, kernel.cubin
         kernel(a, b), kernel(q, k, v)   run it on a GPU (a GEMM; an attention through warploom.ops.attention)
+
+    The compile driver builds kernels and never launches them: running one is the launch API's (warploom.ops), which
+    `warploom.compile` (warploom.ops.compile_kernel) hands in as `runner`.
     """
 
-    def __init__(self, graph_name: str, target: str, records, program, graph_attrs: dict | None = None):
+    def __init__(self, graph_name: str, target: str, records, program, graph_attrs: dict | None = None,
+                 runner=None):
         self.name, self.target, self._records, self.program = graph_name, target, records, program
         self._graph_attrs = graph_attrs or {}       # what the graph declared that the kernel takes at run time
         self._artifact = None
+        self._runner = runner                       # runner(kernel, *tensors, out=None): warploom.ops.run_compiled
 
     def __repr__(self) -> str:
         kind = self.program.kind if self.program else "no kernel"
@@ -386,36 +394,32 @@ class CompiledKernel:
                            "regs": r.regs, "rank": r.rank} for r in p.roles],
                 "ptxas": meta["ptxas"]}
 
+    @property
+    def graph_attrs(self) -> dict:
+        """What the graph declared that the kernel takes at run time (an attention's layout and scale)."""
+        return dict(self._graph_attrs)
+
     def __call__(self, *tensors, out=None):
         """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v) and returns
-        out, in the layout, mask and scale its graph declared (warploom.ops.attention with this kernel's spec)."""
-        if self.program is not None and self.program.kind == "attention":
-            if len(tensors) != 3:
-                raise ValueError(f"an attention kernel takes (q, k, v); got {len(tensors)} tensors")
-            from warploom import ops_attention
-            spec = attention_spec_of(self.program, self.target)
-            a = self._graph_attrs
-            return ops_attention.attention(*tensors, causal=spec.causal, scale=a.get("scale"),
-                                           layout=a.get("layout", "bshd"), out=out, spec=spec)
-        if self.program is None or self.program.kind != "gemm":
-            raise ValueError(f"kernel(*tensors) runs GEMM and attention kernels; this is "
-                             f"{self.program.kind if self.program else 'no'} kernel")
-        if len(tensors) != 2:
-            raise ValueError(f"a GEMM kernel takes (a, b); got {len(tensors)} tensors")
-        from warploom import ops
-        return ops.run_gemm(self.artifact, *tensors, out=out)
+        out, in the layout, mask and scale its graph declared (warploom.ops.run_compiled)."""
+        if self._runner is None:
+            raise TypeError(f"kernel {self.name!r} was built by warploom.build.compile_graph, which launches nothing: "
+                            "build it with warploom.compile(graph) to run it, or call "
+                            "warploom.ops.run_compiled(kernel, *tensors)")
+        return self._runner(self, *tensors, out=out)
 
 
-def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKernel:
-    """warploom.compile: run `target`'s pipeline on `graph` (a warploom.Graph) up to the resource-assigned kernel;
-    the returned CompiledKernel lowers, assembles and runs it on demand. PassError / MLIRError when a pass refuses
-    the graph (their messages name the op, the value, the limit and the way out)."""
+def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) -> CompiledKernel:
+    """Run `target`'s pipeline on `graph` (a warploom.Graph) up to the resource-assigned kernel; the returned
+    CompiledKernel lowers and assembles it on demand, and runs it through `runner` (warploom.compile, which is
+    warploom.ops.compile_kernel, passes the launch API's). PassError / MLIRError when a pass refuses the graph (their
+    messages name the op, the value, the limit and the way out)."""
     from warploom.dialect import op_attrs
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
-    from warploom.passes import pipeline_for
+    from warploom.passes import pipeline_for, run_pipeline
     names = pipeline_for(target)
-    module, records = graph.run_pipeline(names[:-1], dump_dir=dump_dir)      # up to the plan; lowering on demand
+    module, records = run_pipeline(graph, names[:-1], dump_dir=dump_dir)      # up to the plan; lowering on demand
     with module.context:
         kernels = kernel_ops(module)
         program = read_program(kernels[0]) if len(kernels) == 1 else None
@@ -424,7 +428,7 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None) -> CompiledKe
         raise ValueError(f"graph {graph.name!r} plans {len(kernels)} kernels; warploom.compile builds one: compile "
                          "each matmul or attention as its own graph")
     return CompiledKernel(graph.name, target, records, program,
-                          {key: attrs[key] for key in ("layout", "scale") if key in attrs})
+                          {key: attrs[key] for key in ("layout", "scale") if key in attrs}, runner)
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,

@@ -20,10 +20,12 @@ from __future__ import annotations
 from collections import OrderedDict
 
 from warploom import tuning
-from warploom.kernels import CLUSTER_GROUP_M, SM90_MMA_M, SMALL_M_STAGES, SWAP_KERNELS, GemmSpec, get_kernel
+from warploom.kernel.contract import SM90_MMA_M, SMALL_M_STAGES, GemmSpec, streamk_buffers
+from warploom.kernels import CLUSTER_GROUP_M, SWAP_KERNELS, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
-from warploom.runtime import rules
-from warploom.runtime.launch import default_launcher, device_target, sm_count as _sm_count
+from warploom.runtime import host, rules
+from warploom.runtime.host import fixup_buffers, torch_stream  # noqa: F401  (re-exported: ops.fixup_buffers)
+from warploom.runtime.launch import default_launcher, sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
 
@@ -44,24 +46,14 @@ NUM_SMS_HINT = 132          # H200; only steers the tile choice, never correctne
 TMA_ALIGN_ELEMS = 8         # 16 bytes of a 2-byte element
 
 
-def _describe(t: DeviceTensor) -> str:
-    return f"{t.framework} tensor of shape {list(t.shape)}, {t.dtype}, strides {list(t.strides)}"
-
-
 def _view(x, name: str) -> DeviceTensor:
-    """as_device_tensor, its refusals (host memory, a CPU torch tensor, an unsupported dtype) naming the operand."""
-    try:
-        return as_device_tensor(x)
-    except ValueError as e:
-        raise ValueError(f"matmul: {name}: {e}") from None
-    except TypeError as e:
-        raise TypeError(f"matmul: {name}: {e}") from None
+    return host.view(x, "matmul", name)
 
 
 def _check_inputs(a: DeviceTensor, b: DeviceTensor) -> tuple[int, int, int]:
     for name, t in (("a", a), ("b", b)):
         if t.ndim != 2:
-            raise ValueError(f"matmul: {name} must be 2-D, got {_describe(t)}; "
+            raise ValueError(f"matmul: {name} must be 2-D, got {host.describe(t)}; "
                              "flatten batch dims first (x.reshape(-1, x.shape[-1]))")
         if t.dtype not in GEMM_ELEMENTS:
             raise TypeError(f"matmul: {name} is {t.dtype}; warploom GEMM takes {' or '.join(GEMM_ELEMENTS)}")
@@ -93,7 +85,7 @@ def _round_up(x: int, m: int) -> int:
 def _padded(t: DeviceTensor, rows: int, cols: int) -> DeviceTensor:
     """A row-major zero-padded copy of the 2-D tensor t (in its storage orientation) of size rows x cols."""
     if t.framework not in ("torch", "cupy"):        # refused before anything is allocated
-        raise TmaLayoutError(f"matmul: the {_describe(t)} must be copied to strides TMA can read, and warploom "
+        raise TmaLayoutError(f"matmul: the {host.describe(t)} must be copied to strides TMA can read, and warploom "
                              "copies only torch and cupy tensors: pass a torch or cupy tensor, or a row-major one "
                              "(b may also be the transposed view of a row-major [N, K]) whose row stride is a "
                              "multiple of 8 elements (16 bytes)")
@@ -139,10 +131,6 @@ _PREPARED: OrderedDict = OrderedDict()       # (kernel, tensors) -> PreparedLaun
 _PREPARED_SLOTS = 64
 
 
-def _layout_key(t: DeviceTensor) -> tuple:
-    return (t.ptr, tuple(t.shape), tuple(t.strides), t.dtype, t.device)
-
-
 def _tensor_map(spec, t: DeviceTensor):
     """encode_tiled, memoized: a descriptor depends only on the spec and the tensor's address, shape,
     strides and dtype, and encoding it costs more host time than a small GEMM takes on the GPU."""
@@ -170,16 +158,6 @@ def _pick_schedule(m: int, n: int, block_n: int, sms) -> str:
     # grid schedule spreads better); from two waves on, overlapping one tile's epilogue with the
     # next tile's loads wins (benchmarks/NOTES.md, run 2).
     return "persistent" if tiles >= 2 * (sms() if callable(sms) else sms) else "grid"
-
-
-_TARGETS: dict[int, str] = {}
-
-
-def _device_target(device: int) -> str:
-    """The device's warploom target, asked once per device."""
-    if device not in _TARGETS:
-        _TARGETS[device] = device_target(device)
-    return _TARGETS[device]
 
 
 # sm_90a GEMM tiles of 128 rows (block_m, block_n) and the share of the 128 x 256 tile's rate each keeps, measured
@@ -285,7 +263,7 @@ def _torch_key(a, b, out) -> tuple | None:
 def _fast(hit, a, out):
     """The remembered launch with a fresh C; None when it may not run on the current stream (then the slow path)."""
     prepared, shape, c_index, only_stream = hit
-    stream = torch_stream(a)
+    stream = host.torch_stream(a)
     if only_stream is not None and stream != only_stream:
         return None
     if out is None:
@@ -298,14 +276,6 @@ def _fast(hit, a, out):
     return out
 
 
-def torch_stream(t) -> int:
-    """The raw handle of torch's current stream on t's device (where torch has it, without making a Stream object,
-    as Triton asks for it)."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(t.device.index) if raw is not None else torch.cuda.current_stream(t.device).cuda_stream
-
-
 def _remember(key: tuple, prepared, artifact, shape: tuple, stream: int | None = None) -> None:
     """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`;
     `stream`: the only stream it may launch on (a stream-K kernel's fix-up buffers are that stream's)."""
@@ -313,6 +283,35 @@ def _remember(key: tuple, prepared, artifact, shape: tuple, stream: int | None =
     _FAST[key] = (prepared.copy(), shape, c_index, stream)
     if len(_FAST) > _FAST_SLOTS:
         _FAST.popitem(last=False)
+
+
+def compile_kernel(graph, target: str = "sm_90a", *, dump_dir=None):
+    """warploom.compile: `graph` (a warploom.Graph) through `target`'s pipeline up to the resource-assigned kernel
+    (warploom.build.compile_graph); the returned CompiledKernel lowers and assembles it on demand, and runs it when
+    called (`run_compiled`). PassError / MLIRError when a pass refuses the graph (their messages name the op, the
+    value, the limit and the way out)."""
+    from warploom.build import compile_graph
+    return compile_graph(graph, target, dump_dir=dump_dir, runner=run_compiled)
+
+
+def run_compiled(kernel, *tensors, out=None):
+    """Run a warploom.compile kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v)
+    and returns out, in the layout, mask and scale its graph declared (warploom.ops.attention with its spec)."""
+    program = kernel.program
+    if program is not None and program.kind == "attention":
+        if len(tensors) != 3:
+            raise ValueError(f"an attention kernel takes (q, k, v); got {len(tensors)} tensors")
+        from warploom.build import attention_spec_of
+        spec = attention_spec_of(program, kernel.target)
+        a = kernel.graph_attrs
+        return attention(*tensors, causal=spec.causal, scale=a.get("scale"), layout=a.get("layout", "bshd"), out=out,
+                         spec=spec)
+    if program is None or program.kind != "gemm":
+        raise ValueError(f"kernel(*tensors) runs GEMM and attention kernels; this is "
+                         f"{program.kind if program else 'no'} kernel")
+    if len(tensors) != 2:
+        raise ValueError(f"a GEMM kernel takes (a, b); got {len(tensors)} tensors")
+    return run_gemm(kernel.artifact, *tensors, out=out)
 
 
 def run_gemm(artifact, a, b, *, out=None):
@@ -334,18 +333,18 @@ def _gemm(a, b, out, artifact, fast_key=None):
     if m == 0 or n == 0:
         return tc.obj
     if k == 0:
-        _fill_zero(tc)
+        host.fill(tc, 0)
         return tc.obj
     b_storage = _transposed(tb) if layout == "nk" else tb     # the row-major tensor TMA reads
     if artifact is None:
-        spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=_device_target(ta.device), k=k)
+        spec = pick_spec(ta.dtype, layout, m, n, lambda: _sm_count(ta.device), target=host.target_of(ta.device), k=k)
         artifact = get_kernel(spec)
     else:
         _check_artifact(artifact, ta.dtype, layout)
     maps = artifact.tensor_maps
     stream = current_stream(ta)
     # a stream-K kernel's prepared launch holds its stream's fix-up buffers
-    plan_key = (artifact.key, _layout_key(ta), _layout_key(b_storage), tc.ptr, m, n, k,
+    plan_key = (artifact.key, host.layout_key(ta), host.layout_key(b_storage), tc.ptr, m, n, k,
                 stream if artifact.grid[0][0] == "streamk" else None)
     prepared = _PREPARED.get(plan_key)
     if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
@@ -379,10 +378,9 @@ def _gemm(a, b, out, artifact, fast_key=None):
     # a persistent kernel launches at most one CTA per SM; a cluster kernel, only as many as whole clusters fit
     sizes = {"M": m, "N": n, "K": k_run, "SMS": default_launcher().cluster_slots(artifact, ta.device)}
     if artifact.grid[0][0] == "streamk":
-        from warploom.kernels import streamk_buffers
         _, bm, _, bn = artifact.grid[0][1:5]
         need = streamk_buffers(bm, bn, rules.evaluate(artifact.grid[0], sizes), m, n)
-        args["workspace"], args["counters"] = fixup_buffers(*need, ta.device, stream)
+        args["workspace"], args["counters"] = host.fixup_buffers(*need, ta.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared
@@ -395,33 +393,6 @@ def _gemm(a, b, out, artifact, fast_key=None):
     if c_run is not tc:
         _copy_back(c_run, tc)
     return tc.obj
-
-
-# ---- the stream-K fix-up's buffers -------------------------------------------------------------------------------
-
-_FIXUP: dict = {}         # (device, stream) -> {"workspace": DeviceBuffer, "counters": DeviceBuffer, "retired": [...]}
-
-
-def fixup_buffers(floats: int, counts: int, device: int, stream: int) -> tuple[int, int]:
-    """(workspace, counters) addresses for a stream-K launch (GEMM or attention) needing `floats` f32 and `counts`
-    i32 on `stream`: one pair per device and stream (launches on one stream run in order, so they can share it; two
-    streams never do). Grown to the next power of two when a launch needs more; grown-out buffers stay allocated (a
-    launch in flight, or a prepared one, may still use them). New counters are zeroed on the stream; every launch
-    leaves them zero."""
-    from warploom.runtime.tensors import DeviceBuffer
-    from warploom.runtime._cuda import check, on_device
-    from cuda.bindings import driver
-    entry = _FIXUP.setdefault((device, stream), {"workspace": None, "counters": None, "retired": []})
-    for name, need, dtype in (("workspace", floats, "f32"), ("counters", counts, "i32")):
-        buf = entry[name]
-        if buf is None or buf.shape[0] < need:
-            if buf is not None:
-                entry["retired"].append(buf)
-            buf = entry[name] = DeviceBuffer((1 << max(need - 1, 1).bit_length(),), dtype, device)
-            if name == "counters":
-                with on_device(device):
-                    check(driver.cuMemsetD8Async(buf.ptr, 0, buf.nbytes, stream), "cuMemsetD8Async")
-    return entry["workspace"].ptr, entry["counters"].ptr
 
 
 def _check_artifact(artifact, dtype: str, layout: str) -> None:
@@ -437,18 +408,9 @@ def _check_artifact(artifact, dtype: str, layout: str) -> None:
 def _check_out(out, a: DeviceTensor, m: int, n: int) -> DeviceTensor:
     tc = _view(out, "out")
     if tuple(tc.shape) != (m, n) or tc.dtype != a.dtype:
-        raise ValueError(f"matmul: out must be [{m}, {n}] {a.dtype}, got {_describe(tc)}")
+        raise ValueError(f"matmul: out must be [{m}, {n}] {a.dtype}, got {host.describe(tc)}")
     if tuple(tc.strides) != (n, 1) and not (m == 1 or n == 1):
         raise ValueError(f"matmul: out must be row-major (strides [{n}, 1]), got strides {list(tc.strides)}")
     if tc.device != a.device:
         raise ValueError(f"matmul: out is on cuda:{tc.device} but a on cuda:{a.device}")
     return tc
-
-
-def _fill_zero(t: DeviceTensor) -> None:
-    if t.framework in ("torch", "cupy"):
-        t.obj.fill_(0) if t.framework == "torch" else t.obj.fill(0)
-    else:
-        from warploom.runtime._cuda import check
-        from cuda.bindings import driver
-        check(driver.cuMemsetD8(t.ptr, 0, t.numel * t.elem_bytes), "cuMemsetD8")

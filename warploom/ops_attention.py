@@ -36,15 +36,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from warploom import targets
-from warploom.kernels import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, ATTENTION_TALL_BLOCK_M,
-                              ATTENTION_WALKS, FA4_HEAD_DIMS, AttentionSpec, attention_streamk_buffers,
-                              check_attention_artifact, default_attention_block_n, get_kernel, streamk_attention,
-                              tall_attention)
-from warploom.runtime import rules
+from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS,
+                                      ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS, FA4_HEAD_DIMS, AttentionSpec,
+                                      attention_streamk_buffers, check_attention_artifact, default_attention_block_n)
+from warploom.kernels import get_kernel, streamk_attention, tall_attention
+from warploom.runtime import host, rules
+from warploom.runtime.deal import causal_deal, causal_table  # noqa: F401  (ops_attention.causal_deal: tools, tests)
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
-from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_stream, empty_like_framework
+from warploom.runtime.tensors import DeviceTensor, current_stream, empty_like_framework
 
 LAYOUTS = ("bshd", "bhsd")
 LAYOUT_HELP = {"bshd": "[batch, seqlen, heads, head_dim] as flash_attn_func takes it",
@@ -64,17 +65,8 @@ def dims_order(layout: str) -> list[int]:
     return [a["D"], a["S"], a["H"], a["B"]]
 
 
-def _describe(t: DeviceTensor) -> str:
-    return f"{t.framework} tensor of shape {list(t.shape)}, {t.dtype}, strides {list(t.strides)}"
-
-
 def _view(x, name: str) -> DeviceTensor:
-    try:
-        return as_device_tensor(x)
-    except ValueError as e:
-        raise ValueError(f"attention: {name}: {e}") from None
-    except TypeError as e:
-        raise TypeError(f"attention: {name}: {e}") from None
+    return host.view(x, "attention", name)
 
 
 @dataclass(frozen=True)
@@ -120,7 +112,7 @@ def check_inputs(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, layout: str)
     axes = "[B, S, H, D]" if layout == "bshd" else "[B, H, S, D]"
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.ndim != 4:
-            raise ValueError(f"attention: {name} must be rank 4, {axes} in layout {layout!r}, got {_describe(t)}; "
+            raise ValueError(f"attention: {name} must be rank 4, {axes} in layout {layout!r}, got {host.describe(t)}; "
                              "add the missing axes (x.unsqueeze(0) for a batch of one) or pass the right layout")
         if t.dtype not in ATTENTION_ELEMENTS:
             raise TypeError(f"attention: {name} is {t.dtype}; warploom attention takes "
@@ -235,47 +227,16 @@ _TABLES: dict = {}     # (device, problem sizes, tile, CTAs, order) -> DeviceBuf
 #                       a prepared launch may hold its address (a few KB each: (CTAs + tiles + 2) x 4 bytes)
 
 
-def _upload_i32(values: list[int], device: int):
-    """A device copy of `values` (int32); the object keeps the memory (and has .ptr)."""
-    from cuda.bindings import driver
-
-    from warploom.runtime._cuda import check, on_device
-    from warploom.runtime.tensors import DeviceBuffer
-    host = np.asarray(values, np.int32)
-    buf = DeviceBuffer(host.shape, "i32", device)
-    with on_device(device):
-        check(driver.cuMemcpyHtoD(buf.ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
-    return buf
-
-
-def causal_deal(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: int, elem: str,
-                target: str = "sm_90a") -> tuple[list[int], int]:
-    """(the table, the head group) of rules.causal_tile_table's greedy deal of a causal persistent kernel's tiles
-    over `ctas` CTAs for `sizes` (Sq, Sk, Hq, Hkv, B), its head groups' K and V kept within the target's L2."""
-    t = targets.get(target)
-    kv_bytes = 2 * sizes["Sk"] * head_dim * t.elem_bits(elem) // 8          # one kv head's K and V
-    return rules.causal_tile_table(sizes, block_m, block_n, ctas, kv_bytes, t.l2_bytes)
-
-
-def causal_table(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: int, elem: str,
-                 target: str = "sm_90a", order: int | None = None) -> list[int]:
-    """The table ops.attention gives a causal persistent kernel: `causal_deal`'s, or with `order` the snake deal of
-    that tile order."""
-    if order is not None:
-        return rules.snake_tile_table(sizes, block_m, block_n, ctas, order)
-    return causal_deal(sizes, block_m, block_n, ctas, head_dim, elem, target)[0]
-
-
 def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int) -> int:
-    """The device address of `causal_table` for this problem on min(sms, tiles) CTAs (as the kernel's grid rule
-    launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size."""
+    """The device address of `causal_table` (runtime.deal) for this problem on min(sms, tiles) CTAs (as the kernel's
+    grid rule launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size."""
     sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
              "B": problem.batch}
     ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
     key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
            ctas, TILE_ORDER)
     if key not in _TABLES:
-        _TABLES[key] = _upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
+        _TABLES[key] = host.upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
                                                 problem.elem, spec.target, TILE_ORDER), problem.device)
     return _TABLES[key].ptr
 
@@ -303,8 +264,7 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     problem = check_inputs(q, k, v, layout)
     scale, scale_log2 = scale_log2_of(scale, problem.head_dim)
     if target is None:
-        from warploom.ops import _device_target      # (ops imports this module)
-        target = _device_target(problem.device)
+        target = host.target_of(problem.device)
         sms = _sm_count(problem.device)
     else:                                            # planning for a GPU not at hand: its arch's largest part
         sms = targets.get(target).sm_count
@@ -349,7 +309,7 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
     want = list(problem.out_shape)
     if list(to.shape) != want or to.dtype != problem.elem:
         raise ValueError(f"attention: out must be {want} {problem.elem} (q's layout {problem.layout!r}, heads and "
-                         f"dtype), got {_describe(to)}; leave out= unset to get a new tensor")
+                         f"dtype), got {host.describe(to)}; leave out= unset to get a new tensor")
     if to.device != problem.device:
         raise ValueError(f"attention: out is on cuda:{to.device} but q on cuda:{problem.device}")
     if to.shape[3] > 1 and to.strides[3] != 1:
@@ -401,26 +361,6 @@ def _copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
     return c
 
 
-def _fill(t: DeviceTensor, value: float) -> None:
-    if t.numel == 0:
-        return
-    if t.framework == "torch":
-        t.obj.fill_(value)
-    elif t.framework == "cupy":
-        t.obj.fill(value)
-    else:
-        from cuda.bindings import driver
-
-        from warploom.runtime._cuda import check
-        if t.elem_bytes == 4:
-            bits = int(np.array(value, np.float32).view(np.uint32))
-            check(driver.cuMemsetD32(t.ptr, bits, t.numel), "cuMemsetD32")
-        elif value == 0:
-            check(driver.cuMemsetD8(t.ptr, 0, t.numel * t.elem_bytes), "cuMemsetD8")
-        else:
-            raise ValueError(f"cannot fill a {t.dtype} buffer with {value}")
-
-
 _TENSOR_MAPS: OrderedDict = OrderedDict()
 _TENSOR_MAP_SLOTS = 256
 _PREPARED: OrderedDict = OrderedDict()        # (kernel, tensors, sizes, scale) -> PreparedLaunch
@@ -428,16 +368,12 @@ _PREPARED_SLOTS = 64
 _CHECKED: set = set()                        # artifact keys whose contract check passed
 
 
-def _layout_key(t: DeviceTensor) -> tuple:
-    return (t.ptr, tuple(t.shape), tuple(t.strides), t.dtype, t.device)
-
-
 def _tensor_map(map_spec, t: DeviceTensor, layout: str, memo: bool = True):
     """encode_tiled over (D, S, H, B), memoized on the tensor's address, shape, strides and layout (encoding costs
     more host time than a short attention takes on the GPU). Fresh copies are never memoized."""
     if not memo:
         return encode_tiled(map_spec, t, dims_order(layout))
-    key = (map_spec, layout) + _layout_key(t)
+    key = (map_spec, layout) + host.layout_key(t)
     tmap = _TENSOR_MAPS.get(key)
     if tmap is None:
         tmap = _TENSOR_MAPS[key] = encode_tiled(map_spec, t, dims_order(layout))
@@ -474,9 +410,8 @@ def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None) 
 
 def _fast(hit, q, out):
     """A repeated torch call: the remembered launch, with a fresh out (and lse) written into its parameters."""
-    from warploom.ops import torch_stream
     prepared, out_shape, lse_shape, out_i, lse_i, only_stream = hit
-    stream = torch_stream(q)
+    stream = host.torch_stream(q)
     if only_stream is not None and stream != only_stream:
         return None                  # a stream-K launch's fix-up buffers belong to another stream: the slow path
     if out is None:
@@ -536,17 +471,17 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     if problem.empty_output:
         return result
     if problem.seqlen_k == 0:            # every row sees no key: 0, and lse = log(0)
-        _fill(to, 0.0)
+        host.fill(to, 0.0)
         if tl is not None:
-            _fill(tl, -math.inf)
+            host.fill(tl, -math.inf)
         return result
     artifact = _kernel(p.spec)
     lse_ptr = tl.ptr if tl is not None else 0
     stream = current_stream(tq)
     streamk = p.spec.schedule == "streamk"
-    only_stream = stream if streamk else None         # its fix-up buffers are this stream's (ops.fixup_buffers)
-    plan_key = (artifact.key, artifact.name, layout, _layout_key(tq), _layout_key(tk), _layout_key(tv),
-                _layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER)
+    only_stream = stream if streamk else None         # its fix-up buffers are this stream's (host.fixup_buffers)
+    plan_key = (artifact.key, artifact.name, layout, host.layout_key(tq), host.layout_key(tk), host.layout_key(tv),
+                host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER)
     if p.zero_copy:
         prepared = _PREPARED.get(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
@@ -568,9 +503,8 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms)
     sizes = {**problem.sizes, "SMS": sms}
     if streamk:
-        from warploom.ops import fixup_buffers
         need = attention_streamk_buffers(p.spec.block_m, p.spec.head_dim, rules.evaluate(artifact.grid[0], sizes))
-        args["workspace"], args["counters"] = fixup_buffers(*need, problem.device, stream)
+        args["workspace"], args["counters"] = host.fixup_buffers(*need, problem.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=problem.device)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
         _PREPARED[plan_key] = prepared

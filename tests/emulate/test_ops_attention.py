@@ -20,6 +20,7 @@ from warploom.emulate.judge import judge_attention
 from warploom.emulate.launch import attention_kernel, emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.reference.ops import attention, round_to
+from warploom.runtime import host
 from warploom.runtime.launch import pack_params
 from warploom.runtime.tensormap import check_tma_layout
 from warploom.runtime.tensors import DeviceTensor, contiguous_strides
@@ -140,11 +141,11 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "encode_tiled", g.encode_tiled)
     monkeypatch.setattr(oa, "empty_like_framework", g.empty_like_framework)
     monkeypatch.setattr(oa, "_copy_contiguous", g.copy_contiguous)
-    monkeypatch.setattr(oa, "_fill", g.fill)
+    monkeypatch.setattr(host, "fill", g.fill)
     monkeypatch.setattr(oa, "default_launcher", g)
-    monkeypatch.setattr(oa, "_upload_i32", g.upload_i32)
+    monkeypatch.setattr(host, "upload_i32", g.upload_i32)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
-    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")     # the emulated GPU: a Hopper one
+    monkeypatch.setattr(host, "target_of", lambda device: "sm_90a")     # the emulated GPU: a Hopper one
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
     yield g

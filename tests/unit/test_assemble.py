@@ -10,7 +10,8 @@ import pytest
 from warploom.kernels import default_attention_schedule
 
 from warploom.lowering import assemble as asm_mod
-from warploom.lowering.assemble import ToolError, assemble, disassemble, find_tool, parse_report, sass_counts
+from warploom.lowering.assemble import (ToolError, ToolMissing, ToolRejected, assemble, disassemble, find_tool,
+                                       parse_report, sass_counts)
 from warploom.lowering.ptx import gpu_module_to_ptx
 from warploom.build import build_gemm_module
 from warploom.kernels import STANDARD_KERNELS
@@ -153,10 +154,28 @@ def test_tool_errors_name_the_tool_and_show_the_log():
 def test_missing_tool_names_the_pip_package(monkeypatch):
     monkeypatch.setattr(asm_mod.importlib.util, "find_spec", lambda name: None)
     monkeypatch.setattr(asm_mod.shutil, "which", lambda name: None)
-    with pytest.raises(ToolError, match=r"ptxas not found.*pip install \"nvidia-cuda-nvcc==13\.0\.\*\""):
+    with pytest.raises(ToolMissing, match=r"ptxas not found.*pip install \"nvidia-cuda-nvcc==13\.0\.\*\""):
         find_tool("ptxas")
-    with pytest.raises(ToolError, match="nvidia-cuda-nvdisasm"):
+    with pytest.raises(ToolMissing, match="nvidia-cuda-nvdisasm"):
         find_tool("nvdisasm")
+
+
+BAD_PTX = ".version 8.0\n.target sm_90a\n.address_size 64\n.visible .entry k() { bogus; }\n"
+
+
+@pytest.mark.parametrize("tool", ["ptxas", "nvjitlink"])
+def test_a_rejected_kernel_is_a_failure_carrying_the_tools_message(tool):
+    """A tool that ran and refused its input raises ToolRejected (a ToolError, not ToolMissing: the one tests skip
+    on), its message carrying the tool's own diagnostic: the unknown instruction and the line it is on."""
+    with pytest.raises(ToolError) as e:
+        assemble(BAD_PTX, tool=tool)
+    assert isinstance(e.value, ToolRejected) and not isinstance(e.value, ToolMissing)
+    assert "bogus" in str(e.value) or "line 4" in str(e.value), str(e.value)
+
+
+def test_nvdisasm_rejecting_a_cubin_is_a_failure():
+    with pytest.raises(ToolRejected, match="nvdisasm failed"):
+        disassemble(b"not a cubin")
 
 
 def test_tools_come_from_the_pip_packages():

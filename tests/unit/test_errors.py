@@ -73,7 +73,8 @@ GEMM = """func.func @gemm(%a: tensor<128x128xbf16>, %b: tensor<128x128xbf16>) ->
 def hopper(monkeypatch):
     """ops.attention asks the inputs' GPU for its target and SM count (after checking the inputs): an H200 here."""
     import warploom.ops_attention as oa
-    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")
+    from warploom.runtime import host
+    monkeypatch.setattr(host, "target_of", lambda device: "sm_90a")
     monkeypatch.setattr(oa, "_sm_count", lambda device: 132)
 
 

@@ -9,6 +9,7 @@ import pytest
 from warploom.dialect.shapes import TensorType
 from warploom.kernel import (Arrive, Compute, Copy, KernelError, Loop, MBarrier, Mma, MmaWait, NamedBarrier, Operand,
                              Program, Region, Ring, Role, Store, Sync, Wait, problems, read_program, verify)
+from warploom.passes import run_pipeline
 
 BF16_TILE = 128 * 128 * 2          # one 128x128 bf16 tile: 32768 B
 
@@ -311,7 +312,7 @@ def test_write_program_is_the_inverse_of_read(spec_index, passes):
     from warploom.kernels import STANDARD_KERNELS
     spec = STANDARD_KERNELS["sm_90a"][spec_index]
     pipeline = planning_passes(spec)                    # wl-verify, wl-fuse, wl-verify, then the 5 kernel passes
-    module, _ = gemm_graph(spec).run_pipeline(pipeline[:3 + passes])
+    module, _ = run_pipeline(gemm_graph(spec), pipeline[:3 + passes])
     with module.context:
         (kernel,) = kernel_ops(module)
         before = str(kernel)

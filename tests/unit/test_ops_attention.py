@@ -16,7 +16,7 @@ from warploom import kernels, ops, ops_attention as oa
 from warploom.kernels import (ATTENTION_PARAMS, CLUSTER_KERNELS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, STREAMK_KERNELS,
                               SWAP_KERNELS,
                               AttentionSpec, GemmSpec, check_attention_artifact, precompile_set)
-from warploom.runtime import rules
+from warploom.runtime import host, rules
 from warploom.runtime.artifact import KernelArtifact, ParamSpec, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError
 from warploom.runtime.launch import pack_params
@@ -114,11 +114,11 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "encode_tiled", rec.encode_tiled)
     monkeypatch.setattr(oa, "empty_like_framework", rec.alloc)
     monkeypatch.setattr(oa, "_copy_contiguous", rec.copy)
-    monkeypatch.setattr(oa, "_fill", rec.fill)
+    monkeypatch.setattr(host, "fill", rec.fill)
     monkeypatch.setattr(oa, "default_launcher", rec)
-    monkeypatch.setattr(oa, "_upload_i32", rec.upload_i32)
+    monkeypatch.setattr(host, "upload_i32", rec.upload_i32)
     monkeypatch.setattr(oa, "_sm_count", lambda device: SMS)
-    monkeypatch.setattr(ops, "_device_target", lambda device: "sm_90a")      # a Hopper GPU
+    monkeypatch.setattr(host, "target_of", lambda device: "sm_90a")      # a Hopper GPU
     for memo in (oa._PREPARED, oa._TENSOR_MAPS, oa._CHECKED, oa._TABLES):
         memo.clear()
     yield rec

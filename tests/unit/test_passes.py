@@ -4,7 +4,7 @@ import pytest
 from mlir import ir
 
 import warploom as wl
-from warploom.passes import PASSES, PassError, parse_pipeline, pipeline_for
+from warploom.passes import PASSES, PassError, parse_pipeline, pipeline_for, run_pipeline
 from warploom.reference.interpret import evaluate
 from warploom.reference.ops import attention
 
@@ -45,7 +45,7 @@ def test_parse_pipeline():
 def test_fuse_preserves_numerics(scale, causal):
     g = unfused(scale, causal)
     inputs = random_inputs(g)
-    module, records = g.run_pipeline(["wl-fuse"])
+    module, records = run_pipeline(g, ["wl-fuse"])
     assert '"wl.attention"' in records[-1].ir and "wl.softmax" not in records[-1].ir
     fused = evaluate(module, inputs)[0]
     np.testing.assert_allclose(fused, evaluate(g.module, inputs)[0], rtol=1e-12, atol=1e-12)
@@ -59,7 +59,7 @@ def test_dump_dir_and_callback(tmp_path):
     # wl-lower-sm90 has no attention lowering in this branch yet, so the pipeline stops before it
     passes = [p for p in pipeline_for("sm_90a") if p != "wl-lower-sm90"]
     seen = []
-    module, records = unfused(shape_q=(2, 3, 19, 64), shape_kv=(2, 3, 23, 64), dtype="bf16").run_pipeline(
+    module, records = run_pipeline(unfused(shape_q=(2, 3, 19, 64), shape_kv=(2, 3, 23, 64), dtype="bf16"),
         passes, dump_dir=tmp_path, on_ir=seen.append)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == [f"{i:02d}-{n}.mlir" for i, n in enumerate(["input", *passes])]
@@ -72,13 +72,13 @@ def test_dump_dir_and_callback(tmp_path):
 
 
 def test_upstream_passes_mix_with_wl_passes():
-    module, records = unfused().run_pipeline(["wl-fuse", "canonicalize", "cse", "wl-verify"])
+    module, records = run_pipeline(unfused(), ["wl-fuse", "canonicalize", "cse", "wl-verify"])
     assert [r.name for r in records][1:] == ["wl-fuse", "canonicalize", "cse", "wl-verify"]
 
 
 def test_unknown_pass_is_a_clear_error():
     with pytest.raises(PassError, match="unknown pass 'wl-nope'; warploom passes: .*wl-fuse"):
-        unfused().run_pipeline(["wl-nope"])
+        run_pipeline(unfused(), ["wl-nope"])
 
 
 def test_failing_verify_raises_with_diagnostic():

@@ -4,7 +4,7 @@ import pytest
 import warploom as wl
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.kernel import Region, read_program
-from warploom.passes import PassError
+from warploom.passes import PassError, run_pipeline
 from warploom.passes.plan_barriers import barrier_rings
 from warploom.passes.plan_smem import plan_smem, swizzle_for, tile_align
 from warploom.layout import SmemTile
@@ -16,7 +16,7 @@ def specialized(block_n=256, stages=4, elem="bf16", transpose_b=False):
     a = g.input("a", ("M", "K"), elem)
     b = g.input("b", ("N", "K") if transpose_b else ("K", "N"), elem)
     g.output(g.matmul(a, b, transpose_b=transpose_b))
-    module, _ = g.run_pipeline([f"wl-tile{{block-n={block_n}}}", f"wl-pipeline{{stages={stages}}}", "wl-specialize"])
+    module, _ = run_pipeline(g, [f"wl-tile{{block-n={block_n}}}", f"wl-pipeline{{stages={stages}}}", "wl-specialize"])
     with module.context:
         return read_program(kernel_ops(module)[0])
 
@@ -67,7 +67,7 @@ def test_register_budget_errors_name_the_target_limits():
     g = wl.Graph("gemm")
     g.output(g.matmul(g.input("a", ("M", "K"), "bf16"), g.input("b", ("K", "N"), "bf16")))
     with pytest.raises(Exception, match="consumer-regs: setmaxnreg 236: takes 24..256 in steps of 8"):
-        g.run_pipeline(["wl-tile", "wl-pipeline", "wl-specialize{consumer-regs=236}"])
+        run_pipeline(g, ["wl-tile", "wl-pipeline", "wl-specialize{consumer-regs=236}"])
 
 
 def test_barrier_rings_follow_the_config():
@@ -81,7 +81,7 @@ def test_barrier_rings_follow_the_config():
 def test_planned_ir_carries_the_table():
     g = wl.Graph("gemm")
     g.output(g.matmul(g.input("a", ("M", "K"), "f16"), g.input("b", ("K", "N"), "f16")))
-    module, records = g.run_pipeline("sm_90a")
+    module, records = run_pipeline(g, "sm_90a")
     with module.context:
         program = read_program(kernel_ops(module, "kernel")[0]) if kernel_ops(module, "kernel") else None
     text = next(r.ir for r in records if r.name == "wl-plan-barriers")

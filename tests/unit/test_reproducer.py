@@ -8,6 +8,7 @@ import pytest
 from mlir import ir
 
 from warploom.lowering.assemble import ToolError, assemble
+from warploom.passes import run_pipeline
 from warploom.tools.cli import main
 
 GRAPH = """func.func @mm(%a: tensor<?x?xbf16>, %b: tensor<?x?xbf16>) -> tensor<?x?xbf16> {
@@ -29,7 +30,7 @@ def test_a_failing_pass_writes_its_input_and_the_call_that_replays_it(repro_dir,
     a, b = g.input("a", ("M", "K"), "bf16"), g.input("b", ("K", "N"), "bf16")
     g.output(g.matmul(a, b))
     with pytest.raises(ir.MLIRError) as e:
-        g.run_pipeline(["wl-verify", "wl-tile{block-n=96}"])
+        run_pipeline(g, ["wl-verify", "wl-tile{block-n=96}"])
     folder = Path(e.value.reproducer)
     assert folder.parent == repro_dir and (folder / "input.mlir").read_text().count('"wl.matmul"') == 1
     assert any("reproducer:" in n and "replay.sh" in n for n in e.value.__notes__)

@@ -78,20 +78,21 @@ def test_attention_picks_the_fa4_kernel_on_a_blackwell_gpu(fake_gpu, monkeypatch
     the same parameters as on Hopper, one Q tile (128 rows) per TMA box; head dim 256 is refused by name."""
     import numpy as np
 
-    from warploom import ops, ops_attention
+    from warploom import ops_attention
     from warploom.kernels import ATTENTION_PARAMS
+    from warploom.runtime import host
     from warploom.runtime.tensors import DeviceTensor
 
-    monkeypatch.setattr(ops, "_TARGETS", {})
+    monkeypatch.setattr(host, "_TARGETS", {})
     fake_gpu((10, 0), "NVIDIA B200")
-    assert ops._device_target(0) == "sm_100a"
+    assert host.target_of(0) == "sm_100a"
 
     def tensor(shape, dtype="bf16"):
         strides = tuple(int(np.prod(shape[i + 1:])) for i in range(len(shape)))
         return DeviceTensor(ptr=0x10000, shape=shape, strides=strides, dtype=dtype, device=0, framework="cai", obj=None)
 
     q, k = tensor((1, 300, 4, 128)), tensor((1, 500, 1, 128))
-    p = ops_attention.plan(q, k, k, causal=True, target=ops._device_target(0))
+    p = ops_attention.plan(q, k, k, causal=True, target=host.target_of(0))
     assert p.spec.target == "sm_100a" and p.spec.kernel_name == "wl_fa4_bf16_d128_256x128_s2_causal"
     assert p.spec.params == ATTENTION_PARAMS and p.spec.tensor_map_specs()["q"].box == (64, 128, 1, 1)
     with pytest.raises(ValueError, match=r"head dim 256 has no sm_100a kernel .*64, 128"):

@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from warploom.kernels import ATTENTION_WALKS, attention_streamk_buffers
+from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers
 from warploom.runtime import rules
+from warploom.runtime.deal import causal_table
 from warploom.targets import get as get_target
 
 from .compiler import Compiled, compile_kernel
@@ -412,7 +413,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
     emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
     tiles) in tile order `tile_order` (default: the runtime's, 0; a causal one reads its deal from a table:
-    ops_attention.causal_table's, or with `tile_order` the snake deal of that order); order: the
+    runtime.deal.causal_table's, or with `tile_order` the snake deal of that order); order: the
     warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
     emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
     `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
@@ -446,7 +447,6 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]
         if schedule == "persistent" and causal:          # the host's deal, a table (as ops.attention's)
-            from warploom.ops_attention import causal_table
             launched = rules.evaluate(kernel.grid[0], sizes)
             args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order), np.int32)
         else:

@@ -33,6 +33,16 @@ class ToolError(RuntimeError):
     """A CUDA tool is missing or failed; the message names it and carries its log."""
 
 
+class ToolMissing(ToolError):
+    """A CUDA tool (ptxas, nvdisasm, nvJitLink) is not installed: the message names the package that ships it. The
+    one ToolError a test may skip on; a tool that ran and rejected its input raises ToolRejected."""
+
+
+class ToolRejected(ToolError):
+    """A CUDA tool ran and refused its input (ptxas or nvdisasm exited non-zero, nvJitLink failed): the message
+    carries the tool's own log. A failure, never a reason to skip."""
+
+
 @dataclass
 class Assembly:
     cubin: bytes
@@ -45,7 +55,7 @@ class Assembly:
 
 
 def find_tool(name: str) -> str:
-    """Path of a CUDA binary: from the `nvidia` pip packages, else PATH; ToolError naming the package."""
+    """Path of a CUDA binary: from the `nvidia` pip packages, else PATH; ToolMissing naming the package."""
     spec = importlib.util.find_spec("nvidia")
     roots = list(spec.submodule_search_locations or []) if spec is not None else []
     for root in roots:
@@ -57,7 +67,8 @@ def find_tool(name: str) -> str:
     if found:
         return found
     package = TOOL_PACKAGES.get(name, "the CUDA toolkit")
-    raise ToolError(f"{name} not found (looked in the nvidia pip packages {roots or '[none installed]'} and on PATH): "
+    raise ToolMissing(f"{name} not found (looked in the nvidia pip packages {roots or '[none installed]'} and on "
+                      f"PATH): "
                     f"install it with `pip install \"{package}\"`")
 
 
@@ -94,9 +105,9 @@ def _ptxas(ptx: str, arch: str) -> tuple[bytes, str]:
         r = subprocess.run(cmd, capture_output=True, text=True)
         log = (r.stdout + r.stderr).strip()
         if r.returncode != 0 or not out.is_file():
-            from warploom.tools.reproducer import assembler_reproducer
+            from warploom.passes.reproducer import assembler_reproducer
             where = assembler_reproducer("ptxas", ptx, arch)
-            raise ToolError(f"ptxas failed (exit {r.returncode}): {' '.join(cmd)}\n{log}\n"
+            raise ToolRejected(f"ptxas failed (exit {r.returncode}): {' '.join(cmd)}\n{log}\n"
                             f"reproducer: {where}/replay.sh (kernel.ptx and the ptxas call)")
         return out.read_bytes(), log
 
@@ -105,7 +116,8 @@ def _nvjitlink(ptx: str, arch: str) -> tuple[bytes, str]:
     try:
         from cuda.bindings import nvjitlink as nj
     except ImportError as e:
-        raise ToolError(f"nvJitLink is not available ({e}): install `pip install cuda-bindings nvidia-nvjitlink`") from None
+        raise ToolMissing(f"nvJitLink is not available ({e}): install `pip install cuda-bindings "
+                          "nvidia-nvjitlink`") from None
     opts = [f"-arch={arch}", "-O3", "-verbose"]
     h = nj.create(len(opts), opts)
 
@@ -122,7 +134,7 @@ def _nvjitlink(ptx: str, arch: str) -> tuple[bytes, str]:
             nj.add_data(h, nj.InputType.PTX, data, len(data), "kernel.ptx")
             nj.complete(h)
         except Exception as e:   # nvJitLinkError: the reason is in the error log
-            raise ToolError(f"nvJitLink failed ({' '.join(opts)}): {e}\n"
+            raise ToolRejected(f"nvJitLink failed ({' '.join(opts)}): {e}\n"
                             f"{read(nj.get_error_log_size, nj.get_error_log)}") from None
         n = nj.get_linked_cubin_size(h)
         cubin = bytearray(n)
@@ -140,7 +152,7 @@ def disassemble(cubin: bytes) -> str:
         path.write_bytes(cubin)
         r = subprocess.run([exe, "-c", str(path)], capture_output=True, text=True)
         if r.returncode != 0:
-            raise ToolError(f"nvdisasm failed (exit {r.returncode}):\n{(r.stdout + r.stderr).strip()}")
+            raise ToolRejected(f"nvdisasm failed (exit {r.returncode}):\n{(r.stdout + r.stderr).strip()}")
         return r.stdout
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mlir import ir, passmanager
 
-from .registry import PASSES, PassError, PassFailed
+from .registry import PASSES, PassError, PassFailed, pipeline_for
 
 
 @dataclass
@@ -164,7 +164,7 @@ def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path |
 
     Raises `ir.MLIRError` (with the diagnostics) when a pass fails; the records
     and dumps of the passes before it are kept, and a reproducer (the failing step's
-    input and the warploom-opt call that replays it, warploom.tools.reproducer) is
+    input and the warploom-opt call that replays it, warploom.passes.reproducer) is
     written: its folder is the error's `reproducer`, and a note on the error."""
     path = Path(dump_dir) if dump_dir is not None else None
     if path is not None:
@@ -187,9 +187,19 @@ def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path |
             try:
                 pm.run(module.operation)
             except ir.MLIRError as e:     # the step's input and the warploom-opt call that replays it
-                from warploom.tools.reproducer import pass_reproducer
+                from .reproducer import pass_reproducer
                 e.reproducer = pass_reproducer(element, records[-1].ir)
                 e.add_note(f"reproducer: {e.reproducer}/replay.sh (runs {element} on its input.mlir)")
                 raise
             keep(PassRecord(i, element, time.perf_counter() - t0, str(module)))
     return records
+
+
+def run_pipeline(graph, passes, *, dump_dir: str | Path | None = None,
+                 on_ir=None) -> tuple[ir.Module, list[PassRecord]]:
+    """(module, records): a graph builder's module (warploom.Graph) through a target's pipeline ("sm_90a") or a list
+    of pass names, run on a copy of the module (the graph keeps its own)."""
+    names = pipeline_for(passes) if isinstance(passes, str) else list(passes)
+    with graph.module.context:
+        module = ir.Module.parse(str(graph.module.operation.get_asm(enable_debug_info=True)))
+    return module, run_passes(module, names, dump_dir=dump_dir, on_ir=on_ir)

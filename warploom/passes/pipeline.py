@@ -28,14 +28,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from warploom import targets
-from warploom.kernels import ATTENTION_WALKS, default_attention_q_stages
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.layout import SWIZZLE_128B
 from warploom.kernel import Copy, Load, Loop, Mma, Program, Region, Ring, Store
+from warploom.kernel.contract import ATTENTION_STAGES, ATTENTION_WALKS, GEMM_STAGES, default_attention_q_stages
 
 from .registry import PassError, edit_program, register
 
-DEFAULT_STAGES = {"gemm": 4, "attention": 2}   # attention: K and V rings of 2 (head dim 256 fills smem with 2)
+DEFAULT_STAGES = {"gemm": GEMM_STAGES, "attention": ATTENTION_STAGES}     # the kernel contract's defaults
 
 
 def _ring_groups(loop: Loop) -> list[tuple[str, ...]]:
@@ -168,7 +168,7 @@ def _with_majors(body, program: Program) -> list:
 def run(module, stages: int | None = None, q_stages: int | None = None):
     """stages defaults to 4 for a GEMM and 2 for an attention. q-stages (a persistent sm_90a attention's): 1, or 2:
     Q's ring gets two stages advancing once per tile, the next tile's Q loading during this one; unset: 2 for the
-    persistent standard tiles (warploom.kernels.default_attention_q_stages), else 1."""
+    persistent standard tiles (warploom.kernel.contract.default_attention_q_stages), else 1."""
     if stages is not None and not 2 <= stages <= 8:
         raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
     if q_stages is not None and q_stages not in ONCE_STAGES:
@@ -176,14 +176,14 @@ def run(module, stages: int | None = None, q_stages: int | None = None):
                         "one, in a persistent sm_90a attention)")
 
     def edit(p: Program) -> None:
-        n = DEFAULT_STAGES.get(p.kind, 4) if stages is None else stages
+        n = DEFAULT_STAGES.get(p.kind, GEMM_STAGES) if stages is None else stages
         pipeline(p, n, _default_q_stages(p, n) if q_stages is None else q_stages)
     for kernel in kernel_ops(module):
         edit_program(kernel, edit)
 
 
 def _default_q_stages(program: Program, stages: int) -> int:
-    """Q's stages when q-stages is unset: the standard kernel's (warploom.kernels.default_attention_q_stages)."""
+    """Q's stages when q-stages is unset: the standard kernel's (contract.default_attention_q_stages)."""
     if program.kind != "attention":
         return 1
     _, block_n, head_dim = program.attrs["tile"]

@@ -39,7 +39,7 @@ from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.kernel import Arrive, Compute, Copy, Loop, MBarrier, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
-from warploom.kernels import ATTENTION_WALKS
+from warploom.kernel.contract import ATTENTION_WALKS
 
 from .registry import PassError, edit_program, register
 

@@ -21,7 +21,7 @@ from warploom import targets
 from warploom.dialect.kernel_ir import kernel_ops
 from warploom.kernel import Program, Region
 from warploom.kernel.program import BARRIER_STORAGE
-from warploom.kernels import ATTENTION_WALKS
+from warploom.kernel.contract import ATTENTION_WALKS
 from warploom.layout import SWIZZLE_128B, SWIZZLE_NONE, SmemTile, Swizzle
 
 from .plan_barriers import barrier_rings

@@ -51,11 +51,11 @@ from warploom.dialect.kernel_ir import kernel_ops, make_op
 from warploom.dialect.shapes import TensorType
 from warploom.kernel import Compute, Load, Loop, Mma, Operand, Region, Store
 from warploom.layout import SWIZZLE_128B
+from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_BLOCK_N,
+                                      FA4_HEAD_DIMS, FA4_Q_TILES, FA4_RESCALE_THRESHOLD, GEMM_BLOCK_K, GEMM_BLOCK_M,
+                                      GEMM_BLOCK_N, check_exp2_poly, default_attention_exp2_poly)
+from warploom.kernel.contract import default_attention_block_n as default_block_n
 from warploom.runtime import rules
-
-from warploom.kernels import (FA4_BLOCK_N, FA4_HEAD_DIMS, FA4_Q_TILES, FA4_RESCALE_THRESHOLD, check_exp2_poly,
-                              default_attention_exp2_poly)
-from warploom.kernels import default_attention_block_n as default_block_n
 
 from .registry import PassError, edit_program, register
 
@@ -242,8 +242,6 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
 
 # ---- attention -----------------------------------------------------------------------------------------
 
-ATTENTION_HEAD_DIMS = (64, 128, 256)   # the sm_90a attention kernels (docs/attention-sm90.md)
-ATTENTION_ELEMENTS = ("bf16", "f16")
 F32_NORMAL = (2.0 ** -126, (2 - 2.0 ** -23) * 2.0 ** 127)   # the positive normal f32 range
 
 
@@ -362,14 +360,14 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
 # ---- attention, sm_100a (FA4-style; docs/attention-sm100.md) ----------------------------------------------------
 
 # the FA4-style kernel's head dims, Q tiles per CTA (each with its own S, P and O in TMEM and its softmax warpgroup)
-# and keys per block: warploom.kernels
+# and keys per block: warploom.kernel.contract
 SM100_ATTENTION_HEAD_DIMS, Q_TILES, SM100_ATTENTION_BLOCK_N = FA4_HEAD_DIMS, FA4_Q_TILES, FA4_BLOCK_N
 RESCALE_THRESHOLD = FA4_RESCALE_THRESHOLD
 
 
 def exp2_poly_share(exp2_poly: float | None, target: str, head_dim: int, attention) -> float:
     """The softmax's share of exp2 by the FMA polynomial (warploom.lowering.emit.exp2): the option, else the
-    target's default for the head dim (warploom.kernels.default_attention_exp2_poly)."""
+    target's default for the head dim (warploom.kernel.contract.default_attention_exp2_poly)."""
     default = default_attention_exp2_poly(target, head_dim)
     poly = default if exp2_poly is None else exp2_poly
     if check_exp2_poly(poly):
@@ -476,16 +474,17 @@ def _cast(value, to: ir.Type):
                    "rescale-threshold": float, "exp2-poly": float, "rope-depth": int, "scale-dtype": str,
                    "epilogue": str, "cluster-m": int, "group-m": int, "swap-ab": bool},
           after=())
-def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 64, schedule: str = "grid",
-        target: str = "sm_90a", shared_kv: bool = False, rescale_threshold: float | None = None,
-        exp2_poly: float | None = None, rope_depth: int = 0, scale_dtype: str = "", epilogue: str = "",
-        cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False):
-    """block-n defaults to 256 for a GEMM and to `default_block_n(head dim, schedule)` for an attention; block-k is the
+def run(module, block_m: int | None = None, block_n: int | None = None, block_k: int = GEMM_BLOCK_K,
+        schedule: str = "grid", target: str = "sm_90a", shared_kv: bool = False,
+        rescale_threshold: float | None = None, exp2_poly: float | None = None, rope_depth: int = 0,
+        scale_dtype: str = "", epilogue: str = "", cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False):
+    """block-m defaults to GEMM_BLOCK_M for a GEMM and ATTENTION_BLOCK_M for an attention, block-n to GEMM_BLOCK_N
+    and `default_block_n(head dim, schedule)` (warploom.kernel.contract, both); block-k is the
     GEMM's (an attention contracts the whole head dim). `target` (sm_90a or sm_100a) is the kernel's: it decides
     the tile's limits and where the accumulator lives; the later passes read it from the kernel. `shared-kv` (the
     sm_100a attention): K and V tiles share one ring of slots (wl-pipeline's `stages`), K's then V's each block;
     `rescale-threshold` (8): its softmax's conditional rescaling; `exp2-poly` (an attention's; 0.25 on sm_100a,
-    warploom.kernels.ATTENTION_EXP2_POLY on sm_90a): the softmax's share of exp2 by the FMA polynomial;
+    warploom.kernel.contract.ATTENTION_EXP2_POLY on sm_90a): the softmax's share of exp2 by the FMA polynomial;
     `rope-depth`, `scale-dtype`: the seed's rope columns (MLA) and per-token scales (FP8), planned (wl-specialize
     reserves their smem) but not lowered yet. `epilogue` (a GEMM's): "tma" (the default) stages C through smem in
     64-column chunks stored by TMA; "direct" (sm_90a) stores it from the accumulator registers. `cluster-m` (the
@@ -517,11 +516,11 @@ def run(module, block_m: int = 128, block_n: int | None = None, block_k: int = 6
         raise PassError(f"wl-tile: epilogue = {epilogue}: an option of the GEMM kernels (how C is stored); an "
                         "attention stores O through smem by TMA")
     for matmul in kernel_ops(module, "matmul"):
-        tile_matmul(matmul, block_m, 256 if block_n is None else block_n, block_k, schedule, target,
-                    epilogue or "tma", cluster_m, group_m, swap_ab)
+        tile_matmul(matmul, GEMM_BLOCK_M if block_m is None else block_m, GEMM_BLOCK_N if block_n is None else block_n,
+                    block_k, schedule, target, epilogue or "tma", cluster_m, group_m, swap_ab)
     for attention in kernel_ops(module, "attention"):
         if target == "sm_100a":
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,
                                  rope_depth, scale_dtype)
         else:
-            tile_attention(attention, block_m, block_n, schedule, exp2_poly)
+            tile_attention(attention, ATTENTION_BLOCK_M if block_m is None else block_m, block_n, schedule, exp2_poly)

@@ -14,9 +14,46 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
-from warploom.kernels import CLUSTER_KERNELS, SMALL_M_STAGES, STREAMK_KERNELS, SWAP_KERNELS, GemmSpec
+from warploom.kernel.contract import SMALL_M_STAGES, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
+
+# ---- the GEMM kernels beside the standard set (warploom.kernels.STANDARD_KERNELS) ---------------------------------
+# `warploom precompile` builds them all (kernels.precompile_set); they are what `candidates` times and what
+# warploom.ops.matmul may pick beside the standard set; warploom.kernels re-exports them.
+
+# stream-K GEMMs (sm_90a): what warploom.ops.matmul may pick for few tiles or a partly idle last wave; `warploom
+# precompile` builds them beside the standard set. The 64-row tile keeps the small-M kernels' deep ring, and the
+# 128 x 128 tile comes with 6 stages too (the M = 128 grid kernels' best ring, H200 run 20).
+# Not here: 64 x 128. Built the same way, it is exact in the emulator but wrong on the H200 (H200 run 23: every row of
+# a tile but the first, even a whole tile with no fix-up; tests/gpu/debug_streamk.py), the symptom of run 18's ptxas
+# failure, with no ptxas warning this time (benchmarks/NOTES.md, run 23).
+STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, stages, "sm_90a", "streamk", block_m)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_m, block_n, stages in ((64, 64, SMALL_M_STAGES), (128, 128, 4), (128, 128, 6),
+                                                (128, 256, 4))]}
+
+# swap-AB GEMMs (sm_90a, grid, C stored transposed from registers): C^T = B^T A^T, the wgmma's 64 rows along N and
+# M its n (block_m 8..256), for decode-size M, where a 64-row tile wastes all but M of its rows (cuBLAS runs
+# 1x4096x4096 and 16x8192x8192 this way: H200 run 44). `warploom precompile` builds them; tuning candidates up to
+# M = SWAP_M.
+SWAP_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, SMALL_M_STAGES, "sm_90a", "grid", block_m, epilogue="direct",
+                        swap_ab=True)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_m, block_n in ((8, 64), (16, 64), (16, 128), (32, 64))]}
+
+# 2x1 clusters sharing B by TMA multicast (sm_90a, persistent): half the B traffic from L2 per CTA. `warploom
+# precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, runs 29-32).
+# The 128 x 256 one also walking its tiles in bands of CLUSTER_GROUP_M rows (rules.tile_origin; run 34: +2-5% on
+# the large shapes but 16384x8192x1024, -2%), which the tile model takes (ops.pick_spec).
+CLUSTER_GROUP_M = 8
+CLUSTER_KERNELS: dict[str, list[GemmSpec]] = {
+    "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", "persistent", cluster_m=2, group_m=group_m)
+               for elem in ("bf16", "f16") for layout in ("kn", "nk")
+               for block_n, group_m in ((128, 1), (256, 1), (256, CLUSTER_GROUP_M))]}
+
 # what an entry chooses (elem and B layout are its key)
 SPEC_FIELDS = ("block_m", "block_n", "stages", "schedule", "cluster_m", "group_m", "epilogue", "swap_ab")
 # fields an entry written before they existed leaves out
@@ -53,14 +90,14 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     if m > SMALL_M:
         out += [GemmSpec(elem, b_layout, bn, 4, target, schedule)
                 for bn in (128, 256) for schedule in ("persistent", "grid")]
-    # stream-K (kernels.STREAMK_KERNELS): the 64-row tile with the deep ring for small M, the 128-row tiles above
+    # stream-K (STREAMK_KERNELS): the 64-row tile with the deep ring for small M, the 128-row tiles above
     # (128 x 128 with 6 stages up to M = 128 only)
     out += [s for s in STREAMK_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)
             and (s.block_m == 64) == (m <= SMALL_M) and (s.stages == 4 or s.block_m == 64 or m <= MID_M)]
-    # 2x1 clusters sharing B (kernels.CLUSTER_KERNELS): two 128-row tiles a cluster, so above M = 128
+    # 2x1 clusters sharing B (CLUSTER_KERNELS): two 128-row tiles a cluster, so above M = 128
     if m > MID_M:
         out += [s for s in CLUSTER_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout)]
-    # swap-AB (kernels.SWAP_KERNELS): those whose block_m (the wgmma's n) covers M in one tile
+    # swap-AB (SWAP_KERNELS): those whose block_m (the wgmma's n) covers M in one tile
     if m <= SWAP_M:
         out += [s for s in SWAP_KERNELS[target] if (s.elem, s.b_layout) == (elem, b_layout) and s.block_m >= m]
     return out

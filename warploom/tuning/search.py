@@ -16,6 +16,9 @@ calls as fill 300 ms), and the fastest of that decides (its figures replace the 
 bites), and there the tuner chose kernels that benchmarks/gemm.py, timing for 300 ms in the same job, measured 2-5%
 slower than the best (8192x8192x2048: the tuner had the persistent kernel at 1.050 of cuBLAS, the benchmark at
 0.927, with the 2x1-cluster kernel at 0.951). With the run-off (run 32) the two agreed on 13 of 14 problems.
+
+A tools-level module (the `warploom tune` command's): it runs kernels through the launch API (warploom.ops), so
+nothing in the compiler or in warploom.ops imports it (tests/unit/test_layers.py).
 """
 from __future__ import annotations
 

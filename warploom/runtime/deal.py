@@ -1,0 +1,26 @@
+"""The host's deal of a causal persistent attention's tiles over its CTAs: the table warploom.ops_attention uploads
+for the kernel and the emulator passes it (rules.causal_tile_table's greedy deal, its head groups' K and V kept
+within the target's L2; or a snake deal of one tile order, to compare deals)."""
+from __future__ import annotations
+
+from warploom import targets
+
+from . import rules
+
+
+def causal_deal(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: int, elem: str,
+                target: str = "sm_90a") -> tuple[list[int], int]:
+    """(the table, the head group) of rules.causal_tile_table's greedy deal of a causal persistent kernel's tiles
+    over `ctas` CTAs for `sizes` (Sq, Sk, Hq, Hkv, B), its head groups' K and V kept within the target's L2."""
+    t = targets.get(target)
+    kv_bytes = 2 * sizes["Sk"] * head_dim * t.elem_bits(elem) // 8          # one kv head's K and V
+    return rules.causal_tile_table(sizes, block_m, block_n, ctas, kv_bytes, t.l2_bytes)
+
+
+def causal_table(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: int, elem: str,
+                 target: str = "sm_90a", order: int | None = None) -> list[int]:
+    """The table ops.attention gives a causal persistent kernel: `causal_deal`'s, or with `order` the snake deal of
+    that tile order."""
+    if order is not None:
+        return rules.snake_tile_table(sizes, block_m, block_n, ctas, order)
+    return causal_deal(sizes, block_m, block_n, ctas, head_dim, elem, target)[0]
