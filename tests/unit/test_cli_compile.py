@@ -32,7 +32,10 @@ def test_no_kernel_built_is_an_error_that_says_so(graph, capsys):
     out, err = capsys.readouterr()
     assert rc == 1
     assert "no kernel was built for sm_90a" in err and "left: wl.add" in err and "Traceback" not in err
-    assert '"wl.add"' in out                        # the IR is still written, for the reader
+    assert '"wl.add"' not in out and "--print-ir prints the IR the pipeline left" in err
+    assert main(["compile", graph(ADD), "--print-ir"]) == 1
+    out, err = capsys.readouterr()
+    assert '"wl.add"' in out and out.lstrip().startswith("module")     # the IR alone on stdout, for the reader
 
 
 @pytest.mark.parametrize("target, mark", [("sm_90a", "wgmma.mma_async"), ("sm_100a", "tcgen05.mma")])
@@ -54,7 +57,7 @@ def test_emit_sass_and_cubin(graph, tmp_path, capsys):
 
 
 def test_a_cubin_needs_an_output_file(graph, capsys):
-    assert main(["compile", graph(MATMUL), "--emit", "cubin"]) == 1
+    assert main(["compile", graph(MATMUL), "--emit", "cubin"]) == 2      # refused before compiling
     assert "give -o FILE" in capsys.readouterr().err
 
 
@@ -70,7 +73,7 @@ def test_dump_dir_holds_every_step_and_the_resource_map(graph, tmp_path, capsys)
     import json
     folder = tmp_path / "dump"
     assert main(["compile", graph(MATMUL), "--target", "sm_100a", "--dump-dir", str(folder)]) == 0
-    err = capsys.readouterr().err
+    out = capsys.readouterr().out
     names = sorted(p.name for p in folder.iterdir())
     assert names[0] == "00-input.mlir" and "04-wl-tile_target_sm_100a.mlir" in names
     assert names[-6:] == ["10-wl-lower-sm100.mlir", "11-ptx.ptx", "12-sass.sass", "13-kernel.cubin",
@@ -82,9 +85,11 @@ def test_dump_dir_holds_every_step_and_the_resource_map(graph, tmp_path, capsys)
     assert res["target"] == "sm_100a" and res["tmem_columns"] == 256 and res["ptxas"]["spill_bytes"] == 0
     assert {r["name"] for r in res["roles"]} == {"producer", "mma", "epilogue"}
     assert {b["name"] for b in res["barriers"]} == {"ab_full", "ab_empty", "acc_full"}
-    # the one-screen summary: smem of the limit, TMEM, barriers, roles, registers and spills
-    assert "smem 230480 of 232448 B" in err and "TMEM 256 of 512 columns" in err
-    assert "role mma: warps 1 (thread)" in err and "0 B spills" in err
+    # the one-screen summary, last on stdout (the IR is in the folder): smem of the limit, TMEM, barriers, roles,
+    # registers and spills
+    assert "smem 230480 of 232448 B" in out and "TMEM 256 of 512 columns" in out
+    assert "role mma: warps 1 (thread)" in out and out.rstrip().splitlines()[-1].startswith("  ptxas: ")
+    assert "wl.lower" not in out and "gpu.module" not in out and len(out.splitlines()) < 40
 
 
 def test_a_built_in_op(tmp_path, capsys):
@@ -94,7 +99,7 @@ def test_a_built_in_op(tmp_path, capsys):
                  "-o", str(out_file)]) == 0
     ptx = out_file.read_text()
     assert ".entry wl_attn_bf16_d64_128x128_s2_causal_ov_persistent_q2" in ptx and "wgmma.mma_async" in ptx
-    assert "kernel (attention, sm_90a): 384 threads" in capsys.readouterr().err
+    assert "kernel (attention, sm_90a): 384 threads" in capsys.readouterr().out       # -o: stdout has the summary
 
 
 def test_a_python_file_that_builds_a_graph(tmp_path, capsys):

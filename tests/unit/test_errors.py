@@ -431,7 +431,11 @@ def test_explain_bad_block_n_and_stages():
 
 def test_shared_kv_needs_the_sm100a_attention():
     assert_refused(run("warploom", "explain", "--op", "attention", "--shared-kv"), 2,
-                   "shared_kv = True: True or False, and True only for the sm_100a attention (target='sm_100a')")
+                   "--shared-kv applies to the sm_100a attention (--op attention --target sm_100a), not to the sm_90a "
+                   "attention (--op attention): drop it. The options that apply here: --op, --dtype, --head-dim")
+    with pytest.raises(ValueError, match=r"shared_kv = True: True or False, and True only for the sm_100a attention "
+                                         r"\(target='sm_100a'\)"):
+        AttentionSpec("bf16", 128, shared_kv=True)
     proc = run("warploom-opt", "-", "--wl-tile=shared-kv=true", stdin=GEMM)
     assert_refused(proc, 1, "wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles")
 
@@ -509,7 +513,7 @@ def test_help_lists_targets_and_defaults():
     pre = run("warploom", "precompile", "--help").stdout
     assert "{sm_90a,sm_100a}" in pre and "(default: sm_90a)" in pre and "WARPLOOM_CACHE_DIR" in pre
     exp = " ".join(run("warploom", "explain", "--help").stdout.split())
-    for words in ("{sm_90a,sm_100a}", "(default: sm_90a)", "(default: gemm)", "(default: bf16)", "(default: kn)",
+    for words in ("{sm_90a,sm_100a}", "(default: sm_90a)", "(default: matmul)", "(default: bf16)", "(default: kn)",
                   "attention (default: 128)", "(cta_group::2, a cluster of 2) (default: 128)", "GEMM: 256 by default", "GEMM: 4 by default; attention: 2"):
         assert words in exp, words
 
@@ -561,9 +565,85 @@ def test_tune_refuses_with_the_way_out(tmp_path, args, text):
     (["--shape", "16x8192"], "--shape '16x8192': give M, N and K as positive integers MxNxK, e.g. --shape 16x8192x8192"),
     (["--shape", "16x8x8", "--block-n", "128"], "--shape asks which kernel warploom.ops.matmul picks; --block-n "
                                                 "would choose it yourself: give one or the other"),
-    (["--op", "attention", "--shape", "16x8x8"], "--shape explains the GEMM kernel warploom.ops.matmul picks; an "
-                                                 "attention kernel is chosen by --head-dim"),
+    (["--op", "attention", "--shape", "16x8x8"], "--shape applies to the GEMM (--op matmul), whose kernel "
+                                                 "warploom.ops.matmul picks by the shape (an attention kernel is "
+                                                 "chosen by --head-dim"),
 ])
 def test_explain_shape_refusals(args, text):
     assert_refused(run("warploom", "explain", *args), 2, f"warploom explain: {text}")
 
+
+
+# ---- the command line: options where they do not apply, files, scripts, pipes (issue 37) ---------------------------
+
+def test_options_that_do_not_apply_are_refused():
+    """Every case is in tests/unit/test_cli_options.py (the whole table); here, as a user types them."""
+    assert_refused(run("warploom", "explain", "--shared-kv"), 2,
+                   "warploom explain: --shared-kv applies to the sm_100a attention (--op attention --target sm_100a), "
+                   "not to the sm_90a GEMM (--op matmul): drop it. The options that apply here: --op, --dtype, "
+                   "--b-layout")
+    assert_refused(run("warploom", "compile", "--op", "matmul", "--head-dim", "64"), 2,
+                   "warploom compile: --head-dim applies to the attention (--op attention), not to the sm_90a GEMM")
+    assert_refused(run("warploom", "compile", "graph.mlir", "--block-n", "128"), 2,
+                   "--block-n applies to a built-in kernel (--op matmul or --op attention), not to a graph read from a "
+                   "file")
+    assert_refused(run("warploom", "explain", "--op", "attention", "--cluster-m", "2"), 2,
+                   "--cluster-m applies to the sm_90a GEMM (--op matmul --target sm_90a)")
+    assert_refused(run("warploom", "emulate", "--op", "attention", "--shape", "1,130,200,2,1,64", "--exact"), 2,
+                   "--exact applies to --op matmul")
+
+
+def test_the_old_op_name_is_accepted_with_a_note():
+    proc = run("warploom", "explain", "--op", "gemm", "--q-stages", "2")
+    assert_refused(proc, 2, "warploom explain: note: --op gemm is spelled --op matmul now (one name across explain, "
+                            "compile, emulate and precompile); running --op matmul",
+                   "--q-stages applies to the sm_90a attention")
+
+
+def test_file_options_name_the_path_and_the_fix(tmp_path):
+    missing = tmp_path / "no" / "dir"
+    assert_refused(run("warploom", "explain", "--png", missing / "x.png"), 2,
+                   f"warploom explain: --png {missing / 'x.png'}: the folder {missing} does not exist: create it "
+                   f"(mkdir -p {missing}) or give a path in a folder that exists")
+    assert_refused(run("warploom", "compile", "--op", "matmul", "--emit", "ptx", "-o", missing / "k.ptx"), 2,
+                   f"-o {missing / 'k.ptx'}: the folder {missing} does not exist")
+    (tmp_path / "file").write_text("a file")
+    assert_refused(run("warploom", "compile", "--op", "matmul", "--dump-dir", tmp_path / "file" / "ir"), 2,
+                   f"--dump-dir {tmp_path / 'file' / 'ir'}: {tmp_path / 'file'} is a file, not a folder")
+    for proc in (run("warploom", "explain", "--png", missing / "x.png"),):
+        assert "[Errno" not in proc.stderr
+
+
+def test_compile_a_script_that_raises(tmp_path):
+    script = tmp_path / "g.py"
+    script.write_text("import warploom\ngraph = warploom.Graph('g')\na = graph.input('a', (4, 64), 'bf16')\n"
+                      "b = graph.input('b', (32, 8), 'bf16')\ngraph.output(graph.matmul(a, b))\n")
+    assert_refused(run("warploom", "compile", script), 1,
+                   f"warploom compile: {script}:5: ShapeError: wl.matmul: contracting dims differ: lhs 4x64 has K = "
+                   "64, rhs 32x8 has K = 32 (at `graph.output(graph.matmul(a, b))`)")
+    script.write_text("x = 1\ny = x / 0\n")
+    assert_refused(run("warploom", "compile", script), 1, f"{script}:2: ZeroDivisionError: division by zero")
+    script.write_text("def f(:\n")
+    assert_refused(run("warploom", "compile", script), 1, f"{script}:1: SyntaxError: ")
+
+
+def test_compile_a_file_that_is_not_utf8(tmp_path):
+    path = tmp_path / "latin1.mlir"
+    path.write_bytes(GEMM.replace("@gemm", "@g\xe9mm").encode("latin-1"))
+    assert_refused(run("warploom", "compile", path), 1,
+                   f"warploom compile: cannot read {path}: not UTF-8 text (byte offset 12)")
+    assert_refused(run("warploom-opt", path), 1, f"warploom-opt: cannot read {path}: not UTF-8 text (byte offset 12)")
+
+
+def test_an_unknown_option_shows_the_subcommands_usage():
+    proc = run("warploom", "explain", "--frobnicate")
+    assert_refused(proc, 2, "usage: warploom explain", "warploom explain: error: unrecognized arguments: --frobnicate")
+    assert "{passes,compile" not in proc.stderr
+    assert_refused(run("warploom", "explain", "--head-dims", "64"), 2, "--head-dims: did you mean --head-dim?")
+
+
+def test_a_value_that_starts_with_a_dash():
+    assert_refused(run("warploom", "emulate", "--shape", "-200x304x136"), 2,
+                   "warploom emulate: --shape '-200x304x136': give M, N and K as positive integers MxNxK")
+    assert_refused(run("warploom", "explain", "--shape", "-16x8x8"), 2,
+                   "warploom explain: --shape '-16x8x8': give M, N and K as positive integers")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .options import OPS, Kernel, notes, op_name, refusal, track_given
+
 
 def _version() -> str:
     """warploom's version and the toolchain it compiles with (what a bug report needs)."""
@@ -47,21 +49,28 @@ def cmd_compile(args) -> int:
     from mlir import ir
 
     from warploom.dialect import make_context
-    from warploom.passes import PassError, pipeline_for, run_passes
+    from warploom.passes import PassError, run_passes
 
     from .diagnostics import DiagnosticCollector, parse_failure, to_diags
 
-    if args.emit == "cubin" and not args.output:
-        print("warploom compile: --emit cubin writes a binary: give -o FILE", file=sys.stderr)
-        return 1
+    why = refusal(SUBPARSERS["compile"], args, Kernel("compile", args.op, args.target)) or _output_conflict(args)
+    for path, option, folder in ((args.output, "-o", False), (args.dump_ir, "--dump-dir", True)):
+        why = why or (unwritable(path, option, folder) if path else None)
+    if why is not None:
+        print(f"warploom compile: {why}", file=sys.stderr)
+        return 2
     try:
         text, passes, args.input = _compile_input(args)
     except OSError as e:
         print(f"warploom compile: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
         return 1
-    except (ValueError, SyntaxError) as e:
+    except (ValueError, SyntaxError, ScriptError) as e:
         print(f"warploom compile: {e}", file=sys.stderr)
         return 1
+    # stdout holds one thing a script can pipe: the product asked for (--print-ir, --print-ir-after-all, --emit
+    # without -o), or else the table of passes and the plan's summary, the summary last
+    product_on_stdout = args.print_ir or args.print_ir_after_all or (args.emit is not None and not args.output)
+    report = sys.stderr if product_on_stdout else sys.stdout
     ctx = make_context()
     collector = DiagnosticCollector(ctx)
 
@@ -84,10 +93,12 @@ def cmd_compile(args) -> int:
         except PassError as e:
             print(f"warploom compile: {e}", file=sys.stderr)
             return 1
-    print_records(records, out=sys.stderr)
+    print_records(records, out=report)
     if args.dump_ir:
         print(f"IR after each pass written to {args.dump_ir}/", file=sys.stderr)
     final = records[-1].ir
+    ir_out = args.emit == "mlir" or (args.emit is None and args.output)       # the IR as the product (-o or stdout)
+    wants_ir = args.print_ir or ir_out
     kernels = [op for op in module.body.operations if op.operation.name == "gpu.module"]
     if not kernels:
         left = set()
@@ -99,11 +110,14 @@ def cmd_compile(args) -> int:
 
         module.operation.walk(visit)
         left = sorted(left)
-        if not args.print_ir_after_all and args.emit in (None, "mlir"):
+        if args.print_ir:
+            _write(final, None)
+        if ir_out:
             _write(final, args.output)
         print(f"warploom compile: no kernel was built for {args.target}: the pipeline lowered no wl op of "
               f"{args.input} to a gpu.module{' (left: ' + ', '.join(left) + ')' if left else ''}; warploom builds "
-              "kernels from wl.matmul (2-D) and wl.attention (sm_90a), or from the graph wl-fuse makes them of",
+              "kernels from wl.matmul (2-D) and wl.attention (sm_90a), or from the graph wl-fuse makes them of"
+              + ("" if wants_ir or args.print_ir_after_all else " (--print-ir prints the IR the pipeline left)"),
               file=sys.stderr)
         return 1
     if len(kernels) != 1 and (args.dump_ir or args.emit not in (None, "mlir")):
@@ -116,21 +130,98 @@ def cmd_compile(args) -> int:
         ptx, asm = _assemble(module, args.target)
         if asm is None:
             return 1
-    if program is not None:
-        print(_summary(program, asm), file=sys.stderr)
     if args.dump_ir:
         _dump_products(args.dump_ir, len(records), ptx, asm, program)
-    if args.emit in (None, "mlir"):
-        if not args.print_ir_after_all or args.output:
-            _write(final, args.output)
+    if args.print_ir:
+        _write(final, None)
+    if ir_out:
+        _write(final, args.output)
     elif args.emit == "ptx":
         _write(ptx, args.output)
     elif args.emit == "cubin":
         _write(bytes(asm.cubin), args.output)
-    else:
+    elif args.emit == "sass":
         from warploom.lowering.assemble import disassemble
         _write(disassemble(asm.cubin), args.output)
+    if program is not None:
+        print(_summary(program, asm), file=report)
+    if report is sys.stdout and not (args.dump_ir or args.output):
+        print("(the IR after the last pass: --print-ir; every pass's IR, the PTX, SASS and cubin: --dump-dir DIR)",
+              file=sys.stderr)
     return 0
+
+
+def _output_conflict(args) -> str | None:
+    """Two options that would both write stdout (or one product two ways): refused, naming the one to keep."""
+    if args.emit == "cubin" and not args.output:
+        return "--emit cubin writes a binary: give -o FILE"
+    if args.print_ir and args.print_ir_after_all:
+        return "--print-ir-after-all already prints the last pass's IR: give one of --print-ir, --print-ir-after-all"
+    if args.print_ir and args.emit is not None and not args.output:
+        return (f"--print-ir prints the IR on stdout, where --emit {args.emit} would write too: give --emit "
+                f"{args.emit} an -o FILE, or drop one of them")
+    if args.print_ir_after_all and args.emit is not None and not args.output:
+        return (f"--print-ir-after-all prints every pass's IR on stdout, where --emit {args.emit} would write too: "
+                f"give --emit {args.emit} an -o FILE")
+    return None
+
+
+def unwritable(path: str, option: str, folder: bool = False) -> str | None:
+    """Why `path` (a file, or with folder=True a folder made if missing) cannot be written, with the fix; None if it
+    can. Checked before compiling, so a typo costs no compile time."""
+    import os
+    from pathlib import Path
+    p = Path(path)
+    if folder:
+        if p.exists() and not p.is_dir():
+            return f"{option} {path}: a file of that name exists, and {option} needs a folder: give another name"
+        existing = next(a for a in (p, *p.parents) if a.exists())
+        if not existing.is_dir():
+            return f"{option} {path}: {existing} is a file, not a folder: give a folder outside it"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"{option} {path}: cannot write in {existing} (permission denied): give a folder you can write"
+        return None
+    if p.is_dir():
+        return f"{option} {path}: that is a folder: give a file name in it, e.g. {p / ('out' + (p.suffix or '.txt'))}"
+    parent = p.parent
+    if not parent.exists():
+        return (f"{option} {path}: the folder {parent} does not exist: create it (mkdir -p {parent}) or give a path in "
+                "a folder that exists")
+    if not parent.is_dir():
+        return f"{option} {path}: {parent} is a file, not a folder: give a path in a folder"
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        return f"{option} {path}: cannot write {'it' if p.exists() else 'in ' + str(parent)} (permission denied): " \
+               "give a path you can write"
+    return None
+
+
+class ScriptError(Exception):
+    """A Python file given to `warploom compile` raised: its exception type, message and line, without warploom's
+    own frames."""
+
+    @classmethod
+    def of(cls, path: str, e: BaseException) -> "ScriptError":
+        import os
+        import traceback
+        if isinstance(e, SyntaxError) and e.filename and os.path.abspath(e.filename) == os.path.abspath(path):
+            return cls(f"{path}:{e.lineno}: {type(e).__name__}: {e.msg}"
+                       + (f": {e.text.strip()}" if e.text and e.text.strip() else ""))
+        frames = [f for f in traceback.extract_tb(e.__traceback__)
+                  if os.path.abspath(f.filename) == os.path.abspath(path)]
+        where = f"{path}:{frames[-1].lineno}" if frames else path
+        line = f" (at `{frames[-1].line.strip()}`)" if frames and frames[-1].line else ""
+        return cls(f"{where}: {type(e).__name__}: {e}{line}; the script raised it while building its graph")
+
+
+def _read_text(path: str) -> str:
+    """A .mlir file as text; not UTF-8 is refused as warploom-opt refuses it."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"cannot read {path}: not UTF-8 text (byte offset {e.start}); MLIR files are UTF-8: "
+                         f"convert it (iconv -t UTF-8)") from None
 
 
 def _compile_input(args) -> tuple[str, list[str], str]:
@@ -156,14 +247,19 @@ def _compile_input(args) -> tuple[str, list[str], str]:
         import runpy
 
         from warploom.dialect.builder import Graph
-        found = runpy.run_path(args.input)
+        try:
+            found = runpy.run_path(args.input)
+        except (Exception, SystemExit) as e:     # noqa: BLE001 - the user's script: any exception is theirs
+            if isinstance(e, OSError) and getattr(e, "filename", None) == args.input:
+                raise
+            raise ScriptError.of(args.input, e) from None
         graphs = {k: v for k, v in found.items() if isinstance(v, Graph)}
         graph = graphs.get("graph") or (next(iter(graphs.values())) if len(graphs) == 1 else None)
         if graph is None:
             raise ValueError(f"{args.input} builds {len(graphs)} warploom.Graph objects "
                              f"({', '.join(graphs) or 'none'}): name the one to compile `graph`")
         return str(graph.module), pipeline_for(args.target), args.input
-    return open(args.input, encoding="utf-8").read(), pipeline_for(args.target), args.input
+    return _read_text(args.input), pipeline_for(args.target), args.input
 
 
 def _planned(records):
@@ -261,16 +357,30 @@ def _write(text: str | bytes, path: str | None) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
+def precompile_specs(target: str, op: str | None = None, tuning: bool = False) -> list:
+    """The kernels `warploom precompile` builds: the target's standard set (only one family with --op), plus with
+    --tuning every candidate `warploom tune` may time."""
+    from warploom.kernels import AttentionSpec, precompile_set
+    specs = precompile_set(target)
+    if tuning:                          # every candidate `warploom tune` may time, once
+        from warploom.tuning import all_candidates
+        specs += [s for s in all_candidates(target) if s not in specs]
+    if op is not None:
+        specs = [s for s in specs if isinstance(s, AttentionSpec) == (op == "attention")]
+    return specs
+
+
 def cmd_precompile(args) -> int:
     import time
 
-    from warploom.kernels import STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, get_kernel, precompile_set
+    from warploom.kernels import STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, get_kernel
     from warploom.runtime.cache import KernelCache
 
-    specs = precompile_set(args.target)
-    if args.tuning:                     # every candidate `warploom tune` may time, once
-        from warploom.tuning import all_candidates
-        specs += [s for s in all_candidates(args.target) if s not in specs]
+    if args.tuning and args.op == "attention":
+        print("warploom precompile: --tuning builds the GEMM kernels `warploom tune` times; --op attention builds "
+              "none of them: drop one of the two", file=sys.stderr)
+        return 2
+    specs = precompile_specs(args.target, args.op, args.tuning)
     if not specs:
         targets = sorted(set(STANDARD_KERNELS) | set(STANDARD_ATTENTION_KERNELS))
         print(f"warploom precompile: no standard kernels for {args.target!r} yet; targets: "
@@ -367,9 +477,11 @@ def cmd_tune(args) -> int:
 def _attention_spec(args):
     """The attention kernel the options name (compile --op attention, explain --op attention)."""
     from warploom.kernels import ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec
+    from .options import given
     stages = _given(args.stages, FA4_SHARED_KV_SLOTS if args.shared_kv else ATTENTION_STAGES)
+    block_m = args.block_m if "block_m" in given(args) else None        # None: the target's (128 rows on sm_90a)
     return AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
-                         schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages,
+                         block_m=block_m, schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages,
                          exp2_poly=args.exp2_poly)
 
 
@@ -392,9 +504,11 @@ def _given(value, default):
 
 def cmd_explain(args) -> int:
     from warploom.kernels import get_kernel
-    if args.op == "attention" and args.shape:
-        print("warploom explain: --shape explains the GEMM kernel warploom.ops.matmul picks; an attention kernel is "
-              "chosen by --head-dim, --causal and --dtype", file=sys.stderr)
+    why = refusal(SUBPARSERS["explain"], args, Kernel("explain", args.op, args.target))
+    if why is None and args.png:
+        why = unwritable(args.png, "--png")
+    if why is not None:
+        print(f"warploom explain: {why}", file=sys.stderr)
         return 2
     if args.op == "attention":
         try:
@@ -420,11 +534,10 @@ def cmd_explain(args) -> int:
         return 2
     meta = artifact.meta
     if args.png:             # the plan, drawn: from the planned program (the artifact keeps its tables only)
-        from warploom.build import planned_attention_program, planned_program, planned_sm100_attention
+        from warploom.build import attention_graph, planned_attention, planned_program
         from .maps import draw_maps
-        program = (planned_program(spec) if args.op == "gemm" else
-                   planned_sm100_attention(spec.elem, spec.head_dim, spec.causal) if spec.target == "sm_100a" else
-                   planned_attention_program(spec.elem, spec.head_dim, spec.causal))
+        program = (planned_program(spec) if args.op == "matmul" else
+                   planned_attention(attention_graph(spec), spec)[0])    # the kernel of every option given
         draw_maps(program, args.png)
     print(f"kernel {artifact.name}  ({spec.describe()})")
     if spec.target == "sm_100a":
@@ -447,6 +560,10 @@ def cmd_explain(args) -> int:
 
 def cmd_emulate(args) -> int:
     from .emulate import run
+    why = refusal(SUBPARSERS["emulate"], args, Kernel("emulate", args.op, args.target, args.timeline))
+    if why is not None:
+        print(f"warploom emulate: {why}", file=sys.stderr)
+        return 2
     return run(args)
 
 
@@ -459,19 +576,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="warploom", description=__doc__.split("\n")[0])
     p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", required=True)
-    sp = sub.add_parser("passes", help="list the wl-* passes and the pipeline of each target")
+    sp = _subparser(sub, "passes", "list the wl-* passes and the pipeline of each target")
     sp.set_defaults(fn=cmd_passes)
-    sp = sub.add_parser("compile", help="run a target's pipeline on a .mlir file of wl ops, a Python file that builds "
-                        "a warploom.Graph, or a built-in op (--op)")
+    sp = _subparser(sub, "compile", "run a target's pipeline on a .mlir file of wl ops, a Python file that builds "
+                    "a warploom.Graph, or a built-in op (--op); print the passes and the plan, or with --print-ir or "
+                    "--emit only the product asked for")
     sp.add_argument("input", nargs="?", help="graph.mlir or graph.py (or give --op)")
-    sp.add_argument("--op", choices=["matmul", "attention"], help="compile the standard kernel of this op")
+    sp.add_argument("--op", type=op_name, choices=OPS, help="compile the standard kernel of this op (gemm, the "
+                    "old name of matmul, is accepted)")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"])
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="--op matmul: B as [K,N] or [N,K]")
     sp.add_argument("--head-dim", type=int, default=128, choices=[64, 128, 256], help="--op attention")
     sp.add_argument("--causal", action="store_true", help="--op attention: the bottom-right causal mask")
     sp.add_argument("--shared-kv", action="store_true",
                     help="--op attention --target sm_100a: K and V share one smem ring of --stages slots (default 3)")
-    sp.add_argument("--block-m", type=int, default=128, help="--op matmul (256: sm_100a's CTA pair)")
+    sp.add_argument("--block-m", type=int, default=128, help="--op matmul (256: sm_100a's CTA pair); --op attention "
+                    "--target sm_90a: 128 or 192 query rows a CTA (192: three consumer warpgroups, head dim 64)")
     sp.add_argument("--block-n", type=int, default=None, help="--op: the standard kernel's by default")
     sp.add_argument("--stages", type=int, default=None, help="--op: the standard kernel's by default")
     sp.add_argument("--schedule", choices=("grid", "persistent", "streamk"),
@@ -489,25 +609,35 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
                     help="--op attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 "
                          "(default: 0.25 on sm_100a, the standard kernel's on sm_90a)")
-    sp.add_argument("--target", default="sm_90a", help="sm_90a (Hopper) or sm_100a (Blackwell)")
+    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+                    help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
                          "resources.json (the smem, TMEM, barrier and role plan, ptxas's report) and resources.png")
-    sp.add_argument("--print-ir-after-all", action="store_true", help="print the IR after each pass")
+    sp.add_argument("--print-ir", action="store_true",
+                    help="print the IR after the last pass on stdout, and nothing else there (the pass table and the "
+                         "plan's summary go to stderr): what to pipe into another tool")
+    sp.add_argument("--print-ir-after-all", action="store_true",
+                    help="print the IR after each pass on stdout (the table and summary go to stderr)")
     sp.add_argument("--emit", choices=["mlir", "ptx", "sass", "cubin"],
-                    help="what to write: the IR after the last pass (default), the kernel's PTX, its SASS, its cubin")
-    sp.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout (a cubin needs one)")
+                    help="write one product: the IR after the last pass, the kernel's PTX, its SASS or its cubin, to "
+                         "-o FILE or else alone on stdout (without --emit, --print-ir or -o, stdout gets the table of "
+                         "passes and the plan's summary, last)")
+    sp.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of stdout (a cubin needs one); "
+                    "without --emit, the IR after the last pass")
     sp.set_defaults(fn=cmd_compile)
-    sp = sub.add_parser("precompile", help="build the standard kernel set of a target into a cache folder")
+    sp = _subparser(sub, "precompile", "build the standard kernel set of a target into a cache folder")
     sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--cache", required=True, metavar="DIR",
                     help="the cache folder to fill (created if missing); use it with WARPLOOM_CACHE_DIR=DIR")
     sp.add_argument("--tuning", action="store_true",
                     help="also build every GEMM kernel `warploom tune` times (sm_90a), for a tuning run on a GPU")
+    sp.add_argument("--op", type=op_name, choices=OPS,
+                    help="build only this family's kernels (default: both, matmul and attention)")
     sp.set_defaults(fn=cmd_precompile)
-    sp = sub.add_parser("tune", help="on a GPU: time each tuning candidate of the given GEMM shapes beside cuBLAS "
-                        "and write the fastest per shape bucket to a tuning table")
+    sp = _subparser(sub, "tune", "on a GPU: time each tuning candidate of the given GEMM shapes beside cuBLAS "
+                    "and write the fastest per shape bucket to a tuning table")
     sp.add_argument("--shapes", required=True, metavar="MxNxK[,MxNxK...]", help="the problems to tune")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"], help="B as [K,N] or [N,K] (default: kn)")
@@ -518,9 +648,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="the table to write (merged into it when it exists); warploom ships "
                          "warploom/tuning/sm_90a.json")
     sp.set_defaults(fn=cmd_tune)
-    sp = sub.add_parser("explain", help="show the resource plan (smem, barriers, rings, roles) of a GEMM or "
-                        "attention kernel")
-    sp.add_argument("--op", default="gemm", choices=["gemm", "attention"], help="the kernel (default: %(default)s)")
+    sp = _subparser(sub, "explain", "show the resource plan (smem, barriers, rings, roles) of a GEMM or attention "
+                    "kernel")
+    sp.add_argument("--op", default="matmul", type=op_name, choices=OPS,
+                    help="the kernel family; gemm, its old name, is accepted (default: %(default)s)")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")
     sp.add_argument("--b-layout", default="kn", choices=["kn", "nk"],
                     help="GEMM: B as [K,N] or [N,K] (default: %(default)s)")
@@ -533,8 +664,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="GEMM: 256 by default; attention: keys a block, the standard tile's by default "
                          "(128, 128, 80 at head dim 64, 128, 256)")
     sp.add_argument("--block-m", type=int, default=128,
-                    help="GEMM: 128; on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2) "
-                         "(default: %(default)s)")
+                    help="GEMM: on sm_100a 256 is the CTA pair's tile (cta_group::2, a cluster of 2) (default: "
+                         "%(default)s); sm_90a attention: 128 (the default) or 192 (three consumer warpgroups, head "
+                         "dim 64)")
     sp.add_argument("--stages", type=int, default=None, help="2..8; GEMM: 4 by default; attention: 2")
     sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
@@ -560,26 +692,99 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")
     sp.set_defaults(fn=cmd_explain)
-    sp = sub.add_parser("emulate", help="run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
-                        "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "
-                        "2 emulation error or bad input)")
+    sp = _subparser(sub, "emulate", "run the kernel warploom.ops.matmul or warploom.ops.attention would pick on "
+                    "the CPU emulator and check it against the float64 reference (exit 0 match, 1 mismatch, "
+                    "2 emulation error or bad input)")
     from .emulate import add_arguments
     add_arguments(sp)
     sp.set_defaults(fn=cmd_emulate)
-    sp = sub.add_parser("demo", help="build graphs, run the pipelines, check numerics on this machine")
-    sp.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each pass to DIR")
+    sp = _subparser(sub, "demo", "build graphs, run the pipelines, check numerics on this machine")
+    sp.add_argument("--dump-ir", metavar="DIR", help="also write the IR after each pass to DIR: one folder per kernel "
+                    "(attention, gemm, sm100a-gemm)")
     sp.set_defaults(fn=cmd_demo)
+    for name in ("explain", "compile", "emulate"):
+        track_given(SUBPARSERS[name])
     return p
 
 
+SUBPARSERS: dict[str, argparse.ArgumentParser] = {}
+
+
+def _subparser(sub, name: str, text: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help starts with what it does (its description is its help line)."""
+    sp = sub.add_parser(name, help=text, description=text[:1].upper() + text[1:] + ".")
+    SUBPARSERS[name] = sp
+    return sp
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    argv = _attach_dash_values(list(sys.argv[1:] if argv is None else argv))
+    notes.clear()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        _unrecognized(args.command, extra)          # exits 2 with the subcommand's usage
+    for note in notes:
+        print(f"warploom {args.command}: {note}", file=sys.stderr)
     try:
-        return args.fn(args)
+        status = args.fn(args)
+        sys.stdout.flush()          # here, so that a reader that went away is seen while it can still be handled
+        return status
+    except BrokenPipeError:
+        # the reader stopped reading (`warploom demo | head -2`): that is how a pipe ends, not an error
+        _stdout_to_devnull()
+        return 0
     except (ValueError, TypeError, LookupError, OSError, RuntimeError) as e:
         # user-facing failures (bad options, missing kernels, tool errors): one line, no traceback
         print(f"warploom {args.command}: {e}", file=sys.stderr)
         return 1
+
+
+def _stdout_to_devnull() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again on the closed pipe."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):      # not a real file (captured in a test): nothing to flush
+        pass
+
+
+def _attach_dash_values(argv: list[str]) -> list[str]:
+    """`--shape -200x304x136` as `--shape=-200x304x136`: argparse takes a value that starts with '-' for an option,
+    and would answer 'expected one argument' instead of the option's own check of the value."""
+    command = next((a for a in argv if a in SUBPARSERS), None)
+    if command is None:
+        return argv
+    takes_value = {s for a in SUBPARSERS[command]._actions if a.option_strings and a.nargs is None
+                   and not isinstance(a, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+                   for s in a.option_strings}
+    known = {s for a in SUBPARSERS[command]._actions for s in a.option_strings}
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a in takes_value and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "-" \
+                and argv[i + 1].split("=")[0] not in known:
+            out.append(f"{a}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+def _unrecognized(command: str, extra: list[str]) -> None:
+    """Refuse options the subcommand does not have, with its usage and the closest options it does have."""
+    import difflib
+    sp = SUBPARSERS[command]
+    known = sorted({s for a in sp._actions for s in a.option_strings if s.startswith("--")})
+    hints = []
+    for word in extra:
+        close = difflib.get_close_matches(word.split("=")[0], known, n=2)
+        if close:
+            hints.append(f"{word}: did you mean {' or '.join(close)}?")
+    sp.error(f"unrecognized arguments: {' '.join(extra)}" + ("; " + "; ".join(hints) if hints else "")
+             + f" (warploom {command} --help lists its options)")
 
 
 def entry() -> None:

@@ -34,7 +34,9 @@ class Refused(Exception):
 
 
 def add_arguments(sp) -> None:
-    sp.add_argument("--op", default="matmul", choices=["matmul", "attention"])
+    from .options import OPS, op_name
+    sp.add_argument("--op", default="matmul", type=op_name, choices=OPS,
+                    help="the kernel family; gemm, its old name, is accepted (default: %(default)s)")
     sp.add_argument("--target", default="sm_90a", choices=TARGETS)
     sp.add_argument("--shape", required=True, metavar="MxNxK",
                     help="matmul: C[M,N] = A[M,K] @ B, e.g. 130x136x328; attention: B,Sq,Sk,H,Hkv,D, e.g. 1,130,200,4,1,64")

@@ -214,7 +214,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader stopped reading (`warploom-opt x.mlir | head`): how a pipe ends, not an error; stdout goes to
+        # /dev/null so that the interpreter's last flush does not fail on the closed pipe again
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 0
+    sys.exit(status)
 
 
 if __name__ == "__main__":
