@@ -427,6 +427,14 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) 
     if len(kernels) > 1:
         raise ValueError(f"graph {graph.name!r} plans {len(kernels)} kernels; warploom.compile builds one: compile "
                          "each matmul or attention as its own graph")
+    if not kernels:             # refused now, not when .ptx is first read (issue 37)
+        with module.context:
+            left = sorted({op.name for op in module.body.operations[0].regions[0].blocks[0].operations
+                           if op.name.startswith("wl.")} if len(module.body.operations) else set())
+        raise ValueError(f"graph {graph.name!r} plans no kernel for {target}: warploom.compile builds one from a "
+                         "wl.matmul (2-D) or a wl.attention (or the matmul, softmax, matmul that wl-fuse makes one "
+                         f"of), and the graph has {', '.join(left) or 'no wl op'}; add one, or evaluate the graph on "
+                         "the CPU with warploom.reference.interpret.evaluate")
     return CompiledKernel(graph.name, target, records, program,
                           {key: attrs[key] for key in ("layout", "scale") if key in attrs}, runner)
 

@@ -423,7 +423,9 @@ def test_explain_smem_overflow_suggests_a_config_that_fits(tmp_path):
 def test_explain_bad_block_n_and_stages():
     assert_refused(run("warploom", "explain", "--block-n", "100"), 2,
                    "block-n = 100: must be a multiple of 64 up to 256")
-    assert_refused(run("warploom", "explain", "--stages", "9"), 2, "wl-pipeline: stages = 9; use 2..8")
+    assert_refused(run("warploom", "explain", "--stages", "9"), 2, "wl-pipeline: stages = 9; use 2..8 (8 is the most")
+    assert "one stage cannot" not in run("warploom", "explain", "--stages", "9").stderr     # that is the reason for 1
+    assert_refused(run("warploom", "explain", "--stages", "1"), 2, ", 1 stage, ", "(one stage cannot overlap loads")
     # 0 is a value, not "not given": refused, not silently replaced by the default
     assert_refused(run("warploom", "explain", "--stages", "0"), 2, "0 stages", "wl-pipeline: stages = 0; use 2..8")
     assert_refused(run("warploom", "explain", "--block-n", "0"), 2, "block-n = 0: must be a multiple of 64")
@@ -647,3 +649,38 @@ def test_a_value_that_starts_with_a_dash():
                    "warploom emulate: --shape '-200x304x136': give M, N and K as positive integers MxNxK")
     assert_refused(run("warploom", "explain", "--shape", "-16x8x8"), 2,
                    "warploom explain: --shape '-16x8x8': give M, N and K as positive integers")
+
+
+def test_compile_a_graph_with_no_kernel():
+    import warploom
+    g = Graph("g")
+    g.output(g.exp(g.input("a", (4, 4), "bf16")))
+    with pytest.raises(ValueError, match=r"^graph 'g' plans no kernel for sm_90a: warploom.compile builds one from a "
+                                         r"wl.matmul \(2-D\) or a wl.attention .*and the graph has wl.exp; add one, or "
+                                         r"evaluate the graph on the CPU with warploom.reference.interpret.evaluate$"):
+        warploom.compile(g)                 # at once, not when .ptx is first read
+
+
+def test_run_pipeline_in_the_wrong_order():
+    from warploom.passes import PassError, run_pipeline
+    g = Graph("g")
+    g.output(g.matmul(g.input("a", ("M", "K"), "bf16"), g.input("b", ("K", "N"), "bf16")))
+    with pytest.raises(PassError, match=r"^run_pipeline: wl-specialize needs wl-pipeline to run before it, and the "
+                                        r"passes given \(wl-tile, wl-specialize\) do not: put them in the order of a "
+                                        r"target's pipeline, e.g. wl-verify, wl-fuse"):
+        run_pipeline(g, ["wl-tile", "wl-specialize"])
+    with pytest.raises(PassError, match=r"^run_pipeline: wl-pipeline needs wl-tile to run before it"):
+        run_pipeline(g, ["wl-pipeline", "wl-tile"])            # ran as a silent no-op before
+    from mlir import ir
+    with pytest.raises(ir.MLIRError, match=r"wl-plan-tmem: sm_90a has no Tensor Memory, so there is nothing to plan: "
+                                           r"wl-plan-tmem belongs to the sm_100a pipeline"):
+        run_pipeline(g, ["wl-tile", "wl-pipeline", "wl-specialize", "wl-plan-smem", "wl-plan-barriers",
+                         "wl-plan-tmem"])        # an AttributeError before
+
+
+def test_attention_numpy_input_names_the_argument():
+    q, k, v = qkv()
+    with pytest.raises(ValueError, match=r"^attention: k: numpy arrays are host memory; warploom kernels need CUDA"):
+        ops.attention(q, np.zeros(k.shape, np.float16), v)
+    with pytest.raises(ValueError, match=r"^attention: v: numpy arrays are host memory"):
+        ops.attention(q, k, np.zeros(v.shape, np.float16))

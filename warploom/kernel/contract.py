@@ -87,7 +87,7 @@ class GemmSpec:
         cluster = (", 2x1 clusters sharing B by multicast" if self.cluster_m == 2 else "") + \
             (f", tiles in bands of {self.group_m} rows" if self.group_m > 1 else "") + \
             (", swap-AB (C^T = B^T A^T, the MMA's rows along N)" if self.swap_ab else "")
-        return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stages, {self.schedule} "
+        return (f"{self.elem} GEMM, {b}, tile {'x'.join(map(str, self.tile))}, {self.stages} stage{'s' if self.stages != 1 else ''}, {self.schedule} "
                 f"schedule{cluster}, {store}, {self.target}")
 
 
@@ -338,7 +338,7 @@ class AttentionSpec:
     def describe(self) -> str:
         mask = "causal" if self.causal else "non-causal"
         return (f"{self.elem} attention forward, head dim {self.head_dim}, {mask}, tile {self.block_m}x{self.block_n} "
-                f"(queries x keys), {self.stages} stages, {'intra-warpgroup overlap, ' if self.overlap else ''}"
+                f"(queries x keys), {self.stages} stage{'s' if self.stages != 1 else ''}, {'intra-warpgroup overlap, ' if self.overlap else ''}"
                 f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}"
                 f"{'stream-K (a CTA per SM; the last waves split over the key blocks), ' if self.schedule == 'streamk' else ''}"
                 f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}"

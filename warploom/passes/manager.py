@@ -195,11 +195,30 @@ def run_passes(module: ir.Module, elements: list[str], *, dump_dir: str | Path |
     return records
 
 
+def check_pipeline_order(names: list[str]) -> None:
+    """From a graph, each kernel pass needs the passes its `after` names earlier in the list (a kernel pass before
+    them would find no kernel, or one not planned that far): PassError naming the pass, what it needs and the
+    order of a target's pipeline, before anything runs (issue 37)."""
+    from .registry import PASSES
+    seen: list[str] = []
+    for element in names:
+        base = element.split("{")[0]
+        info = PASSES.get(base)
+        missing = [p for p in (info.after or ()) if p not in seen] if info is not None else []
+        if missing:
+            raise PassError(f"run_pipeline: {base} needs {', '.join(missing)} to run before it, and the passes given "
+                            f"({', '.join(names)}) do not: put them in the order of a target's pipeline, e.g. "
+                            f"{', '.join(pipeline_for('sm_90a'))} (warploom.pipeline_for('sm_90a'); 'sm_100a' adds "
+                            "wl-plan-tmem)")
+        seen.append(base)
+
+
 def run_pipeline(graph, passes, *, dump_dir: str | Path | None = None,
                  on_ir=None) -> tuple[ir.Module, list[PassRecord]]:
     """(module, records): a graph builder's module (warploom.Graph) through a target's pipeline ("sm_90a") or a list
     of pass names, run on a copy of the module (the graph keeps its own)."""
     names = pipeline_for(passes) if isinstance(passes, str) else list(passes)
+    check_pipeline_order(names)
     with graph.module.context:
         module = ir.Module.parse(str(graph.module.operation.get_asm(enable_debug_info=True)))
     return module, run_passes(module, names, dump_dir=dump_dir, on_ir=on_ir)

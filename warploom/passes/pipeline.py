@@ -170,7 +170,11 @@ def run(module, stages: int | None = None, q_stages: int | None = None):
     Q's ring gets two stages advancing once per tile, the next tile's Q loading during this one; unset: 2 for the
     persistent standard tiles (warploom.kernel.contract.default_attention_q_stages), else 1."""
     if stages is not None and not 2 <= stages <= 8:
-        raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 (one stage cannot overlap loads with MMAs)")
+        why = ("one stage cannot overlap loads with MMAs" if stages == 1 else
+               "a ring needs at least two stages to load into" if stages < 1 else
+               "8 is the most wl-pipeline offers; the smem limit caps most tiles lower, and warploom explain names the "
+               "most stages that fit")
+        raise PassError(f"wl-pipeline: stages = {stages}; use 2..8 ({why})")
     if q_stages is not None and q_stages not in ONCE_STAGES:
         raise PassError(f"wl-pipeline: q-stages = {q_stages}; use 1 or 2 (2: the next tile's Q loads during this "
                         "one, in a persistent sm_90a attention)")

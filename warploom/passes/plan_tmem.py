@@ -75,6 +75,9 @@ def plan_tmem(program: Program) -> TmemPlan:
         raise PassError(f"wl-plan-tmem: {program.target} has no Tensor Memory, but the kernel declares TMEM regions "
                         f"{', '.join(r.name for r in regions)}: target sm_100a, or keep them in registers")
     geometry = target.tmem
+    if geometry is None:        # no regions either: the pass was put in a pipeline for a target without TMEM
+        raise PassError(f"wl-plan-tmem: {program.target} has no Tensor Memory, so there is nothing to plan: "
+                        f"wl-plan-tmem belongs to the sm_100a pipeline; leave it out for {program.target}")
     rows, column = [], 0
     for region in regions:
         lanes = region.shape[0]

@@ -53,15 +53,19 @@ def demo_attention(dump_dir) -> bool:
 
     from .cli import print_records
 
+    from warploom.passes import run_pipeline
+
     attention = build_unfused_attention()
     section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")
     print(attention)
-    fused, _ = attention.run_pipeline(["wl-verify", "wl-fuse"])
+    fused, _ = run_pipeline(attention, ["wl-verify", "wl-fuse"])
     rng = np.random.default_rng(0)
     inputs = {n: round_to(rng.standard_normal((2, 8, 37, 64)), "bf16") for n in ("q", "k", "v")}
     before, after = evaluate(attention.module, inputs)[0], evaluate(fused, inputs)[0]
     err = np.linalg.norm(after - before) / np.linalg.norm(before)
     program, records = planned_attention(attention, DEMO_ATTENTION)
+    if dump_dir:                # the IR after every pass, the lowering's too (the plan above stops before it)
+        dump_pipeline(attention, DEMO_ATTENTION, f"{dump_dir}/attention")
     section(f"attention through the sm_90a pipeline ({DEMO_ATTENTION.describe()})")
     print_records(records)
     print(f"CPU check (numpy float64): wl-fuse's one wl.attention vs the five ops, B=2 H=8 S=37 D=64: "
@@ -80,14 +84,24 @@ def demo_attention(dump_dir) -> bool:
     return ok
 
 
+def dump_pipeline(graph, spec, folder: str):
+    """`graph` through the planning passes of `spec` and its target's lowering, the IR after each pass written to
+    `folder` (NN-pass.mlir, as warploom compile --dump-dir names them); (module, records)."""
+    from warploom.build import planning_passes
+    from warploom.passes import pipeline_for, run_pipeline
+    planning = planning_passes(spec)
+    lowering = [p for p in pipeline_for(spec.target) if p.startswith("wl-lower")]
+    return run_pipeline(graph, planning + [p for p in lowering if p not in planning], dump_dir=folder)
+
+
 def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
     from warploom.build import gemm_graph, planning_passes
-    from warploom.passes import pipeline_for
+    from warploom.passes import pipeline_for, run_pipeline
 
     from .cli import print_records
 
     passes = planning_passes(spec) + pipeline_for(spec.target)[len(planning_passes(spec)):]
-    module, records = gemm_graph(spec).run_pipeline(passes, dump_dir=dump_dir and f"{dump_dir}/gemm")
+    module, records = run_pipeline(gemm_graph(spec), passes, dump_dir=dump_dir and f"{dump_dir}/gemm")
     section(f"GEMM through the {spec.target} pipeline ({spec.describe()})")
     print_records(records)
     section("IR after wl-plan-barriers: every region, barrier and role has its place")
@@ -237,5 +251,11 @@ def run_demo(args) -> int:
                 "emulated here, never run on a Blackwell GPU")
         ok &= demo_emulator(blackwell)
         demo_kernel(blackwell)
+        if args.dump_ir:
+            from warploom.build import gemm_graph
+            dump_pipeline(gemm_graph(blackwell), blackwell, f"{args.dump_ir}/sm100a-gemm")
+    if args.dump_ir and mlir_available():
+        print(f"\nIR after each pass written to {args.dump_ir}/attention, {args.dump_ir}/gemm and "
+              f"{args.dump_ir}/sm100a-gemm")
     print("\ndemo " + ("OK" if ok else "FAILED"))
     return 0 if ok else 1

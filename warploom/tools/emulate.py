@@ -155,10 +155,12 @@ def run(args, out=None, err=None) -> int:
     k_tiles = -(-k // spec.block_k)
     estimate = tiles * (SECONDS_PER_CTA + k_tiles * SECONDS_PER_KTILE) * args.seeds
     if tiles > args.max_ctas:
+        walk = (f"{ctas} CTAs, grid {grid}" if spec.schedule == "grid" else
+                f"walked by the {spec.schedule} grid's {ctas} CTAs (--sms {args.sms})")
         return refuse(f"--shape {args.shape} takes {tiles} output tiles of {spec.block_m}x{spec.block_n} "
-                      f"({ctas} CTAs, grid {grid}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is "
-                      f"more than --max-ctas {args.max_ctas}: pass --max-ctas {tiles} to run it anyway, or emulate "
-                      "a smaller shape (ragged ones exercise the same code)")
+                      f"({walk}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is more tiles than "
+                      f"--max-ctas {args.max_ctas}: pass --max-ctas {tiles} to run it anyway, or emulate a smaller "
+                      "shape (ragged ones exercise the same code)")
     if args.timeline and not all(c < g for c, g in zip(cta, grid)):
         return refuse(f"--cta {args.cta}: the grid is {grid}; trace a CTA inside it")
     a, b, ref = operands(spec, m, n, k, args.input_seed, args.exact)
@@ -211,7 +213,7 @@ def parse_attention_shape(text: str) -> tuple[int, ...]:
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 6 or not all(p.isdigit() for p in parts):
         raise Refused(f"--shape {text!r}: attention takes B,Sq,Sk,H,Hkv,D (batch, query and key sequence lengths, "
-                      "query and kv heads, head dim) as non-negative integers, e.g. --shape 1,130,200,4,1,64")
+                      "query and kv heads, head dim) as positive integers, e.g. --shape 1,130,200,4,1,64")
     b, sq, sk, h, hkv, d = (int(p) for p in parts)
     if min(b, sq, sk, h, hkv) < 1:
         raise Refused(f"--shape {text!r}: B, Sq, Sk, H and Hkv must be at least 1 (ops.attention answers empty "
