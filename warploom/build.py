@@ -19,9 +19,8 @@ import time
 import warploom
 import math
 
-from warploom.kernel.contract import (ATTENTION_STAGES, FA4_SHARED_KV_SLOTS, AttentionSpec, GemmSpec,
-                                      check_attention_artifact, default_attention_exp2_poly,
-                                      default_attention_q_stages)
+from warploom.kernel.contract import (AttentionSpec, GemmSpec, check_attention_artifact, default_attention_exp2_poly,
+                                      default_attention_q_stages, default_attention_stages)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import cache_key
 
@@ -444,6 +443,6 @@ def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: boo
     """The sm_100a (FA4-style) attention's typed Program after the planning passes (everything but wl-lower-sm100):
     its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md). shared_kv: K and V share one ring of
     `stages` slots (default: the standard kernel's stages; 3 for a shared ring)."""
-    stages = stages or (FA4_SHARED_KV_SLOTS if shared_kv else ATTENTION_STAGES)
+    stages = stages or default_attention_stages(shared_kv)
     spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv)
     return planned_attention(attention_graph(spec), spec)[0]

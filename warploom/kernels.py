@@ -31,7 +31,7 @@ from warploom.kernel.contract import (  # noqa: F401  (re-exported: the contract
     SM90_MMA_M, SM90_WARPGROUP_THREADS, SMALL_M_STAGES, STREAMK_PARAMS, STREAMK_SLOTS, AttentionSpec, GemmSpec,
     attention_kernel_name, attention_params, attention_streamk_buffers, check_attention_artifact, check_exp2_poly,
     default_attention_block_n, default_attention_exp2_poly, default_attention_q_stages, default_attention_schedule,
-    exp2_poly_suffix, fa4_kernel_name, gemm_kernel_name, streamk_buffers)
+    default_attention_stages, exp2_poly_suffix, fa4_kernel_name, gemm_kernel_name, streamk_buffers)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 from warploom.tuning import (CLUSTER_GROUP_M, CLUSTER_KERNELS, STREAMK_KERNELS,  # noqa: F401  (re-exported)

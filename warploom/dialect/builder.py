@@ -136,13 +136,6 @@ class Graph:
     def __str__(self) -> str:
         return str(self.module)
 
-    def run_pipeline(self, passes, *, dump_dir=None, on_ir=None):
-        """Old spelling of warploom.passes.run_pipeline(graph, passes): the graph builder sits below the passes and
-        must not run them; this stays only until its last caller (tools/demo.py) moves, and is the one import of
-        the passes in dialect/ (allowed by name in tests/unit/test_layers.py until then)."""
-        from warploom.passes import run_pipeline
-        return run_pipeline(self, passes, dump_dir=dump_dir, on_ir=on_ir)
-
     # -- internals ----------------------------------------------------------
     def _own(self, t) -> None:
         if not isinstance(t, Tensor) or t.graph is not self:

@@ -242,6 +242,12 @@ FA4_RESCALE_THRESHOLD = 8.0     # O is rescaled only when a row's running max gr
 FA4_EXP2_POLY = 0.25            # share of exp2 computed by a polynomial on the FMA units (of EXP2_POLY_GROUP columns)
 
 
+def default_attention_stages(shared_kv: bool = False) -> int:
+    """The K/V ring's stages when none are asked for: ATTENTION_STAGES each for K and V, or FA4_SHARED_KV_SLOTS for
+    the one ring K and V share (sm_100a, shared_kv)."""
+    return FA4_SHARED_KV_SLOTS if shared_kv else ATTENTION_STAGES
+
+
 def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
                     shared_kv: bool = False, rescale_threshold: float = FA4_RESCALE_THRESHOLD,
                     exp2_poly: float = FA4_EXP2_POLY) -> str:
