@@ -17,8 +17,6 @@ the products, and the result is the same.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from warploom import tuning
 from warploom.kernel.contract import SM90_MMA_M, SMALL_M_STAGES, GemmSpec, streamk_buffers
 from warploom.kernels import CLUSTER_GROUP_M, SWAP_KERNELS, get_kernel
@@ -125,24 +123,16 @@ def _contiguous(t: DeviceTensor) -> DeviceTensor:
     return _padded(t, t.shape[0], t.shape[1])
 
 
-_TENSOR_MAPS: OrderedDict = OrderedDict()
-_TENSOR_MAP_SLOTS = 256
-_PREPARED: OrderedDict = OrderedDict()       # (kernel, tensors) -> PreparedLaunch
-_PREPARED_SLOTS = 64
+_TENSOR_MAPS = host.Lru(256)
+_PREPARED = host.Lru(64)       # (kernel, tensors) -> PreparedLaunch
 
 
 def _tensor_map(spec, t: DeviceTensor):
     """encode_tiled, memoized: a descriptor depends only on the spec and the tensor's address, shape,
     strides and dtype, and encoding it costs more host time than a small GEMM takes on the GPU."""
-    key = (spec, t.ptr, tuple(t.shape), tuple(t.strides), t.dtype, t.device)
-    tmap = _TENSOR_MAPS.get(key)
-    if tmap is None:
-        tmap = _TENSOR_MAPS[key] = encode_tiled(spec, t, [1, 0])
-        if len(_TENSOR_MAPS) > _TENSOR_MAP_SLOTS:
-            _TENSOR_MAPS.popitem(last=False)
-    else:
-        _TENSOR_MAPS.move_to_end(key)
-    return tmap
+    key = (spec,) + host.layout_key(t)
+    tmap = _TENSOR_MAPS.hit(key)
+    return tmap if tmap is not None else _TENSOR_MAPS.keep(key, encode_tiled(spec, t, [1, 0]))
 
 
 
@@ -248,8 +238,7 @@ def matmul(a, b, *, out=None):
 
 # ---- the fast path for repeated torch calls ---------------------------------------------------------------------
 
-_FAST: OrderedDict = OrderedDict()       # a torch call's identity -> (PreparedLaunch, C's shape, C's param index)
-_FAST_SLOTS = 64
+_FAST = host.Lru(64)       # a torch call's identity -> (PreparedLaunch, C's shape, C's param index)
 
 
 def _torch_key(a, b, out) -> tuple | None:
@@ -280,9 +269,7 @@ def _remember(key: tuple, prepared, artifact, shape: tuple, stream: int | None =
     """Keep a copy of `prepared` (its own parameter storage: the fast path rewrites C's address in it) for `key`;
     `stream`: the only stream it may launch on (a stream-K kernel's fix-up buffers are that stream's)."""
     c_index = next(i for i, p in enumerate(artifact.params) if p.name == "c")
-    _FAST[key] = (prepared.copy(), shape, c_index, stream)
-    if len(_FAST) > _FAST_SLOTS:
-        _FAST.popitem(last=False)
+    _FAST.keep(key, (prepared.copy(), shape, c_index, stream))
 
 
 def compile_kernel(graph, target: str = "sm_90a", *, dump_dir=None):
@@ -346,7 +333,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
     # a stream-K kernel's prepared launch holds its stream's fix-up buffers
     plan_key = (artifact.key, host.layout_key(ta), host.layout_key(b_storage), tc.ptr, m, n, k,
                 stream if artifact.grid[0][0] == "streamk" else None)
-    prepared = _PREPARED.get(plan_key)
+    prepared = _PREPARED.hit(plan_key)
     if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
         _PREPARED.move_to_end(plan_key)
         prepared.launch(stream)
@@ -383,9 +370,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
         args["workspace"], args["counters"] = host.fixup_buffers(*need, ta.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
-        _PREPARED[plan_key] = prepared
-        if len(_PREPARED) > _PREPARED_SLOTS:
-            _PREPARED.popitem(last=False)
+        _PREPARED.keep(plan_key, prepared)
         # the torch fast path: the operands read in place (no copy) and C a plain pointer parameter (sm_90a)
         if fast_key is not None and ta is given[0] and tb is given[1] and c_run is tc:
             _remember(fast_key, prepared, artifact, (m, n), stream if artifact.grid[0][0] == "streamk" else None)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -361,10 +360,8 @@ def _copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
     return c
 
 
-_TENSOR_MAPS: OrderedDict = OrderedDict()
-_TENSOR_MAP_SLOTS = 256
-_PREPARED: OrderedDict = OrderedDict()        # (kernel, tensors, sizes, scale) -> PreparedLaunch
-_PREPARED_SLOTS = 64
+_TENSOR_MAPS = host.Lru(256)
+_PREPARED = host.Lru(64)        # (kernel, tensors, sizes, scale) -> PreparedLaunch
 _CHECKED: set = set()                        # artifact keys whose contract check passed
 
 
@@ -374,14 +371,8 @@ def _tensor_map(map_spec, t: DeviceTensor, layout: str, memo: bool = True):
     if not memo:
         return encode_tiled(map_spec, t, dims_order(layout))
     key = (map_spec, layout) + host.layout_key(t)
-    tmap = _TENSOR_MAPS.get(key)
-    if tmap is None:
-        tmap = _TENSOR_MAPS[key] = encode_tiled(map_spec, t, dims_order(layout))
-        if len(_TENSOR_MAPS) > _TENSOR_MAP_SLOTS:
-            _TENSOR_MAPS.popitem(last=False)
-    else:
-        _TENSOR_MAPS.move_to_end(key)
-    return tmap
+    tmap = _TENSOR_MAPS.hit(key)
+    return tmap if tmap is not None else _TENSOR_MAPS.keep(key, encode_tiled(map_spec, t, dims_order(layout)))
 
 
 def _kernel(spec: AttentionSpec):
@@ -393,8 +384,7 @@ def _kernel(spec: AttentionSpec):
     return artifact
 
 
-_FAST: OrderedDict = OrderedDict()            # a torch call's identity -> (PreparedLaunch, device)
-_FAST_SLOTS = 64
+_FAST = host.Lru(64)            # a torch call's identity -> (PreparedLaunch, device)
 
 
 def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None) -> tuple | None:
@@ -433,10 +423,8 @@ def _remember(fast_key, prepared, artifact, problem, return_lse: bool, stream: i
     if fast_key is None:
         return
     index = {param.name: i for i, param in enumerate(artifact.params)}
-    _FAST[fast_key] = (prepared.copy(), problem.out_shape, problem.lse_shape if return_lse else None, index["out"],
-                       index["lse"], stream)
-    if len(_FAST) > _FAST_SLOTS:
-        _FAST.popitem(last=False)
+    _FAST.keep(fast_key, (prepared.copy(), problem.out_shape, problem.lse_shape if return_lse else None,
+                          index["out"], index["lse"], stream))
 
 
 def _torch_f32():
@@ -483,9 +471,8 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     plan_key = (artifact.key, artifact.name, layout, host.layout_key(tq), host.layout_key(tk), host.layout_key(tv),
                 host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER)
     if p.zero_copy:
-        prepared = _PREPARED.get(plan_key)
+        prepared = _PREPARED.hit(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
-            _PREPARED.move_to_end(plan_key)
             _remember(fast_key, prepared, artifact, problem, return_lse, only_stream)
             prepared.launch(stream)
             return result
@@ -507,9 +494,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         args["workspace"], args["counters"] = host.fixup_buffers(*need, problem.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=problem.device)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
-        _PREPARED[plan_key] = prepared
-        if len(_PREPARED) > _PREPARED_SLOTS:
-            _PREPARED.popitem(last=False)
+        _PREPARED.keep(plan_key, prepared)
         _remember(fast_key, prepared, artifact, problem, return_lse, only_stream)
     prepared.launch(stream)
     del copies

@@ -6,6 +6,8 @@ Imports numpy and cuda-python only (torch when the caller's tensors are torch's)
 """
 from __future__ import annotations
 
+from collections import OrderedDict
+
 import numpy as np
 
 from .launch import device_target
@@ -30,6 +32,29 @@ def view(x, op: str, name: str) -> DeviceTensor:
 def layout_key(t: DeviceTensor) -> tuple:
     """What a tensor map or a prepared launch of `t` depends on: its address, shape, strides, dtype and device."""
     return (t.ptr, tuple(t.shape), tuple(t.strides), t.dtype, t.device)
+
+
+class Lru(OrderedDict):
+    """A memo of at most `slots` entries, the least recently used dropped first (tensor maps, prepared launches and
+    the torch fast path of both launch APIs)."""
+
+    def __init__(self, slots: int):
+        super().__init__()
+        self.slots = slots
+
+    def hit(self, key):
+        """The entry of `key` (None if there is none), marked as the most recently used."""
+        value = self.get(key)
+        if value is not None:
+            self.move_to_end(key)
+        return value
+
+    def keep(self, key, value):
+        """Remember `value` for `key`, dropping the least recently used entry beyond `slots`; `value`."""
+        self[key] = value
+        if len(self) > self.slots:
+            self.popitem(last=False)
+        return value
 
 
 _TARGETS: dict[int, str] = {}
