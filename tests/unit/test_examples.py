@@ -29,3 +29,19 @@ def test_the_mlir_example_compiles(tmp_path):
     names = {p.name for p in (tmp_path / "out").iterdir()}
     assert {"00-input.mlir", "02-wl-fuse.mlir", "resources.json", "resources.png"} <= names
     assert any(n.endswith(".cubin") for n in names) and any(n.endswith(".sass") for n in names)
+
+
+def test_the_tall_tile_spills_as_the_readme_says():
+    """README's assembly note: the 192-row attention tiles spill (ptxas's report, both dtypes), the 128-row one of the
+    same head dim does not; the numbers the README quotes are ptxas's."""
+    import re
+
+    from warploom.kernels import STANDARD_ATTENTION_KERNELS, AttentionSpec, get_kernel
+    readme = " ".join((EXAMPLES.parent / "README.md").read_text().split())
+    said = re.search(r"spill (\d+) B to local memory \(ptxas: (\d+) B spills, (\d+) B stack", readme)
+    tall = [s for s in STANDARD_ATTENTION_KERNELS["sm_90a"] if s.block_m == 192]
+    assert {s.elem for s in tall} == {"bf16", "f16"} and len(tall) == 2 and {s.head_dim for s in tall} == {64}
+    for spec in tall:
+        report = get_kernel(spec).meta["ptxas"]
+        assert (report["spill_bytes"], report["spill_bytes"], report["stack_bytes"]) == tuple(map(int, said.groups()))
+    assert get_kernel(AttentionSpec("bf16", 64)).meta["ptxas"]["spill_bytes"] == 0
