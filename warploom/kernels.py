@@ -26,12 +26,13 @@ from warploom.kernel.contract import (  # noqa: F401  (re-exported: the contract
     ATTENTION_BLOCK_M, ATTENTION_BLOCK_N, ATTENTION_BOX_D, ATTENTION_CAUSAL_PERSISTENT_PARAMS, ATTENTION_ELEMENTS,
     ATTENTION_EXP2_POLY, ATTENTION_HEAD_DIMS, ATTENTION_MAP_DIMS, ATTENTION_PARAMS, ATTENTION_PERSISTENT_PARAMS,
     ATTENTION_Q_STAGES, ATTENTION_SCHEDULE, ATTENTION_SCHEDULES, ATTENTION_STAGES, ATTENTION_STREAMK_PARAMS,
-    ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_BLOCK_N, FA4_EXP2_POLY, FA4_HEAD_DIMS, FA4_Q_TILES,
-    FA4_RESCALE_THRESHOLD, FA4_SHARED_KV_SLOTS, FA4_TILE_ROWS, GEMM_BLOCK_K, GEMM_BLOCK_M, GEMM_BLOCK_N, GEMM_STAGES,
-    SM90_MMA_M, SM90_WARPGROUP_THREADS, SMALL_M_STAGES, STREAMK_PARAMS, STREAMK_SLOTS, AttentionSpec, GemmSpec,
-    attention_kernel_name, attention_params, attention_streamk_buffers, check_attention_artifact, check_exp2_poly,
-    default_attention_block_n, default_attention_exp2_poly, default_attention_q_stages, default_attention_schedule,
-    default_attention_stages, exp2_poly_suffix, fa4_kernel_name, gemm_kernel_name, streamk_buffers)
+    ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_BLOCK_N, FA4_EXP2_POLY, FA4_HEAD_DIMS,
+    FA4_Q_TILES, FA4_RESCALE_THRESHOLD, FA4_SHARED_KV_SLOTS, FA4_TILE_ROWS, GEMM_BLOCK_K, GEMM_BLOCK_M,
+    GEMM_BLOCK_N, GEMM_SIZES, GEMM_STAGES, SM90_MMA_M, SM90_WARPGROUP_THREADS, SMALL_M_STAGES, STREAMK_PARAMS,
+    STREAMK_SLOTS, AttentionSpec, GemmSpec, attention_kernel_name, attention_params, attention_streamk_buffers,
+    check_attention_artifact, check_exp2_poly, default_attention_block_n, default_attention_exp2_poly,
+    default_attention_q_stages, default_attention_schedule, default_attention_stages, exp2_poly_suffix,
+    fa4_kernel_name, gemm_kernel_name, gemm_params, streamk_buffers)
 from warploom.runtime.artifact import KernelArtifact
 from warploom.runtime.cache import KernelCache, MissingKernelError, default_cache, offline
 from warploom.tuning import (CLUSTER_GROUP_M, CLUSTER_KERNELS, STREAMK_KERNELS,  # noqa: F401  (re-exported)

@@ -77,6 +77,11 @@ class GemmSpec:
     def lookup_id(self) -> str:
         return f"{self.kernel_name}-{self.target}"
 
+    @property
+    def params(self) -> tuple[tuple[str, str], ...]:
+        """The kernel's parameters (name, kind) in launch order: the runtime contract (`gemm_params`)."""
+        return gemm_params(self.epilogue, self.schedule)
+
     def streamk_buffers(self, ctas: int, m: int, n: int) -> tuple[int, int]:
         """A stream-K kernel's fix-up buffers for `ctas` CTAs on an m x n C (see `streamk_buffers`)."""
         return streamk_buffers(self.block_m, self.block_n, ctas, m, n)
@@ -96,6 +101,18 @@ class GemmSpec:
 # leaves in the workspace: its run's first and last (the pieces between are whole tiles)
 STREAMK_PARAMS = ("workspace", "counters")
 STREAMK_SLOTS = 2
+
+
+GEMM_SIZES = ("M", "N", "K")         # a GEMM's i32 size parameters, last
+
+
+def gemm_params(epilogue: str = "tma", schedule: str = "grid") -> tuple[tuple[str, str], ...]:
+    """A GEMM kernel's parameters (name, kind) in launch order, the runtime contract: A's and B's tensor maps; C's
+    tensor map (epilogue "tma": C leaves through smem by TMA stores) or its pointer ("direct"); a stream-K kernel's
+    fix-up buffers (STREAMK_PARAMS); then M, N, K."""
+    c = ("c", "tensormap" if epilogue == "tma" else "ptr")
+    fixup = tuple((name, "ptr") for name in STREAMK_PARAMS) if schedule == "streamk" else ()
+    return (("a", "tensormap"), ("b", "tensormap"), c) + fixup + tuple((s, "i32") for s in GEMM_SIZES)
 
 
 def streamk_buffers(block_m: int, block_n: int, ctas: int, m: int, n: int) -> tuple[int, int]:
