@@ -81,22 +81,77 @@ def select(args, m: int, n: int, k: int):
     if args.target not in STANDARD_KERNELS:
         raise Refused(f"--target {args.target}: no {args.target} GEMM kernels exist (kernels exist for "
                       f"{', '.join(STANDARD_KERNELS)})")
-    strides = [("K", k, "the rows of A")] + ([("N", n, "the rows of B [K,N]")] if args.b_layout == "kn"
-                                             else [("K", k, "the rows of B [N,K]")])
-    for dim, v, what in strides:
-        if v % TMA_ALIGN_ELEMS:
-            up = -(-v // TMA_ALIGN_ELEMS) * TMA_ALIGN_ELEMS
-            raise Refused(f"--shape {m}x{n}x{k}: {dim} = {v} is not a multiple of {TMA_ALIGN_ELEMS}, so {what} are not "
-                          f"16-byte strides that TMA can read; warploom.ops.matmul copies such operands into "
-                          f"zero-padded buffers first: emulate {dim} = {up} instead")
     saved = ops.SCHEDULE
     try:
         if args.schedule:
             ops.SCHEDULE = args.schedule
-        spec = ops.pick_spec(args.dtype, args.b_layout, m, n, H200_SMS, target=args.target)
+        spec = ops.pick_spec(args.dtype, args.b_layout, m, n, H200_SMS, target=args.target, k=k)   # as ops.matmul
     finally:
         ops.SCHEDULE = saved
     return spec
+
+
+def round_up(v: int) -> int:
+    return -(-v // TMA_ALIGN_ELEMS) * TMA_ALIGN_ELEMS
+
+
+def ops_launch(spec, m: int, n: int, k: int) -> tuple[int, tuple[int, int], int]:
+    """(K the kernel runs with, B's buffer shape, C's buffer columns): what warploom.ops.matmul launches for
+    contiguous operands of an m x n x k problem (ops.py's slower path). TMA reads rows that start on 16-byte
+    boundaries: when A's or B's rows do not (K % 8, or N % 8 for B [K,N]), both are copied into zero-padded buffers,
+    K rounded up to 8 (and B [K,N]'s N); on sm_100a, where C leaves by TMA too, C is padded likewise and copied back.
+    The kernel is told the problem's M and N and the padded K."""
+    b_rows = n if spec.b_layout == "kn" else k
+    if k % TMA_ALIGN_ELEMS == 0 and b_rows % TMA_ALIGN_ELEMS == 0:
+        return k, ((k, n) if spec.b_layout == "kn" else (n, k)), n
+    k_run = round_up(k)
+    b_shape = (k_run, round_up(n)) if spec.b_layout == "kn" else (n, k_run)
+    return k_run, b_shape, round_up(n) if spec.target == "sm_100a" and n % TMA_ALIGN_ELEMS else n
+
+
+def describe_padding(spec, m: int, n: int, k: int) -> str | None:
+    """One line on the zero-padded copies warploom.ops.matmul makes for this problem (None: it makes none)."""
+    k_run, b_shape, c_cols = ops_launch(spec, m, n, k)
+    b_given = (k, n) if spec.b_layout == "kn" else (n, k)
+    if (k_run, b_shape, c_cols) == (k, b_given, n):
+        return None
+    why = " and ".join(f"{d} = {v}" for d, v in (("K", k), ("N", n if spec.b_layout == "kn" else 0))
+                       if v % TMA_ALIGN_ELEMS)
+    copies = ([f"A into [{m}, {k_run}]"] if k_run != k else []) + [f"B into {list(b_shape)}"] \
+        + ([f"C into [{m}, {c_cols}] (copied back)"] if c_cols != n else [])
+    return (f"padding as warploom.ops.matmul does: {why} not a multiple of {TMA_ALIGN_ELEMS} (rows TMA cannot read), "
+            f"so it copies {', '.join(copies)}, zero-padded, and runs the kernel with M = {m}, N = {n}, K = {k_run}; "
+            "emulated the same way")
+
+
+def emulate_as_ops(spec, a, b, seed: int, *, sms: int, delay: int, report: list, trace=None) -> np.ndarray:
+    """C = A @ B by the emulated kernel, launched as warploom.ops.matmul launches it for these shapes: on the
+    operands themselves, or on ops_launch's zero-padded copies with K padded."""
+    from warploom.emulate import emulate_gemm, gemm_kernel
+    from warploom.emulate.errors import OutOfBoundsError
+    from warploom.emulate.launch import emulate_launch
+    from warploom.emulate.machine import NUMPY_ELEMS
+    from warploom.runtime import rules
+    m, k = a.shape
+    n = b.shape[1] if spec.b_layout == "kn" else b.shape[0]
+    k_run, b_shape, c_cols = ops_launch(spec, m, n, k)
+    if (k_run, b_shape, c_cols) == (k, b.shape, n):
+        return emulate_gemm(spec, a, b, seed, sms=sms, delay=delay, report=report, trace=trace)
+    elem = NUMPY_ELEMS[spec.elem]
+    a_run, b_run = np.zeros((m, k_run), elem), np.zeros(b_shape, elem)
+    a_run[:, :k] = a.astype(elem)
+    b_run[:b.shape[0], :b.shape[1]] = b.astype(elem)
+    c = np.full((m, c_cols), np.nan, elem)
+    kernel = gemm_kernel(spec)
+    sizes = {"M": m, "N": n, "K": k_run, "SMS": sms}
+    args = {"a": a_run, "b": b_run, "c": c}
+    if spec.schedule == "streamk":
+        floats, counts = spec.streamk_buffers(rules.evaluate(kernel.grid[0], sizes), m, n)
+        args.update(workspace=np.full(floats, np.nan, np.float32), counters=np.zeros(counts, np.int32))
+    report.append(emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace))
+    if spec.schedule == "streamk" and args["counters"].any():
+        raise OutOfBoundsError("stream-K counters are not zero after the launch: the next launch would miscount")
+    return c[:, :n]
 
 
 def operands(spec, m: int, n: int, k: int, seed: int, exact: bool):
@@ -126,7 +181,7 @@ def compare(c: np.ndarray, ref: np.ndarray, elem: str, exact: bool) -> tuple[flo
 def run(args, out=None, err=None) -> int:
     if args.op == "attention":
         return run_attention(args, out or sys.stdout, err or sys.stderr)
-    from warploom.emulate import EmulationError, emulate_gemm, gemm_kernel
+    from warploom.emulate import EmulationError, gemm_kernel
     from warploom.runtime import rules
     out, err = out or sys.stdout, err or sys.stderr
 
@@ -148,25 +203,28 @@ def run(args, out=None, err=None) -> int:
         return refuse(str(e))
     except (ValueError, TypeError) as e:
         return refuse(f"cannot build the kernel: {e}")
-    sizes = {"M": m, "N": n, "K": k, "SMS": args.sms}
+    sizes = {"M": m, "N": n, "K": ops_launch(spec, m, n, k)[0], "SMS": args.sms}
     grid = tuple(rules.evaluate(r, sizes) for r in kernel.grid)
     ctas = grid[0] * grid[1] * grid[2]
     tiles = -(-m // spec.block_m) * -(-n // spec.block_n)
-    k_tiles = -(-k // spec.block_k)
+    k_tiles = -(-sizes["K"] // spec.block_k)
     estimate = tiles * (SECONDS_PER_CTA + k_tiles * SECONDS_PER_KTILE) * args.seeds
     if tiles > args.max_ctas:
         walk = (f"{ctas} CTAs, grid {grid}" if spec.schedule == "grid" else
                 f"walked by the {spec.schedule} grid's {ctas} CTAs (--sms {args.sms})")
         return refuse(f"--shape {args.shape} takes {tiles} output tiles of {spec.block_m}x{spec.block_n} "
-                      f"({walk}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is more tiles than "
-                      f"--max-ctas {args.max_ctas}: pass --max-ctas {tiles} to run it anyway, or emulate a smaller "
-                      "shape (ragged ones exercise the same code)")
+                      f"({walk}) x {k_tiles} k-tiles, about {estimate:.0f} s to emulate; that is more than --max-ctas "
+                      f"{args.max_ctas}: pass --max-ctas {tiles} to run it anyway, or emulate a smaller shape (ragged "
+                      "ones exercise the same code)")
     if args.timeline and not all(c < g for c, g in zip(cta, grid)):
         return refuse(f"--cta {args.cta}: the grid is {grid}; trace a CTA inside it")
     a, b, ref = operands(spec, m, n, k, args.input_seed, args.exact)
     print(f"matmul {m}x{n}x{k} {spec.elem}, B {'[K,N]' if spec.b_layout == 'kn' else '[N,K]'}: warploom.ops.matmul "
           f"picks {spec.kernel_name} ({spec.schedule} schedule, {spec.target}; on an H200"
           + (f", under SCHEDULE = {args.schedule!r})" if args.schedule else ")"), file=out)
+    padding = describe_padding(spec, m, n, k)
+    if padding:
+        print(padding, file=out)
     inputs = "{-1, 0, 1}" if args.exact else "standard normal"
     check = "C == reference rounded to " + spec.elem if args.exact else (
         f"|C - ref| <= {ATOL:g} + 2^-7 |ref| and >= {SAME_ROUNDING:.0%} rounded like the reference")
@@ -179,7 +237,7 @@ def run(args, out=None, err=None) -> int:
         traces.append(trace)
         reports = []
         try:
-            c = emulate_gemm(spec, a, b, seed, sms=args.sms, delay=args.delay, report=reports, trace=trace)
+            c = emulate_as_ops(spec, a, b, seed, sms=args.sms, delay=args.delay, report=reports, trace=trace)
         except EmulationError as e:
             print(f"{seed:>4}  {kernel.name:<{kw}} {str(grid):<11} {ctas:>4} {'-':>8}  {'-':>9}  "
                   f"{type(e).__name__}", file=out)
@@ -241,13 +299,11 @@ def run_attention(args, out, err) -> int:
         b, sq, sk, h, hkv, d = parse_attention_shape(args.shape)
         if args.seeds < 1 or args.delay < 0:
             raise Refused("--seeds must be at least 1 and --delay at least 0")
-        from warploom.build import planned_attention_program, planned_sm100_attention
+        from warploom.build import attention_graph, planned_attention
         from warploom.ops_attention import pick_spec
         spec = pick_spec(args.dtype, d, args.causal, args.target, seqlen_q=sq, seqlen_k=sk, pairs=h * b,
                          sms=targets.get(args.target).sm_count)
-        program = (planned_sm100_attention(spec.elem, d, args.causal) if args.target == "sm_100a" else
-                   planned_attention_program(spec.elem, d, args.causal, spec.block_n, spec.stages,
-                                             schedule=spec.schedule, block_m=spec.block_m))
+        program = planned_attention(attention_graph(spec), spec)[0]      # the kernel of that spec, every field
     except Refused as e:
         return refuse(str(e))
     except (ValueError, TypeError) as e:
