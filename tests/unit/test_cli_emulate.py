@@ -46,3 +46,10 @@ def test_the_pick_uses_k_as_ops_matmul_does(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert seen == [4000] and "512 output tiles" in err
     assert "walked by the persistent grid's 2 CTAs (--sms 2)" in err          # not "(2 CTAs, ...)": 512 tiles
+
+
+def test_sms_on_a_grid_schedule_kernel_is_refused(capsys):
+    """--sms applies only where the picked kernel is persistent or stream-K (known after the pick)."""
+    assert main(["emulate", "--shape", "130x136x200", "--schedule", "grid", "--sms", "4"]) == 2
+    assert "--sms 4: sets the CTA count of a persistent or stream-K grid, and warploom.ops.matmul picks " \
+           "wl_gemm_bf16_kn_128x" in capsys.readouterr().err

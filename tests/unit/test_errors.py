@@ -684,3 +684,10 @@ def test_attention_numpy_input_names_the_argument():
         ops.attention(q, np.zeros(k.shape, np.float16), v)
     with pytest.raises(ValueError, match=r"^attention: v: numpy arrays are host memory"):
         ops.attention(q, k, np.zeros(v.shape, np.float16))
+
+
+def test_emulate_sms_on_a_grid_kernel():
+    assert_refused(run("warploom", "emulate", "--shape", "130x136x200", "--schedule", "grid", "--sms", "4"), 2,
+                   "warploom emulate: --sms 4: sets the CTA count of a persistent or stream-K grid, and "
+                   "warploom.ops.matmul picks wl_gemm_bf16_kn_128x", "a grid-schedule kernel (a CTA per tile): drop "
+                   "--sms, or pick another schedule with --schedule")

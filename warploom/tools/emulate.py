@@ -91,6 +91,16 @@ def select(args, m: int, n: int, k: int):
     return spec
 
 
+def check_sms(args, spec, picker: str) -> None:
+    """--sms sizes a persistent or stream-K grid; given for a kernel of the grid schedule (a CTA per tile), it would
+    change nothing: refused, naming the kernel picked."""
+    from .options import given
+    if "sms" in given(args) and spec.schedule == "grid":
+        raise Refused(f"--sms {args.sms}: sets the CTA count of a persistent or stream-K grid, and {picker} picks "
+                      f"{spec.kernel_name} here, a grid-schedule kernel (a CTA per tile): drop --sms"
+                      + (", or pick another schedule with --schedule" if picker.endswith("matmul") else ""))
+
+
 def round_up(v: int) -> int:
     return -(-v // TMA_ALIGN_ELEMS) * TMA_ALIGN_ELEMS
 
@@ -198,6 +208,7 @@ def run(args, out=None, err=None) -> int:
         if args.delay < 0:
             raise Refused(f"--delay {args.delay}: must be at least 0")
         spec = select(args, m, n, k)
+        check_sms(args, spec, "warploom.ops.matmul")
         kernel = gemm_kernel(spec)
     except Refused as e:
         return refuse(str(e))
@@ -303,6 +314,7 @@ def run_attention(args, out, err) -> int:
         from warploom.ops_attention import pick_spec
         spec = pick_spec(args.dtype, d, args.causal, args.target, seqlen_q=sq, seqlen_k=sk, pairs=h * b,
                          sms=targets.get(args.target).sm_count)
+        check_sms(args, spec, "warploom.ops.attention")
         program = planned_attention(attention_graph(spec), spec)[0]      # the kernel of that spec, every field
     except Refused as e:
         return refuse(str(e))
