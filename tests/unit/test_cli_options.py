@@ -151,3 +151,29 @@ def test_precompile_op_builds_one_family():
 def test_precompile_tuning_with_attention_is_refused(capsys, tmp_path):
     assert main(["precompile", "--op", "attention", "--tuning", "--cache", str(tmp_path)]) == 2
     assert "--tuning builds the GEMM kernels `warploom tune` times" in capsys.readouterr().err
+
+
+# ---- emulate: an option that applies changes what is printed (one small CTA each) ----------------------------------
+
+def emulated(capsys, argv):
+    rc = main(["emulate"] + argv)
+    out = capsys.readouterr().out
+    assert rc == 0, (argv, out)
+    return re.sub(r"\s\d+\.\d\d\s", " <s> ", out)          # the seconds column varies run to run
+
+
+@pytest.mark.parametrize("base, extra", [
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--dtype", "f16"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--b-layout", "nk"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--schedule", "persistent"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--exact"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--input-seed", "3"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--delay", "2"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--seeds", "2"]),
+    (["--shape", "64x64x64", "--schedule", "grid"], ["--timeline", "--timeline-limit", "2"]),
+    (["--shape", "130x136x64", "--schedule", "persistent"], ["--sms", "1"]),
+    (["--op", "attention", "--shape", "1,64,64,1,1,64"], ["--causal"]),
+    (["--op", "attention", "--shape", "1,64,64,1,1,64"], ["--layout", "bhsd"]),
+])
+def test_an_emulate_option_that_applies_changes_the_output(capsys, base, extra):
+    assert emulated(capsys, base) != emulated(capsys, base + extra)
