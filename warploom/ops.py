@@ -257,7 +257,7 @@ def _fast(hit, a, out):
         return None
     if out is None:
         out = a.new_empty(shape)
-        if prepared.types[c_index] is None:      # sm_100a: C leaves by TMA through its tensor map
+        if prepared.types[c_index] is None:      # epilogue "tma": C leaves by TMA through its tensor map
             prepared.set_tensor_map_address(c_index, out.data_ptr())
         else:
             prepared.set_pointer(c_index, out.data_ptr())
@@ -352,7 +352,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
         # fresh buffers each call: not worth a slot in the memo
         tmap_a, tmap_b = encode_tiled(maps["a"], ta, [1, 0]), encode_tiled(maps["b"], b_storage, [1, 0])
     c_run = tc
-    if "c" in maps:              # sm_100a: C leaves through smem by TMA (its tensor map)
+    if "c" in maps:              # epilogue "tma" (contract.gemm_params): C leaves through smem by TMA
         try:
             c_arg = _tensor_map(maps["c"], tc)
         except TmaLayoutError:   # N not a whole number of 16-byte rows: a padded C, copied back after
@@ -371,7 +371,7 @@ def _gemm(a, b, out, artifact, fast_key=None):
     prepared = default_launcher().prepare(artifact, sizes, args, device=ta.device)
     if not padded:               # padded copies are fresh buffers, freed after the call: never reuse them
         _PREPARED.keep(plan_key, prepared)
-        # the torch fast path: the operands read in place (no copy) and C a plain pointer parameter (sm_90a)
+        # the torch fast path: the operands read in place (no copy), C's address rewritten per call
         if fast_key is not None and ta is given[0] and tb is given[1] and c_run is tc:
             _remember(fast_key, prepared, artifact, (m, n), stream if artifact.grid[0][0] == "streamk" else None)
     prepared.launch(stream)
