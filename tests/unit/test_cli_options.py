@@ -177,3 +177,19 @@ def emulated(capsys, argv):
 ])
 def test_an_emulate_option_that_applies_changes_the_output(capsys, base, extra):
     assert emulated(capsys, base) != emulated(capsys, base + extra)
+
+
+@pytest.mark.parametrize("command", ["passes", "compile", "precompile", "tune", "explain", "emulate", "demo"])
+def test_every_subcommand_help_says_what_it_does(command, capsys):
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    description = out.split("\n\n")[1]                       # after the usage, before the options
+    assert not description.startswith(("options:", "positional")) and description.endswith("."), out
+
+
+def test_the_attention_shape_asks_for_positive_integers(capsys):
+    assert main(["emulate", "--op", "attention", "--shape", "1,0,200,2,1"]) == 2
+    err = capsys.readouterr().err
+    assert "as positive integers" in err and "non-negative" not in err
