@@ -150,7 +150,7 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     """sm_90a (wgmma) or sm_100a (tcgen05; assembled and checked here, never run on a Blackwell GPU)."""
     from warploom.dialect.kernel_ir import kernel_ops
     from warploom.kernel import read_program
-    from warploom.lowering.sm90 import kernel_name
+    from warploom.lowering import kernel_name
     from warploom.passes import run_pipeline
 
     module, records = run_pipeline(gemm_graph(spec), planning_passes(spec))
@@ -164,14 +164,12 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     """A planned kernel program -> NVVM (lower_kernel) -> PTX -> cubin (ptxas), with its plans and reports."""
     from warploom.lowering.assemble import assemble, disassemble, sass_counts
     from warploom.lowering.ptx import gpu_module_to_ptx
-    from warploom.lowering import sm90, sm90_attention, sm100, sm100_attention
+    from warploom.lowering import lower_program
     from warploom.passes.plan_smem import plan_smem
     from warploom.passes.plan_tmem import plan_tmem
 
     t0 = time.perf_counter()
-    lower_kernel = sm100.lower_kernel if program.target == "sm_100a" else sm90.lower_kernel
-    lower_attention = (sm100_attention if program.target == "sm_100a" else sm90_attention).lower_attention
-    lowered = (lower_attention if program.kind == "attention" else lower_kernel)(program, name)
+    lowered = lower_program(program, name)
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     t1 = time.perf_counter()
     asm = assemble(ptx, spec.target, "ptxas")
@@ -259,7 +257,7 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     """The AttentionSpec a planned attention Program implements (its element type, head dim, mask and tile)."""
     if program.kind != "attention":
         raise ValueError(f"kernel of kind {program.kind!r} is not an attention kernel")
-    from warploom.lowering.sm90_attention import overlapped
+    from warploom.lowering.attention import overlapped
     bm, bn, d = program.attrs["tile"]
     elem = program.inputs["q"].elem
     q = program.rings.get("q")
@@ -272,10 +270,9 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
     """Compile a graph that fuses to the attention of `spec` (the spec's own graph, or the long way)."""
-    from warploom.lowering import sm90_attention, sm100_attention
+    from warploom.lowering import kernel_name
     program, records = planned_attention(graph, spec)
-    lowering = sm100_attention if spec.target == "sm_100a" else sm90_attention
-    name = lowering.kernel_name(program)    # the lowering's name for it, which the contract check compares
+    name = kernel_name(program)    # the lowering's name for it, which the contract check compares
     artifact = _build_artifact(spec, program, records, name)
     check_attention_artifact(artifact, spec)
     return artifact
@@ -354,12 +351,11 @@ class CompiledKernel:
             if self.program is None:
                 raise ValueError(f"graph {self.name!r}: the {self.target} pipeline planned no kernel (warploom builds "
                                  "kernels from wl.matmul (2-D) and wl.attention)")
+            from warploom.lowering import kernel_name
             if self.program.kind == "attention":
                 spec = attention_spec_of(self.program, self.target)
-                from warploom.lowering.sm90_attention import kernel_name
             else:
                 spec = gemm_spec_of(self.program)
-                from warploom.lowering.sm90 import kernel_name
             planned = [r for r in self._records if r.name.split("{")[0] == "wl-plan-barriers"]
             self._artifact = _build_artifact(spec, self.program, self._records[: self._records.index(planned[-1]) + 1],
                                              kernel_name(self.program))

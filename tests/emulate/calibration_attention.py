@@ -51,7 +51,7 @@ def compare(path, seeds: int = 1) -> list[AttentionComparison]:
     from warploom.build import planned_attention_program
     from warploom.emulate import emulate_attention
     from warploom.emulate.judge import judge_attention
-    from warploom.lowering.sm90_attention import kernel_name
+    from warploom.lowering import kernel_name
 
     data = np.load(path)
     rows = []

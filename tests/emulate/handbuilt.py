@@ -9,7 +9,8 @@ from mlir.dialects import arith, llvm, nvvm
 from warploom.build import planned_program
 from warploom.lowering.emit import wgmma
 from warploom.lowering.emit.builder import Builder
-from warploom.lowering.sm90 import kernel_name, lower_kernel
+from warploom.lowering import kernel_name
+from warploom.lowering import lower_program as lower_kernel
 
 
 def lowered(spec):

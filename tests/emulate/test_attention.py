@@ -1,4 +1,4 @@
-"""The sm_90a FA3-style attention kernel (planned_fa3, lowered by warploom.lowering.sm90_attention), emulated thread
+"""The sm_90a FA3-style attention kernel (planned_fa3, lowered by warploom.lowering.attention_regs), emulated thread
 by thread against the float64 reference (warploom.reference.ops.attention, bottom-right causal mask, LSE).
 
 Ragged sizes (Sq, Sk not multiples of the 128-row query block or of the key block; Sq > Sk and Sq < Sk), causal
@@ -25,7 +25,8 @@ from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.emulate.names import SmemNames
 from warploom.kernel import Arrive, Compute, Loop, MmaWait, Sync, Wait
 from warploom.kernel.verify import problems
-from warploom.lowering import sm90_attention
+from warploom.dialect import make_context
+from warploom.lowering import attention_regs, kernel_name
 from warploom.reference.ops import round_to
 
 from .fa3_plan import planned_fa3
@@ -188,12 +189,12 @@ def _consumer_edit(program, edit, sections=("first", "body", "last")):
     return dataclasses.replace(program, roles=roles)
 
 
-def _emulate_program(program, lowering=sm90_attention._AttentionLowering, sq=64, sk=300, seed=0,
+def _emulate_program(program, lowering=attention_regs.RegisterAttention, sq=64, sk=300, seed=0,
                      row=64):
     """One head, bhsd inputs, D = 64; O stored by TMA into rows of `row` elements (> 64: a strided view, read by
     the emulator's tensor map through the view)."""
-    name = sm90_attention.kernel_name(program) + "_broken"
-    kernel = EmulatedKernel.of(lowering(program, name).lower(sm90_attention.make_context()))
+    name = kernel_name(program) + "_broken"
+    kernel = EmulatedKernel.of(lowering(program, name).lower(make_context()))
     kernel.names = SmemNames.of_program(program, targets.get("sm_90a"))     # barrier names in messages
     q, k, v = (x.astype(NUMPY_ELEMS["bf16"]) for x in inputs("bf16", 64, sq, sk, 1, 1, "bhsd", 1, np.random.default_rng(9)))
     base = np.full((1, 1, sq, row), np.nan, NUMPY_ELEMS["bf16"])
@@ -310,7 +311,7 @@ def test_unbalanced_ping_pong_is_caught_at_exit():
         _emulate_program(broken)
 
 
-class _WrongMaskRow(sm90_attention._AttentionLowering):
+class _WrongMaskRow(attention_regs.RegisterAttention):
     """The causal mask of each thread's row r0 computed with row r0 + 8's limit and vice versa."""
     def _rows(self, ctx):
         rows = super()._rows(ctx)
@@ -342,8 +343,8 @@ def test_polynomial_exp2_share_matches_the_reference(case):
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq + sk + 7))
     program = planned_attention_program(elem, d, causal, schedule="persistent", exp2_poly=share)
     assert program.attrs["exp2_poly"] == share
-    assert sm90_attention.kernel_name(program) == AttentionSpec(elem, d, causal, exp2_poly=share).kernel_name
-    assert sm90_attention.kernel_name(program).endswith(f"_p{round(share * 8)}")
+    assert kernel_name(program) == AttentionSpec(elem, d, causal, exp2_poly=share).kernel_name
+    assert kernel_name(program).endswith(f"_p{round(share * 8)}")
     mufu = emulate_attention(q, k, v, causal=causal, layout=layout, sms=3,
                              program=planned_attention_program(elem, d, causal, schedule="persistent"))
     first = None
@@ -391,7 +392,7 @@ def test_streamk_schedule_matches_the_reference_whoever_finishes_last(case):
     assert any(len(p) > 1 for p in pieces), "the case must split a tile"
     q, k, v = inputs(elem, d, sq, sk, hq, hkv, layout, bsz, np.random.default_rng(sq * 1000 + sk))
     program = planned_attention_program(elem, d, False, schedule="streamk")
-    assert program.attrs["schedule"] == "streamk" and sm90_attention.kernel_name(program).endswith("_streamk_q2")
+    assert program.attrs["schedule"] == "streamk" and kernel_name(program).endswith("_streamk_q2")
     persistent = planned_attention_program(elem, d, False, schedule="persistent")
     ref_out, ref_lse = emulate_attention(q, k, v, layout=layout, program=persistent, sms=sms, tile_order=0)
     fixup, first = {}, None

@@ -5,6 +5,7 @@ import re
 import pytest
 
 from warploom.emulate import machine
+from warploom.emulate.mbarrier import Mbarriers
 from warploom.tools.cli import main
 
 SMALL = ["emulate", "--op", "matmul", "--target", "sm_90a", "--shape", "130x136x200",    # 2 x 2 CTAs, 4 k-tiles
@@ -52,13 +53,13 @@ def test_a_wrong_reference_exits_1(capsys, monkeypatch):
 
 def test_an_emulation_error_exits_2_with_its_message_and_timeline(capsys, monkeypatch):
     # the consumers' arrivals on the ring's empty barriers are lost: the producer waits for a free stage forever
-    real = machine.CTA.mbarrier_arrive
+    real = Mbarriers.arrive
 
-    def lossy(self, addr, count=1, tx=0, warp=None):
+    def lossy(self, addr, count=1, tx=0, warp=None, knows=None):
         if tx == 0:
-            return self.mbarrier(addr).phase
-        return real(self, addr, count, tx, warp)
-    monkeypatch.setattr(machine.CTA, "mbarrier_arrive", lossy)
+            return self.get(addr).phase
+        return real(self, addr, count, tx, warp, knows)
+    monkeypatch.setattr(Mbarriers, "arrive", lossy)
     rc, out, err = run(capsys, "--timeline", "--shape", "130x136x328")     # 6 k-tiles: stages are reused
     assert rc == 2
     assert "DeadlockError" in out
@@ -200,11 +201,11 @@ def test_attention_match_exits_0(capsys):
 def test_attention_mismatch_exits_1(capsys, monkeypatch):
     """A lowering whose causal mask uses the other row of each thread: the CLI must say MISMATCH and exit 1."""
     from warploom.emulate import launch
-    from warploom.lowering import sm90_attention
+    from warploom.lowering import attention_regs
 
     from .test_attention import _WrongMaskRow
     monkeypatch.setattr(launch, "_KERNELS", {})          # no kernel compiled from the right lowering
-    monkeypatch.setattr(sm90_attention, "_AttentionLowering", _WrongMaskRow)
+    monkeypatch.setattr(attention_regs, "RegisterAttention", _WrongMaskRow)
     rc = main(["emulate", "--op", "attention", "--shape", "1,100,100,1,1,64", "--causal"])
     out, err = capsys.readouterr()
     assert rc == 1, out + err

@@ -19,14 +19,16 @@ class Mutation(NamedTuple):
     families: tuple[str, ...] = ()   # the emulator probe's kernel families that must catch it (empty: all)
 
 
-SM90 = "warploom/lowering/sm90.py"
+CORE = "warploom/lowering/core.py"               # the target-neutral lowering
+GEMM = "warploom/lowering/gemm.py"
+ATTN = "warploom/lowering/attention.py"           # the attention on any target: walks, coordinates, Q's ring
+FA3 = "warploom/lowering/attention_regs.py"       # the attention on register accumulators (sm_90a)
+FA4 = "warploom/lowering/attention_tmem.py"       # the attention on Tensor Memory accumulators (sm_100a)
+TCGEN05 = "warploom/lowering/atoms/tcgen05.py"
 TILING = "warploom/layout/tiling.py"
 SYNC = "warploom/lowering/emit/sync.py"
-ATTN = "warploom/lowering/sm90_attention.py"
-SM100 = "warploom/lowering/sm100.py"
 DESC = "warploom/layout/descriptors.py"
 BARRIERS = "warploom/passes/plan_barriers.py"
-FA4 = "warploom/lowering/sm100_attention.py"
 EXP2 = "warploom/lowering/emit/exp2.py"
 RULES = "warploom/runtime/rules.py"
 SPECIALIZE = "warploom/passes/specialize.py"
@@ -36,42 +38,43 @@ MUTATIONS: list[Mutation] = [
     Mutation("producer-phase-flip",
              "the producer waits on empty[stage] with the ring phase itself instead of phase ^ 1, so its "
              "first lap blocks on fresh barriers (deadlock)",
-             SM90, "ph = b.xor(loop.phase, c(1))", "ph = loop.phase"),
+             CORE, "ph = b.xor(loop.phase, c(1))", "ph = loop.phase"),
     Mutation("desc-lbo-sbo-swap",
              "the K-major smem layout gives the descriptor LBO = 1024 B and SBO = 16 B (swapped): the MMA reads "
              "the wrong rows of A (and of B when B is N x K)",
              TILING, 'MmaOperandLayout("K", lbo=lbo, sbo=atom,', 'MmaOperandLayout("K", lbo=atom, sbo=lbo,'),
     Mutation("k-step-doubled",
-             "the start address of A moves by 32 elements instead of 16 between the k16 wgmmas of a K tile: "
-             "half the K tile is read twice, half never",
-             SM90, "a_tile.k_block_offset(kk, self.mma_k) >> 4", "a_tile.k_block_offset(kk, self.mma_k) >> 3"),
+             "the descriptors' start address moves by twice the bytes between the k-block MMAs of a K tile "
+             "(layout.descriptors.descriptor_step, every target): half the K tile is read twice, half never",
+             DESC, "return ops.shru(byte_offset, ops.const(ADDRESS_UNIT_SHIFT))",
+             "return ops.shru(byte_offset, ops.const(ADDRESS_UNIT_SHIFT - 1))"),
     Mutation("wg-row-offset-zero",
              "every consumer warpgroup's A descriptor starts at row 0 of the tile instead of at its own 64 rows: "
              "warpgroup 1 computes warpgroup 0's rows",
-             SM90, "c(a_tile.sub_tile_offset(a_rows_dim, 1, m))", "c(0)"),
+             GEMM, "c(a_tile.sub_tile_offset(a_rows_dim, 1, m))", "c(0)"),
     Mutation("persistent-it-base",
              "a persistent kernel restarts the ring iteration at 0 on each tile instead of counting on "
              "(it = (tile - first) / step * trips + kt): stage and phase disagree with the barriers' state",
-             SM90, "it = kt if self.it_base is None else b.add(self.it_base, kt)", "it = kt"),
+             GEMM, "            it = kt if self.it_base is None else b.add(self.it_base, kt)\n            ctx.loop = self._loop_state(kt, it)\n            self._ops(op.body, ctx)\n            ctx.loop = None\n            loop.yield_(", "            it = kt\n            ctx.loop = self._loop_state(kt, it)\n            self._ops(op.body, ctx)\n            ctx.loop = None\n            loop.yield_("),
     Mutation("epilogue-row-offset",
-             "the epilogue puts warp w's fragment rows at wg*64 + w*8 + lane/4 of the staging chunk instead of "
-             "+ w*16: rows written twice and rows never written",
-             SM90, "b.add(b.add(b.mul(warp, c(16)), b.divu(lane, c(4))), c(8 * h))",
-             "b.add(b.add(b.mul(warp, c(8)), b.divu(lane, c(4))), c(8 * h))"),
+             "the staged epilogue writes each thread's second fragment row (r0 + 8) at its first (r0) in the staging "
+             "chunk: rows written twice and rows never written",
+             GEMM, "row = b.add(wg_row, fragment_row(warp, lane, b, half=h))",
+             "row = b.add(wg_row, fragment_row(warp, lane, b, half=0))"),
     Mutation("lag-ignored",
              "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
              "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",
-             SM90, "if op.lag == 0:", "if True:"),
+             CORE, "if op.lag == 0:", "if True:"),
     # ---- more of the same kinds ----
     Mutation("lag-guard-dropped",
              "the lagged arrive is issued from iteration 0 on (no it >= lag guard): empty[S - lag] gets an "
              "arrival for an iteration that never used it, releasing the producer a lap early",
-             SM90, "ctx.wg_leader if op.lag == 0 else", "ctx.wg_leader if True else"),
+             CORE, "ctx.wg_leader if op.lag == 0 else", "ctx.wg_leader if True else"),
     Mutation("lag-stage-wrong",
              "the lagged stage is (it + S + lag) % S instead of (it + S - lag) % S: with 4 stages and lag 1 the "
              "consumers hand back the stage of iteration it + 1, whose data they have not read yet (the producer "
              "cannot overwrite it before they do only because it waits on the other stages in order)",
-             SM90, "c(self.stages - op.lag)", "c(self.stages + op.lag)"),
+             CORE, "c(self.stages - op.lag)", "c(self.stages + op.lag)"),
     Mutation("desc-mn-major-lbo-sbo-swap",
              "the MN-major B layout (B given K x N) swaps LBO (the distance between 64-wide N chunks) "
              "and SBO (8 K rows x 128 B)",
@@ -83,18 +86,18 @@ MUTATIONS: list[Mutation] = [
     Mutation("tx-bytes-halved",
              "arrive.expect_tx announces half the bytes of the stage: full[s] completes before all of its "
              "TMA data landed",
-             SM90, ".arrive_expect_tx(op.tx_bytes)", ".arrive_expect_tx(op.tx_bytes // 2)"),
+             CORE, ".arrive_expect_tx(op.tx_bytes)", ".arrive_expect_tx(op.tx_bytes // 2)"),
     Mutation("arrival-count-one",
              "every mbarrier is initialised with 1 arrival instead of its planned count (empty needs one per "
              "consumer warpgroup): the first consumer to arrive frees a stage the other still reads",
-             SM90, ".init(ring.arrivals)", ".init(1)"),
+             CORE, ".init(ring.arrivals)", ".init(1)"),
     Mutation("barrier-stage-off-by-one",
              "the mbarrier ring helper addresses the barrier of stage + 1 (and runs past the ring at stage S - 1)",
              SYNC, "b.mul(stage, b.const(self.stride))", "b.mul(b.add(stage, b.const(1)), b.const(self.stride))"),
     Mutation("tma-coords-swapped",
              "every TMA box gets its two coordinates in the wrong order (tensor maps list the contiguous dim "
              "first)",
-             SM90, "self.tmap_args[op.source], bar.addr, coord)", "self.tmap_args[op.source], bar.addr, coord[::-1])"),
+             CORE, "self.tmap_args[op.source], bar.addr, coord)", "self.tmap_args[op.source], bar.addr, coord[::-1])"),
     Mutation("tma-extra-box-dst",
              "the layout puts the extra TMA boxes of a wide tile 128 B apart instead of one box (rows x 128 B) "
              "apart, overwriting each other",
@@ -102,7 +105,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("k-origin-from-ring-iteration",
              "the TMA K origin is taken from the ring iteration (counts on across the tiles of a persistent "
              "kernel) instead of the K tile index",
-             SM90, "self.b.mul(loop.kt, self.b.const(self.BK))", "self.b.mul(loop.it, self.b.const(self.BK))"),
+             GEMM, "self.b.mul(loop.kt, self.b.const(self.BK))", "self.b.mul(loop.it, self.b.const(self.BK))"),
     Mutation("wait-group-depth",
              "the wgmma helper's wait_group waits for one group fewer than asked (pending + 1 in flight)",
              "warploom/lowering/emit/wgmma.py", "nvvm.WgmmaWaitGroupSyncOp(pending)",
@@ -110,23 +113,23 @@ MUTATIONS: list[Mutation] = [
     Mutation("fence-mbarrier-init-missing",
              "no fence.mbarrier_init after the barrier inits: the async proxy (TMA) may see uninitialised "
              "barriers",
-             SM90, "            sync.fence_mbarrier_init()", "            pass"),
+             CORE, "            sync.fence_mbarrier_init()", "            pass"),
     Mutation("epilogue-register-order",
              "the staged epilogue packs registers 4j+h and 4j+h+2 instead of 4j+2h and 4j+2h+1: the second row "
              "half and the odd column swap",
-             SM90, "vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1]", "vals[4 * j8 + h], vals[4 * j8 + h + 2]"),
+             GEMM, "vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1]", "vals[4 * j8 + h], vals[4 * j8 + h + 2]"),
     Mutation("epilogue-column",
              "the staged epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
-             SM90, "b.mul(b.mul(b.remu(lane, c(4)), c(2)), c(elem_bytes))", "b.mul(b.remu(lane, c(4)), c(elem_bytes))"),
+             GEMM, "b.mul(fragment_col(lane, b), c(elem_bytes))", "b.mul(b.remu(lane, c(4)), c(elem_bytes))"),
     Mutation("epilogue-staging-reuse",
              "before writing a staging chunk the warpgroup's storer lets two TMA stores stay pending instead of one "
              "(none at a tile's first chunk): the chunk is overwritten while the store of two chunks ago still "
              "reads it",
-             SM90, "tma.bulk_wait_group(0 if j == 0 else 1, read=True)", "tma.bulk_wait_group(2, read=True)"),
+             GEMM, "tma.bulk_wait_group(0 if j == 0 else 1, read=True)", "tma.bulk_wait_group(2, read=True)"),
     Mutation("epilogue-no-proxy-fence",
              "the consumers write their chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
              "between: the async proxy may read stale bytes",
-             SM90, "            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads\n",
+             GEMM, "            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads\n",
              ""),
     Mutation("plan-producer-parity",
              "wl-plan-barriers gives the producer's wait the consumer parity (the plan, not the lowering)",
@@ -147,38 +150,38 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-mask-row-swap",
              "the causal mask of each thread's first row uses its second row's limit (r0 + 8) and vice versa: "
              "keys past the diagonal leak into one row, keys before it vanish from the other",
-             ATTN, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))', ("attention",)),
+             FA3, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))', ("attention",)),
     Mutation("attn-scale-not-folded",
              "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
              "scaled (the FMA lost its multiplier)",
-             ATTN, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)", ("attention",)),
+             FA3, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)", ("attention",)),
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
              ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head", ("attention",)),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
-             ATTN, "for x in (1, 2):", "for x in (1,):", ("attention",)),
+             FA3, "for x in (1, 2):", "for x in (1,):", ("attention",)),
     Mutation("attn-blind-row-nan",
              "a row whose keys so far are all masked keeps max = -inf in exp2(s * scale - max * scale): "
              "-inf - -inf = NaN instead of 0",
-             ATTN, 'safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
+             FA3, 'safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
              "safe = list(m_new)", ("attention",)),
     Mutation("attn-lse-units",
              "the LSE is left in log2 units (no final * ln 2)",
-             ATTN, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))", ("attention",)),
+             FA3, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))", ("attention",)),
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
-             ATTN, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
+             FA3, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
     Mutation("attn-rescale-skip-one-row",
              "the warp skips O *= corr unless both rows of a thread moved their max (and instead of or): a block "
              "where only one of them moved leaves that row's O at the old max's scale",
-             ATTN, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)', ("attention",)),
+             FA3, 'b.or_(b.cmpf("une", corr[0], one)', 'b.and_(b.cmpf("une", corr[0], one)', ("attention",)),
     # three consumer warpgroups (block_m 192): the turns go round all of them
     Mutation("attn-turn-ring-of-two",
              "a consumer warpgroup hands the tensor cores to warpgroup (w + 1) % 2 instead of (w + 1) % consumers: "
              "with three, warpgroup 1 wakes warpgroup 0 and warpgroup 2 never gets a turn (deadlock)",
-             ATTN, "b.remu(b.add(ctx.wg_index, c(1)), c(nb.count))", "b.remu(b.add(ctx.wg_index, c(1)), c(2))",
+             FA3, "b.remu(b.add(ctx.wg_index, c(1)), c(nb.count))", "b.remu(b.add(ctx.wg_index, c(1)), c(2))",
              ("attention",)),
     Mutation("attn-turn-threads-all-consumers",
              "the turn barrier counts every consumer thread instead of two warpgroups (the one whose turn it is and "
@@ -203,11 +206,11 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-store-wait-dropped",
              "a persistent attention's O store never waits for the previous tile's TMA store to read the staging "
              "tile: the next tile's writes land in smem the store is still reading",
-             ATTN, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):", ("attention",)),
+             FA3, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):", ("attention",)),
     Mutation("attn-persistent-turns-per-tile",
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
-             ATTN, 'if op.tiles != "each" and self.tile_first is not None:', "if False:", ("attention",)),
+             FA3, 'if op.tiles != "each" and self.tile_first is not None:', "if False:", ("attention",)),
     Mutation("attn-causal-table-skip",
              "a causal persistent CTA starts at the second entry of its share of the host's tile table: it skips its "
              "first tile and runs the next CTA's first one (twice computed, one never)",
@@ -216,17 +219,17 @@ MUTATIONS: list[Mutation] = [
     # ---- sm_100a (tcgen05, Tensor Memory): caught by the emulator on the sm_100a probe kernels ----
     Mutation("sm100-idesc-n",
              "the instruction descriptor says N = block_n / 2: each MMA writes half the accumulator's columns",
-             SM100, '"f32", m, n, a_major=a_major,', '"f32", m, n // 2, a_major=a_major,', ("sm100",)),
+             TCGEN05, '"f32", m, n, a_major=a_major,', '"f32", m, n // 2, a_major=a_major,', ("sm100",)),
     Mutation("sm100-idesc-b-major",
              "the instruction descriptor's transpose-B bit says K-major for every B: a [K, N] B is read as [N, K]",
-             SM100, "b_major=b_major).encode()", 'b_major="K").encode()', ("sm100",)),
+             TCGEN05, "b_major=b_major).encode()", 'b_major="K").encode()', ("sm100",)),
     Mutation("sm100-desc-version",
              "the tcgen05 smem descriptor leaves bits 46-48 (the fixed version 0b001) at 0",
              DESC, "| _SM100_VERSION << 46", "| 0 << 46", ("sm100",)),
     Mutation("sm100-no-wait-ld",
              "the epilogue converts the registers of a tcgen05.ld without tcgen05.wait::ld: they may not hold the "
              "accumulator yet",
-             SM100, "            tcgen05.wait_ld()\n", "", ("sm100",)),
+             GEMM, "            self.atoms.tmem_wait_load()\n", "", ("sm100",)),
     Mutation("sm100-commit-to-full",
              "the MMA thread commits a finished operand stage to ab_full instead of ab_empty: the TMA warp never "
              "gets the stage back, and ab_full gets an arrival nobody expects",
@@ -235,46 +238,46 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-acc-stage-columns",
              "both TMEM accumulator stages start at column 0: the MMAs of tile i + 1 overwrite the accumulator the "
              "epilogue is still reading for tile i",
-             SM100, "b.mul(state.stage, c(per_stage))", "c(0)", ("sm100",)),
+             GEMM, "b.mul(state.stage, c(per_stage))", "c(0)", ("sm100",)),
     Mutation("sm100-lane-quadrant",
              "epilogue warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may only reach the quadrant of w % 4",
-             SM100, "quadrant = b.remu(self.warp, c(quadrants))", "quadrant = b.remu(b.add(self.warp, c(1)), c(quadrants))",
+             GEMM, "quadrant = b.remu(self.warp, c(quadrants))", "quadrant = b.remu(b.add(self.warp, c(1)), c(quadrants))",
              ("sm100",)),
     Mutation("sm100-accumulate-first",
              "the first MMA of a tile accumulates into the TMEM stage (enable-input-d on): it adds the stage's old "
              "contents (nothing, or tile i - 2's result)",
-             SM100, "first_k if kk == 0 else on, self.group)", "on, self.group)", ("sm100",)),
+             GEMM, "idesc, first_k, self.group)", 'idesc, b.cmp("eq", c(0), c(0)), self.group)', ("sm100",)),
     Mutation("sm100-no-fence-after-wait",
              "no tcgen05.fence::after_thread_sync after an mbarrier wait: the epilogue's tcgen05.ld (and the MMA "
              "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
-             SM100, "b.xor(state.phase, c(1)))\n        if ctx.tcgen05:\n            tcgen05.fence_after()",
+             GEMM, "b.xor(state.phase, c(1)))\n        if ctx.tcgen05:\n            self.atoms.after_sync()",
              "b.xor(state.phase, c(1)))", ("sm100",)),
     Mutation("sm100-no-fence-before-sync",
              "the epilogue warps sync on the staging barrier after their tcgen05.ld with no tcgen05.fence::before_"
              "thread_sync: the loads are not ordered before what the barrier releases (ending with acc_empty)",
-             SM100, "        def sync():\n            tcgen05.fence_before()\n", "        def sync():\n",
+             GEMM, "        def sync_epilogue():\n            self.atoms.before_sync()\n", "        def sync_epilogue():\n",
              ("sm100",)),
     Mutation("sm100-store-no-proxy-fence",
              "the epilogue writes its chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
              "between: the async proxy may read stale bytes",
-             SM100, "            sync_ops.fence_proxy_async_smem()\n", "", ("sm100",)),
+             GEMM, "            sync.fence_proxy_async_smem()\n            sync_epilogue()\n", "            sync_epilogue()\n", ("sm100",)),
     Mutation("sm100-staging-reuse",
              "the storing thread does not wait for the store of two chunks ago before the warps rewrite its buffer "
              "(no wait_group.read 1)",
-             SM100, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
+             GEMM, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
     Mutation("sm100-no-drain",
              "the producer exits without waiting for the operand ring's last releases: the MMA thread's last "
              "tcgen05.commit arrivals may land in the smem of a CTA that has exited",
-             SM100, "            self._drain(role, ctx)\n", "", ("sm100",)),
+             GEMM, "            self._drain(role, ctx)\n", "", ("sm100",)),
     Mutation("sm100-pair-multicast-mask",
              "the CTA pair's leader commits to its own barriers only (multicast mask 0b01 instead of 0b11): the other "
              "CTA's producer never gets its stage back and its epilogue never sees the accumulator",
-             SM100, "(1 << self.group) - 1 if op.cta == \"pair\" else None", "1 if op.cta == \"pair\" else None",
+             GEMM, "(1 << self.group) - 1 if op.cta == \"pair\" else None", "1 if op.cta == \"pair\" else None",
              ("sm100",)),
     Mutation("sm100-pair-b-half",
              "both CTAs of a pair load the same half of B (the other CTA's columns offset dropped): the pair's MMA "
              "multiplies A by half of B twice",
-             SM100, "self.b.mul(self.rank, self.b.const(self.BN // self.group))", "self.b.const(0)", ("sm100",)),
+             GEMM, "self.b.mul(self.rank, self.b.const(self.BN // self.group))", "self.b.const(0)", ("sm100",)),
     # ---- the sm_100a attention (FA4-style): caught by the emulator on the fa4 probe kernels ----
     Mutation("fa4-p-alias-offset",
              "the softmax writes P into the upper half of S's columns while the P V MMA reads it from P's planned "
@@ -308,7 +311,7 @@ MUTATIONS: list[Mutation] = [
              BARRIERS, '_wait_before(out, Wait(f"o{i}_full", "phase^1"))', "pass", ("fa4",)),
     Mutation("fa4-no-wait-st",
              "the softmax arrives on p_full without tcgen05.wait::st: the P V MMA may read P before it is in TMEM",
-             FA4, "        tcgen05.wait_st()\n        b.store(factor", "        b.store(factor", ("fa4",)),
+             FA4, "        self.atoms.tmem_wait_store()\n        b.store(factor", "        b.store(factor", ("fa4",)),
     Mutation("fa4-shared-kv-slot",
              "the shared K/V ring puts V in the same slot as K of its block (ring position = block * uses, the use "
              "dropped): V's copy overwrites K's slot while the S MMAs may read it, and the phases go out of step",
@@ -322,27 +325,27 @@ MUTATIONS: list[Mutation] = [
     Mutation("streamk-slot-overlap",
              "the workspace slots are indexed cta + slot instead of cta * 2 + slot: CTA c's last piece and CTA c + 1's "
              "first piece (often of the same tile) share a slot, and the later write wins",
-             SM90, "index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)", "index = b.add(cta, slot)", ("streamk",)),
+             GEMM, "index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)", "index = b.add(cta, slot)", ("streamk",)),
     Mutation("streamk-pieces-short",
              "the tile's piece count misses its last CTA: the second-to-last piece sums before the last one is in",
-             SM90, "first), c(1))\n", "first), c(0))\n", ("streamk",)),
+             CORE, "first), c(1))\n", "first), c(0))\n", ("streamk",)),
     Mutation("streamk-counter-not-reset",
              "the summing CTA leaves the tile's counter at its piece count: the next launch on the same buffers "
              "miscounts every shared tile",
-             SM90, "                b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
+             CORE, "                b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
     Mutation("streamk-partial-as-whole",
              "a piece that starts the tile but ends before its last K tile is stored as if it were the whole tile",
-             SM90, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
+             GEMM, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
              'whole = b.cmp("eq", pc.lo, c(0))', ("streamk",)),
     Mutation("streamk-ring-base",
              "a stream-K CTA starts its stream-K run's ring iterations at 0 instead of after its data-parallel "
              "tiles' iterations: stage and phase disagree with the barriers' state",
-             SM90, "self.it_base = b.add(dp_iters, b.sub(t0, start))", "self.it_base = b.sub(t0, start)",
+             GEMM, "self.it_base = b.add(dp_iters, b.sub(t0, start))", "self.it_base = b.sub(t0, start)",
              ("streamk",)),
     Mutation("streamk-row-bound",
              "the fix-up takes a thread's fragment rows as outside M 8 rows early: at a ragged M the last rows' "
              "partial sums are neither written nor read, and those rows come out as zero",
-             SM90, "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h)), self.M) for h in range(2)]",
+             GEMM, "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h)), self.M) for h in range(2)]",
              "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h + 8)), self.M) for h in range(2)]", ("streamk",)),
     # ---- stream-K attention (sm_90a, non-causal; the probe's stream-K family) ----
     Mutation("streamk-attn-key-offset",
@@ -352,11 +355,11 @@ MUTATIONS: list[Mutation] = [
              ("streamk",)),
     Mutation("streamk-attn-merge-weight",
              "the merge adds the pieces' O and row sums unweighted, as if every piece had the tile's row maximum",
-             ATTN, "w = [b.exp2(b.mulf(b.subf(b.extractelement(stats, h), top[h]), sl2)) for h in range(2)]",
+             FA3, "w = [b.exp2(b.mulf(b.subf(b.extractelement(stats, h), top[h]), sl2)) for h in range(2)]",
              "w = [b.constf(1.0)] * 2", ("streamk",)),
     Mutation("streamk-attn-stats-slot",
              "a piece writes its (max, sum) vector over the last vector of its O fragment in the workspace slot",
-             ATTN, "b.store(pack(mx + sm), vector(mine, n_vec), alignment=16)",
+             FA3, "b.store(pack(mx + sm), vector(mine, n_vec), alignment=16)",
              "b.store(pack(mx + sm), vector(mine, n_vec - 1), alignment=16)", ("streamk",)),
     Mutation("streamk-attn-next-piece",
              "a run's next piece starts at x + the piece's end block instead of at the tile's start + its end block: "
@@ -366,11 +369,11 @@ MUTATIONS: list[Mutation] = [
     # ---- 2x1 clusters sharing B by TMA multicast (sm_90a) ----
     Mutation("cluster-mask-own",
              "the B copy multicasts into its own CTA only (ctaMask 1): the other CTA's half of B never lands there",
-             SM90, "        mask = (1 << self.cluster_m) - 1\n", "        mask = 1\n", ("cluster",)),
+             CORE, "        mask = (1 << self.cluster_m) - 1\n", "        mask = 1\n", ("cluster",)),
     Mutation("cluster-free-own-only",
              "a consumer frees a multicast slot in its own CTA's empty barrier only: the other CTA's producer, "
              "which refills this CTA's slot too, waits for arrivals that never come",
-             SM90, "                    for r in range(self.cluster_m):\n",
+             CORE, "                    for r in range(self.cluster_m):\n",
              "                    for r in range(1):\n", ("cluster",)),
     Mutation("cluster-empty-count",
              "the empty barrier of a multicast ring counts one CTA's consumers: a producer refills both CTAs' slot "
@@ -381,17 +384,17 @@ MUTATIONS: list[Mutation] = [
     Mutation("cluster-rank-rows",
              "both CTAs of a cluster take the tile's first 128 rows (the rank's row offset dropped): the second "
              "half of every tile is never computed",
-             SM90, 'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))',
+             GEMM, 'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))',
              'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(0)))', ("cluster",)),
     Mutation("cluster-box-share",
              "each CTA loads B boxes 0 .. n-1 instead of its own rank * n ..: the other half of B is never loaded",
-             SM90, "box = plus(b.mul(self.rank, c(n)), j)", "box = plus(b.mul(self.rank, c(0)), j)", ("cluster",)),
+             CORE, "box = plus(b.mul(self.rank, c(n)), j)", "box = plus(b.mul(self.rank, c(0)), j)", ("cluster",)),
     Mutation("cluster-row-share",
              "a B [N, K] box split by rows: each CTA loads rows 0 .. n-1 instead of rank * n ..",
-             SM90, "first_row = b.mul(self.rank, c(n))", "first_row = b.mul(self.rank, c(0))", ("cluster",)),
+             CORE, "first_row = b.mul(self.rank, c(n))", "first_row = b.mul(self.rank, c(0))", ("cluster",)),
     Mutation("cluster-no-exit-barrier",
              "no cluster barrier before the CTAs exit: one may exit while the other still arrives on its barriers",
-             SM90, "        super()._roles()\n        if self.rank is not None:\n            sync.cluster_barrier()\n",
+             GEMM, "        super()._roles()\n        if self.rank is not None:\n            sync.cluster_barrier()\n",
              "        super()._roles()\n", ("cluster",)),
     # ---- the persistent walk in bands of rows of tiles (group_m) ----
     Mutation("group-last-band-full",
@@ -402,15 +405,16 @@ MUTATIONS: list[Mutation] = [
     Mutation("group-rows-off-by-one",
              "the lowering counts one more row of tiles than M has: the last band spreads its tiles over a row "
              "past M, and tiles of the real rows are never computed",
-             SM90, "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)",
+             GEMM, "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)",
              "rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, b.add(m_tiles, c(1)))", ("group",)),
     # ---- the swap-AB GEMM (C^T = B^T A^T) ----
     Mutation("swap-a-read-k-major",
              "the swap-AB kernel's wgmma reads its A (B's [K, N] tile, MN-major) as K-major: imm-trans-a is left 0, "
              "so the MMA multiplies the wrong elements of B",
-             SM90, 'a_major = "row" if a_tile.major(op.k_dim) == "K" else "col"', 'a_major = "row"', ("swap",)),
+             GEMM, "a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)\n        # k-block",
+             'a_major, b_major = "K", b_tile.major(op.k_dim)\n        # k-block', ("swap",)),
     Mutation("swap-store-pair-one-row",
              "the transposed store puts both columns q, q + 1 of a fragment pair in C's row q: row q + 1 is never "
              "written and row q takes the wrong value",
-             SM90, "row = b.add(row0, c(8 * j + e))", "row = b.add(row0, c(8 * j))", ("swap",)),
+             GEMM, "row = b.add(row0, c(8 * j + e))", "row = b.add(row0, c(8 * j))", ("swap",)),
 ]

@@ -116,7 +116,7 @@ def check_isolation(root: Path) -> None:
     """`import warploom`, `python -m warploom.tools.opt` (what lit runs) and the `warploom-opt` console script
     must all load the copy's modules."""
     script = Path(sys.executable).parent / "warploom-opt"
-    probes = {"import warploom": ["-c", "import warploom.lowering.sm90"],
+    probes = {"import warploom": ["-c", "import warploom.lowering.core"],
               "python -m warploom.tools.opt": ["-m", "warploom.tools.opt", "--list-passes"]}
     if script.exists():
         probes["warploom-opt script"] = [str(script), "--list-passes"]

@@ -182,7 +182,7 @@ def test_tools_come_from_the_pip_packages():
     assert "nvidia" in find_tool("ptxas") and "nvidia" in find_tool("nvdisasm")
 
 
-# ---- the sm_90a attention kernels (planned_fa3 lowered by warploom.lowering.sm90_attention) ----------------
+# ---- the sm_90a attention kernels (planned_fa3 lowered by warploom.lowering) ----------------
 
 SASS_AB = {"bf16": ".BF16", "f16": ""}        # nvdisasm spells the A/B type of HGMMA for bf16 only (f16 is the default)
 # every standard kernel (bf16 and f16, the overlapped schedule, each head dim's standard schedule: persistent at 64
@@ -201,7 +201,7 @@ ATTN_SASS = ["HGMMA", "UTMALDG", "UTMASTG", "UTMACMDFLUSH", "STS", "STG.E", "FEN
 @pytest.fixture(scope="module")
 def attention_kernels():
     from tests.emulate.fa3_plan import default_block_n, planned_fa3
-    from warploom.lowering.sm90_attention import kernel_name, lower_attention
+    from warploom.lowering import kernel_name, lower_program as lower_attention
     out = {}
     for elem, d, causal, overlap, schedule in ATTENTION:
         program = planned_fa3(elem, d, causal, overlap=overlap, schedule=schedule)
@@ -315,7 +315,7 @@ def test_streamk_key_loop_is_the_persistent_one(d):
     the ring arithmetic off the uniform datapath: 654 SASS instructions a key block instead of 584 at head dim 128,
     48 R2UR instead of 16, and the kernel 4-7% slower on the GPU, run 54.)"""
     from warploom.build import planned_attention_program
-    from warploom.lowering.sm90_attention import kernel_name, lower_attention
+    from warploom.lowering import kernel_name, lower_program as lower_attention
     loops = {}
     for schedule in ("persistent", "streamk"):
         program = planned_attention_program("bf16", d, False, schedule=schedule)

@@ -18,7 +18,8 @@ from warploom.kernels import FA4_BLOCK_N, STANDARD_ATTENTION_KERNELS
 from warploom.layout import Sm100InstrDescriptor
 from warploom.lowering.assemble import assemble, disassemble, sass_counts
 from warploom.lowering.ptx import gpu_module_to_ptx
-from warploom.lowering.sm100_attention import kernel_name, lower_attention
+from warploom.lowering import kernel_name
+from warploom.lowering import lower_program as lower_attention
 
 STANDARD = STANDARD_ATTENTION_KERNELS["sm_100a"]
 IDS = [s.kernel_name for s in STANDARD]

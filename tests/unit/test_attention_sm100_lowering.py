@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 
 from warploom.build import planned_sm100_attention
-from warploom.lowering.sm100_attention import kernel_name, lower_attention
+from warploom.lowering import kernel_name
+from warploom.lowering import lower_program as lower_attention
 
 
 def _program(**attrs):

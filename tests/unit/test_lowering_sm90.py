@@ -12,7 +12,8 @@ from warploom import build as wc
 from warploom.kernels import STANDARD_KERNELS, GemmSpec
 from warploom.kernel import Copy, Loop, Opaque, Wait
 from warploom.layout import WgmmaSmemDescriptor
-from warploom.lowering.sm90 import kernel_name, lower_kernel
+from warploom.lowering.gemm import kernel_name
+from warploom.lowering.gemm import lower_gemm as lower_kernel
 from warploom.runtime import rules
 from warploom.passes import PIPELINES, run_passes
 

@@ -19,10 +19,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from warploom.layout.ops import INT
 from warploom.layout.swizzle import CHUNK_BYTES, Swizzle, from_hopper_code, from_sm100_code, swizzle as as_swizzle
 from warploom.layout.tiling import SmemTile
 
 _FIELD14_LIMIT = 1 << 18          # 14 bits of (bytes >> 4)
+ADDRESS_UNIT_SHIFT = 4            # the address, LBO and SBO fields count bytes in 16-byte units
+SHARED_WINDOW_MASK = (1 << 18) - 1    # the start address is the 18-bit shared-window address
+
+
+def start_address_field(addr, ops=INT):
+    """The start-address field of an MMA smem descriptor for smem byte address `addr` (its shared-window bits in
+    16-byte units), on an int or through `ops` (an IR builder namespace; see warploom/layout/ops.py)."""
+    return ops.shru(ops.and_(addr, ops.const(SHARED_WINDOW_MASK)), ops.const(ADDRESS_UNIT_SHIFT))
+
+
+def descriptor_step(byte_offset, ops=INT):
+    """What a descriptor's address field moves by for `byte_offset` bytes (a multiple of 16): the step from one
+    k-block of a tile to the next, or from a stage's start to a warpgroup's rows."""
+    return ops.shru(byte_offset, ops.const(ADDRESS_UNIT_SHIFT))
+
+
+def k_block_steps(tile: SmemTile, kblocks: int, k: int, k_dim: str = "K") -> list[int]:
+    """What the descriptor of `tile` moves by to reach each of its `kblocks` MMA k-blocks of `k` elements along
+    `k_dim` (the first is 0): the MMA issues k-block kk from the descriptor plus step kk."""
+    return [descriptor_step(tile.k_block_offset(kk, k, k_dim)) for kk in range(kblocks)]
 
 
 def _bits(value: int, lo: int, width: int) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from warploom.layout.ops import INT
 from warploom.targets import get as get_target
 
 _SM90 = get_target("sm_90a")
@@ -27,6 +28,30 @@ WARP = _SM90.warp_size
 MMA_M = _SM90.mma_shapes[0].m[0]
 
 
+# The fragment rule, written once over an arithmetic namespace (warploom/layout/ops.py): ints or numpy arrays through
+# INT (the tables below, the emulator, tests), IR values through the lowering's builder.
+FRAGMENT_ROWS_PER_WARP = 16       # warp w of the warpgroup holds rows 16w .. 16w + 15
+FRAGMENT_QUAD = 4                 # 4 lanes share a row; each holds 2 adjacent columns of every 8
+FRAGMENT_HALF_ROWS = 8            # a thread's second row (h = 1) is 8 below its first
+
+
+def fragment_row(warp, lane, ops=INT, half: int | None = None):
+    """The row a thread's fragment registers hold within the warpgroup's 64: 16 warp + lane / 4 (+ 8 half when `half`
+    is given, 0 or 1). The accumulator of wgmma and its 16-bit register-A operand share it."""
+    row = ops.add(ops.mul(warp, ops.const(FRAGMENT_ROWS_PER_WARP)), ops.divu(lane, ops.const(FRAGMENT_QUAD)))
+    return row if half is None else ops.add(row, ops.const(FRAGMENT_HALF_ROWS * half))
+
+
+def fragment_col(lane, ops=INT):
+    """The first of the two adjacent columns a thread holds in every 8 columns of a fragment: 2 (lane % 4)."""
+    return ops.mul(ops.remu(lane, ops.const(FRAGMENT_QUAD)), ops.const(2))
+
+
+def accumulator_register(j: int, h: int, e: int) -> int:
+    """The accumulator register holding column 8j + fragment_col + e of row half h: 4j + 2h + e."""
+    return 4 * j + 2 * h + e
+
+
 def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols), each [128 threads, n // 2 registers]: the element register r of thread t holds."""
     _SM90.check_mma_shape(MMA_M, n, "bf16")
@@ -34,8 +59,8 @@ def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
     r = np.arange(n // 2)[None, :]
     warp, lane = t // WARP, t % WARP
     j, h, e = r // 4, (r // 2) % 2, r % 2
-    rows = 16 * warp + lane // 4 + 8 * h
-    cols = 8 * j + 2 * (lane % 4) + e
+    rows = fragment_row(warp, lane) + FRAGMENT_HALF_ROWS * h
+    cols = 8 * j + fragment_col(lane) + e
     return np.broadcast_to(rows, (WARPGROUP, n // 2)).copy(), np.broadcast_to(cols, (WARPGROUP, n // 2)).copy()
 
 
@@ -46,8 +71,8 @@ def wgmma_a_k16() -> tuple[np.ndarray, np.ndarray]:
     a = np.arange(8)[None, :]
     warp, lane = t // WARP, t % WARP
     reg, e = a // 2, a % 2
-    rows = 16 * warp + lane // 4 + 8 * (reg % 2)
-    cols = 2 * (lane % 4) + 8 * (reg // 2) + e
+    rows = fragment_row(warp, lane) + FRAGMENT_HALF_ROWS * (reg % 2)
+    cols = fragment_col(lane) + 8 * (reg // 2) + e
     return rows, cols
 
 

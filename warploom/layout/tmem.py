@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from warploom.layout.ops import INT
 from warploom.targets import get as get_target
 
 GEOMETRY = get_target("sm_100a").tmem
+
+
+LANE_SHIFT = 16          # an address is lane << 16 | column
 
 
 def tmem_address(lane: int, column: int) -> int:
@@ -19,12 +23,18 @@ def tmem_address(lane: int, column: int) -> int:
         raise ValueError(f"TMEM lane {lane}: lanes are 0..{GEOMETRY.lanes - 1}")
     if not 0 <= column < GEOMETRY.columns:
         raise ValueError(f"TMEM column {column}: columns are 0..{GEOMETRY.columns - 1}")
-    return lane << 16 | column
+    return lane << LANE_SHIFT | column
+
+
+def lane_offset(lane, ops=INT):
+    """What a TMEM address moves by to reach `lane` (added to a lane-0 address), on an int or through `ops` (an IR
+    builder: warploom/layout/ops.py)."""
+    return ops.mul(lane, ops.const(1 << LANE_SHIFT))
 
 
 def decode_tmem_address(address: int) -> tuple[int, int]:
     """(lane, column) of a TMEM address."""
-    lane, column = address >> 16, address & 0xFFFF
+    lane, column = address >> LANE_SHIFT, address & ((1 << LANE_SHIFT) - 1)
     tmem_address(lane, column)
     return lane, column
 
@@ -69,3 +79,10 @@ class TmemColumns:
 
     def contains(self, other: TmemColumns) -> bool:
         return self.start <= other.start and other.end <= self.end
+
+
+def tmem_fields(address: int) -> tuple[int, int]:
+    """(lane, column) of a TMEM address, bits 31..16 and 15..0 of (lane << 16) | column, unchecked: for a reader that
+    reports an out-of-range lane or column in its own terms (the emulator's TmemError names the op and the
+    allocation), where `decode_tmem_address` raises ValueError."""
+    return address >> LANE_SHIFT, address & ((1 << LANE_SHIFT) - 1)

@@ -1,16 +1,15 @@
-"""wl-lower-sm90: replace each planned `wl.kernel` by a `wl.launch` of a `gpu.module` holding its sm_90a code.
+"""wl-lower-sm90: replace each planned sm_90a `wl.kernel` by a `wl.launch` of a `gpu.module` holding its code.
 
     %0 = "wl.kernel"(%a, %b) ({ ...roles, buffers, barriers... }) {...}
 becomes
     %0 = "wl.launch"(%a, %b) {kernel = "wl_gemm_bf16_kn_128x256x64_s4", grid = [["cdiv", "N", 256], ...],
                               block = [384, 1, 1], cluster = [1, 1, 1], smem_bytes = 197696}
     gpu.module @wl_gemm_bf16_kn_128x256x64_s4_mod [#nvvm.target<chip = "sm_90a", ...>] { llvm.func ... }
-and the top module gets `gpu.container_module`. The code comes from
-`warploom.lowering.sm90.lower_kernel` (a GEMM) or `warploom.lowering.sm90_attention.lower_attention` (a
-program of kind "attention"), after wl-plan-barriers, which builds the
-gpu.module with the MLIR builders in this module's context; the pass moves it in
-(no text, no parse). PTX is made afterwards by `warploom.lowering.ptx` (upstream
-passes only).
+and the top module gets `gpu.container_module`. The code comes from `warploom.lowering.lower_program` (the one
+lowering of every target: a GEMM, or an attention for a program of kind "attention"), after wl-plan-barriers,
+which builds the gpu.module with the MLIR builders in this module's context; the pass moves it in (no text, no
+parse). PTX is made afterwards by `warploom.lowering.ptx` (upstream passes only). wl-lower-sm100 is the same pass
+for sm_100a programs (`lowering_pass`).
 """
 from __future__ import annotations
 
@@ -19,9 +18,7 @@ from mlir import ir
 from warploom.dialect import op_attrs
 from warploom.dialect.kernel_ir import kernel_ops, make_op
 from warploom.kernel import read_program
-from warploom.lowering.sm90 import kernel_name, lower_kernel
-from warploom.lowering.sm90_attention import kernel_name as attention_kernel_name
-from warploom.lowering.sm90_attention import lower_attention
+from warploom.lowering import kernel_name, lower_program
 
 from .registry import PassError, register
 
@@ -31,16 +28,26 @@ def existing_gpu_modules(top) -> dict[str, ir.Operation]:
             for op in top.regions[0].blocks[0].operations if op.operation.name == "gpu.module"}
 
 
-def lower_sm90(program, context):
-    """(entry name, LoweredKernel) of an sm_90a program: a GEMM or an FA3-style attention."""
-    if program.target != "sm_90a":
-        raise ValueError(f"the kernel is planned for {program.target}: lower it with "
-                         f"wl-lower-{program.target.removesuffix('a').replace('_', '')}")
-    if program.kind == "attention":         # FA3-style forward attention (docs/attention-sm90.md)
-        name = attention_kernel_name(program)
-        return name, lower_attention(program, name, context)
-    name = kernel_name(program)
-    return name, lower_kernel(program, name, context)
+def lowering_pass(target: str):
+    """The lowerer of the pass for `target`: (entry name, LoweredKernel) of a program planned for that target, a GEMM
+    or an attention; a program planned for another target is refused with the pass that lowers it."""
+    def lower_target(program, context):
+        if program.target != target:
+            raise ValueError(f"the kernel is planned for {program.target}: lower it with "
+                             f"{pass_name(program.target)}")
+        if program.kind not in ("gemm", "attention"):
+            raise ValueError(f"kernel kind {program.kind!r} has no {target} lowering (only 'gemm' and 'attention')")
+        name = kernel_name(program)
+        return name, lower_program(program, name, context)
+    return lower_target
+
+
+def pass_name(target: str) -> str:
+    """wl-lower-sm90 for sm_90a, wl-lower-sm100 for sm_100a."""
+    return f"wl-lower-{target.removesuffix('a').replace('_', '')}"
+
+
+lower_sm90 = lowering_pass("sm_90a")
 
 
 def lower(kernel, top, modules: dict, lowerer=lower_sm90, pass_name: str = "wl-lower-sm90") -> None:

@@ -140,6 +140,14 @@ class Builder:
         self._last_const = op.operation
         return op.result
 
+    def typed(self, ty: ir.Type) -> "TypedOps":
+        """This builder as an arithmetic namespace whose constants have type `ty` (warploom/layout/ops.py)."""
+        return TypedOps(self, ty)
+
+    @property
+    def i64_ops(self) -> "TypedOps":
+        return self.typed(self.i64)
+
     # ---- arithmetic (integer, the type of the operands) -------------------------------------------
     def _binary(self, op, a: ir.Value, b: ir.Value) -> ir.Value:
         return op(a, b, loc=self.loc()).result
@@ -367,3 +375,16 @@ class Builder:
         with ir.InsertionPoint(op.body):
             yield loop
             scf.YieldOp(loop.yielded)
+
+
+class TypedOps:
+    """A Builder whose `const` makes constants of one type (the other operations take their operands' type)."""
+
+    def __init__(self, builder: Builder, ty: ir.Type):
+        self._b, self._ty = builder, ty
+
+    def const(self, value: int) -> ir.Value:
+        return self._b.const(value, self._ty)
+
+    def __getattr__(self, name: str):
+        return getattr(self._b, name)

@@ -1,4 +1,4 @@
-"""sm_100a lowering of the planned FA4-style attention -> one `gpu.module` of NVVM/LLVM ops, plus launch data.
+"""The FA4-style attention on Tensor Memory accumulators (the "tmem" atoms: sm_100a's tcgen05) -> one `gpu.module`.
 
 Input: the program the attention planning passes make for sm_100a (wl-tile{target=sm_100a} .. wl-plan-barriers;
 `warploom.build.planned_sm100_attention`); docs/attention-sm100.md is the contract. Each CTA takes two Q tiles of
@@ -26,10 +26,11 @@ Input: the program the attention planning passes make for sm_100a (wl-tile{targe
 
 Fences (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"): tcgen05.fence::after_thread_sync after every wait or
 barrier a TMEM role passes, ::before_thread_sync before every arrive or barrier that publishes its TMEM work.
-Everything the sm_90a attention lowering shares (parameters, 4-D tensor maps, GQA heads, the causal trip rule, TMA
-box loops, smem descriptors) comes from `sm90_attention._AttentionLowering`; the tcgen05 ops from
-`warploom.lowering.emit.tcgen05`. No Blackwell GPU exists here: these kernels are checked by ptxas, their SASS and
-the emulator, and have not run on hardware.
+What every attention has (parameters, 4-D tensor maps, GQA heads, the causal trip rule) comes from
+`warploom.lowering.attention.AttentionLowering`, what every kernel has (TMA box loops, smem descriptors, elected
+one-thread roles, TMEM placement checks) from `warploom.lowering.core.KernelLowering`; the MMA, TMEM and fence
+instructions from the target's atoms (`warploom.lowering.atoms.tcgen05`). No Blackwell GPU exists here: these
+kernels are checked by ptxas, their SASS and the emulator, and have not run on hardware.
 """
 from __future__ import annotations
 
@@ -37,58 +38,39 @@ from mlir import ir
 from mlir.dialects import llvm, nvvm, scf
 
 from warploom import targets
-from warploom.dialect import make_context
-from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Program, Store, Sync, Wait
-from warploom.kernels import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP, FA4_EXP2_POLY, FA4_RESCALE_THRESHOLD, fa4_kernel_name
-from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
-from warploom.lowering.emit import sync, tcgen05, tma
+from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Store, Sync, Wait
+from warploom.kernel.contract import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP
+from warploom.layout.descriptors import k_block_steps
+from warploom.layout.tmem import lane_offset
+from warploom.lowering.attention import LN2, AttentionLowering
+from warploom.lowering.core import RoleState
+from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
 from warploom.runtime.artifact import TensorMapSpec
 
-from .sm90 import LoweredKernel, _Role
-from .sm100 import check_placement, run_elected
-from .sm90_attention import LN2, _AttentionLowering
-
-T = targets.get("sm_100a")
-OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",
-       Sync: "sync"}
-OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
-CHUNK = 32                  # TMEM columns per tcgen05.ld/st of O (the correction warpgroup's 80 registers)
+CHUNK = 32                  # TMEM columns per load/store of O (the correction warpgroup's 80 registers)
 
 
-def kernel_name(program: Program) -> str:
-    """The name the sm_100a attention kernel gets (warploom.kernels.fa4_kernel_name)."""
-    bm, bn, d = program.attrs["tile"]
-    a = program.attrs
-    return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
-                           bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
-                           float(a.get("exp2_poly", FA4_EXP2_POLY)))
-
-
-def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
-    """Lower a planned sm_100a attention kernel; ValueError names what cannot be lowered and why."""
-    return _Fa4Lowering(program, name).lower(context or make_context())
-
-
-class _Fa4Lowering(_AttentionLowering):
-    T = T
-    SMEM_DESCRIPTOR = Sm100SmemDescriptor
+class TensorMemoryAttention(AttentionLowering):
+    """The FA4-style attention whose accumulators are in Tensor Memory (atoms.accumulator == "tmem")."""
     # ptxas 13.0 ignores setmaxnreg in this 512-thread kernel unless it also knows one CTA fills an SM (C7508:
     # "unable to determine register count at entry"); with .minnctapersm 1 it allocates each role's budget
     MIN_CTAS_PER_SM = 1
-    OPS = OPS
-    OP_NAMES = OP_NAMES
+
+    OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",
+           Sync: "sync"}
+    OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
 
     # ---- configuration ------------------------------------------------------------------------------------
     def _read_config(self) -> None:
-        if self.p.target != T.name:
-            self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {T.name}")
+        if self.p.target != self.T.name:
+            self._fail(f"the kernel is planned for {self.p.target}; this lowering is for {self.T.name}")
         a = self.p.attrs
         if a.get("rope_depth") or a.get("scale_dtype"):
             self._fail(f"rope_depth = {a.get('rope_depth')}, scale_dtype = {a.get('scale_dtype')!r}: the seed's rope "
                        "columns (MLA) and per-token scales (FP8) are planned (their smem is reserved) but not lowered "
                        "yet; plan without rope-depth and scale-dtype")
-        self.rows = T.tmem.lanes
+        self.rows = self.T.tmem.lanes
         self.q_tiles = int(a.get("q_tiles", 0))
         super()._read_config()
         if self.persistent:
@@ -107,22 +89,22 @@ class _Fa4Lowering(_AttentionLowering):
         the register file; regions, TMEM columns and barriers placed; the TMEM address slot and correction rows."""
         p = self.p
         warps = sorted(w for r in p.roles for w in r.warp_range)
-        if warps != list(range(self.threads // T.warp_size)):
+        if warps != list(range(self.threads // self.T.warp_size)):
             self._fail(f"roles cover warps {warps}; {self.threads} threads need each of 0.."
-                       f"{self.threads // T.warp_size - 1} exactly once")
+                       f"{self.threads // self.T.warp_size - 1} exactly once")
         per_wg: dict[int, set] = {}
         for r in p.roles:
             for w in r.warp_range:
-                per_wg.setdefault(w * T.warp_size // T.warpgroup_threads, set()).add(r.regs)
+                per_wg.setdefault(w * self.T.warp_size // self.T.warpgroup_threads, set()).add(r.regs)
         for wg, budgets in sorted(per_wg.items()):
             if len(budgets) != 1 or None in budgets:
                 self._fail(f"warpgroup {wg} has register budgets {sorted(map(str, budgets))}: setmaxnreg sets one "
                            "budget for a whole warpgroup, so its roles need one")
-        self.launch_regs = T.launch_regs(self.threads)
-        used = sum(T.warp_size * r.warps * r.regs for r in p.roles)
-        if used > T.register_file:
-            self._fail(f"role register budgets need {used} registers; the register file holds {T.register_file}")
-        smem = check_placement(self)
+        self.launch_regs = self.T.launch_regs(self.threads)
+        used = sum(self.T.warp_size * r.warps * r.regs for r in p.roles)
+        if used > self.T.register_file:
+            self._fail(f"role register budgets need {used} registers; the register file holds {self.T.register_file}")
+        smem = self._check_placement()
         self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
         self.tmem_slot = p.regions.get("tmem_addr")
         self.corr = p.regions.get("correction")
@@ -153,15 +135,15 @@ class _Fa4Lowering(_AttentionLowering):
     # ---- prologue: TMEM allocated by the MMA warp around the CTA barrier ---------------------------------------
     def _before_cta_barrier(self) -> None:
         b, c = self.b, self.b.const
-        self.warp = b.divu(self.tid, c(T.warp_size))
+        self.warp = b.divu(self.tid, c(self.T.warp_size))
         self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
         with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
-            tcgen05.alloc(b, self.slot_ptr, self.tmem_columns)
-            tcgen05.relinquish()
-            tcgen05.fence_before()
+            self.atoms.tmem_alloc(b, self.slot_ptr, self.tmem_columns)
+            self.atoms.tmem_relinquish()
+            self.atoms.before_sync()
 
     def _after_cta_barrier(self) -> None:
-        tcgen05.fence_after()
+        self.atoms.after_sync()
         self.taddr = llvm.LoadOp(self.b.i32, self.slot_ptr, loc=self.b.loc("taddr")).result
 
     # ---- roles ---------------------------------------------------------------------------------------------
@@ -184,7 +166,7 @@ class _Fa4Lowering(_AttentionLowering):
 
     def _role(self, role) -> None:
         b, c = self.b, self.b.const
-        ctx = _Role(role=role, first_wg=role.first_warp * T.warp_size // T.warpgroup_threads, accs={}, acc_n={},
+        ctx = RoleState(role=role, first_wg=role.first_warp * self.T.warp_size // self.T.warpgroup_threads, accs={}, acc_n={},
                     values={})
         sync.role_registers(role.regs, self.launch_regs)
         ctx.tcgen05 = role is self.mma_role or role.issue == "warpgroup"
@@ -194,21 +176,21 @@ class _Fa4Lowering(_AttentionLowering):
                 with b.if_(ctx.elected):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
-            run_elected(self, role.body, ctx)
+            self._run_elected(role.body, ctx)
             self._drain(role, ctx)
             if role is self.mma_role:            # every lane of the warp, after the correction said it is done
-                tcgen05.fence_after()
-                tcgen05.dealloc(b, self.taddr, self.tmem_columns)
+                self.atoms.after_sync()
+                self.atoms.tmem_dealloc(b, self.taddr, self.tmem_columns)
         elif role.issue == "warpgroup":
-            if role.warps * T.warp_size != T.warpgroup_threads:
+            if role.warps * self.T.warp_size != self.T.warpgroup_threads:
                 self._fail(f"role {role.name!r} has {role.warps} warps; a warpgroup role here is one warpgroup")
             ctx.wg_index = c(0)
-            ctx.thread_in_wg = b.remu(self.tid, c(T.warpgroup_threads))
+            ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
             ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
-            quadrant = b.remu(self.warp, c(T.tmem.lanes // T.tmem.lanes_per_warp))
-            lane0 = b.mul(quadrant, c(T.tmem.lanes_per_warp))
-            ctx.row = b.add(lane0, b.remu(self.tid, c(T.warp_size)))        # the thread's row: its TMEM lane
-            ctx.lane_addr = b.add(self.taddr, b.mul(lane0, c(1 << 16)))    # lane field: bits 16..
+            quadrant = b.remu(self.warp, c(self.T.tmem.lanes // self.T.tmem.lanes_per_warp))
+            lane0 = b.mul(quadrant, c(self.T.tmem.lanes_per_warp))
+            ctx.row = b.add(lane0, b.remu(self.tid, c(self.T.warp_size)))        # the thread's row: its TMEM lane
+            ctx.lane_addr = b.add(self.taddr, lane_offset(lane0, b))
             self._ops(role.body, ctx)
             if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
                 with b.if_(ctx.wg_leader):       # the stores have read their smem before the CTA exits
@@ -219,7 +201,7 @@ class _Fa4Lowering(_AttentionLowering):
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}")
 
-    def _drain(self, role, ctx: _Role) -> None:
+    def _drain(self, role, ctx: RoleState) -> None:
         """A role that waits for a K/V ring's slots back (the load thread, parity phase^1) waits once more for each
         slot after the last key block, so the MMA thread's last tcgen05.commit releases have landed before the CTA
         exits (none arrives in smem the SM may have handed to the next CTA). A slot never used passes at once."""
@@ -239,7 +221,7 @@ class _Fa4Lowering(_AttentionLowering):
                     self._barrier(name, state).wait(b.xor(state.phase, c(1)))
 
     # ---- the key loop and barrier states --------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
         """scf.for over the key blocks, carrying the softmax's row max and sum (one row per thread); the last
         section runs once after it at iteration `trips` when there was a block."""
         b, c = self.b, self.b.const
@@ -285,7 +267,7 @@ class _Fa4Lowering(_AttentionLowering):
             loop.cache[key] = self._loop_state(loop.kt, b.add(b.mul(loop.it, c(ring.uses)), c(use)))
         return loop.cache[key]
 
-    def _bar(self, name: str, ctx: _Role, use: int = 0):
+    def _bar(self, name: str, ctx: RoleState, use: int = 0):
         """(barrier, phase) of `name` at this point: outside the loop a once-used barrier (Q's: phase 0); in it a
         barrier per stage of the K/V rings (at slot `use` of a shared ring), or one used every block (phase =
         block & 1)."""
@@ -303,7 +285,7 @@ class _Fa4Lowering(_AttentionLowering):
             return loop.cache[key]
         return self._barrier(name, loop), loop.phase
 
-    def _op_wait(self, op: Wait, ctx: _Role) -> None:
+    def _op_wait(self, op: Wait, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
         if op.lag:
             self._fail(f"wl.wait lag = {op.lag} on {op.barrier!r}: not lowered here")
@@ -312,9 +294,9 @@ class _Fa4Lowering(_AttentionLowering):
             self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' or 'phase^1'")
         bar.wait(phase if op.parity == "phase" else b.xor(phase, c(1)))
         if ctx.tcgen05:
-            tcgen05.fence_after()
+            self.atoms.after_sync()
 
-    def _op_arrive(self, op: Arrive, ctx: _Role) -> None:
+    def _op_arrive(self, op: Arrive, ctx: RoleState) -> None:
         if op.tx_bytes:
             self._at_slot(ctx, self.p.ring_of_barrier(op.barrier), op.use, lambda: self._arrive_expect_tx(op, ctx))
             return
@@ -324,30 +306,30 @@ class _Fa4Lowering(_AttentionLowering):
         if op.per == "commit":
             if ctx.role is not self.mma_role:
                 self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
-            tcgen05.commit(self.b, bar.addr)
+            self.atoms.commit(self.b, bar.addr)
         elif op.per == "thread" and ctx.issue == "warpgroup":
             if ctx.tcgen05:
-                tcgen05.fence_before()
+                self.atoms.before_sync()
             bar.arrive()
         else:
             self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
 
-    def _op_sync(self, op: Sync, ctx: _Role) -> None:
+    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
         b = self.b
         nb = self.p.named_barriers.get(op.barrier)
         if nb is None or nb.count != 1 or op.slot != "own" or op.warpgroup is not None or op.tiles != "each":
             self._fail(f"named barrier {op.barrier!r}: the sm_100a attention syncs on single named barriers")
         if ctx.tcgen05:
-            tcgen05.fence_before()
+            self.atoms.before_sync()
         if op.arrive_only:
             sync.named_barrier_arrive(b, nb.id, nb.threads)
         else:
             sync.named_barrier_sync(b, nb.id, nb.threads)
             if ctx.tcgen05:
-                tcgen05.fence_after()
+                self.atoms.after_sync()
 
     # ---- TMA loads: Q tile i starts at row row0 + 128 i --------------------------------------------------------
-    def _op_copy(self, op: Copy, ctx: _Role) -> None:
+    def _op_copy(self, op: Copy, ctx: RoleState) -> None:
         q_regions = [r.name for r in self.p.regions.values() if r.space == "smem" and r.dims == ("M", "D")
                      and not r.aliases]
         self._copy_row = None
@@ -356,9 +338,9 @@ class _Fa4Lowering(_AttentionLowering):
                 self._fail(f"Q copy into {op.region!r}: expected one of the Q tiles {q_regions}")
             i = q_regions.index(op.region)
             self._copy_row = self.row0 if i == 0 else self.b.add(self.row0, self.b.const(i * self.rows))
-        self._at_slot(ctx, self.p.ring_of_region(op.region), op.use, lambda: super(_Fa4Lowering, self)._op_copy(op, ctx))
+        self._at_slot(ctx, self.p.ring_of_region(op.region), op.use, lambda: super(TensorMemoryAttention, self)._op_copy(op, ctx))
 
-    def _at_slot(self, ctx: _Role, ring, use: int, emit) -> None:
+    def _at_slot(self, ctx: RoleState, ring, use: int, emit) -> None:
         """emit() with the loop state of slot `use` of `ring` in place of the block's (the shared K/V ring)."""
         block = ctx.loop
         ctx.loop = self._use_loop(block, ring, use)
@@ -371,7 +353,7 @@ class _Fa4Lowering(_AttentionLowering):
         return super()._coord_origin(dim, loop)
 
     # ---- MMAs ------------------------------------------------------------------------------------------------
-    def _op_mma(self, op: Mma, ctx: _Role) -> None:
+    def _op_mma(self, op: Mma, ctx: RoleState) -> None:
         """S_i = Q_i K^T (A, B smem descriptors) or O_i (+)= P_i V (A in TMEM at P_i's columns, 16 keys = 8 columns
         per instruction; enable-input-d off at the first key block's first instruction)."""
         b, c = self.b, self.b.const
@@ -380,10 +362,10 @@ class _Fa4Lowering(_AttentionLowering):
             self._fail(f"wl.mma in role {ctx.name!r}: the MMA thread issues them, in the key loop")
         m, n, k = op.shape
         try:
-            T.check_mma_shape(m, n, self.elem, 1)
+            self.T.check_mma_shape(m, n, self.elem, 1)
         except ValueError as e:
             self._fail(f"wl.mma shape {list(op.shape)}: {e}")
-        mma_k = T.mma_k_of(self.elem)
+        mma_k = self.T.mma_k_of(self.elem)
         if m != self.rows or k % mma_k:
             self._fail(f"wl.mma shape {list(op.shape)}: M must be {self.rows} (all TMEM lanes), K a multiple of "
                        f"{mma_k}")
@@ -394,38 +376,33 @@ class _Fa4Lowering(_AttentionLowering):
         d = b.add(self.taddr, c(self._tmem(op.acc.name).offset))
         desc_b, _ = self._descriptor(b_reg, self._use_loop(loop, self.p.ring_of_region(b_reg.name), op.b.use), None,
                                      op.k_dim)
-        on = b.cmp("eq", c(0), c(0))
         try:
-            b_major = b_tile.major(op.k_dim)
-            T.check_mma_major(self.elem, b_major)
-            idesc = Sm100InstrDescriptor(self.elem, self.elem, "f32", m, n, a_major="K", b_major=b_major).encode()
+            idesc = self.atoms.instr_descriptor(self.elem, m, n, a_major="K", b_major=b_tile.major(op.k_dim))
         except ValueError as e:
             self._fail(f"wl.mma: {e}")
+        kblocks = k // mma_k
+        b_steps = k_block_steps(b_tile, kblocks, mma_k, op.k_dim)
         if op.a.source == "smem":
             a_reg = self._region(op.a.name)
             a_tile = self.tiles[a_reg.name]
             if a_tile.major(op.k_dim) != "K" or op.accumulate:
                 self._fail(f"wl.mma A {op.a.name!r}: S = Q K^T takes K-major Q and overwrites S")
             desc_a, _ = self._descriptor(a_reg, loop, None, op.k_dim)
-            for kk in range(k // mma_k):
-                da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
-                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
-                tcgen05.mma(b, d, da, db, idesc, b.cmp("ne", c(0), c(0)) if kk == 0 else on)
+            self.atoms.mma_smem(b, d, desc_a, desc_b, k_block_steps(a_tile, kblocks, mma_k, op.k_dim), b_steps, idesc,
+                                lambda: b.cmp("ne", c(0), c(0)))        # S = Q K^T overwrites S
         elif op.a.source == "tmem":
             p = self._tmem(op.a.name)
-            cols = mma_k * targets.ELEMENT_BITS[p.elem] // T.tmem.cell_bits        # 8: two 16-bit keys a cell
+            cols = mma_k * targets.ELEMENT_BITS[p.elem] // self.T.tmem.cell_bits        # 8: two 16-bit keys a cell
             if not op.accumulate:
                 self._fail("wl.mma O += P V accumulates over the key blocks")
             first = b.cmp("ne", loop.kt, c(0))           # the first key block overwrites O
-            for kk in range(k // mma_k):
-                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, mma_k, op.k_dim) >> 4, b.i64))
-                tcgen05.mma_tmem_a(b, d, b.add(self.taddr, c(p.offset + kk * cols)), db, idesc,
-                                   first if kk == 0 else on)
+            self.atoms.mma_tmem_a(b, d, lambda kk: b.add(self.taddr, c(p.offset + kk * cols)), desc_b, b_steps, idesc,
+                                  first)
         else:
             self._fail(f"wl.mma A from {op.a.source!r}: smem or tmem")
 
     # ---- register math -------------------------------------------------------------------------------------
-    def _op_compute(self, op: Compute, ctx: _Role) -> None:
+    def _op_compute(self, op: Compute, ctx: RoleState) -> None:
         if ctx.issue != "warpgroup":
             self._fail(f"Compute in role {ctx.name!r}: register math runs in warpgroup roles")
         handler = {"online_softmax": self._softmax, "rescale": self._rescale, "lse": self._lse,
@@ -441,20 +418,20 @@ class _Fa4Lowering(_AttentionLowering):
             self._fail(f"{name!r}: expected a per-Q-tile name ending in 0..{self.q_tiles - 1}")
         return int(digits)
 
-    def _corr_ptr(self, tile: int, which: int, ctx: _Role) -> ir.Value:
+    def _corr_ptr(self, tile: int, which: int, ctx: RoleState) -> ir.Value:
         """&correction[tile][which][row] (which 0: the factor, 1: the row sum)."""
         b, c = self.b, self.b.const
-        at = b.add(c(self.corr.offset + (tile * 2 + which) * T.tmem.lanes * 4), b.mul(ctx.row, c(4)))
+        at = b.add(c(self.corr.offset + (tile * 2 + which) * self.T.tmem.lanes * 4), b.mul(ctx.row, c(4)))
         return b.gep(self.base, at)
 
     def _load_f32(self, ptr: ir.Value) -> ir.Value:
         return llvm.LoadOp(self.b.f32, ptr, alignment=4, loc=self.b.loc("ld")).result
 
-    def _row_index(self, tile: int, ctx: _Role) -> ir.Value:
+    def _row_index(self, tile: int, ctx: RoleState) -> ir.Value:
         """The thread's query row (global in the head): row0 + 128 tile + its lane."""
         return self.b.add(self.row0, self.b.add(self.b.const(tile * self.rows), ctx.row))
 
-    def _mask_of(self, tile: int, ctx: _Role) -> tuple[ir.Value, ir.Value]:
+    def _mask_of(self, tile: int, ctx: RoleState) -> tuple[ir.Value, ir.Value]:
         """(may, room) of this key block for the thread's row: columns < room are seen (keys < Sk and, when causal,
         keys <= row + Sk - Sq: bottom-right); `may` says whether the block holds an unseen key for any row of the Q
         tile (uniform over it: its first row has the smallest causal limit), so only such blocks pay for the mask."""
@@ -487,14 +464,14 @@ class _Fa4Lowering(_AttentionLowering):
             vals = [combine(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
         return vals[0]
 
-    def _s_chunk(self, s_col: int, h: int, mask: tuple, ctx: _Role) -> list:
+    def _s_chunk(self, s_col: int, h: int, mask: tuple, ctx: RoleState) -> list:
         """Columns h * CHUNK .. of the thread's row of S (tcgen05.ld, wait::ld), masked."""
         b = self.b
-        raw = tcgen05.ld_32x32b(b, b.add(ctx.lane_addr, b.const(s_col + h * CHUNK)), CHUNK)
-        tcgen05.wait_ld()
+        raw = self.atoms.tmem_load(b, b.add(ctx.lane_addr, b.const(s_col + h * CHUNK)), CHUNK)
+        self.atoms.tmem_wait_load()
         return self._masked([b.bitcast(b.extractelement(raw, j, "s"), b.f32) for j in range(CHUNK)], h * CHUNK, mask)
 
-    def _softmax(self, op: Compute, ctx: _Role) -> None:
+    def _softmax(self, op: Compute, ctx: RoleState) -> None:
         """One key block of row `ctx.row` of Q tile i (module docstring, softmax<i>), CHUNK columns of S at a time in
         two passes (the whole row would not fit the kernel's 128 registers a thread): the row max, then P. P's
         chunk h lands on S columns h * CHUNK / 2 .., which the second pass has already read."""
@@ -525,9 +502,9 @@ class _Fa4Lowering(_AttentionLowering):
             packed = b.undef(ir.VectorType.get([CHUNK // 2], b.i32))
             for j in range(CHUNK // 2):
                 packed = b.insertelement(packed, b.bitcast(self._pack(probs[2 * j], probs[2 * j + 1]), b.i32), c(j))
-            tcgen05.st_32x32b(b, b.add(ctx.lane_addr, c(p.offset + h * CHUNK // 2)), packed)
+            self.atoms.tmem_store(b, b.add(ctx.lane_addr, c(p.offset + h * CHUNK // 2)), packed)
         l_new = b.fma(l_old, factor, self._tree(sums, b.addf))
-        tcgen05.wait_st()
+        self.atoms.tmem_wait_store()
         b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
         b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
         ctx.values.update({max_name: m_new, sum_name: l_new})
@@ -543,7 +520,7 @@ class _Fa4Lowering(_AttentionLowering):
             out[poly[-1]] = exp2_fma(self.b, xs[poly[-1]])
         return [self.b.exp2(x) if y is None else y for x, y in zip(xs, out)]
 
-    def _rescale(self, op: Compute, ctx: _Role) -> None:
+    def _rescale(self, op: Compute, ctx: RoleState) -> None:
         """O_i *= the row's factor, by the warp's quadrant, only when one of its 32 rows has a factor != 1 (a
         warp-uniform branch: tcgen05.ld/st are warp-collective), 32 columns at a time."""
         b, c = self.b, self.b.const
@@ -556,16 +533,16 @@ class _Fa4Lowering(_AttentionLowering):
         with b.if_(b.cmp("ne", anyone, c(0))):
             for h in range(self.D // CHUNK):
                 at = b.add(ctx.lane_addr, c(o.offset + h * CHUNK))
-                raw = tcgen05.ld_32x32b(b, at, CHUNK)
-                tcgen05.wait_ld()
+                raw = self.atoms.tmem_load(b, at, CHUNK)
+                self.atoms.tmem_wait_load()
                 out = b.undef(ir.VectorType.get([CHUNK], b.i32))
                 for j in range(CHUNK):
                     v = b.mulf(b.bitcast(b.extractelement(raw, j, "o"), b.f32), factor)
                     out = b.insertelement(out, b.bitcast(v, b.i32), c(j))
-                tcgen05.st_32x32b(b, at, out)
-            tcgen05.wait_st()
+                self.atoms.tmem_store(b, at, out)
+            self.atoms.tmem_wait_store()
 
-    def _lse(self, op: Compute, ctx: _Role) -> None:
+    def _lse(self, op: Compute, ctx: RoleState) -> None:
         """lse = (m + log2(sum)) ln 2 with m in scaled log2 units; -inf for a row that saw no key."""
         b = self.b
         max_name, sum_name = op.reads
@@ -573,7 +550,7 @@ class _Fa4Lowering(_AttentionLowering):
         safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), b.constf(0.0), m)
         ctx.values[op.writes[0]] = b.mulf(b.addf(safe, b.log2(ctx.values[sum_name])), b.constf(LN2))
 
-    def _normalize(self, op: Compute, ctx: _Role) -> None:
+    def _normalize(self, op: Compute, ctx: RoleState) -> None:
         """1 / row sum (0 for a row that saw no key), from the correction rows: the store scales O by it."""
         b = self.b
         o_name, _ = op.reads
@@ -583,7 +560,7 @@ class _Fa4Lowering(_AttentionLowering):
         ctx.values[f"inv{i}"] = b.select(empty, b.constf(0.0), b.divf(b.constf(1.0), total))
 
     # ---- stores --------------------------------------------------------------------------------------------
-    def _op_store(self, op: Store, ctx: _Role) -> None:
+    def _op_store(self, op: Store, ctx: RoleState) -> None:
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
         if op.output == "out":
@@ -593,7 +570,7 @@ class _Fa4Lowering(_AttentionLowering):
         else:
             self._fail(f"Store to {op.output!r}: attention stores out and lse")
 
-    def _store_out(self, op: Store, ctx: _Role) -> None:
+    def _store_out(self, op: Store, ctx: RoleState) -> None:
         """O_i / row sum -> Q_i's smem (O's staging region on Q_i's bytes) -> TMA. Each thread reads its row of O_i
         32 columns at a time (none when the tile had no key block: O is then 0), scales and converts them, and
         writes 16-byte granules at the 128B-swizzled address of the row; fence.proxy.async, the warpgroup syncs on
@@ -606,9 +583,9 @@ class _Fa4Lowering(_AttentionLowering):
         if list(op.tile) != [self.rows, self.D] or tile.shape != (self.rows, self.D):
             self._fail(f"Store tile {list(op.tile)} through {region.name!r} {tile.shape}: O_i is "
                        f"[{self.rows}, {self.D}]")
-        if nb is None or nb.threads != T.warpgroup_threads:
+        if nb is None or nb.threads != self.T.warpgroup_threads:
             self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of the warpgroup's "
-                       f"{T.warpgroup_threads} threads")
+                       f"{self.T.warpgroup_threads} threads")
         inv = ctx.values.get(f"inv{i}")
         if inv is None:
             self._fail(f"Store of {op.value!r} before its normalize")
@@ -620,8 +597,8 @@ class _Fa4Lowering(_AttentionLowering):
         for h in range(self.D // CHUNK):
             if_op = scf.IfOp(has_keys, [vec], has_else=True)
             with ir.InsertionPoint(if_op.then_block):
-                raw = tcgen05.ld_32x32b(b, b.add(ctx.lane_addr, c(o.offset + h * CHUNK)), CHUNK)
-                tcgen05.wait_ld()
+                raw = self.atoms.tmem_load(b, b.add(ctx.lane_addr, c(o.offset + h * CHUNK)), CHUNK)
+                self.atoms.tmem_wait_load()
                 scf.YieldOp([raw])
             with ir.InsertionPoint(if_op.else_block):
                 scf.YieldOp([b.zero(vec)])
@@ -638,9 +615,9 @@ class _Fa4Lowering(_AttentionLowering):
                 at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
                 b.store(q, b.gep(self.base, b.add(at, c(region.offset + box * tile.box_bytes))), alignment=16)
         sync.fence_proxy_async_smem()
-        tcgen05.fence_before()
+        self.atoms.before_sync()
         sync.named_barrier_sync(b, nb.id, nb.threads)
-        tcgen05.fence_after()
+        self.atoms.after_sync()
         with b.if_(ctx.wg_leader):
             row = b.add(self.row0, c(i * self.rows))
             for j in range(tile.num_boxes):
@@ -648,7 +625,7 @@ class _Fa4Lowering(_AttentionLowering):
                               [c(tile.box_start(j)), row, self.head, self.batch])
             tma.bulk_commit_group()
 
-    def _store_lse(self, op: Store, ctx: _Role) -> None:
+    def _store_lse(self, op: Store, ctx: RoleState) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq]) for the thread's row when < Sq and the lse pointer is not null."""
         b, c = self.b, self.b.const
         a = self.args
@@ -658,4 +635,3 @@ class _Fa4Lowering(_AttentionLowering):
         with b.if_(b.and_(given, b.cmp("slt", row, a["Sq"]))):
             plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
             b.store(ctx.values[op.value], b.gep(a["lse"], b.add(plane, b.ext64(row)), b.f32), alignment=4)
-

@@ -1,20 +1,13 @@
-"""sm_90a lowering of the planned FA3-style attention program -> one `gpu.module` of NVVM/LLVM ops, plus launch data.
+"""The FA3-style attention on register accumulators (the "regs" atoms: sm_90a's wgmma) -> one `gpu.module`.
 
 Input: the kernel program of `tests/emulate/fa3_plan.py::planned_fa3` (what the attention planning passes
-produce); docs/attention-sm90.md is the contract (schedule, fragments, parameters). What it shares with the
-GEMM comes from `warploom.lowering.sm90._Sm90Lowering`: the plan checks, the kernel function, the dynamic
-smem base, mbarrier init, the role dispatch with setmaxnreg, ring stage/phase, waits, arrivals, TMA box loops
-and wgmma descriptors. What is attention's own is here:
+produce); docs/attention-sm90.md is the contract (schedule, fragments, parameters). What every attention has
+(configuration, parameters, tensor maps, the prologue, the tile walks and Q's ring) comes from
+`warploom.lowering.attention.AttentionLowering`, what every kernel has (plan checks, the kernel function, the smem
+base, mbarrier init, role dispatch with setmaxnreg, ring stage and phase, waits, arrivals, TMA box loops,
+descriptors) from `warploom.lowering.core.KernelLowering`, the MMA instructions from the target's atoms. What
+the consumer warpgroups do with their registers is here:
 
-  prologue   grid schedule: the tile (m, h, b) = ctaid (x, y, z); persistent: each role walks its CTA's tiles
-             (`_tile_loop`: rules.snake_tile / attention_tile, the order a kernel argument), the ring iteration
-             counting on across tiles; per tile: query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
-             count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks
-             with m = the tile's query block), shared by both roles so they agree on every stage and phase;
-  producer   Q once a tile (a ring outside the loop: one stage, or with wl-pipeline{q-stages=2} two advancing per
-             tile, tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key blocks), then K and V
-             per key block; 4-D TMA
-             boxes (64, rows, 1, 1) at (64j, row0, head, batch);
   consumer   Sync -> bar.sync / bar.arrive on the named barrier turn[w] or turn[(w+1) % 2] (an i32 id picked
              at run time from the warpgroup index); Mma on smem x smem (S = Q K^T, scale-d 0 on the first
              k-block) or registers x smem (O += P V, `emit.wgmma.mma_async_reg_a`); Compute "online_softmax"
@@ -32,362 +25,34 @@ register-A fragments of P, 4 i32 per k16 block), o_acc (the O accumulator struct
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from mlir import ir
-from mlir.dialects import llvm, nvvm, scf
+from mlir.dialects import llvm, scf
 
-from warploom.dialect import make_context
-from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
-from warploom.kernels import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, STREAMK_SLOTS,
-                              attention_kernel_name, check_exp2_poly)
-from warploom.lowering.emit import sync, tma, wgmma
+from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Store, Sync, Wait
+from warploom.kernel.contract import EXP2_POLY_GROUP, STREAMK_SLOTS
+from warploom.layout.descriptors import k_block_steps
+from warploom.layout.fragments import FRAGMENT_HALF_ROWS, fragment_col, fragment_row
+from warploom.lowering.attention import LN2, AttentionLowering, flatten
+from warploom.lowering.core import RoleState
+from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma
 from warploom.runtime import rules
-from warploom.runtime.artifact import TensorMapSpec
 
-from .sm90 import ELEM_TYPES, T, LoweredKernel, _Loop, _Role, _Sm90Lowering
-
-OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", MmaWait: "mma_wait",
-       Store: "store", Compute: "compute", Sync: "sync"}
-OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Compute", "Sync")
-LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators: their value before the first key block
 CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
 MOVED = "_moved"        # (corr, its warp vote) from the softmax, for the rescale of the same block
 
 
-@dataclass
-class _StreamkPiece:
-    """The unit a stream-K CTA works on now: its stream-K tile (index from 0 after the data-parallel tiles; a
-    data-parallel tile has whole = true and the rest unused), that tile's first stream-K iteration t0 and key
-    blocks kt, whether the unit is a whole tile, the CTA, the CTA count and the count of stream-K iterations
-    (rules.attention_streamk_run)."""
-    tile: ir.Value
-    t0: ir.Value
-    kt: ir.Value
-    whole: ir.Value
-    cta: ir.Value
-    ctas: ir.Value
-    iters: ir.Value
-
-
-def overlapped(program: Program) -> bool:
-    """True when the consumers' key loop is software pipelined (FA3's intra-warpgroup overlap: a first section)."""
-    return any(isinstance(op, Loop) and bool(op.first) for r in program.roles for op in r.walk())
-
-
-def kernel_name(program: Program) -> str:
-    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2][_p{eighths}]: the name the sm_90a
-    attention kernel gets."""
-    bm, bn, d = program.attrs["tile"]
-    q = program.rings.get("q")
-    return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
-                                 bool(program.attrs.get("causal")), overlapped(program),
-                                 program.attrs.get("schedule", "grid"), q.stages if q is not None else 1,
-                                 float(program.attrs.get("exp2_poly", 0.0)))
-
-
-def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
-    """Lower a planned attention kernel (planned_fa3); ValueError names what cannot be lowered and why."""
-    return _AttentionLowering(program, name).lower(context or make_context())
-
-
-def _flatten(values: dict, names) -> tuple[list, object]:
-    """The values of `names` as one flat list of IR values (a register value is one value, a list of them, or a
-    list of lists: P's register-A fragments), and the function that turns such a list back into {name: value}."""
-    flat, shapes = [], []
-
-    def shape_of(v):
-        if isinstance(v, list):
-            return [shape_of(x) for x in v]
-        flat.append(v)
-        return None
-
-    for name in names:
-        shapes.append((name, shape_of(values[name])))
-
-    def unflatten(items):
-        it = iter(items)
-
-        def build(shape):
-            return next(it) if shape is None else [build(x) for x in shape]
-        return {name: build(shape) for name, shape in shapes}
-    return flat, unflatten
-
-
-class _AttentionLowering(_Sm90Lowering):
-    OPS = OPS
-    OP_NAMES = OP_NAMES
-
-    # ---- configuration ------------------------------------------------------------------------
-    def _read_config(self) -> None:
-        p, a = self.p, self.p.attrs
-        if p.kind != "attention":
-            self._fail(f"kernel kind {p.kind!r}: this is the attention lowering")
-        for value, key in ((a.get("stages"), "stages"), (p.threads, "threads"), (p.smem_bytes, "smem_bytes"),
-                           (a.get("tile"), "tile")):
-            if value is None:
-                self._fail(f"the kernel has no {key!r}: plan it first (wl-plan-barriers and the passes before)")
-        if not p.barriers:
-            self._fail("the kernel has no mbarriers: run wl-plan-barriers first")
-        self.BM, self.BN, self.D = a["tile"]
-        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
-        self.causal = bool(a.get("causal", False))
-        share = a.get("exp2_poly", 0.0)
-        if check_exp2_poly(share):
-            self._fail(f"exp2_poly = {share}: {check_exp2_poly(share)}")
-        self.poly = round(share * EXP2_POLY_GROUP)      # of each EXP2_POLY_GROUP exp2 of a row, the last `poly`
-        if a.get("acc_elem", "f32") != "f32":
-            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
-        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
-            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered")
-        if self.threads % T.warpgroup_threads:
-            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
-        if list(p.inputs) != ["q", "k", "v"] or list(p.outputs) != ["out", "lse"]:
-            self._fail(f"inputs {list(p.inputs)} -> outputs {list(p.outputs)}: attention takes q, k, v and gives "
-                       "out, lse")
-        self.elem = p.inputs["q"].elem
-        elems = {t.elem for t in p.inputs.values()} | {p.outputs["out"].elem}
-        if self.elem not in ELEM_TYPES or elems != {self.elem} or p.outputs["lse"].elem != "f32":
-            self._fail(f"element types {sorted(elems)} (lse {p.outputs['lse'].elem}): q, k, v, out one of "
-                       f"{ELEM_TYPES}, lse f32")
-        self.mma_m = T.mma_shapes[0].m[0]
-        self.mma_k = T.mma_k_of(self.elem)
-        schedule = a.get("schedule", "grid")
-        self.persistent, self.streamk = schedule in ATTENTION_WALKS, schedule == "streamk"
-        if self.streamk and self.causal:
-            self._fail("schedule streamk with a causal mask: the stream-K walk splits tiles of one length (non-causal)")
-        want = {"persistent": (("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1)),
-                "streamk": (("attention_streamk", "Sq", self.BM, "Sk", self.BN, "Hq", "B", "SMS"), ("const", 1),
-                            ("const", 1))}.get(schedule, (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1)))
-        try:
-            self.grid = tuple(rules.check(g) for g in a["grid"])
-        except (KeyError, ValueError) as e:
-            self._fail(f"grid {a.get('grid')}: {e}")
-        if self.grid != want:
-            self._fail(f"grid {[rules.text(g) for g in self.grid]}: expected {[rules.text(g) for g in want]} "
-                       f"({'one CTA per SM walking the tiles' if self.persistent else 'query blocks, heads, batch'})")
-        self.trip = (("causal_blocks", "Sq", "Sk", "m", self.BM, self.BN) if self.causal
-                     else ("cdiv", "Sk", self.BN))
-        for loop in (o for r in p.roles for o in r.walk() if isinstance(o, Loop)):
-            if tuple(loop.trip) != self.trip:
-                self._fail(f"loop trip {list(loop.trip)}: expected {list(self.trip)} (the key blocks)")
-        self._check_plan()
-        for name, region in self.tiles.items():
-            if region.dims[1] != "D" or region.shape[1] != self.D:
-                self._fail(f"buffer {name!r} {region.dims} {region.shape}: attention tiles are rows x D (D contiguous)")
-
-    def _tensor_map(self, op: Copy) -> TensorMapSpec:
-        """4-D TMA map (D, S, H, B): a box of one swizzle span of D by the tile's rows, one head, one batch."""
-        if op.source not in ("q", "k", "v"):
-            self._fail(f"async load of {op.source!r}: attention loads q, k and v")
-        tile = self.tiles[self._region(op.region).name]
-        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box + (1, 1),
-                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
-
-    def _param_list(self) -> list[tuple[str, str]]:
-        return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
-                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
-                + ([("B", "i32"), ("tiles", "ptr") if self.causal else ("tile_order", "i32")] if self.persistent else [])
-                + ([("workspace", "ptr"), ("counters", "ptr")] if self.streamk else []))
-
-    def _store_map(self, op: Store) -> TensorMapSpec:
-        """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one warpgroup's 64 rows."""
-        if op.output != "out":
-            self._fail(f"store of {op.output!r} through smem: attention stages out only")
-        tile = self.tiles[self._region(op.region).name]
-        return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.mma_m, 1, 1),
-                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
-
-    def _bind_args(self, args: dict) -> None:
-        self.args = args
-        self.counters = args.get("counters")        # stream-K (_Sm90Lowering._streamk_hand_off)
-
-    # ---- prologue ------------------------------------------------------------------------------
-    def _prologue(self) -> None:
-        b = self.b
-        self.tid = b.sreg("tid", "x", "tid")
-        self._smem_base()
-        a = self.args
-        self.group = b.divu(a["Hq"], a["Hkv"])          # GQA: query head h reads kv head h / (Hq / Hkv)
-        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
-        self.kb0 = self.piece = self.store_flag = None      # stream-K: the piece's first key block, the piece
-        # the rings loaded once a tile (Q's): their stages (2 where the next tile's Q is prefetched) and regions
-        self.once_rings = {name: r for name, r in self.p.rings.items() if r.stages == 1 or r.counts == "tile"}
-        self.once_stages = max([r.stages for r in self.once_rings.values()] or [1])
-        self.once_regions = {n for r in self.once_rings.values() for n in r.regions}
-        if not self.persistent:                          # the CTA's one tile: (ctaid.x, ctaid.y, ctaid.z)
-            self._at_tile(b.sreg("ctaid", "x", "mblk"), b.sreg("ctaid", "y", "head"), b.sreg("ctaid", "z", "batch"))
-        self._init_barriers()
-
-    def _at_tile(self, m_block, head, batch) -> None:
-        """The tile (query block, head, batch) the ops act on: its first row, kv head and key-block count."""
-        b, a = self.b, self.args
-        self.m_block, self.head, self.batch = m_block, head, batch
-        self.row0 = b.mul(m_block, b.const(self.BM))
-        self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
-        self.kv_head = b.divu(head, self.group)
-
-    def _tile_loop(self, ops, ctx: _Role) -> None:
-        """The role's ops, once (grid schedule), once per piece of this CTA's stream-K walk (`_streamk_walk`), or
-        once per tile of this CTA (persistent): CTA c of P takes the
-        tiles of `rules.snake_tile` in the order `tile_order` names; every role walks the same tiles, so the ring
-        iteration of a key block is the key blocks of the CTA's earlier tiles (it_base) plus its index, and Q's
-        stage and phase come from the count of its earlier tiles with key blocks (q_tiles % stages,
-        (q_tiles / stages) & 1)."""
-        if not self.persistent:
-            self._ops(ops, ctx)
-            return
-        if self.streamk:
-            self._streamk_walk(ops, ctx)
-            return
-        if self.causal:
-            self._table_walk(ops, ctx)
-            return
-        b, c, a = self.b, self.b.const, self.args
-        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
-        blocks = rules.cdiv(a["Sq"], self.BM, b)
-        pairs = b.mul(a["Hq"], a["B"])
-        mine = rules.snake_count(b.mul(blocks, pairs), cta, ctas, b)
-        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0)], iv=b.fresh("round")) as loop:
-            tile = rules.snake_tile(loop.iv, cta, ctas, b)
-            self._at_tile(*rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], self.causal, b))
-            self._walk_step(ops, ctx, loop, mine)
-        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
-
-    def _table_walk(self, ops, ctx: _Role) -> None:
-        """The causal persistent walk: CTA c runs the tiles the host dealt it, entries tiles[c] .. tiles[c + 1] - 1
-        of the table (rules.causal_tile_table), each a tile in order 0's numbering; the entry of the next tile is
-        read while this one runs (the table's spare last entry lets the last tile read one past its own)."""
-        b, c, a = self.b, self.b.const, self.args
-        cta = b.sreg("ctaid", "x", "cta")
-        blocks = rules.cdiv(a["Sq"], self.BM, b)
-        pairs = b.mul(a["Hq"], a["B"])
-
-        def entry(i):
-            return b.load(b.i32, b.gep(a["tiles"], i, b.i32), 4, "tile")
-        first = entry(cta)
-        mine = b.sub(entry(b.add(cta, c(1))), first)
-        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0), entry(first)], iv=b.fresh("round")) as loop:
-            after = entry(b.add(b.add(first, loop.iv), c(1)))
-            self._at_tile(*rules.attention_tile(loop.args[2], c(0), blocks, pairs, a["Hq"], True, b))
-            self._walk_step(ops, ctx, loop, mine, after)
-        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
-
-    def _walk_step(self, ops, ctx: _Role, loop, units: ir.Value, *extra: ir.Value) -> None:
-        """One tile (or piece) of a walk: `loop` carries (it_base, q_tiles, *extra), `units` is its trip count.
-        The ops run on the tile `_at_tile` set; the loop yields the next it_base and q_tiles, then `extra`."""
-        b, c = self.b, self.b.const
-        self.it_base, q_tiles = loop.args[:2]
-        self.tile_first = b.cmp("eq", loop.iv, c(0))
-        self.tile_last = b.cmp("eq", loop.iv, b.sub(units, c(1)))
-        self.tile_stage = b.remu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else c(0)
-        self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
-        self.has_keys = b.cmp("sgt", self.trips, c(0))
-        outer, ctx.values = ctx.values, None           # register values live within one tile
-        self._ops(ops, ctx)
-        ctx.values, self.store_flag = outer, None
-        loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))), *extra)
-
-    def _streamk_walk(self, ops, ctx: _Role) -> None:
-        """Stream-K (non-causal; rules, "the stream-K attention schedule"): CTA c's units are first its D / P
-        data-parallel tiles (round r: rules.snake_tile, all key blocks), then the pieces of its run [lo, hi) of the
-        stream-K (tile, key block) iterations: the piece starting at iteration x is key blocks [x % kt, end) of
-        stream-K tile x / kt (tile D + x / kt), and the next starts where it ends. One loop over the units (the
-        CTA's first and last unit bracket the consumers' turn protocol, as the persistent walk's first and last
-        tile do); every role walks the same units, so the ring iterations (it_base) and Q's stage and phase agree."""
-        b, c, a = self.b, self.b.const, self.args
-        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
-        blocks = rules.cdiv(a["Sq"], self.BM, b)
-        pairs = b.mul(a["Hq"], a["B"])
-        tiles = b.mul(blocks, pairs)
-        kt = rules.cdiv(a["Sk"], self.BN, b)
-        dp, iters, lo, hi, pieces = rules.attention_streamk_run(tiles, kt, cta, ctas, b)
-        rounds = b.divu(dp, ctas)
-        units = b.add(rounds, pieces)
-        with b.for_(c(0), units, c(1), iter_args=[c(0), c(0), lo], iv=b.fresh("unit")) as loop:
-            x = loop.args[2]
-            whole_tile = b.cmp("ult", loop.iv, rounds)
-            sk_tile, first, end = rules.attention_streamk_piece(x, hi, kt, b)
-            tile = b.select(whole_tile, rules.snake_tile(loop.iv, cta, ctas, b), b.add(dp, sk_tile))
-            m_block, head, batch = rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], False, b)
-            self._at_tile(m_block, head, batch)
-            self.kb0 = b.select(whole_tile, c(0), first)
-            self.trips = b.select(whole_tile, kt, b.sub(end, first))
-            whole = b.or_(whole_tile, b.and_(b.cmp("eq", first, c(0)), b.cmp("eq", end, kt)))
-            t0 = b.mul(sk_tile, kt)                      # the stream-K tile's first iteration
-            self.piece = _StreamkPiece(sk_tile, t0, kt, whole, cta, ctas, iters)
-            next_x = b.select(whole_tile, x, b.add(t0, end))
-            self._walk_step(ops, ctx, loop, units, next_x)
-        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
-        self.kb0 = self.piece = None
-
-    def _ops(self, ops, ctx: _Role) -> None:
-        """The ops in order, counting the MMA groups in flight (a loop section starts with none). In a persistent
-        kernel a tile with no key block (causal rows before the first key) skips Q's protocol: nothing would read
-        the Q tile, so it is not loaded, waited for or freed, and Q's phase counts only tiles with key blocks."""
-        self.in_flight = 0
-        for op in ops:
-            if self.has_keys is not None and ctx.loop is None and self._on_once_ring(op):
-                with self.b.if_(self.has_keys):
-                    super()._ops([op], ctx)
-                continue
-            super()._ops([op], ctx)
-            if isinstance(op, Mma):
-                self.in_flight += 1
-            elif isinstance(op, MmaWait):
-                self.in_flight = min(self.in_flight, op.pending)
-
-    def _on_once_ring(self, op) -> bool:
-        """True for a Wait, Arrive or Copy on the barriers of a ring loaded once a tile (Q's)."""
-        bar = op.barrier if isinstance(op, (Wait, Arrive, Copy)) else None
-        return any(bar in (r.full, r.empty) for r in self.once_rings.values())
-
-    def _ring_it(self, kt: ir.Value) -> ir.Value:
-        """The ring iteration of key block kt of this tile (persistent: after the CTA's earlier tiles' blocks)."""
-        return kt if self.it_base is None else self.b.add(self.it_base, kt)
-
-    # ---- ring plumbing --------------------------------------------------------------------------
-    def _need_loop(self, op, ctx: _Role) -> _Loop:
-        """Inside the key loop its iteration; outside it, the tile's use of a ring loaded once a tile (Q): the
-        tile's stage and phase (stage 0, phase 0 in a grid kernel)."""
-        if ctx.loop is not None:
-            return ctx.loop
-        c = self.b.const
-        return _Loop(None, None, self.tile_stage if self.tile_stage is not None else c(0),
-                     self.tile_phase if self.tile_phase is not None else c(0), {}, once=True, stages=self.once_stages)
-
-    def _stage_offset(self, region, loop: _Loop) -> ir.Value:
-        """A region loaded once a tile (Q) is at the tile's stage wherever it is read, inside the key loop too;
-        the others at the loop iteration's."""
-        if region.name not in self.once_regions or region.stages == 1:
-            return super()._stage_offset(region, loop)
-        b, c = self.b, self.b.const
-        return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))
-
-    def _key_block(self, loop: _Loop) -> ir.Value:
-        """The tile's key block that iteration loop.kt of the key loop works on: kt, after the piece's first block
-        in a stream-K piece."""
-        return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)
-
-    def _coord_origin(self, dim: str, loop: _Loop) -> ir.Value | None:
-        if dim == "D":
-            return None
-        if dim == "M":
-            return self.row0
-        if dim == "N":                      # first key of this key block
-            if "n0" not in loop.cache:
-                loop.cache["n0"] = self.b.mul(self._key_block(loop), self.b.const(self.BN))
-            return loop.cache["n0"]
-        self._fail(f"TMA tile dim {dim!r}: attention tiles are M x D (Q) or N x D (K, V)")
-
-    def _outer_coords(self, op: Copy) -> list[ir.Value]:
-        return [self.head if op.source == "q" else self.kv_head, self.batch]
+class RegisterAttention(AttentionLowering):
+    """The FA3-style attention whose accumulators are warpgroup register fragments (atoms.accumulator == "regs")."""
+    OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", MmaWait: "mma_wait",
+           Store: "store", Compute: "compute", Sync: "sync"}
+    OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Compute", "Sync")
 
     # ---- ops ----------------------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: _Role) -> None:
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
         """scf.for over the key blocks. A software-pipelined loop (sections first / last) becomes
         `if (trips > 0) { first at block 0; for blocks 1 ..: body; last at block trips }`: with no key block
         (causal rows before the first key) nothing runs and the carried values keep their initial ones."""
@@ -408,7 +73,7 @@ class _AttentionLowering(_Sm90Lowering):
         for name in outer:
             if name not in ctx.values:
                 ctx.values[name] = self._initial(name, op)
-        flat, unflatten = _flatten(ctx.values, outer)
+        flat, unflatten = flatten(ctx.values, outer)
         if_op = scf.IfOp(b.cmp("sgt", self.trips, c(0)), [v.type for v in flat], has_else=True)
         with ir.InsertionPoint(if_op.then_block):
             start = c(0)
@@ -425,21 +90,21 @@ class _AttentionLowering(_Sm90Lowering):
                 ctx.loop = self._loop_state(self.trips, self._ring_it(self.trips))
                 self._ops(op.last, ctx)
                 ctx.loop = None
-            scf.YieldOp(_flatten(ctx.values, outer)[0])
+            scf.YieldOp(flatten(ctx.values, outer)[0])
         with ir.InsertionPoint(if_op.else_block):
             scf.YieldOp(flat)
         ctx.values.update(unflatten(list(if_op.results)))
 
-    def _for(self, op: Loop, start: ir.Value, ctx: _Role) -> None:
+    def _for(self, op: Loop, start: ir.Value, ctx: RoleState) -> None:
         """scf.for over blocks start .. trips - 1 running op.body, carrying op.carries."""
         b, c = self.b, self.b.const
-        flat, unflatten = _flatten(ctx.values, op.carries)
+        flat, unflatten = flatten(ctx.values, op.carries)
         with b.for_(start, self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
             ctx.values.update(unflatten(loop.args))
             ctx.loop = self._loop_state(loop.iv, self._ring_it(loop.iv))
             self._ops(op.body, ctx)
             ctx.loop = None
-            loop.yield_(*_flatten(ctx.values, op.carries)[0])
+            loop.yield_(*flatten(ctx.values, op.carries)[0])
         if op.carries:
             ctx.values.update(unflatten(loop.results))
 
@@ -454,20 +119,19 @@ class _AttentionLowering(_Sm90Lowering):
         b = self.b
         mma = self._accumulator(name, loop)
         if mma is not None:
-            return b.zero(wgmma.acc_type(b, mma.shape[1]), "acc")
+            return self.atoms.zero_acc(b, mma.shape[1])
         if name in CARRY_INIT:
             return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
 
-
-    def _op_sync(self, op: Sync, ctx: _Role) -> None:
+    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
         nb = self.p.named_barriers.get(op.barrier)
         if nb is None:
             self._fail(f"Sync on {op.barrier!r}: no such named barrier")
         if ctx.issue != "warpgroup":
             self._fail(f"Sync in role {ctx.name!r}: named barriers are used by warpgroup roles here")
-        n_wgs = ctx.role.warps * T.warp_size // T.warpgroup_threads
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
         if nb.count not in (1, n_wgs):
             self._fail(f"named barrier {nb.name!r} has {nb.count} instances for {n_wgs} warpgroups")
         emit = sync.named_barrier_arrive if op.arrive_only else sync.named_barrier_sync
@@ -493,7 +157,7 @@ class _AttentionLowering(_Sm90Lowering):
             bid = b.add(c(nb.id), b.remu(b.add(ctx.wg_index, c(1)), c(nb.count)))
         emit(b, bid, nb.threads)
 
-    def _op_mma(self, op: Mma, ctx: _Role) -> None:
+    def _op_mma(self, op: Mma, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
         loop = self._lagged(self._need_loop(op, ctx), op.lag)      # lag: an earlier block's stage (P_{j-1} V_{j-1})
         if ctx.issue != "warpgroup":
@@ -517,19 +181,13 @@ class _AttentionLowering(_Sm90Lowering):
                 self._fail("A from smem must be K-major")
             a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset("M", 1, m)))
             desc_a, _ = self._descriptor(a_reg, loop, a_rows, op.k_dim)
-            b_major = "col" if b_tile.major(op.k_dim) == "K" else "row"
             if op.accumulate:
                 acc = ctx.values[op.acc.name]
-            else:                               # scale-d 0 on the first k-block: the input is not read
-                acc = b.undef(wgmma.acc_type(b, n))
-            wgmma.fence()
-            for kk in range(kblocks):
-                da = desc_a if kk == 0 else b.add(desc_a, c(a_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
-                                                            b.i64))
-                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
-                                                            b.i64))
-                scale = "zero" if kk == 0 and not op.accumulate else "one"
-                acc = wgmma.mma_async(b, acc, da, db, (m, n, self.mma_k), self.elem, b_major, scale_d=scale)
+            else:                               # the first k-block overwrites: the input is not read
+                acc = self.atoms.undef_acc(b, n)
+            acc = self.atoms.mma_smem(b, acc, desc_a, desc_b, k_block_steps(a_tile, kblocks, self.mma_k, op.k_dim),
+                                      k_block_steps(b_tile, kblocks, self.mma_k, op.k_dim), (m, n, self.mma_k),
+                                      self.elem, "K", b_tile.major(op.k_dim), overwrite=not op.accumulate)
         elif op.a.source == "regs":
             frags = ctx.values.get(op.a.name)
             if not isinstance(frags, list) or len(frags) != kblocks:
@@ -537,29 +195,24 @@ class _AttentionLowering(_Sm90Lowering):
                            "(a Compute must write them first)")
             if not op.accumulate:
                 self._fail("Mma with A in registers accumulates here")
-            trans_b = 1 if b_tile.major(op.k_dim) == "MN" else 0
-            acc = ctx.values[op.acc.name]
-            wgmma.fence()
-            for kk in range(kblocks):
-                db = desc_b if kk == 0 else b.add(desc_b, c(b_tile.k_block_offset(kk, self.mma_k, op.k_dim) >> 4,
-                                                            b.i64))
-                acc = wgmma.mma_async_reg_a(b, acc, frags[kk], db, n, self.elem, trans_b=trans_b)
+            acc = self.atoms.mma_regs_a(b, ctx.values[op.acc.name], frags, desc_b,
+                                        k_block_steps(b_tile, kblocks, self.mma_k, op.k_dim), n, self.elem,
+                                        b_tile.major(op.k_dim))
         else:
             self._fail(f"Mma A from {op.a.source!r}: smem or registers")
-        wgmma.commit()
         ctx.values[op.acc.name] = acc
 
     # ---- the thread's rows and the fragment ------------------------------------------------------
-    def _rows(self, ctx: _Role) -> dict:
+    def _rows(self, ctx: RoleState) -> dict:
         """Per thread: lane, quad column offset, and the two query rows (global index) it holds. Computed where
         they are used (in the key loop: in its masked blocks only, not held in registers across the loop)."""
         if ctx.loop is not None or "_rows" not in ctx.values:
             b, c = self.b, self.b.const
-            lane = b.remu(self.tid, c(T.warp_size))
-            warp = b.divu(ctx.thread_in_wg, c(T.warp_size))
+            lane = b.remu(self.tid, c(self.T.warp_size))
+            warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
             r0 = b.add(b.add(self.row0, b.mul(ctx.wg_index, c(self.mma_m))),
-                       b.add(b.mul(warp, c(16)), b.divu(lane, c(4))))
-            rows = {"lane": lane, "col": b.mul(b.remu(lane, c(4)), c(2)), "rows": [r0, b.add(r0, c(8))]}
+                       fragment_row(warp, lane, b))
+            rows = {"lane": lane, "col": fragment_col(lane, b), "rows": [r0, b.add(r0, c(FRAGMENT_HALF_ROWS))]}
             if ctx.loop is not None:
                 return rows
             ctx.values["_rows"] = rows
@@ -586,15 +239,8 @@ class _AttentionLowering(_Sm90Lowering):
             rows = level
         return [r[0] for r in rows]
 
-    def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
-        """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""
-        b = self.b
-        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
-        op = nvvm.ConvertF32x2ToBF16x2Op if self.elem == "bf16" else nvvm.ConvertF32x2ToF16x2Op
-        return op(ir.VectorType.get([2], ty), hi, lo, rnd=nvvm.FPRoundingMode.RN, loc=b.loc()).result
-
     # ---- Compute ----------------------------------------------------------------------------------
-    def _op_compute(self, op: Compute, ctx: _Role) -> None:
+    def _op_compute(self, op: Compute, ctx: RoleState) -> None:
         if ctx.issue != "warpgroup":
             self._fail(f"Compute in role {ctx.name!r}: register math runs in warpgroup roles")
         if op.kind in ("online_softmax", "softmax"):
@@ -607,7 +253,7 @@ class _AttentionLowering(_Sm90Lowering):
             self._fail(f"Compute {op.kind!r}: the attention lowering knows online_softmax, softmax, rescale and "
                        "normalize")
 
-    def _masked(self, vals: list, ctx: _Role) -> list:
+    def _masked(self, vals: list, ctx: RoleState) -> list:
         """S with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA filled
         with zeros) and, when causal, keys > row + Sk - Sq. Only a block that may hold such a column pays: the
         block condition is uniform over the CTA (its first row has the smallest causal limit)."""
@@ -641,7 +287,7 @@ class _AttentionLowering(_Sm90Lowering):
             scf.YieldOp(vals)
         return list(op.results)
 
-    def _online_softmax(self, op: Compute, ctx: _Role) -> None:
+    def _online_softmax(self, op: Compute, ctx: RoleState) -> None:
         """online_softmax: S, statistics, O -> P, statistics, O rescaled; softmax (the overlapped schedule): S,
         statistics -> P, statistics, corr (O is rescaled later, by `rescale`, once the P V in flight retired)."""
         b = self.b
@@ -737,7 +383,7 @@ class _AttentionLowering(_Sm90Lowering):
             scf.YieldOp([o])
         return op.results[0]
 
-    def _rescale(self, op: Compute, ctx: _Role) -> None:
+    def _rescale(self, op: Compute, ctx: RoleState) -> None:
         """O *= corr (the overlapped schedule: after the P V that accumulated into O retired)."""
         o_name, corr_name = op.reads
         if tuple(op.writes) != (o_name,):
@@ -750,7 +396,7 @@ class _AttentionLowering(_Sm90Lowering):
             moved = self._moved(corr)
         ctx.values[o_name] = self._scaled(ctx.values[o_name], corr, moved)
 
-    def _normalize(self, op: Compute, ctx: _Role) -> None:
+    def _normalize(self, op: Compute, ctx: RoleState) -> None:
         b = self.b
         o_name, max_name, sum_name = op.reads
         if tuple(op.writes) != (o_name, "lse"):
@@ -774,7 +420,7 @@ class _AttentionLowering(_Sm90Lowering):
             o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), inv[(i // 2) % 2]), i)
         ctx.values.update({o_name: o, "lse": lse})
 
-    def _streamk_merge(self, ctx: _Role, o_name: str, max_name: str, sum_name: str) -> ir.Value:
+    def _streamk_merge(self, ctx: RoleState, o_name: str, max_name: str, sum_name: str) -> ir.Value:
         """Stream-K: make O, the row maxima and the row sums those of the whole tile; return whether this
         warpgroup stores them (i1, the same in all its threads). A whole tile keeps its own and stores. A partial
         piece writes each thread's O fragment (head dim / 2 f32, unnormalized) and its rows' (max, max, sum, sum) as
@@ -786,7 +432,7 @@ class _AttentionLowering(_Sm90Lowering):
         and stores; the others' stores are dropped (`_store_out`: their O box at row Sq; `_store_lse`: predicated
         off)."""
         b, c = self.b, self.b.const
-        pc, threads = self.piece, T.warpgroup_threads
+        pc, threads = self.piece, self.T.warpgroup_threads
         n_wgs = self.BM // self.mma_m
         n_vec = self.D // 8                                   # the O fragment: D / 2 f32 a thread, 4 a vector
         f32x4 = ir.VectorType.get([4], b.f32)
@@ -857,7 +503,7 @@ class _AttentionLowering(_Sm90Lowering):
         return results[5]
 
     # ---- Store ------------------------------------------------------------------------------------
-    def _op_store(self, op: Store, ctx: _Role) -> None:
+    def _op_store(self, op: Store, ctx: RoleState) -> None:
         if ctx.issue != "warpgroup" or ctx.loop is not None:
             self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
         if op.output == "out":
@@ -867,7 +513,7 @@ class _AttentionLowering(_Sm90Lowering):
         else:
             self._fail(f"Store to {op.output!r}: attention stores out and lse")
 
-    def _store_out(self, op: Store, ctx: _Role) -> None:
+    def _store_out(self, op: Store, ctx: RoleState) -> None:
         """O through smem and TMA: the warpgroup syncs on its epilogue barrier (the previous tile's store, waited for
         with wait_group.read by its issuing thread, has read the staging tile), each thread writes its fragment
         rows (pairs of columns as one 4-byte st.shared at the 128B-swizzled address of the tile's layout) into the
@@ -884,8 +530,8 @@ class _AttentionLowering(_Sm90Lowering):
                        "with a named barrier per warpgroup (wl-specialize)")
         region, nb = self._region(op.region), self.p.named_barriers.get(op.barrier)
         n_wgs = self.BM // self.mma_m
-        if nb is None or nb.count != n_wgs or nb.threads != T.warpgroup_threads:
-            self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of {T.warpgroup_threads} threads per "
+        if nb is None or nb.count != n_wgs or nb.threads != self.T.warpgroup_threads:
+            self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of {self.T.warpgroup_threads} threads per "
                        f"consumer warpgroup ({n_wgs})")
         tile = self.tiles[region.name]
         if tile.rows != self.BM or tile.shape[1] != self.D:
@@ -904,10 +550,10 @@ class _AttentionLowering(_Sm90Lowering):
         vals = [b.extractvalue(o, i, b.f32, "o") for i in range(self.D // 2)]
         rows = self._rows(ctx)
         lane, wg_row = rows["lane"], b.mul(ctx.wg_index, c(self.mma_m))
-        warp = b.divu(ctx.thread_in_wg, c(T.warp_size))
+        warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
         elem_bytes = tile.elem_bits // 8
         for h in range(2):
-            row = b.add(wg_row, b.add(b.add(b.mul(warp, c(16)), b.divu(lane, c(4))), c(8 * h)))
+            row = b.add(wg_row, fragment_row(warp, lane, b, half=h))
             # the thread's pair of row `row`, columns 8cc + col: logical byte box * box_bytes + row * span + within;
             # the swizzle moves the 16-byte granule within its row only, so it is applied to the row's first
             # byte plus the pair's offset in its box (the box offset, a multiple of the repeat, passes through)
@@ -934,7 +580,7 @@ class _AttentionLowering(_Sm90Lowering):
             if not deferred:
                 tma.bulk_wait_group(0, read=True)
 
-    def _store_lse(self, op: Store, ctx: _Role) -> None:
+    def _store_lse(self, op: Store, ctx: RoleState) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq] contiguous) for rows < Sq, by lane 0 of each quad, when the lse
         pointer is not null."""
         b, c = self.b, self.b.const

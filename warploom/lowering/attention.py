@@ -1,0 +1,405 @@
+"""The attention lowering, for every target: what a planned attention `Program` is on any target.
+
+`AttentionLowering` holds what every attention kernel has: its configuration (tile, stages, causal, the exp2
+polynomial share, the schedule and its grid rule, the key loop's trip rule), its parameters (docs/attention-sm90.md
+"Kernel parameters": q, k, v and out tensor maps, the LSE pointer, Sq, Sk, Hq, Hkv, scale_log2; the persistent
+walks' B and tile order or the causal deal's table; the stream-K fix-up's buffers), the 4-D tensor maps (D, S, H,
+B), the prologue and the tile walks:
+
+  prologue   grid schedule: the tile (m, h, b) = ctaid (x, y, z); persistent: each role walks its CTA's tiles
+             (`_tile_loop`: rules.snake_tile / attention_tile, the order a kernel argument; causal: the host's deal,
+             a table), the ring iteration counting on across tiles; stream-K: whole tiles, then this CTA's run of
+             (tile, key block) iterations. Per tile: query rows m*BM..; the kv head h / (Hq / Hkv); the key-block
+             count from the loop's trip rule (`rules.evaluate` on IR values: cdiv(Sk, BN), or causal_blocks with m
+             = the tile's query block), shared by every role so they agree on every stage and phase;
+  loads      Q once a tile (a ring outside the key loop: one stage, or two advancing per tile with
+             wl-pipeline{q-stages=2}: tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key
+             blocks), then K and V per key block; 4-D TMA boxes (64, rows, 1, 1) at (64j, row0, head, batch).
+
+Where the accumulators live decides the rest (the target's atoms: `atoms.accumulator`):
+`warploom.lowering.attention_regs` (FA3-style: consumer warpgroups holding S, P and O in registers) and
+`warploom.lowering.attention_tmem` (FA4-style: S, P and O in Tensor Memory, softmax and correction warpgroups).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import nvvm
+
+from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
+from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
+                                      FA4_RESCALE_THRESHOLD, attention_kernel_name, check_exp2_poly, fa4_kernel_name)
+from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, LoweredKernel, RoleState
+from warploom.runtime import rules
+from warploom.runtime.artifact import TensorMapSpec
+
+LN2 = math.log(2.0)
+
+
+@dataclass
+class AttentionPiece:
+    """The unit a stream-K CTA works on now: its stream-K tile (index from 0 after the data-parallel tiles; a
+    data-parallel tile has whole = true and the rest unused), that tile's first stream-K iteration t0 and key
+    blocks kt, whether the unit is a whole tile, the CTA, the CTA count and the count of stream-K iterations
+    (rules.attention_streamk_run)."""
+    tile: ir.Value
+    t0: ir.Value
+    kt: ir.Value
+    whole: ir.Value
+    cta: ir.Value
+    ctas: ir.Value
+    iters: ir.Value
+
+
+
+def overlapped(program: Program) -> bool:
+    """True when the consumers' key loop is software pipelined (FA3's intra-warpgroup overlap: a first section)."""
+    return any(isinstance(op, Loop) and bool(op.first) for r in program.roles for op in r.walk())
+
+
+def kernel_name(program: Program) -> str:
+    """wl_attn_{elem}_d{D}_{BM}x{BN}_s{stages}[_causal][_ov][_persistent][_q2][_p{eighths}]: the name a register-
+    accumulator (FA3-style) attention kernel gets."""
+    bm, bn, d = program.attrs["tile"]
+    q = program.rings.get("q")
+    return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
+                                 bool(program.attrs.get("causal")), overlapped(program),
+                                 program.attrs.get("schedule", "grid"), q.stages if q is not None else 1,
+                                 float(program.attrs.get("exp2_poly", 0.0)))
+
+
+
+
+def fa4_name(program: Program) -> str:
+    """The name a Tensor Memory (FA4-style) attention kernel gets (warploom.kernel.contract.fa4_kernel_name)."""
+    bm, bn, d = program.attrs["tile"]
+    a = program.attrs
+    return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
+                           bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
+                           float(a.get("exp2_poly", FA4_EXP2_POLY)))
+
+
+def _placement(program: Program) -> str:
+    from warploom import targets
+    from warploom.lowering.atoms import atoms_for
+    return atoms_for(targets.get(program.target)).accumulator
+
+
+def attention_name(program: Program) -> str:
+    """The name an attention kernel gets: by where its target keeps the accumulators."""
+    return fa4_name(program) if _placement(program) == "tmem" else kernel_name(program)
+
+
+def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned attention kernel (its target's atoms pick the register or Tensor Memory form); ValueError
+    names what cannot be lowered and why."""
+    from warploom.dialect import make_context
+    from warploom.lowering.attention_regs import RegisterAttention
+    from warploom.lowering.attention_tmem import TensorMemoryAttention
+    lowering = {"regs": RegisterAttention, "tmem": TensorMemoryAttention}.get(_placement(program))
+    if lowering is None:
+        raise ValueError(f"{program.target} lowering of attention kernel {name!r}: the target's atoms keep no "
+                         "accumulator the attention lowering knows (registers or Tensor Memory)")
+    return lowering(program, name).lower(context or make_context())
+
+
+def flatten(values: dict, names) -> tuple[list, object]:
+    """The values of `names` as one flat list of IR values (a register value is one value, a list of them, or a
+    list of lists: P's register-A fragments), and the function that turns such a list back into {name: value}."""
+    flat, shapes = [], []
+
+    def shape_of(v):
+        if isinstance(v, list):
+            return [shape_of(x) for x in v]
+        flat.append(v)
+        return None
+
+    for name in names:
+        shapes.append((name, shape_of(values[name])))
+
+    def unflatten(items):
+        it = iter(items)
+
+        def build(shape):
+            return next(it) if shape is None else [build(x) for x in shape]
+        return {name: build(shape) for name, shape in shapes}
+    return flat, unflatten
+
+
+class AttentionLowering(KernelLowering):
+    """The attention kernel on any target: configuration, parameters, tensor maps, prologue, tile walks, ring
+    plumbing of the rings loaded once a tile, TMA coordinates."""
+
+    # ---- configuration ------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        p, a = self.p, self.p.attrs
+        if p.kind != "attention":
+            self._fail(f"kernel kind {p.kind!r}: this is the attention lowering")
+        for value, key in ((a.get("stages"), "stages"), (p.threads, "threads"), (p.smem_bytes, "smem_bytes"),
+                           (a.get("tile"), "tile")):
+            if value is None:
+                self._fail(f"the kernel has no {key!r}: plan it first (wl-plan-barriers and the passes before)")
+        if not p.barriers:
+            self._fail("the kernel has no mbarriers: run wl-plan-barriers first")
+        self.BM, self.BN, self.D = a["tile"]
+        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
+        self.causal = bool(a.get("causal", False))
+        share = a.get("exp2_poly", 0.0)
+        if check_exp2_poly(share):
+            self._fail(f"exp2_poly = {share}: {check_exp2_poly(share)}")
+        self.poly = round(share * EXP2_POLY_GROUP)      # of each EXP2_POLY_GROUP exp2 of a row, the last `poly`
+        if a.get("acc_elem", "f32") != "f32":
+            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
+        if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
+            self._fail(f"cluster {a.get('cluster')}: thread-block clusters are not lowered")
+        if self.threads % self.T.warpgroup_threads:
+            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
+        if list(p.inputs) != ["q", "k", "v"] or list(p.outputs) != ["out", "lse"]:
+            self._fail(f"inputs {list(p.inputs)} -> outputs {list(p.outputs)}: attention takes q, k, v and gives "
+                       "out, lse")
+        self.elem = p.inputs["q"].elem
+        elems = {t.elem for t in p.inputs.values()} | {p.outputs["out"].elem}
+        if self.elem not in ELEM_TYPES or elems != {self.elem} or p.outputs["lse"].elem != "f32":
+            self._fail(f"element types {sorted(elems)} (lse {p.outputs['lse'].elem}): q, k, v, out one of "
+                       f"{ELEM_TYPES}, lse f32")
+        self.mma_m = self.T.mma_shapes[0].m[0]
+        self.mma_k = self.T.mma_k_of(self.elem)
+        schedule = a.get("schedule", "grid")
+        self.persistent, self.streamk = schedule in ATTENTION_WALKS, schedule == "streamk"
+        if self.streamk and self.causal:
+            self._fail("schedule streamk with a causal mask: the stream-K walk splits tiles of one length (non-causal)")
+        want = {"persistent": (("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1)),
+                "streamk": (("attention_streamk", "Sq", self.BM, "Sk", self.BN, "Hq", "B", "SMS"), ("const", 1),
+                            ("const", 1))}.get(schedule, (("cdiv", "Sq", self.BM), ("cdiv", "Hq", 1), ("cdiv", "B", 1)))
+        try:
+            self.grid = tuple(rules.check(g) for g in a["grid"])
+        except (KeyError, ValueError) as e:
+            self._fail(f"grid {a.get('grid')}: {e}")
+        if self.grid != want:
+            self._fail(f"grid {[rules.text(g) for g in self.grid]}: expected {[rules.text(g) for g in want]} "
+                       f"({'one CTA per SM walking the tiles' if self.persistent else 'query blocks, heads, batch'})")
+        self.trip = (("causal_blocks", "Sq", "Sk", "m", self.BM, self.BN) if self.causal
+                     else ("cdiv", "Sk", self.BN))
+        for loop in (o for r in p.roles for o in r.walk() if isinstance(o, Loop)):
+            if tuple(loop.trip) != self.trip:
+                self._fail(f"loop trip {list(loop.trip)}: expected {list(self.trip)} (the key blocks)")
+        self._check_plan()
+        for name, region in self.tiles.items():
+            if region.dims[1] != "D" or region.shape[1] != self.D:
+                self._fail(f"buffer {name!r} {region.dims} {region.shape}: attention tiles are rows x D (D contiguous)")
+
+    def _tensor_map(self, op: Copy) -> TensorMapSpec:
+        """4-D TMA map (D, S, H, B): a box of one swizzle span of D by the tile's rows, one head, one batch."""
+        if op.source not in ("q", "k", "v"):
+            self._fail(f"async load of {op.source!r}: attention loads q, k and v")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box + (1, 1),
+                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+
+    def _param_list(self) -> list[tuple[str, str]]:
+        return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
+                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
+                + ([("B", "i32"), ("tiles", "ptr") if self.causal else ("tile_order", "i32")] if self.persistent else [])
+                + ([("workspace", "ptr"), ("counters", "ptr")] if self.streamk else []))
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one warpgroup's 64 rows."""
+        if op.output != "out":
+            self._fail(f"store of {op.output!r} through smem: attention stages out only")
+        tile = self.tiles[self._region(op.region).name]
+        return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.mma_m, 1, 1),
+                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+
+    def _bind_args(self, args: dict) -> None:
+        self.args = args
+        self.counters = args.get("counters")        # stream-K (_Sm90Lowering._streamk_hand_off)
+
+    # ---- prologue ------------------------------------------------------------------------------
+    def _prologue(self) -> None:
+        b = self.b
+        self.tid = b.sreg("tid", "x", "tid")
+        self._smem_base()
+        a = self.args
+        self.group = b.divu(a["Hq"], a["Hkv"])          # GQA: query head h reads kv head h / (Hq / Hkv)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+        self.kb0 = self.piece = self.store_flag = None      # stream-K: the piece's first key block, the piece
+        # the rings loaded once a tile (Q's): their stages (2 where the next tile's Q is prefetched) and regions
+        self.once_rings = {name: r for name, r in self.p.rings.items() if r.stages == 1 or r.counts == "tile"}
+        self.once_stages = max([r.stages for r in self.once_rings.values()] or [1])
+        self.once_regions = {n for r in self.once_rings.values() for n in r.regions}
+        if not self.persistent:                          # the CTA's one tile: (ctaid.x, ctaid.y, ctaid.z)
+            self._at_tile(b.sreg("ctaid", "x", "mblk"), b.sreg("ctaid", "y", "head"), b.sreg("ctaid", "z", "batch"))
+        self._init_barriers()
+
+    def _at_tile(self, m_block, head, batch) -> None:
+        """The tile (query block, head, batch) the ops act on: its first row, kv head and key-block count."""
+        b, a = self.b, self.args
+        self.m_block, self.head, self.batch = m_block, head, batch
+        self.row0 = b.mul(m_block, b.const(self.BM))
+        self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
+        self.kv_head = b.divu(head, self.group)
+
+    def _tile_loop(self, ops, ctx: RoleState) -> None:
+        """The role's ops, once (grid schedule), once per piece of this CTA's stream-K walk (`_streamk_walk`), or
+        once per tile of this CTA (persistent): CTA c of P takes the
+        tiles of `rules.snake_tile` in the order `tile_order` names; every role walks the same tiles, so the ring
+        iteration of a key block is the key blocks of the CTA's earlier tiles (it_base) plus its index, and Q's
+        stage and phase come from the count of its earlier tiles with key blocks (q_tiles % stages,
+        (q_tiles / stages) & 1)."""
+        if not self.persistent:
+            self._ops(ops, ctx)
+            return
+        if self.streamk:
+            self._streamk_walk(ops, ctx)
+            return
+        if self.causal:
+            self._table_walk(ops, ctx)
+            return
+        b, c, a = self.b, self.b.const, self.args
+        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+        mine = rules.snake_count(b.mul(blocks, pairs), cta, ctas, b)
+        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0)], iv=b.fresh("round")) as loop:
+            tile = rules.snake_tile(loop.iv, cta, ctas, b)
+            self._at_tile(*rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], self.causal, b))
+            self._walk_step(ops, ctx, loop, mine)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+
+    def _table_walk(self, ops, ctx: RoleState) -> None:
+        """The causal persistent walk: CTA c runs the tiles the host dealt it, entries tiles[c] .. tiles[c + 1] - 1
+        of the table (rules.causal_tile_table), each a tile in order 0's numbering; the entry of the next tile is
+        read while this one runs (the table's spare last entry lets the last tile read one past its own)."""
+        b, c, a = self.b, self.b.const, self.args
+        cta = b.sreg("ctaid", "x", "cta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+
+        def entry(i):
+            return b.load(b.i32, b.gep(a["tiles"], i, b.i32), 4, "tile")
+        first = entry(cta)
+        mine = b.sub(entry(b.add(cta, c(1))), first)
+        with b.for_(c(0), mine, c(1), iter_args=[c(0), c(0), entry(first)], iv=b.fresh("round")) as loop:
+            after = entry(b.add(b.add(first, loop.iv), c(1)))
+            self._at_tile(*rules.attention_tile(loop.args[2], c(0), blocks, pairs, a["Hq"], True, b))
+            self._walk_step(ops, ctx, loop, mine, after)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+
+    def _walk_step(self, ops, ctx: RoleState, loop, units: ir.Value, *extra: ir.Value) -> None:
+        """One tile (or piece) of a walk: `loop` carries (it_base, q_tiles, *extra), `units` is its trip count.
+        The ops run on the tile `_at_tile` set; the loop yields the next it_base and q_tiles, then `extra`."""
+        b, c = self.b, self.b.const
+        self.it_base, q_tiles = loop.args[:2]
+        self.tile_first = b.cmp("eq", loop.iv, c(0))
+        self.tile_last = b.cmp("eq", loop.iv, b.sub(units, c(1)))
+        self.tile_stage = b.remu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else c(0)
+        self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
+        self.has_keys = b.cmp("sgt", self.trips, c(0))
+        outer, ctx.values = ctx.values, None           # register values live within one tile
+        self._ops(ops, ctx)
+        ctx.values, self.store_flag = outer, None
+        loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))), *extra)
+
+    def _streamk_walk(self, ops, ctx: RoleState) -> None:
+        """Stream-K (non-causal; rules, "the stream-K attention schedule"): CTA c's units are first its D / P
+        data-parallel tiles (round r: rules.snake_tile, all key blocks), then the pieces of its run [lo, hi) of the
+        stream-K (tile, key block) iterations: the piece starting at iteration x is key blocks [x % kt, end) of
+        stream-K tile x / kt (tile D + x / kt), and the next starts where it ends. One loop over the units (the
+        CTA's first and last unit bracket the consumers' turn protocol, as the persistent walk's first and last
+        tile do); every role walks the same units, so the ring iterations (it_base) and Q's stage and phase agree."""
+        b, c, a = self.b, self.b.const, self.args
+        cta, ctas = b.sreg("ctaid", "x", "cta"), b.sreg("nctaid", "x", "ncta")
+        blocks = rules.cdiv(a["Sq"], self.BM, b)
+        pairs = b.mul(a["Hq"], a["B"])
+        tiles = b.mul(blocks, pairs)
+        kt = rules.cdiv(a["Sk"], self.BN, b)
+        dp, iters, lo, hi, pieces = rules.attention_streamk_run(tiles, kt, cta, ctas, b)
+        rounds = b.divu(dp, ctas)
+        units = b.add(rounds, pieces)
+        with b.for_(c(0), units, c(1), iter_args=[c(0), c(0), lo], iv=b.fresh("unit")) as loop:
+            x = loop.args[2]
+            whole_tile = b.cmp("ult", loop.iv, rounds)
+            sk_tile, first, end = rules.attention_streamk_piece(x, hi, kt, b)
+            tile = b.select(whole_tile, rules.snake_tile(loop.iv, cta, ctas, b), b.add(dp, sk_tile))
+            m_block, head, batch = rules.attention_tile(tile, a["tile_order"], blocks, pairs, a["Hq"], False, b)
+            self._at_tile(m_block, head, batch)
+            self.kb0 = b.select(whole_tile, c(0), first)
+            self.trips = b.select(whole_tile, kt, b.sub(end, first))
+            whole = b.or_(whole_tile, b.and_(b.cmp("eq", first, c(0)), b.cmp("eq", end, kt)))
+            t0 = b.mul(sk_tile, kt)                      # the stream-K tile's first iteration
+            self.piece = AttentionPiece(sk_tile, t0, kt, whole, cta, ctas, iters)
+            next_x = b.select(whole_tile, x, b.add(t0, end))
+            self._walk_step(ops, ctx, loop, units, next_x)
+        self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
+        self.kb0 = self.piece = None
+
+    def _ops(self, ops, ctx: RoleState) -> None:
+        """The ops in order, counting the MMA groups in flight (a loop section starts with none). In a persistent
+        kernel a tile with no key block (causal rows before the first key) skips Q's protocol: nothing would read
+        the Q tile, so it is not loaded, waited for or freed, and Q's phase counts only tiles with key blocks."""
+        self.in_flight = 0
+        for op in ops:
+            if self.has_keys is not None and ctx.loop is None and self._on_once_ring(op):
+                with self.b.if_(self.has_keys):
+                    super()._ops([op], ctx)
+                continue
+            super()._ops([op], ctx)
+            if isinstance(op, Mma):
+                self.in_flight += 1
+            elif isinstance(op, MmaWait):
+                self.in_flight = min(self.in_flight, op.pending)
+
+    def _on_once_ring(self, op) -> bool:
+        """True for a Wait, Arrive or Copy on the barriers of a ring loaded once a tile (Q's)."""
+        bar = op.barrier if isinstance(op, (Wait, Arrive, Copy)) else None
+        return any(bar in (r.full, r.empty) for r in self.once_rings.values())
+
+    def _ring_it(self, kt: ir.Value) -> ir.Value:
+        """The ring iteration of key block kt of this tile (persistent: after the CTA's earlier tiles' blocks)."""
+        return kt if self.it_base is None else self.b.add(self.it_base, kt)
+
+    # ---- ring plumbing --------------------------------------------------------------------------
+    def _need_loop(self, op, ctx: RoleState) -> LoopState:
+        """Inside the key loop its iteration; outside it, the tile's use of a ring loaded once a tile (Q): the
+        tile's stage and phase (stage 0, phase 0 in a grid kernel)."""
+        if ctx.loop is not None:
+            return ctx.loop
+        c = self.b.const
+        return LoopState(None, None, self.tile_stage if self.tile_stage is not None else c(0),
+                     self.tile_phase if self.tile_phase is not None else c(0), {}, once=True, stages=self.once_stages)
+
+    def _stage_offset(self, region, loop: LoopState) -> ir.Value:
+        """A region loaded once a tile (Q) is at the tile's stage wherever it is read, inside the key loop too;
+        the others at the loop iteration's."""
+        if region.name not in self.once_regions or region.stages == 1:
+            return super()._stage_offset(region, loop)
+        b, c = self.b, self.b.const
+        return b.add(c(region.offset), b.mul(self.tile_stage, c(self._stage_bytes(region))))
+
+    def _key_block(self, loop: LoopState) -> ir.Value:
+        """The tile's key block that iteration loop.kt of the key loop works on: kt, after the piece's first block
+        in a stream-K piece."""
+        return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)
+
+    def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
+        if dim == "D":
+            return None
+        if dim == "M":
+            return self.row0
+        if dim == "N":                      # first key of this key block
+            if "n0" not in loop.cache:
+                loop.cache["n0"] = self.b.mul(self._key_block(loop), self.b.const(self.BN))
+            return loop.cache["n0"]
+        self._fail(f"TMA tile dim {dim!r}: attention tiles are M x D (Q) or N x D (K, V)")
+
+    def _outer_coords(self, op: Copy) -> list[ir.Value]:
+        return [self.head if op.source == "q" else self.kv_head, self.batch]
+
+    def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""
+        b = self.b
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        op = nvvm.ConvertF32x2ToBF16x2Op if self.elem == "bf16" else nvvm.ConvertF32x2ToF16x2Op
+        return op(ir.VectorType.get([2], ty), hi, lo, rnd=nvvm.FPRoundingMode.RN, loc=b.loc()).result

@@ -1,0 +1,1133 @@
+"""The GEMM lowering, for every target: a planned GEMM `Program` -> one `gpu.module` of NVVM/LLVM ops.
+
+`GemmLowering` holds what the GEMM is on any target: its configuration (tile, stages, grid rule and walk, swap-AB),
+its parameters (tensor maps a, b and c when C leaves by TMA, C as a pointer otherwise, the stream-K fix-up's
+buffers, M, N, K), its tensor maps, its prologue (tile origins from the grid rule, the K loop's trip count) and the
+TMA coordinates of a K tile. Where the accumulator lives decides the rest, and the target's atoms say where
+(`warploom.lowering.atoms`: `atoms.accumulator`):
+
+  "regs" (`RegisterGemm`; sm_90a's wgmma): warpgroup roles, the consumer warpgroups' K loop carrying the
+         accumulator fragment, MMAs committed and waited for in groups, C stored from the fragment through the
+         staging smem and TMA (or directly, or transposed for swap-AB), grid / persistent / stream-K walks, 2x1
+         clusters multicasting B;
+  "tmem" (`TensorMemoryGemm`; sm_100a's tcgen05): warp roles (a TMA warp, an MMA warp, four epilogue warps), one
+         thread issuing the MMAs into a double-buffered accumulator in Tensor Memory, commits as arrivals, the
+         epilogue reading TMEM 32 columns at a time, a CTA pair (cta_group::2) over a 2x1 cluster.
+
+    warp 0     producer   one elected thread: per K tile, wait ab_empty, expect_tx on ab_full, TMA A and B;
+                          at the end, wait each ab_empty stage once more (the last releases landed: _drain)
+    warp 1     mma        allocates TMEM; one elected thread per tile: wait acc_empty, per K tile wait ab_full,
+                          BK/16 MMAs (D in this tile's accumulator stage, enable-input-d off for the tile's first),
+                          commit -> ab_empty; after the K loop commit -> acc_full. At the CTA's last tile the whole
+                          warp syncs on tmem_free with the epilogue, then frees TMEM
+    warps 2-5  epilogue   per tile: wait acc_full, each warp loads its lane quadrant (warp % 4) of the accumulator 32
+                          columns at a time (waiting for each load), converts and stores its rows of C; then each
+                          thread arrives on acc_empty; at the last tile bar.arrive on tmem_free
+
+Code shape of the register GEMM:
+  prologue   tid, CTA tile origins, the dynamic smem base rounded up to the target's base alignment,
+             thread 0 initialises every mbarrier, fence + bar.sync (all threads);
+  roles      `scf.if` on the warpgroup index; each role runs setmaxnreg, then
+             its ops in order: Loop -> scf.for (stage = i % S, phase = (i/S)&1),
+             Wait -> mbarrier.try_wait.parity, Arrive (tx) -> arrive.expect_tx, Copy ->
+             cp.async.bulk.tensor (TMA), Mma -> the MMA atom on smem descriptors, MmaWait -> its wait,
+             Arrive -> mbarrier.arrive,
+             Store -> the accumulator fragment stored to C: through the staging smem and TMA stores, in
+             64-column chunks, when the plan stages C (the default); from registers otherwise.
+sm_100a code built here has no Blackwell GPU to run on: it is checked by ptxas, its SASS and the emulator only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Sync, Wait
+from warploom.kernel.contract import STREAMK_PARAMS, STREAMK_SLOTS, gemm_kernel_name
+from warploom.layout import SmemTile
+from warploom.layout.descriptors import k_block_steps
+from warploom.layout.fragments import accumulator_register, fragment_col, fragment_row
+from warploom.layout.tmem import lane_offset
+from warploom.lowering.core import CTAID, ELEM_TYPES, KernelLowering, LoopState, LoweredKernel, RoleState
+from warploom.lowering.emit import sync, tma
+from warploom.runtime import rules
+from warploom.runtime.artifact import TensorMapSpec
+
+LD_COLUMNS = 32               # TMEM columns per load in the Tensor Memory epilogue: 32 registers a thread at a time
+
+
+def kernel_name(program: Program) -> str:
+    """wl_gemm_{elem}_{b_layout}_{BM}x{BN}x{BK}_s{stages}[_persistent][_c2][_g8][_swap][_direct]: the name a GEMM
+    kernel gets."""
+    b = program.regions.get("b")
+    b_layout = "?" if b is None else ("nk" if b.dims == ("N", "K") else "kn")
+    multicast = any(isinstance(o, Copy) and o.multicast for r in program.roles for o in r.walk())
+    return gemm_kernel_name(next(iter(program.inputs.values())).elem, b_layout, program.attrs["tile"],
+                            program.attrs.get("stages", "?"), program.attrs.get("schedule", "grid"), program.target,
+                            program.attrs.get("epilogue", "tma"),
+                            int(program.attrs.get("cluster", [1])[0]) if multicast else 1,
+                            int(program.attrs.get("group_m", 1)), bool(program.attrs.get("swap_ab", False)))
+
+
+def lower_gemm(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
+    """Lower a planned GEMM kernel (its target's atoms pick the register or Tensor Memory form); ValueError names
+    what cannot be lowered and why.
+
+    The gpu.module is built in `context` (the one of the module being lowered; a fresh one
+    when left out), inside a module of its own (`LoweredKernel.holder`) that a pass may move it out of."""
+    from warploom.dialect import make_context
+    from warploom.lowering.atoms import atoms_for
+    from warploom import targets
+    accumulator = atoms_for(targets.get(program.target)).accumulator
+    lowering = {"regs": RegisterGemm, "tmem": TensorMemoryGemm}.get(accumulator)
+    if lowering is None:
+        raise ValueError(f"{program.target} lowering of GEMM kernel {name!r}: the target's atoms keep no accumulator "
+                         "the GEMM lowering knows (registers or Tensor Memory)")
+    return lowering(program, name).lower(context or make_context())
+
+
+@dataclass
+class GemmPiece:
+    """The piece of a tile a stream-K CTA works on now: tile index, its first stream-K iteration t0, the K tiles
+    [lo, hi) of it in this CTA's run, and the run's start, the CTA, the CTA count and the stream-K iteration count."""
+    tile: ir.Value
+    t0: ir.Value
+    lo: ir.Value
+    hi: ir.Value
+    start: ir.Value
+    cta: ir.Value
+    ctas: ir.Value
+    iters: ir.Value
+
+
+
+class GemmLowering(KernelLowering):
+    """The warp-specialized GEMM on any target: configuration, parameters, tensor maps, prologue, K-tile coordinates.
+    `RegisterGemm` and `TensorMemoryGemm` add the roles, the K loop, the MMAs and the epilogue of each accumulator
+    placement."""
+
+    # ---- configuration: read and check the plan --------------------------------------------
+    def _read_config(self) -> None:
+        p, a = self.p, self.p.attrs
+        if p.kind != "gemm":
+            self._fail(f"kernel kind {p.kind!r} has no GEMM lowering (only 'gemm')")
+        for value, key, after in ((a.get("stages"), "stages", "wl-pipeline"), (p.threads, "threads", "wl-specialize"),
+                                  (p.smem_bytes, "smem_bytes", "wl-plan-smem")):
+            if value is None:
+                self._fail(f"the kernel has no {key!r} attribute: run {after} (and the passes after it) first")
+        if not p.barriers:
+            self._fail("the kernel has no wl.mbarrier ops: run wl-plan-barriers first")
+        self.BM, self.BN, self.BK = a["tile"]
+        self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
+        if a.get("acc_elem", "f32") != "f32":
+            self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
+        self.cluster = self._cluster(a)
+        if self.atoms.issue == "warpgroup" and self.threads % self.T.warpgroup_threads:
+            self._fail(f"threads = {self.threads} is not a whole number of warpgroups")
+        if list(p.inputs) != ["a", "b"]:
+            self._fail(f"inputs {list(p.inputs)}: the GEMM kernel takes exactly 'a' and 'b'")
+        self.elem = p.inputs["a"].elem
+        elems = {t.elem for t in p.inputs.values()} | {t.elem for t in p.outputs.values()}
+        if self.elem not in ELEM_TYPES or elems != {self.elem}:
+            self._fail(f"element types {sorted(elems)}: the MMA here takes one of {ELEM_TYPES} in and out")
+        self.mma_m = self.T.mma_shapes[0].m[0]            # wgmma rows per warpgroup
+        self.mma_k = self.T.mma_k_of(self.elem)           # K of one wgmma instruction
+        # swap-AB (C^T = B^T A^T): the accumulator's rows run along N (block-n of them), its columns along M
+        self.swap = bool(a.get("swap_ab", False))
+        acc_rows, acc_cols = (self.BN, self.BM) if self.swap else (self.BM, self.BN)
+        if self.swap and a.get("schedule", "grid") != "grid":
+            self._fail(f"swap_ab with schedule {a.get('schedule')!r}: the swap-AB GEMM is lowered for the grid "
+                       "schedule only")
+        if acc_rows == self.mma_m or acc_cols <= 64:
+            # one consumer warpgroup (256 threads), or a 64-column accumulator (32 registers a thread): without
+            # .minnctapersm 1 ptxas 13.0 cannot tell the register count at entry, ignores setmaxnreg (C7508) and then
+            # serializes every wgmma (C7520); tests/unit/test_assemble.py caught both for the 128 x 64 tile
+            self.MIN_CTAS_PER_SM = 1
+
+        # Grid: which CTA index walks which output dim, and by how much (the CTA tile origin).
+        try:
+            self.grid = tuple(rules.check(g) for g in a["grid"])
+        except ValueError as e:
+            self._fail(f"grid {a['grid']}: {e}")
+        shown = [rules.text(g) for g in self.grid]
+        if len(self.grid) != 3:
+            self._fail(f"grid {shown} needs three rules")
+        self.origin_axis = {}
+        self.streamk = a.get("schedule", "grid") == "streamk"
+        self.persistent = a.get("schedule", "grid") == "persistent" or self.streamk
+        self.group_m = int(a.get("group_m", 1))      # the persistent walk's tile order (rules.tile_origin)
+        if self.group_m not in rules.GROUP_M or (self.group_m > 1 and (not self.persistent or self.streamk)):
+            self._fail(f"group_m = {self.group_m}: the tile order of a persistent (not stream-K) kernel, one of "
+                       f"{', '.join(map(str, rules.GROUP_M))}")
+        if self.streamk:
+            if self.grid[0] != ("streamk", "M", self.BM, "N", self.BN, "K", self.BK, self.grid[0][-1]) or \
+                    self.grid[1:] != (("const", 1), ("const", 1)) or self.WALK != "persistent":
+                self._fail(f"grid {shown}: a stream-K kernel needs "
+                           f"['streamk(M, {self.BM}, N, {self.BN}, K, {self.BK}, SMS)', '1', '1']")
+        elif self.persistent:
+            walk_m = self.BM * self.cluster_m
+            if self.grid[0] != (self.WALK, "M", walk_m, "N", self.BN, self.grid[0][-1]) or \
+                    self.grid[1:] != (("const", 1), ("const", 1)):
+                self._fail(f"grid {shown}: a persistent kernel needs "
+                           f"['{self.WALK}(M, {walk_m}, N, {self.BN}, SMS)', '1', '1']")
+        for axis, rule in enumerate(self.grid if not self.persistent else ()):
+            if rule[0] == "cdiv":
+                self.origin_axis[rule[1]] = (axis, rule[2])
+            elif rule != ("const", 1):
+                self._fail(f"grid rule {shown[axis]!r}: grid dims other than cdiv rules and 1 have no tile meaning")
+        extents = {} if self.persistent else {"M": self.BM, "N": self.BN}
+        for dim, extent in extents.items():
+            if dim not in self.origin_axis or self.origin_axis[dim][1] != extent:
+                self._fail(f"grid {shown} must tile {dim} by {extent} (the kernel tile) on one axis")
+
+        self._check_plan()
+
+    # ---- the kernel ---------------------------------------------------------------------------
+    WALK = "persistent"          # the persistent grid rule this lowering walks (runtime/rules.py)
+
+    def _param_list(self) -> list[tuple[str, str]]:
+        """Tensor maps by value (grid constants: a, b, and c when C leaves by TMA), then C as a global pointer when
+        it is stored from registers, then (stream-K) the fix-up's workspace and counters, then M, N, K."""
+        c_ptr = [] if "c" in self.tmaps else [("c", "ptr")]
+        fixup = [(n, "ptr") for n in STREAMK_PARAMS] if self.streamk else []
+        return [(n, "tensormap") for n in self.tmaps] + c_ptr + fixup + [(s, "i32") for s in ("M", "N", "K")]
+
+    def _bind_args(self, args: dict) -> None:
+        self.c_ptr = args.get("c")
+        self.workspace, self.counters = args.get("workspace"), args.get("counters")
+        self.M, self.N, self.K = (args[n] for n in ("M", "N", "K"))
+
+    def _tensor_map(self, op: Copy) -> TensorMapSpec:
+        """TMA descriptor of an input: its box and dims (innermost first) are the region's tile's (a multicast copy
+        that splits each box's rows over the cluster: 1 / cluster of the rows, see `_multicast_share`)."""
+        if op.source not in ("a", "b"):
+            self._fail(f"async_load of operand {op.source!r}: only the inputs 'a' and 'b' are loaded")
+        tile = self.tiles[self._region(op.region).name]
+        box = tile.box
+        if op.multicast and self._multicast_share(tile)[0] == "rows":
+            box = (box[0], box[1] // self.cluster_m)
+        return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=box,
+                             swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
+
+    def _multicast_share(self, tile: SmemTile) -> tuple[str, int]:
+        """How a multicast copy splits `tile` over the cluster's CTAs: ("boxes", n), each CTA loading n whole boxes
+        (rank r: boxes r*n ..), when the boxes divide evenly; else ("rows", n), each CTA loading rows r*n .. of every
+        box (a B [N, K] tile is one box of block-n rows). The rows of a box are whole 128-byte swizzle spans, so a
+        slice starting at a multiple of the swizzle's 8-row repeat lands swizzled as the whole box would."""
+        cm = self.cluster_m
+        if tile.num_boxes % cm == 0:
+            return "boxes", tile.num_boxes // cm
+        rows = tile.box[1]
+        if rows % (cm * 8):
+            self._fail(f"a multicast copy of a tile of {tile.num_boxes} box(es) of {rows} rows cannot be split over "
+                       f"{cm} CTAs (whole boxes, or a multiple of 8 rows each)")
+        return "rows", rows // cm
+
+    def _prologue(self) -> None:
+        b, c = self.b, self.b.const
+        self.tid = b.sreg("tid", "x", "tid")
+        # CTA tile origins along M and N, from the grid rules (e.g. n0 = ctaid.x * 256);
+        # a persistent kernel sets them per tile instead (see _tile_loop)
+        self.origin = {}
+        self.it_base, self.piece = None, None
+        for dim in (("N", "M") if not self.persistent else ()):
+            axis, extent = self.origin_axis[dim]
+            cta = b.sreg("ctaid", CTAID[axis], "cta")
+            self.origin[dim] = b.mul(cta, c(extent))
+        self.rank = sync.cluster_rank(b) if self.cluster_m > 1 else None
+
+        self._smem_base()
+        # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
+        trip = ("cdiv", "K", self.BK)
+        for loop in (o for r in self.p.roles for o in r.walk() if isinstance(o, Loop)):
+            if tuple(loop.trip) != trip:
+                self._fail(f"k_loop trip {list(loop.trip)}: expected {list(trip)} (the kernel's K tiles)")
+        self.trips = rules.evaluate(trip, {"K": self.K}, b)
+
+        self._init_barriers()
+
+    # ---- ops ------------------------------------------------------------------------------
+    def _check_gemm_loop(self, op: Loop, ctx: RoleState) -> None:
+        """A GEMM's K loop: not nested, not software-pipelined."""
+        if ctx.loop is not None:
+            self._fail("nested wl.k_loop")
+        if op.first or op.last:
+            self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
+
+    def _k_origin(self, loop: LoopState) -> ir.Value:
+        """First K index of this iteration's tile."""
+        if "k0" not in loop.cache:
+            loop.cache["k0"] = self.b.mul(loop.kt, self.b.const(self.BK))
+        return loop.cache["k0"]
+
+    def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
+        return self._k_origin(loop) if dim == "K" else self.origin[dim]
+
+
+class RegisterGemm(GemmLowering):
+    """The GEMM whose accumulator is a warpgroup's register fragment (atoms.accumulator == "regs"): one K loop per
+    tile, C stored from the fragment (through smem and TMA, or directly)."""
+    OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", MmaWait: "mma_wait",
+           Store: "store"}
+    OP_NAMES = ("wl.k_loop", "wl.wait", "wl.arrive_expect_tx", "wl.async_load", "wl.mma", "wl.mma_wait", "wl.arrive",
+                "wl.store_tile")
+
+    def _cluster(self, attrs) -> tuple[int, int, int]:
+        """The kernel's thread-block cluster: none, or (2, 1, 1) when B is multicast: the two CTAs take the two
+        block-m row halves of one tile of 2 x block-m rows (the walk persistent_pairs), and each loads half of the
+        B tile both read, into both CTAs."""
+        cluster = [int(d) for d in attrs.get("cluster", [1, 1, 1])]
+        multicast = any(isinstance(o, Copy) and o.multicast for r in self.p.roles for o in r.walk())
+        if cluster == [1, 1, 1] and not multicast:
+            return (1, 1, 1)
+        if cluster != [2, 1, 1] or not multicast or attrs.get("schedule") != "persistent":
+            self._fail(f"cluster {cluster} ({'with' if multicast else 'without'} a multicast copy, schedule "
+                       f"{attrs.get('schedule', 'grid')!r}): the sm_90a GEMM lowers clusters of [2, 1, 1] that "
+                       "multicast B, persistent only; or no cluster")
+        self.cluster_m, self.WALK = 2, "persistent_pairs"
+        return (2, 1, 1)
+
+    def _after_cta_barrier(self) -> None:
+        """A cluster's CTAs meet once every barrier of each is initialised (and fenced for the cluster), before any
+        multicast lands in, or any arrival reaches, another CTA."""
+        if self.rank is not None:
+            sync.cluster_barrier()
+
+    def _roles(self) -> None:
+        """The roles; a cluster's CTAs then meet again, so that neither exits while the other may still multicast
+        into its smem or arrive on its barriers."""
+        super()._roles()
+        if self.rank is not None:
+            sync.cluster_barrier()
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """C's TMA map (N, M innermost first): a box of one chunk's columns (one swizzle span) by one warpgroup's
+        rows, so each consumer warpgroup stores its own rows."""
+        if op.output != "c":
+            self._fail(f"store of {op.output!r} through smem: the GEMM stages c only")
+        tile = self.tiles[self._region(op.region).name]
+        if tile.num_boxes != 1:
+            self._fail(f"staging region {op.region!r} {tile.shape}: one chunk must be one TMA box wide")
+        return TensorMapSpec(name="c", operand="c", dtype=self.elem, box=(tile.box[0], self.mma_m),
+                             swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
+
+    def _tile_loop(self, ops, ctx: RoleState) -> None:
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule), or once per piece
+        of a tile in this CTA's run of iterations (stream-K)."""
+        if not self.persistent:
+            self._ops(ops, ctx)
+            return
+        if self.streamk:
+            self._streamk_loop(ops, ctx)
+            return
+        b, c = self.b, self.b.const
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        # a 2x1 cluster walks the tiles of 2 x block-m rows as one (cluster c takes tiles c, c + clusters, ...)
+        first = b.sreg("clusterid" if self.rank is not None else "ctaid", "x", "cta")
+        step = b.sreg("nclusterid" if self.rank is not None else "nctaid", "x", "ncta")
+        tile_name = b.fresh("tile")
+        with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
+            tile = loop.iv
+            # every role of the CTA (and of its cluster) walks the same tiles in the same order, so ring iterations
+            # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
+            self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)
+            if self.rank is not None:       # this CTA's block-m rows of the cluster's tile
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))
+            self._ops(ops, ctx)
+        self.it_base, self.origin = None, {}
+
+    def _streamk_loop(self, ops, ctx: RoleState) -> None:
+        """Stream-K (rules, "stream-K"): first this CTA's data-parallel tiles cta, cta + P, ... below D, whole (D / P of
+        them: ring iterations 0 .. D / P * kt); then its run [start, end) of the I = (T - D) kt stream-K iterations,
+        tile by tile: for stream-K tile u from start / kt to (end - 1) / kt (tile D + u), its K tiles [lo, hi) in the
+        run, at ring iteration D / P * kt + u * kt + kt_index - start, so every role's stages and phases agree."""
+        b, c = self.b, self.b.const
+        n_tiles, _ = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        cta = b.sreg("ctaid", "x", "cta")
+        ctas = b.sreg("nctaid", "x", "ncta")
+        tiles, _ = rules.streamk_tiles(self.grid[0], {"M": self.M, "N": self.N, "K": self.K}, b)
+        dp = rules.streamk_dp_tiles(tiles, ctas, b)
+        with b.for_(cta, dp, ctas, iv=b.fresh("tile")) as loop:       # data-parallel: whole tiles
+            self.it_base = b.mul(b.divu(b.sub(loop.iv, cta), ctas), self.trips)
+            self.origin = rules.tile_origin(self.grid[0], loop.iv, n_tiles, b)
+            ctx.accs, ctx.acc_n = {}, {}
+            self._ops(ops, ctx)
+        dp_iters = b.mul(b.divu(dp, ctas), self.trips)                 # the ring iterations they took
+        iters = b.mul(b.sub(tiles, dp), self.trips)
+        start = rules.streamk_start(cta, ctas, iters, b)
+        end = rules.streamk_start(b.add(cta, c(1)), ctas, iters, b)
+        first = b.divu(start, self.trips)
+        last = b.add(b.divu(b.sub(end, c(1)), self.trips), c(1))
+        with b.for_(first, last, c(1), iv=b.fresh("sktile")) as loop:
+            t0 = b.mul(loop.iv, self.trips)                 # the stream-K tile's first stream-K iteration
+            lo = b.sub(b.maxs(start, t0), t0)               # never negative: indices stay below 2^31 (rules)
+            hi = b.sub(b.mins(end, b.add(t0, self.trips)), t0)
+            tile = b.add(dp, loop.iv)
+            self.piece = GemmPiece(tile, t0, lo, hi, start, cta, ctas, iters)
+            self.it_base = b.add(dp_iters, b.sub(t0, start))
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            ctx.accs, ctx.acc_n = {}, {}
+            self._ops(ops, ctx)
+        self.it_base, self.origin, self.piece = None, {}, None
+
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        self._check_gemm_loop(op, ctx)
+        # The loop carries the accumulators its MMAs update (zero on entry).
+        carried = []
+        for mma in (o for o in op.body if isinstance(o, Mma)):
+            name, n = mma.acc.name, mma.shape[1]
+            if name not in ctx.accs:
+                ctx.accs[name] = self.atoms.zero_acc(b, n)
+                ctx.acc_n[name] = n
+            if name not in carried:
+                carried.append(name)
+        kt_name = b.fresh("kt")
+        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
+        arg_names = [b.fresh("acc_in") for _ in carried]
+        outer = dict(ctx.accs)
+        lo, hi = (c(0), self.trips) if self.piece is None else (self.piece.lo, self.piece.hi)
+        with b.for_(lo, hi, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
+                    args=arg_names, results=res_name) as loop:
+            ctx.accs.update(zip(carried, loop.args))
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            ctx.loop = self._loop_state(kt, it)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            loop.yield_(*(ctx.accs[n] for n in carried))
+        if carried:
+            ctx.accs = outer
+            ctx.accs.update(zip(carried, loop.results))
+
+    def _op_mma(self, op: Mma, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        loop = self._need_loop(op, ctx)
+        if ctx.issue != "warpgroup":
+            self._fail(f"wl.mma in role {ctx.name!r}: the MMA is issued by whole warpgroups")
+        if op.lag:
+            self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
+        m, n, k = self._mma_shape(op)
+        if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "regs":
+            self._fail(f"wl.mma reads a from {op.a.source}, b from {op.b.source} into {op.acc.source}: this lowering "
+                       "takes a and b from smem descriptors and accumulates in registers")
+        a_reg, b_reg = self._region(op.a.name), self._region(op.b.name)
+        a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
+        # The smem tiles must be exactly what the wgmma reads: A = (warpgroups x m) x k, B = n x k, each in either
+        # major-ness (A MN-major: a swap-AB GEMM's B [K, N] tile as the wgmma's A)
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
+        (a_rows_dim,), (b_cols_dim,) = ([d for d in t.dims if d != op.k_dim] for t in (a_tile, b_tile))
+        if dict(zip(a_tile.dims, a_tile.shape)) != {a_rows_dim: m * n_wgs, op.k_dim: k} or \
+                dict(zip(b_tile.dims, b_tile.shape)) != {b_cols_dim: n, op.k_dim: k}:
+            self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
+                       f"and {b_reg.name!r} {list(b_reg.shape)} for {n_wgs} warpgroups")
+        # each warpgroup reads its own m rows of A: the layout says where warpgroup 1's rows start
+        a_rows = b.mul(ctx.wg_index, c(a_tile.sub_tile_offset(a_rows_dim, 1, m))) if n_wgs > 1 else None
+        desc_a, _ = self._descriptor(a_reg, loop, a_rows)
+        desc_b, _ = self._descriptor(b_reg, loop, None)
+        a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)
+        # k-block kk starts k_block_offset bytes into each tile: the descriptor's steps
+        a_steps, b_steps = (k_block_steps(t, k // self.mma_k, self.mma_k) for t in (a_tile, b_tile))
+        ctx.accs[op.acc.name] = self.atoms.mma_smem(b, ctx.accs[op.acc.name], desc_a, desc_b, a_steps, b_steps,
+                                                    (m, n, self.mma_k), self.elem, a_major, b_major)
+
+    def _op_store(self, op: Store, ctx: RoleState) -> None:
+        """Store a warpgroup's m64nN f32 fragment to C as the output element type: through the staging smem and TMA
+        (`_store_staged`) when the plan gives the store a region, else from registers (`_store_direct`)."""
+        if ctx.issue != "warpgroup" or ctx.loop is not None:
+            self._fail(f"wl.store_tile in role {ctx.name!r} must follow the k_loop of a warpgroup role")
+        if op.output != "c":
+            self._fail(f"wl.store_tile of {op.output!r}: only the output 'c', per warpgroup")
+        if op.value not in ctx.accs:
+            self._fail(f"wl.store_tile reads accumulator {op.value!r}, which no wl.mma of role {ctx.name!r} writes")
+        n = ctx.acc_n[op.value]
+        if list(op.tile) != [self.mma_m, n]:
+            self._fail(f"wl.store_tile tile {list(op.tile)} must be the fragment of the MMA, [{self.mma_m}, {n}]")
+        if self.swap:
+            if op.region is not None:
+                self._fail("a swap-AB GEMM stores C^T's fragment transposed from registers; its store takes no "
+                           f"staging region ({op.region!r}): build it with epilogue=direct")
+            self._store_transposed(op, ctx)
+        elif self.piece is not None:
+            with self.b.if_(self._streamk_fixup(op, ctx)):
+                self._store_staged(op, ctx)
+        elif op.region is None:
+            self._store_direct(op, ctx)
+        else:
+            self._store_staged(op, ctx)
+
+    def _streamk_fixup(self, op: Store, ctx: RoleState) -> ir.Value:
+        """Stream-K: make ctx.accs[op.value] this warpgroup's rows of the whole tile and return whether to store them
+        (i1, the same in every thread of the warpgroup).
+
+        A whole tile (K tiles 0 .. kt in this CTA): its accumulator, stored. A partial piece: each thread writes its
+        fragment rows that are inside M to the workspace slot (CTA, slot, warpgroup), slot 0 for the CTA's first
+        piece and 1 for its last, as 16-byte vectors of 4 f32 at ((h * n/16 + j) * 128 + thread) * 16 bytes; the
+        warpgroup syncs on its named barrier; its first thread fences (gpu scope) and adds 1 to the tile's counter
+        (tile * warpgroups + warpgroup). The piece that brings the count to the tile's number of pieces is the last:
+        its thread sets the counter back to 0 (ready for the next launch) and fences again, bar.red tells the
+        warpgroup, and every thread sums the pieces' slots in K order (CTAs streamk_cta(t0) .. streamk_cta(t0 + kt -
+        1)), starting from 0, so the sum does not depend on which CTA finished last. The others store nothing."""
+        b, c = self.b, self.b.const
+        pc, n = self.piece, ctx.acc_n[op.value]
+        acc = ctx.accs[op.value]
+        nb = self.p.named_barriers.get(op.barrier) if op.barrier else None
+        threads = self.T.warpgroup_threads
+        if nb is None or nb.threads != threads:
+            self._fail(f"the stream-K fix-up syncs each consumer warpgroup on the store's named barrier; "
+                       f"{op.barrier!r} is not one of {threads} threads")
+        n_wgs = ctx.role.warps * self.T.warp_size // threads
+        f32x4 = ir.VectorType.get([4], b.f32)
+        per_row = n // 16                                     # 4-value vectors of one fragment row half
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        row0 = b.add(b.add(self.origin["M"], b.mul(ctx.wg_index, c(self.mma_m))),
+                     fragment_row(warp, lane, b))
+        row_ok = [b.cmp("slt", b.add(row0, c(8 * h)), self.M) for h in range(2)]
+
+        def vector_at(h: int, j: int) -> list[int]:     # the fragment registers of vector j of row half h
+            return [accumulator_register(2 * j + q, h, e) for q in range(2) for e in range(2)]
+
+        def slot_ptr(cta: ir.Value) -> ir.Value:
+            """This thread's first f32 of CTA `cta`'s slot for this tile and warpgroup."""
+            slot = b.select(b.cmp("ule", pc.t0, rules.streamk_start(cta, pc.ctas, pc.iters, b)), c(0), c(1))
+            index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)
+            floats = b.add(b.mul(b.add(b.mul(index, c(n_wgs)), ctx.wg_index), c(self.mma_m * n)),
+                           b.mul(ctx.thread_in_wg, c(4)))
+            return b.gep(self.workspace, floats, b.f32)
+
+        whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))
+        then, orelse, (total, store) = b.if_values(whole, [acc.type, b.i1])
+        with then as out:
+            out += [acc, b.const(1, b.i1)]
+        with orelse as out:
+            mine = slot_ptr(pc.cta)
+            for h in range(2):
+                with b.if_(row_ok[h]):
+                    for j in range(per_row):
+                        v = b.undef(f32x4)
+                        for e, r in enumerate(vector_at(h, j)):
+                            v = b.insertelement(v, b.extractvalue(acc, r, b.f32, "f"), c(e))
+                        b.store(v, b.gep(mine, (h * per_row + j) * threads * 4, b.f32), alignment=16)
+            bar = b.add(c(nb.id), ctx.wg_index)
+            first, pieces = self._streamk_ctas(pc.t0, self.trips, pc.ctas, pc.iters)
+            reduce = self._streamk_hand_off(ctx, b.add(b.mul(pc.tile, c(n_wgs)), ctx.wg_index), pieces, bar)
+            sum_then, sum_else, (summed,) = b.if_values(reduce, [acc.type])
+            with sum_then as out2:
+                with b.for_(first, b.add(first, pieces), c(1), iter_args=[b.zero(acc.type, "acc")],
+                            iv=b.fresh("piece"), results=b.fresh("sum")) as loop:
+                    part, = loop.args
+                    src = slot_ptr(loop.iv)
+                    for h in range(2):
+                        got, skip, vecs = b.if_values(row_ok[h], [f32x4] * per_row)
+                        with got as vals:
+                            vals += [b.load(f32x4, b.gep(src, (h * per_row + j) * threads * 4, b.f32), 16, "part")
+                                     for j in range(per_row)]
+                        with skip as vals:
+                            vals += [b.zero(f32x4)] * per_row
+                        for j, v in enumerate(vecs):
+                            for e, r in enumerate(vector_at(h, j)):
+                                x = b.addf(b.extractvalue(part, r, b.f32, "f"), b.extractelement(v, e))
+                                part = b.insertvalue(part, x, r)
+                    loop.yield_(part)
+                out2.append(loop.results[0])
+            with sum_else as out2:
+                out2.append(acc)
+            out += [summed, reduce]
+        ctx.accs[op.value] = total
+        return store
+
+    def _pack_pair(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Two f32 values as one i32 holding the pair in the output type (cvt.rn.{ty}x2.f32), lo first."""
+        b, c = self.b, self.b.const
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        u = b.insertelement(b.undef(ir.VectorType.get([2], b.f32)), lo, c(0))
+        u = b.insertelement(u, hi, c(1))
+        return b.fptrunc(u, ir.VectorType.get([2], ty))
+
+    def _store_staged(self, op: Store, ctx: RoleState) -> None:
+        """C through smem and TMA, one chunk of columns (one 128-byte swizzle span) at a time, the staging region's
+        two buffers in turn. Per chunk: the warpgroup's first thread waits until the buffer's last TMA store has
+        read it (wait_group.read 1, or 0 at a tile's first chunk: the previous tile's stores may use either
+        buffer), the warpgroup syncs on its named barrier, each thread writes its fragment's pairs of the chunk
+        (one 4-byte st.shared each, at the swizzled address of the layout) into the warpgroup's 64 rows, fences
+        them for the async proxy, the warpgroup syncs again, and the first thread TMA-stores the 64 x 64 box at
+        (n0 + 64 j, m0 + 64 w) and commits it. The tensor map drops rows past M and columns past N."""
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
+        staging = self._region(op.region)
+        tile = self.tiles[staging.name]
+        rows, cols = tile.shape
+        nb = self.p.named_barriers.get(op.barrier) if op.barrier else None
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
+        if rows != n_wgs * self.mma_m or n % cols or staging.stages != 2 or tile.num_boxes != 1:
+            self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}): expected 2 chunks "
+                       f"of [{n_wgs * self.mma_m}, one swizzle span] with the span dividing {n}")
+        if nb is None or nb.count != n_wgs or nb.threads != self.T.warpgroup_threads:
+            self._fail(f"wl.store_tile syncs on {op.barrier!r}: a named barrier of {self.T.warpgroup_threads} "
+                       f"threads per consumer warpgroup ({n_wgs})")
+        res = ctx.accs[op.value]
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        wg_row = b.mul(ctx.wg_index, c(self.mma_m))
+        elem_bytes = tile.elem_bits // 8
+        col_byte = b.mul(fragment_col(lane, b), c(elem_bytes))     # the thread's pair in each 8 columns
+        row_at = []
+        for h in range(2):     # the thread's rows r0 and r0 + 8 of the tile, as byte offsets of their first pair
+            row = b.add(wg_row, fragment_row(warp, lane, b, half=h))
+            row_at.append(b.add(b.mul(row, c(tile.span)), col_byte))
+        chunk_bytes = staging.size // staging.stages
+        bar = b.add(c(nb.id), ctx.wg_index)
+        m0, n0 = self.origin["M"], self.origin["N"]
+        wg_src = b.mul(wg_row, c(tile.span))
+        for j in range(n // cols):
+            with b.if_(ctx.wg_leader):          # the buffer's last store has read it
+                tma.bulk_wait_group(0 if j == 0 else 1, read=True)
+            sync.named_barrier_sync(b, bar, nb.threads)
+            base = staging.offset + (j % staging.stages) * chunk_bytes
+            for q in range(cols // 8):          # fragment columns 8q .. 8q + 7 of the chunk: registers of j8 = 8j/8 + q
+                j8 = j * cols // 8 + q
+                for h in range(2):
+                    at = tile.swizzle.apply_with(b, b.add(row_at[h], c(8 * q * elem_bytes)))
+                    pair = self._pack_pair(vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1])
+                    b.store(b.bitcast(pair, b.i32), b.gep(self.base, b.add(at, c(base))), alignment=4)
+            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads
+            sync.named_barrier_sync(b, bar, nb.threads)
+            with b.if_(ctx.wg_leader):
+                src = b.gep(self.base, b.add(wg_src, c(base)))
+                tma.tma_store(b, self.tmap_args["c"], src, [b.add(n0, c(j * cols)), b.add(m0, wg_row)])
+                tma.bulk_commit_group()
+
+    def _store_direct(self, op: Store, ctx: RoleState) -> None:
+        """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) from registers.
+
+        Fragment (warploom.layout.fragments.wgmma_accumulator): warp w owns rows 16w..16w+15; lane l:
+        r0 = 16w + l/4; register 4j+2h+e holds (r0 + 8h, 8j + 2(l%4) + e). Fast path (the warpgroup's whole
+        64 x N slice in bounds, N even): pairs packed to one 4-byte store. Otherwise one guarded 2-byte store
+        per element.
+        """
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
+        res = ctx.accs[op.value]
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
+        m0, n0 = self.origin["M"], self.origin["N"]
+        warp_in_wg = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        wg_row0 = b.add(m0, b.mul(ctx.wg_index, c(self.mma_m)))
+        row0 = b.add(wg_row0, fragment_row(warp_in_wg, lane, b))
+        col0 = b.add(n0, fragment_col(lane, b))
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        n64 = b.ext64(self.N)
+        rows = [row0, b.add(row0, c(8))]
+        col64 = b.ext64(col0)
+        rowptr = [b.gep(self.c_ptr, b.add(b.mul(b.ext64(r), n64), col64), ty) for r in rows]
+        in_m = b.cmp("sle", b.add(wg_row0, c(self.mma_m)), self.M)
+        in_n = b.cmp("sle", b.add(n0, c(n)), self.N)
+        n_even = b.cmp("eq", b.and_(self.N, c(1)), c(0))   # 4-byte alignment of the packed pairs
+        fast = b.and_(b.and_(in_m, in_n), n_even)
+        then, orelse = b.if_else(fast)
+        with then:
+            for j in range(n // 8):
+                for h in range(2):
+                    u = b.undef(pair_f32)
+                    u = b.insertelement(u, vals[4 * j + 2 * h], c(0))
+                    u = b.insertelement(u, vals[4 * j + 2 * h + 1], c(1))
+                    pair = b.fptrunc(u, pair_ty)   # cvt.rn.{ty}x2.f32
+                    b.store(pair, b.gep(rowptr[h], 8 * j, ty), alignment=4)
+        with orelse:
+            row_ok = [b.cmp("slt", r, self.M) for r in rows]
+            for j in range(n // 8):
+                for e in range(2):
+                    col_ok = b.cmp("slt", b.add(col0, c(8 * j + e)), self.N)
+                    for h in range(2):
+                        with b.if_(b.and_(row_ok[h], col_ok)):
+                            v = b.truncf(vals[4 * j + 2 * h + e], ty)
+                            b.store(v, b.gep(rowptr[h], 8 * j + e, ty), alignment=2)
+
+    def _store_transposed(self, op: Store, ctx: RoleState) -> None:
+        """swap-AB: store a warpgroup's m64nN f32 fragment of C^T (rows along N, columns along M) to C (row-major
+        [M, N]) from registers, transposed.
+
+        Fragment register 4j+2h+e of lane l in warp w holds C^T (r, q) with r = 16w + l/4 + 8h and q = 8j + 2(l%4) +
+        e, i.e. C[m0 + q, n0 + 64 wg + r]. Its two columns q, q + 1 are two rows of C, so each value is one
+        2-byte store, guarded by row < M and column < N; the lanes of a quad-column (l%4 alike) write 8 adjacent
+        elements of one row of C."""
+        b, c = self.b, self.b.const
+        n = ctx.acc_n[op.value]
+        res = ctx.accs[op.value]
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        m0, n0 = self.origin["M"], self.origin["N"]
+        warp_in_wg = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
+        lane = b.remu(self.tid, c(self.T.warp_size))
+        col0 = b.add(b.add(n0, b.mul(ctx.wg_index, c(self.mma_m))),
+                     fragment_row(warp_in_wg, lane, b))    # C's column of fragment row r0
+        row0 = b.add(m0, fragment_col(lane, b))                   # C's row of fragment column q0
+        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        n64 = b.ext64(self.N)
+        cols = [col0, b.add(col0, c(8))]
+        col_ok = [b.cmp("slt", col, self.N) for col in cols]
+        for j in range(n // 8):
+            for e in range(2):
+                row = b.add(row0, c(8 * j + e))
+                row_ptr = b.gep(self.c_ptr, b.mul(b.ext64(row), n64), ty)
+                row_ok = b.cmp("slt", row, self.M)
+                for h in range(2):
+                    with b.if_(b.and_(row_ok, col_ok[h])):
+                        v = b.truncf(vals[4 * j + 2 * h + e], ty)
+                        b.store(v, b.gep(row_ptr, b.ext64(cols[h]), ty), alignment=2)
+
+
+class TensorMemoryGemm(GemmLowering):
+    """The GEMM whose accumulator is in Tensor Memory (atoms.accumulator == "tmem"): warp roles, one thread issuing
+    the MMAs, the accumulator double-buffered over the tiles, the epilogue reading it back."""
+    OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Store: "store", Sync: "sync"}
+    OP_NAMES = ("wl.k_loop", "wl.wait", "wl.arrive_expect_tx", "wl.arrive", "wl.async_load", "wl.mma", "wl.store_tile",
+                "wl.named_barrier_sync", "wl.named_barrier_arrive")
+
+    # ---- configuration ----------------------------------------------------------------------------
+    def _read_config(self) -> None:
+        self.group = int(self.p.attrs.get("cta_group", 1))          # 2: a CTA pair (cta_group::2)
+        if self.group not in (1, 2):
+            self._fail(f"cta_group {self.group}: the MMA takes cta_group 1 or 2")
+        self.pair = self.group == 2
+        self.WALK = "persistent_pairs" if self.pair else "persistent"
+        super()._read_config()
+        if self.pair and not self.persistent:
+            self._fail("a CTA pair's GEMM is lowered persistent only (grid persistent_pairs)")
+
+    def _cluster(self, attrs) -> tuple[int, int, int]:
+        """(2, 1, 1) for a CTA pair, else no cluster."""
+        want = [self.group, 1, 1]
+        if list(attrs.get("cluster", [1, 1, 1])) != want:
+            self._fail(f"cluster {attrs.get('cluster')} with cta_group {self.group}: expected {want}")
+        return tuple(want)
+
+    def _check_plan(self) -> None:
+        """Roles of warps covering the block once each; smem regions and barriers placed; TMEM regions placed in
+        the allocation; smem for the run-time base round-up."""
+        p = self.p
+        for rank in range(self.group):          # in every CTA of the cluster, each warp has one role
+            warps = sorted(w for role in p.roles if role.rank in (None, rank) for w in role.warp_range)
+            if warps != list(range(self.threads // self.T.warp_size)):
+                where = f" in CTA {rank} of the pair" if self.pair else ""
+                self._fail(f"roles cover warps {warps}{where}; {self.threads} threads need each of "
+                           f"0..{self.threads // self.T.warp_size - 1} exactly once")
+        if any(r.regs is not None for r in p.roles):
+            self._fail("a role sets a register budget: the sm_100a GEMM's warp roles keep the launch's share "
+                       "(setmaxnreg acts on whole warpgroups)")
+        self.launch_regs = None
+        smem = self._check_placement()
+        self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
+        slots = [r for r in smem if not r.dims and r.elem == "i32"]
+        if len(slots) != 1:
+            self._fail(f"expected one i32 smem word for the TMEM address (wl-specialize's tmem_addr), found "
+                       f"{[r.name for r in slots]}")
+        self.tmem_slot = slots[0]
+        owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
+        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
+            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; the MMA needs one one-thread role in "
+                       "one warp (it allocates and frees TMEM too)")
+        self.mma_role = owners[0]
+        # the warp that allocates and frees TMEM in each CTA: the MMA role's (in a pair, the other CTA runs
+        # another role, the relay, in that warp)
+        self.tmem_roles = {r.name for r in p.roles if self.mma_role.first_warp in r.warp_range}
+        self.mma_k = self.T.mma_k_of(self.elem)
+
+    def _regs(self, role: Role) -> int:
+        return 0
+
+    def _store_map(self, op: Store) -> TensorMapSpec:
+        """C's TMA map (N, M innermost first): a box of one chunk (one swizzle span of columns by the tile's rows)."""
+        if op.output != "c":
+            self._fail(f"store of {op.output!r} through smem: the GEMM stages c only")
+        tile = self.tiles[self._region(op.region).name]
+        if tile.num_boxes != 1:
+            self._fail(f"staging region {op.region!r} {tile.shape}: one chunk must be one TMA box")
+        return TensorMapSpec(name="c", operand="c", dtype=self.elem, box=tile.box, swizzle=tile.swizzle.bytes,
+                             dims=(tile.dims[1], tile.dims[0]))
+
+    # ---- prologue: TMEM allocation around the CTA barrier -------------------------------------------
+    def _before_cta_barrier(self) -> None:
+        b, c = self.b, self.b.const
+        self.warp = b.divu(self.tid, c(self.T.warp_size))
+        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
+        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
+            self.atoms.tmem_alloc(b, self.slot_ptr, self.tmem_columns, self.group)
+            self.atoms.tmem_relinquish(self.group)
+            self.atoms.before_sync()
+
+    def _after_cta_barrier(self) -> None:
+        if self.pair:       # both CTAs' barriers are initialised (and fenced for the cluster) before either uses them
+            sync.cluster_barrier()
+        self.atoms.after_sync()
+        self.taddr = self._load_tmem_address()
+
+    # ---- roles -----------------------------------------------------------------------------------------
+    def _roles(self) -> None:
+        """if warp in role0 { role0 } else if warp in role1 { ... } else { last role }; a role with a rank runs in
+        that CTA of the pair only. A pair's CTAs then meet at a cluster barrier, so that neither exits while the
+        other may still arrive on its barriers or read its smem (the leader's MMAs read both CTAs' operands)."""
+        b, c = self.b, self.b.const
+        roles = sorted(self.p.roles, key=lambda r: (r.first_warp, r.rank if r.rank is not None else -1))
+        self.rank = sync.cluster_rank(b) if self.pair else None
+
+        def chain(i: int) -> None:
+            if i == len(roles) - 1:
+                self._role(roles[i])
+                return
+            r = roles[i]
+            cond = (b.cmp("eq", self.warp, c(r.first_warp)) if r.warps == 1
+                    else b.cmp("ult", self.warp, c(r.warp_range.stop)))   # earlier roles took the lower warps
+            if r.rank is not None:
+                if not self.pair:
+                    self._fail(f"role {r.name!r} runs in CTA {r.rank} of a cluster, but the kernel has none")
+                cond = b.and_(cond, b.cmp("eq", self.rank, c(r.rank)))
+            then, orelse = b.if_else(cond)
+            with then:
+                self._role(r)
+            with orelse:
+                chain(i + 1)
+
+        chain(0)
+        if self.pair:
+            sync.cluster_barrier()
+
+    def _role(self, role: Role) -> None:
+        b, c = self.b, self.b.const
+        ctx = RoleState(role=role, first_wg=0, accs={}, acc_n={})
+        ctx.tcgen05 = role.name in self.tmem_roles or any(isinstance(o, Store) for o in role.walk())
+        if role.issue == "thread":
+            ctx.elected = sync.elect_sync(b)
+            if self._loaded_inputs(role):
+                with b.if_(ctx.elected):
+                    for source in self._loaded_inputs(role):
+                        tma.prefetch_tensormap(self.tmap_args[source])
+            self._tile_loop(role.body, ctx)
+            self._drain(role, ctx)
+            if role.name in self.tmem_roles:    # every lane of the warp, after the epilogue said it is done
+                self.atoms.after_sync()
+                self.atoms.tmem_dealloc(b, self.taddr, self.tmem_columns, self.group)
+        elif role.issue == "warp":
+            ctx.lane = b.remu(self.tid, c(self.T.warp_size))
+            ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * self.T.warp_size))   # issues the role's TMA stores
+            self._tile_loop(role.body, ctx)
+            if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
+                with b.if_(ctx.storer):         # the last stores have read their smem before the CTA exits
+                    tma.bulk_wait_group(0, read=True)
+        else:
+            self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
+                       "and 'warp'")
+
+    def _drain(self, role: Role, ctx: RoleState) -> None:
+        """A role that waits for the operand ring's stages back (the producer, parity phase^1) waits once more for
+        each stage after its last K iteration: every release the MMA thread's tcgen05.commit sends to this CTA's
+        barriers (a pair's leader multicasts them to both) has landed before the CTA exits, so no late arrival
+        writes smem the SM may have handed to the next CTA. A stage this CTA never used passes at once (a fresh
+        barrier completes parity phase^1 = 1 from the start)."""
+        b, c = self.b, self.b.const
+        names = []
+        for op in role.walk():
+            ring = self.p.ring_of_barrier(op.barrier) if isinstance(op, Wait) else None
+            if ring is not None and ring.counts != "tile" and op.parity == "phase^1" and op.barrier not in names:
+                names.append(op.barrier)
+        if not names:
+            return
+        with b.if_(ctx.elected):
+            for i in range(self.stages):
+                state = self._loop_state_n(c(0), b.add(self.cta_iterations, c(i)), self.stages)
+                for name in names:
+                    self.rings[name].at(state.stage).wait(b.xor(state.phase, c(1)))
+
+    def _tile_loop(self, ops, ctx: RoleState) -> None:
+        """The role's ops once (grid) or once per tile of this CTA (persistent); self.tile_j counts the CTA's tiles
+        (the accumulator ring's position), self.last_tile is true at its last one."""
+        b, c = self.b, self.b.const
+        if not self.persistent:
+            self.tile_j, self.last_tile = c(0), b.cmp("eq", c(0), c(0))
+            self.cta_iterations = self.trips
+            self._tile_states()
+            self._top_ops(ops, ctx)
+            return
+        from warploom.runtime import rules
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        # a pair walks the tiles as one: cluster c of the grid's clusters takes tiles c, c + clusters, ...
+        first = b.sreg("clusterid" if self.pair else "ctaid", "x", "cta")
+        step = b.sreg("nclusterid" if self.pair else "nctaid", "x", "ncta")
+        total = b.mul(m_tiles, n_tiles)
+        # the K iterations this CTA's tiles take in all: tiles first, first + step, ... below total
+        mine = b.divu(b.add(b.sub(total, b.minu(first, total)), b.sub(step, c(1))), step)
+        self.cta_iterations = b.mul(mine, self.trips)
+        with b.for_(first, total, step, iv=b.fresh("tile")) as loop:
+            tile = loop.iv
+            self.tile_j = b.divu(b.sub(tile, first), step)
+            self.it_base = b.mul(self.tile_j, self.trips)
+            self.last_tile = b.cmp("uge", b.add(tile, step), total)
+            self._tile_states()
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
+            if self.pair:       # this CTA's rows of the pair's tile
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM // self.group)))
+            self._top_ops(ops, ctx)
+        self.it_base, self.origin = None, {}
+
+    def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
+        """TMA coordinates: a pair's CTA loads its own rows of A and its half of B's columns."""
+        if dim == "N" and self.pair:
+            return self.b.add(self.origin["N"], self.b.mul(self.rank, self.b.const(self.BN // self.group)))
+        return super()._coord_origin(dim, loop)
+
+    def _tile_states(self) -> None:
+        """The stage, phase and barriers of every ring counted in tiles, at this tile: made before any role op,
+        so they dominate every use (inside the elected lane's blocks, the K loop, the epilogue)."""
+        self.tile_cache = {}
+        for ring in (r for r in self.p.rings.values() if r.counts == "tile"):
+            state = self.tile_cache.setdefault(("tile", ring.stages),
+                                               self._loop_state_n(self.tile_j, self.tile_j, ring.stages))
+            for name in (ring.full, ring.empty):
+                if name is not None:
+                    state.cache[("bar", name)] = self.rings[name].at(state.stage)
+
+    def _top_ops(self, ops, ctx: RoleState) -> None:
+        """A role's ops at tile level. In a one-thread role the elected lane runs them, except the named-barrier
+        syncs, which the whole warp takes (bar.sync counts threads)."""
+        if ctx.issue != "thread":
+            self._ops(ops, ctx)
+            return
+        self._run_elected(ops, ctx)
+
+    # ---- ring state -----------------------------------------------------------------------------------
+    def _state(self, barrier: str, ctx: RoleState) -> tuple[LoopState, int]:
+        """(ring state, stages) for an op on `barrier`: the K loop's iteration, or for a ring counted in tiles
+        the CTA's tile count."""
+        ring = self.p.ring_of_barrier(barrier)
+        if ring is not None and ring.counts == "tile":
+            if ctx.loop is not None:
+                self._fail(f"barrier {barrier!r} advances per tile but is used inside the K loop")
+            return self.tile_cache[("tile", ring.stages)], ring.stages
+        return self._need_loop_named(barrier, ctx), self.stages
+
+    def _need_loop_named(self, barrier: str, ctx: RoleState) -> LoopState:
+        if ctx.loop is None:
+            self._fail(f"an op on barrier {barrier!r} in role {ctx.name!r} is outside the K loop; its stage would "
+                       "be undefined")
+        return ctx.loop
+
+    def _loop_state_n(self, kt: ir.Value, it: ir.Value, stages: int) -> LoopState:
+        b, c = self.b, self.b.const
+        return LoopState(kt, it, b.remu(it, c(stages)), b.and_(b.divu(it, c(stages)), c(1)), {})
+
+    def _bar(self, name: str, ctx: RoleState) -> tuple[sync.Mbarrier, LoopState]:
+        state, stages = self._state(name, ctx)
+        ring = self._ring(name)
+        if ring.count != stages:
+            self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {stages} stages")
+        key = ("bar", name)
+        if key not in state.cache:
+            state.cache[key] = self.rings[name].at(state.stage)
+        return state.cache[key], state
+
+    # ---- ops --------------------------------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        self._check_gemm_loop(op, ctx)
+        with b.for_(c(0), self.trips, c(1), iv=b.fresh("kt")) as loop:
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            ctx.loop = self._loop_state(kt, it)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+
+    def _op_wait(self, op: Wait, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        if op.lag:
+            self._fail(f"wl.wait lag = {op.lag}: the sm_100a GEMM waits on its own iteration's stage")
+        bar, state = self._bar(op.barrier, ctx)
+        if op.parity not in ("phase", "phase^1"):
+            self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' (consumer) or 'phase^1' (producer)")
+        bar.wait(state.phase if op.parity == "phase" else b.xor(state.phase, c(1)))
+        if ctx.tcgen05:
+            self.atoms.after_sync()
+
+    def _op_arrive(self, op: Arrive, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        if op.lag:
+            self._fail(f"wl.arrive lag = {op.lag}: the sm_100a GEMM frees its own iteration's stage")
+        if op.tx_bytes:
+            self._arrive_expect_tx(op, ctx)
+            return
+        bar, _ = self._bar(op.barrier, ctx)
+        if op.cta not in ("own", "leader", "pair") or (op.cta != "own" and not self.pair):
+            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier in a kernel of cluster {list(self.cluster)}")
+        if op.per == "commit":
+            if ctx.role is not self.mma_role:
+                self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
+            if op.cta == "leader":
+                self._fail(f"tcgen05.commit on the leader's {op.barrier!r}: the MMA thread runs in the leader")
+            # pair: multicast to the barrier at the same offset in both CTAs (ranks 0 and 1)
+            self.atoms.commit(b, bar.addr, self.group, (1 << self.group) - 1 if op.cta == "pair" else None)
+        elif op.per in ("thread", "role") and (ctx.issue == "warp") == (op.per == "thread"):
+            if ctx.tcgen05 and op.per == "thread":
+                self.atoms.before_sync()
+            if op.cta == "leader":            # the pair's rank-0 CTA's instance of the barrier
+                sync.remote_arrive(b, sync.mapa(b, bar.addr, c(0)), scope="cluster")
+            elif op.cta == "own":
+                bar.arrive()
+            else:
+                self._fail(f"wl.arrive per {op.per!r} at both CTAs' {op.barrier!r}: only a commit multicasts")
+        else:
+            self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
+
+    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
+        b = self.b
+        nb = self.p.named_barriers.get(op.barrier)
+        if nb is None or nb.count != 1:
+            self._fail(f"named barrier {op.barrier!r}: the sm_100a GEMM syncs on single named barriers")
+        if op.slot != "own" or op.warpgroup is not None:
+            self._fail(f"named barrier {op.barrier!r} slot {op.slot!r}: no per-warpgroup turns here")
+        cond = {"each": None, "last": self.last_tile}.get(op.tiles, False)
+        if cond is False:
+            self._fail(f"named barrier {op.barrier!r} at tiles {op.tiles!r}: the sm_100a GEMM syncs at each or the "
+                       "last tile")
+
+        def emit():
+            if ctx.tcgen05:
+                self.atoms.before_sync()
+            if op.arrive_only:
+                sync.named_barrier_arrive(b, nb.id, nb.threads)
+            else:
+                sync.named_barrier_sync(b, nb.id, nb.threads)
+                if ctx.tcgen05:
+                    self.atoms.after_sync()
+
+        if cond is None:
+            emit()
+        else:
+            with b.if_(cond):
+                emit()
+
+    def _acc_columns(self, name: str, ctx: RoleState) -> tuple[ir.Value, int]:
+        """The TMEM address (lane 0) of this tile's stage of accumulator `name`, and its columns per stage."""
+        b, c = self.b, self.b.const
+        acc = self._region(name)
+        if acc.space != "tmem":
+            self._fail(f"accumulator {name!r} is in {acc.space}; tcgen05.mma accumulates in Tensor Memory")
+        ring = self.p.ring_of_region(name)
+        if ring is None or ring.counts != "tile" or ring.full is None:
+            self._fail(f"accumulator {name!r} has no ring counted in tiles (wl-specialize, wl-plan-barriers)")
+        per_stage = acc.size // acc.stages
+        state = self.tile_cache[("tile", ring.stages)]
+        col = b.add(c(acc.offset), b.mul(state.stage, c(per_stage))) if acc.stages > 1 else c(acc.offset)
+        return b.add(self.taddr, col), per_stage
+
+    def _op_mma(self, op: Mma, ctx: RoleState) -> None:
+        b, c = self.b, self.b.const
+        loop = self._need_loop(op, ctx)
+        if ctx.role is not self.mma_role:
+            self._fail(f"wl.mma in role {ctx.name!r}")
+        if op.lag:
+            self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
+        m, n, k = op.shape
+        try:
+            self.T.check_mma_shape(m, n, self.elem, self.group)
+        except ValueError as e:
+            self._fail(f"wl.mma shape {list(op.shape)}: {e}")
+        if k % self.mma_k:
+            self._fail(f"wl.mma k = {k} is not a multiple of the tcgen05.mma K = {self.mma_k}")
+        if op.a.source != "smem" or op.b.source != "smem" or op.acc.source != "tmem":
+            self._fail(f"wl.mma reads a from {op.a.source}, b from {op.b.source} into {op.acc.source}: this lowering "
+                       "takes a and b from smem descriptors and accumulates in TMEM")
+        a_reg, b_reg = self._region(op.a.name), self._region(op.b.name)
+        a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
+        extent_a, extent_b = dict(zip(a_tile.dims, a_tile.shape)), dict(zip(b_tile.dims, b_tile.shape))
+        # each CTA of a pair holds its half of A's rows and of B's columns
+        if extent_a != {"M": m // self.group, "K": k} or extent_b != {"N": n // self.group, "K": k}:
+            self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
+                       f"and {b_reg.name!r} {list(b_reg.shape)}")
+        a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)
+        try:
+            idesc = self.atoms.instr_descriptor(self.elem, m, n, a_major=a_major, b_major=b_major)
+        except ValueError as e:
+            self._fail(f"wl.mma: {e}")
+        d, _ = self._acc_columns(op.acc.name, ctx)
+        desc_a, _ = self._descriptor(a_reg, loop, None, op.k_dim)
+        desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
+        first_k = b.cmp("ne", loop.kt, c(0))            # the tile's first K tile overwrites the accumulator
+        a_steps, b_steps = (k_block_steps(t, k // self.mma_k, self.mma_k) for t in (a_tile, b_tile))
+        self.atoms.mma_smem(b, d, desc_a, desc_b, a_steps, b_steps, idesc, first_k, self.group)
+
+    def _op_store(self, op: Store, ctx: RoleState) -> None:
+        """C from the accumulator, through smem and TMA, one chunk (the staging tile: the tile's 128 rows by one
+        128-byte swizzle span of columns) at a time, alternating the staging region's two buffers. Warp w reads
+        TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1), thread i the row 32 (w % 4) + i, 32
+        columns per tcgen05.ld (tcgen05.wait::ld before use), converts them and writes its row of the chunk as
+        16-byte stores at the swizzled addresses the layout gives; then fence.proxy.async, a sync of the epilogue
+        warps, and the role's first thread TMA-stores the chunk (rows past M and columns past N are dropped by the
+        tensor map) and commits it. Before a buffer is written again that thread waits until at most one store is
+        pending (wait_group.read 1: the store that read it two chunks ago is done) and the warps sync."""
+        b, c = self.b, self.b.const
+        if ctx.issue != "warp" or ctx.loop is not None:
+            self._fail(f"wl.store_tile in role {ctx.name!r}: the epilogue warps store, outside the K loop")
+        if op.output != "c" or op.region is None or op.barrier is None:
+            self._fail(f"wl.store_tile of {op.output!r}: the sm_100a GEMM stores c through a staging smem region "
+                       "(wl-pipeline) with a named barrier (wl-specialize)")
+        taddr, per_stage = self._acc_columns(op.value, ctx)
+        acc, staging = self._region(op.value), self._region(op.region)
+        bm = self.BM // self.group                # a pair's CTA stores its own rows
+        if list(op.tile) != [bm, self.BN] or list(acc.shape) != [bm, self.BN] or per_stage != self.BN:
+            self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{bm}, {self.BN}]")
+        quadrants = self.T.tmem.lanes // self.T.tmem.lanes_per_warp
+        if ctx.role.warps != quadrants:
+            self._fail(f"role {ctx.name!r} has {ctx.role.warps} warps; the epilogue needs {quadrants}, one per TMEM "
+                       "lane quadrant")
+        tile = self.tiles[staging.name]
+        rows, cols = tile.shape
+        nb = self.p.named_barriers.get(op.barrier)
+        if rows != bm or self.BN % cols or cols % LD_COLUMNS or staging.stages != 2 or nb is None or \
+                nb.threads != ctx.role.warps * self.T.warp_size:
+            self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}) and barrier "
+                       f"{op.barrier!r}: expected 2 chunks of [{bm}, n] with n dividing {self.BN}, synced by "
+                       f"the {ctx.role.warps * self.T.warp_size} epilogue threads")
+        quadrant = b.remu(self.warp, c(quadrants))
+        lane0 = b.mul(quadrant, c(self.T.tmem.lanes_per_warp))
+        row_addr = b.add(taddr, lane_offset(lane0, b))
+        row = b.add(lane0, ctx.lane)                                 # the thread's row of the tile
+        row_at = b.mul(row, c(tile.span))
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
+        quad_i32 = ir.VectorType.get([4], b.i32)
+        elem_bytes = tile.elem_bits // 8
+        granule = 16 // elem_bytes                                   # elements per 16-byte store
+        m0, n0 = self.origin["M"], self.origin["N"]
+        chunk_bytes = staging.size // staging.stages
+
+        def sync_epilogue():
+            self.atoms.before_sync()
+            sync.named_barrier_sync(b, nb.id, nb.threads)
+            self.atoms.after_sync()
+
+        for j in range(self.BN // cols):
+            with b.if_(ctx.storer):              # this buffer's previous store (two chunks ago) has read it
+                tma.bulk_wait_group(1, read=True)
+            sync_epilogue()
+            vals = []
+            for h in range(cols // LD_COLUMNS):
+                v = self.atoms.tmem_load(b, b.add(row_addr, c(j * cols + h * LD_COLUMNS)), LD_COLUMNS)
+                vals.append(v)
+            self.atoms.tmem_wait_load()
+            f32 = [b.bitcast(b.extractelement(v, i, "d"), b.f32) for v in vals for i in range(LD_COLUMNS)]
+            base = staging.offset + (j % staging.stages) * chunk_bytes
+            for g in range(cols // granule):
+                quad = b.undef(quad_i32)
+                for p in range(granule // 2):
+                    u = b.insertelement(b.undef(pair_f32), f32[g * granule + 2 * p], c(0))
+                    u = b.insertelement(u, f32[g * granule + 2 * p + 1], c(1))
+                    quad = b.insertelement(quad, b.bitcast(b.fptrunc(u, pair_ty), b.i32), c(p))
+                at = tile.swizzle.apply_with(b, b.add(row_at, c(g * 16)))
+                b.store(quad, b.gep(self.base, b.add(at, c(base))), alignment=16)
+            sync.fence_proxy_async_smem()
+            sync_epilogue()
+            with b.if_(ctx.storer):
+                tma.tma_store(b, self.tmap_args["c"], b.gep(self.base, c(base)), [b.add(n0, c(j * cols)), m0])
+                tma.bulk_commit_group()
