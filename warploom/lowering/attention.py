@@ -16,8 +16,8 @@ B), the prologue and the tile walks:
              wl-pipeline{q-stages=2}: tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key
              blocks), then K and V per key block; 4-D TMA boxes (64, rows, 1, 1) at (64j, row0, head, batch).
 
-Where the accumulators live decides the rest (the target's atoms: `atoms.accumulator`):
-`warploom.lowering.attention_regs` (FA3-style: consumer warpgroups holding S, P and O in registers) and
+Where the accumulators live decides the rest (the target's atoms: `atoms.accumulator`; `warploom.lowering`
+picks): `warploom.lowering.attention_regs` (FA3-style: consumer warpgroups holding S, P and O in registers) and
 `warploom.lowering.attention_tmem` (FA4-style: S, P and O in Tensor Memory, softmax and correction warpgroups).
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from mlir.dialects import nvvm
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
 from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, check_exp2_poly, fa4_kernel_name)
-from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, LoweredKernel, RoleState
+from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
@@ -79,30 +79,6 @@ def fa4_name(program: Program) -> str:
     return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
                            bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
                            float(a.get("exp2_poly", FA4_EXP2_POLY)))
-
-
-def _placement(program: Program) -> str:
-    from warploom import targets
-    from warploom.lowering.atoms import atoms_for
-    return atoms_for(targets.get(program.target)).accumulator
-
-
-def attention_name(program: Program) -> str:
-    """The name an attention kernel gets: by where its target keeps the accumulators."""
-    return fa4_name(program) if _placement(program) == "tmem" else kernel_name(program)
-
-
-def lower_attention(program: Program, name: str, context: ir.Context | None = None) -> LoweredKernel:
-    """Lower a planned attention kernel (its target's atoms pick the register or Tensor Memory form); ValueError
-    names what cannot be lowered and why."""
-    from warploom.dialect import make_context
-    from warploom.lowering.attention_regs import RegisterAttention
-    from warploom.lowering.attention_tmem import TensorMemoryAttention
-    lowering = {"regs": RegisterAttention, "tmem": TensorMemoryAttention}.get(_placement(program))
-    if lowering is None:
-        raise ValueError(f"{program.target} lowering of attention kernel {name!r}: the target's atoms keep no "
-                         "accumulator the attention lowering knows (registers or Tensor Memory)")
-    return lowering(program, name).lower(context or make_context())
 
 
 def flatten(values: dict, names) -> tuple[list, object]:

@@ -26,32 +26,13 @@ from __future__ import annotations
 
 from warploom.targets import Target
 
+from .base import ATOM_NAMES, AtomMissing, Atoms  # noqa: F401  (the interface, for the lowering and new sets)
+from .tcgen05 import TensorMemoryAtoms
+from .wgmma import WarpgroupAtoms
 
-class AtomMissing(NotImplementedError):
-    """A target's atom set does not implement an atom the lowering needs."""
-
-
-class Atoms:
-    """The atom interface. Subclasses implement what their target has; the rest raise AtomMissing."""
-    accumulator: str = ""           # "regs" or "tmem": which family lowering (gemm.py, attention.py) applies
-    issue: str = ""                 # "warpgroup" or "thread"
-
-    def __init__(self, target: Target):
-        self.target = target
-
-    def __getattr__(self, name: str):
-        # only reached for names the class does not define: every atom of the interface not written for this target
-        if name in ATOM_NAMES:
-            raise AtomMissing(f"atom {name!r} is not implemented for target {self.target.name} "
-                              f"({type(self).__name__}): write it in warploom/lowering/atoms/ (docs/design.md, "
-                              "\"Adding a target\")")
-        raise AttributeError(name)
-
-
-# every atom a target may provide (docs/design.md, "Adding a target")
-ATOM_NAMES = ("smem_descriptor", "acc_type", "zero_acc", "undef_acc", "mma_smem", "mma_regs_a", "mma_tmem_a",
-              "mma_wait", "commit", "after_sync", "before_sync", "tmem_alloc", "tmem_relinquish", "tmem_dealloc",
-              "tmem_load", "tmem_wait_load", "tmem_store", "tmem_wait_store", "instr_descriptor")
+# where a target's MMA keeps its accumulator (Target.mma_sources["acc"]) -> the atom set that lowers it; a new
+# target whose accumulator lives somewhere new registers its set here
+ATOM_SETS: dict[str, type[Atoms]] = {"regs": WarpgroupAtoms, "tmem": TensorMemoryAtoms}
 
 
 def atoms_for(target: Target) -> Atoms:
@@ -62,11 +43,3 @@ def atoms_for(target: Target) -> Atoms:
     raise AtomMissing(f"target {target.name} keeps MMA accumulators in {list(target.mma_sources.get('acc', ()))}; "
                       f"warploom has atom sets for {sorted(ATOM_SETS)}: write one in warploom/lowering/atoms/ and "
                       "register it in ATOM_SETS")
-
-
-from .tcgen05 import TensorMemoryAtoms  # noqa: E402  (the sets import the interface above)
-from .wgmma import WarpgroupAtoms  # noqa: E402
-
-# where a target's MMA keeps its accumulator (Target.mma_sources["acc"]) -> the atom set that lowers it; a new
-# target whose accumulator lives somewhere new registers its set here
-ATOM_SETS: dict[str, type[Atoms]] = {"regs": WarpgroupAtoms, "tmem": TensorMemoryAtoms}

@@ -19,7 +19,7 @@ from mlir import ir
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import tcgen05
 
-from . import Atoms
+from .base import Atoms
 
 
 class TensorMemoryAtoms(Atoms):

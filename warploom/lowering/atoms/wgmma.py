@@ -17,7 +17,7 @@ from mlir import ir
 from warploom.layout import WgmmaSmemDescriptor
 from warploom.lowering.emit import wgmma
 
-from . import Atoms
+from .base import Atoms
 
 # wgmma's operand layouts are MMALayout names: A "row" = K-major, "col" = MN-major (imm-trans-a); B "col" = K-major,
 # "row" = MN-major

@@ -1,0 +1,32 @@
+"""The atom interface every target's atom set implements (`Atoms`), the error a missing atom raises and the atom
+names; the sets (wgmma.py, tcgen05.py) and `atoms_for` are in this package's __init__ (warploom.lowering.atoms)."""
+from __future__ import annotations
+
+from warploom.targets import Target
+
+
+class AtomMissing(NotImplementedError):
+    """A target's atom set does not implement an atom the lowering needs."""
+
+
+class Atoms:
+    """The atom interface. Subclasses implement what their target has; the rest raise AtomMissing."""
+    accumulator: str = ""           # "regs" or "tmem": which family lowering (gemm.py, attention.py) applies
+    issue: str = ""                 # "warpgroup" or "thread"
+
+    def __init__(self, target: Target):
+        self.target = target
+
+    def __getattr__(self, name: str):
+        # only reached for names the class does not define: every atom of the interface not written for this target
+        if name in ATOM_NAMES:
+            raise AtomMissing(f"atom {name!r} is not implemented for target {self.target.name} "
+                              f"({type(self).__name__}): write it in warploom/lowering/atoms/ (docs/design.md, "
+                              "\"Adding a target\")")
+        raise AttributeError(name)
+
+
+# every atom a target may provide (docs/design.md, "Adding a target")
+ATOM_NAMES = ("smem_descriptor", "acc_type", "zero_acc", "undef_acc", "mma_smem", "mma_regs_a", "mma_tmem_a",
+              "mma_wait", "commit", "after_sync", "before_sync", "tmem_alloc", "tmem_relinquish", "tmem_dealloc",
+              "tmem_load", "tmem_wait_load", "tmem_store", "tmem_wait_store", "instr_descriptor")
