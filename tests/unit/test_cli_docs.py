@@ -182,3 +182,11 @@ def test_the_numbers_the_readme_quotes_are_the_codes():
     assert re.search(r"`tests/mutation`: (\d+) deliberate bugs", readme).group(1) == str(len(MUTATIONS))
     built = re.search(r"warploom precompile --target sm_90a --op attention --cache DIR` builds (\d+):", readme)
     assert built.group(1) == str(len(precompile_specs("sm_90a", "attention")))
+
+
+def test_a_precompile_the_docs_name_has_its_cache():
+    """`warploom precompile` without --cache exits 2: a page that gives its options gives --cache too (a bare
+    `warploom precompile`, naming the command, is prose)."""
+    for page in PAGES:
+        for cmd in re.findall(r"`(warploom precompile [^`]*)`", page.read_text()):
+            assert "--cache" in cmd or "--help" in cmd, f"{page.name}: `{cmd}` has no --cache"
