@@ -23,10 +23,10 @@ def test_the_launch_is_the_one_ops_matmul_makes(layout, target, mnk, launch):
 
 
 @pytest.mark.parametrize("argv, padding", [
-    (["--shape", "200x300x136"], "N = 300 not a multiple of 8 (rows TMA cannot read), so it copies B into [136, 304], "
-                                 "zero-padded, and runs the kernel with M = 200, N = 300, K = 136"),
-    (["--shape", "130x136x100", "--b-layout", "nk"], "K = 100 not a multiple of 8 (rows TMA cannot read), so it "
-                                                     "copies A into [130, 104], B into [136, 104]"),
+    (["--shape", "200x300x136"], ("N = 300 not a multiple of 8 (rows TMA cannot read), so it copies B into [136, "
+                                  "304], zero-padded, and runs the kernel with M = 200, N = 300, K = 136")),
+    (["--shape", "130x136x100", "--b-layout", "nk"], ("K = 100 not a multiple of 8 (rows TMA cannot read), so it "
+                                                      "copies A into [130, 104], B into [136, 104]")),
 ])
 def test_a_shape_ops_matmul_pads_is_emulated_padded(argv, padding, capsys):
     assert main(["emulate", "--exact"] + argv) == 0

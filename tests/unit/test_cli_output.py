@@ -2,11 +2,10 @@
 `warploom compile` puts one thing on stdout (the product asked for, or else the pass table and the plan's summary,
 the summary last)."""
 import subprocess
-import sys
 
 import pytest
-
 from test_errors import GEMM, tool
+
 from warploom.tools.cli import main
 
 

@@ -48,12 +48,11 @@ def demo_attention(dump_dir) -> bool:
     from warploom.build import planned_attention
     from warploom.emulate import emulate_attention
     from warploom.emulate.judge import judge_attention
+    from warploom.passes import run_pipeline
     from warploom.reference.interpret import evaluate
     from warploom.reference.ops import round_to
 
     from .cli import print_records
-
-    from warploom.passes import run_pipeline
 
     attention = build_unfused_attention()
     section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")

@@ -250,7 +250,7 @@ def run(args, out=None, err=None) -> int:
         try:
             c = emulate_as_ops(spec, a, b, seed, sms=args.sms, delay=args.delay, report=reports, trace=trace)
         except EmulationError as e:
-            print(f"{seed:>4}  {kernel.name:<{kw}} {str(grid):<11} {ctas:>4} {'-':>8}  {'-':>9}  "
+            print(f"{seed:>4}  {kernel.name:<{kw}} {grid!s:<11} {ctas:>4} {'-':>8}  {'-':>9}  "
                   f"{type(e).__name__}", file=out)
             if args.timeline:
                 print_timeline(trace[cta], spec, cta, seed, args.timeline_limit, out)
@@ -258,7 +258,7 @@ def run(args, out=None, err=None) -> int:
             return 2
         r = reports[0]
         max_err, ok = compare(c, ref, spec.elem, args.exact)
-        print(f"{seed:>4}  {r.kernel:<{kw}} {str(r.grid):<11} {r.ctas:>4} {r.seconds:8.2f}  {max_err:9.2e}  "
+        print(f"{seed:>4}  {r.kernel:<{kw}} {r.grid!s:<11} {r.ctas:>4} {r.seconds:8.2f}  {max_err:9.2e}  "
               f"{'OK' if ok else 'MISMATCH'}", file=out, flush=True)
         if not ok and failed is None:
             failed = seed

@@ -9,8 +9,8 @@ typed, so `--b-layout kn` on an attention is refused like `--b-layout nk`.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 # --op: one name per kernel family across explain, compile, emulate and precompile; older spellings still work
 OPS = ("matmul", "attention")
@@ -94,11 +94,6 @@ EMULATE_RULES: dict[str, Rule] = {
 RULES = {"explain": KERNEL_RULES, "compile": KERNEL_RULES, "emulate": EMULATE_RULES}
 
 
-class _Given(argparse.Namespace):
-    """A namespace that remembers which options were typed (argparse sets defaults before parsing, and actions
-    only for what is on the command line)."""
-
-
 def track_given(parser: argparse.ArgumentParser) -> None:
     """Make each optional action of `parser` record its dest in namespace.given when it runs."""
     for action in parser._actions:
@@ -115,7 +110,7 @@ def _tracking(cls: type) -> type:
             given = getattr(namespace, "given", None)
             if given is None:
                 given = set()
-                setattr(namespace, "given", given)
+                namespace.given = given
             given.add(self.dest)
             return cls.__call__(self, parser, namespace, values, option_string)
         _TRACKING[cls] = type(f"Tracked{cls.__name__}", (cls,), {"__call__": __call__})
