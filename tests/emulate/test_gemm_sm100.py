@@ -11,12 +11,17 @@ before its commit arrived) or deadlock as an error.
 import numpy as np
 import pytest
 
-from warploom.emulate import emulate_gemm
+from warploom.emulate import PairDeallocError, emulate_gemm
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.kernels import STANDARD_KERNELS
 from warploom.reference.ops import matmul, round_to
 
 SPECS = STANDARD_KERNELS["sm_100a"]
+# the CTA-pair kernels (cta_group::2) free their TMEM before the peer's epilogue is ordered before it: the emulator
+# reports it (PairDeallocError, tests/emulate/test_pair_dealloc.py) until the lowering is reordered
+PAIR_PENDING = pytest.mark.xfail(strict=True, raises=PairDeallocError,
+                                 reason="lead reorders the pair dealloc: issue 33 item 8")
+CASES = [pytest.param(s, id=s.kernel_name, marks=PAIR_PENDING if s.block_m == 256 else ()) for s in SPECS]
 SIZE = (130, 264, 200)       # 2 row tiles x 2-3 column tiles; K: 3 whole k-tiles and a tail
 
 
@@ -28,7 +33,7 @@ def operands(spec, rng, exact: bool):
     return a, b, matmul(a, b, transpose_b=spec.b_layout == "nk")
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=[s.kernel_name for s in SPECS])
+@pytest.mark.parametrize("spec", CASES)
 def test_exact_inputs_give_the_exact_result(spec):
     a, b, ref = operands(spec, np.random.default_rng(7), exact=True)
     c = emulate_gemm(spec, a, b, seed=0)
@@ -37,7 +42,7 @@ def test_exact_inputs_give_the_exact_result(spec):
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-@pytest.mark.parametrize("spec", SPECS, ids=[s.kernel_name for s in SPECS])
+@pytest.mark.parametrize("spec", CASES)
 def test_random_inputs_match_the_reference(spec, seed):
     a, b, ref = operands(spec, np.random.default_rng(100 + seed), exact=False)
     c = emulate_gemm(spec, a, b, seed=seed, delay=8).astype(np.float64)

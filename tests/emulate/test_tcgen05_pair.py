@@ -30,20 +30,24 @@ from warploom.runtime.artifact import ParamSpec, TensorMapSpec
 
 M, N, K = 256, 128, 64              # the pair's MMA: M = 256, N = 128 (Table 39, cta_group::2)
 ROWS, HALF_N = M // 2, N // 2       # per CTA: 128 rows of A and of D, 64 rows (K-major) or columns of B
-SMEM = {"a": 0, "b": 16384, "full": 24576, "peer_full": 24584, "done": 24592, "slot": 24600}
-SMEM_BYTES = 24608 + 1024           # + the run-time round-up of the base to 1024
+SMEM = {"a": 0, "b": 16384, "full": 24576, "peer_full": 24584, "done": 24592, "slot": 24600, "freed": 24608}
+SMEM_BYTES = 24616 + 1024           # + the run-time round-up of the base to 1024
 CTA2 = "#nvvm.cta_group<cta_2>"
 
 
 def kernel_text(b_major="K", *, issuer=0, relay=True, commit_mask=3, commit_remote=False, odd_cols=None,
-                mma_group="cta_2", odd_fence_after=True, reload_b=False) -> str:
+                mma_group="cta_2", odd_fence_after=True, reload_b=False, dealloc_after="cluster") -> str:
     """The MLIR of the pair GEMM; issuer picks which CTA of the pair (0 even, 1 odd) issues the MMAs, every other
     keyword breaks (or varies) one thing: relay=False: the issuer does not wait for the peer's operands;
     commit_mask: the commit's ctaMask (None: no multicast, the issuer's own `done` only); commit_remote: a second
     commit to the peer's `done` through its shared::cluster address instead of multicast; odd_cols: the odd CTA
     allocates this many columns; mma_group: the MMAs' .cta_group; odd_fence_after=False: the odd CTA's epilogue
     reads TMEM with no tcgen05.fence::after_thread_sync after its `done` wait; reload_b: the peer reloads its half of
-    B right after its relay, while the pair MMA may still read it."""
+    B right after its relay, while the pair MMA may still read it; dealloc_after: what orders the epilogues' TMEM
+    loads before warp 0's tcgen05.dealloc.cta_group::2: "cluster" (a cluster barrier, the PTX ISA's way), "handoff"
+    (each CTA's bar.sync, then warp 0 of each CTA arrives on the other's `freed` barrier and waits on its own, as
+    CUTLASS's tmem_deallocation_result_barrier does), "own" (only its own CTA's bar.sync: the peer's loads are not
+    ordered before the dealloc, the bug of issue 33 item 8)."""
     idesc = Sm100InstrDescriptor("bf16", "bf16", "f32", M, N, b_major=b_major).encode()
     b_step = 32 if b_major == "K" else 2048          # bytes per K = 16 step: 16 elements, or 16 rows of 128 B
     b_box = "%c0, %brow" if b_major == "K" else "%brow, %c0"
@@ -64,6 +68,15 @@ def kernel_text(b_major="K", *, issuer=0, relay=True, commit_mask=3, commit_remo
           nvvm.cp.async.bulk.tensor.shared.cluster.global %sB7, %b, %full, box[BOX] : !llvm.ptr<7>, !llvm.ptr
           nvvm.mbarrier.try_wait.parity %full, %c1, %c0 : !llvm.ptr<3>, i32, i32""".replace("BOX", b_box) \
         if reload_b else ""
+    before_dealloc = ("nvvm.cluster.arrive {aligned}\n    nvvm.cluster.wait {aligned}" if dealloc_after == "cluster"
+                      else "nvvm.barrier") + "\n    nvvm.tcgen05.fence <after>"
+    handoff = """
+      scf.if %is0 {
+        %pfreed = nvvm.mapa %freed, %peer : !llvm.ptr<3> -> !llvm.ptr<7>
+        nvvm.mbarrier.arrive %pfreed {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+      }
+      nvvm.mbarrier.try_wait.parity %freed, %c0, %c0 : !llvm.ptr<3>, i32, i32
+      nvvm.tcgen05.fence <after>""" if dealloc_after == "handoff" else ""
     fence_after = ("nvvm.tcgen05.fence <after>" if odd_fence_after else
                    "scf.if %even {\n      nvvm.tcgen05.fence <after>\n    }")
     return f"""
@@ -100,6 +113,7 @@ gpu.module @tc2 [#nvvm.target<chip = "sm_100a">] {{
     %peer_full = llvm.getelementptr %sA[{SMEM['peer_full']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %done = llvm.getelementptr %sA[{SMEM['done']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %slot = llvm.getelementptr %sA[{SMEM['slot']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
+    %freed = llvm.getelementptr %sA[{SMEM['freed']}] : (!llvm.ptr<3>) -> !llvm.ptr<3>, i8
     %is0 = arith.cmpi eq, %tid, %c0 : i32
     %w0 = arith.cmpi eq, %warp, %c0 : i32
     {ncols}
@@ -107,6 +121,7 @@ gpu.module @tc2 [#nvvm.target<chip = "sm_100a">] {{
       nvvm.mbarrier.init %full, %c1 : !llvm.ptr<3>, i32
       nvvm.mbarrier.init %peer_full, %c1 : !llvm.ptr<3>, i32
       nvvm.mbarrier.init %done, %c1 : !llvm.ptr<3>, i32
+      nvvm.mbarrier.init %freed, %c1 : !llvm.ptr<3>, i32
       nvvm.fence.mbarrier.init
     }}
     scf.if %w0 {{
@@ -175,10 +190,8 @@ gpu.module @tc2 [#nvvm.target<chip = "sm_100a">] {{
     %vf = llvm.bitcast %v : vector<128xi32> to vector<128xf32>
     llvm.store %vf, %cp {{alignment = 4 : i64}} : vector<128xf32>, !llvm.ptr<1>
     nvvm.tcgen05.fence <before>
-    nvvm.cluster.arrive {{aligned}}
-    nvvm.cluster.wait {{aligned}}
-    nvvm.tcgen05.fence <after>
-    scf.if %w0 {{
+    {before_dealloc}
+    scf.if %w0 {{{handoff}
       nvvm.tcgen05.dealloc %tacc, %ncols {{group = {CTA2}}} : !llvm.ptr<6>, i32
     }}
     nvvm.cluster.arrive {{aligned}}

@@ -8,8 +8,8 @@ tcgen05 ops (tcgen05.py), with checks that name the CTA, warp and op at fault.
 from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
-                     EmulationError, MbarrierError, OutOfBoundsError, RegisterBudgetError, SmemRaceError, TmemError,
-                     TmemFenceError, TmemRaceError, UnknownOpError, WgmmaFenceError)
+                     EmulationError, MbarrierError, OutOfBoundsError, PairDeallocError, RegisterBudgetError,
+                     SmemRaceError, TmemError, TmemFenceError, TmemRaceError, UnknownOpError, WgmmaFenceError)
 from .launch import (EmulatedKernel, EmulationReport, attention_kernel, emulate_attention, emulate_gemm,  # noqa: F401
                      emulate_launch, gemm_kernel)
-from . import arith, regwgmma  # noqa: F401,E402  (their handlers register on import)
+from . import ops_arith, ops_llvm, ops_math, ops_nvvm, ops_scf, ops_vector, regwgmma  # noqa: F401,E402  (handlers register on import)

@@ -104,3 +104,10 @@ class WgmmaFenceError(EmulationError):
 
 class RegisterBudgetError(EmulationError):
     """setmaxnreg misused: a budget beyond the register file, or .inc/.dec in the wrong direction."""
+
+
+class PairDeallocError(TmemRaceError):
+    """tcgen05.dealloc.cta_group::2 (the CTA pair's Tensor Memory, freed by one warp of each CTA together, PTX ISA
+    9.7.16.7.1) while a warp of either CTA may still use the pair's TMEM: its last tcgen05.ld / st / mma is not
+    ordered before the dealloc by any synchronisation (order.py), or is still in flight. Both CTAs' last uses, then a
+    cluster barrier (or an mbarrier hand-off between the two deallocating warps), then the dealloc."""

@@ -14,7 +14,7 @@ register-A form (FlashAttention's P @ V) as `llvm.inline_asm`, built by
 
 (h = N / 2 accumulator registers per thread). `parse_register_a` reads such an op once, at compile time:
 shape, types, the scale and transpose immediates, and which operand is which per the constraints; the
-handler routes it into machine.CTA.wgmma_issue with the warp's four A registers (PTX ISA 9.7.15.5.2
+handler routes it into the CTA's wgmma unit (wgmma.py, WgmmaUnit.issue) with the warp's four A registers (PTX ISA 9.7.15.5.2
 "wgmma.mma_async": d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, imm-trans-b, A from registers), so
 groups, commit, wait, the smem race checks on B and the accumulator checks all apply. Any other inline
 asm is an UnknownOpError naming its asm string.
@@ -168,7 +168,7 @@ def _inline_asm(c, op, info):
         accumulate = uniform(e[scale_slot], w.mask, "wgmma scale-d") != 0
         a_regs = np.stack([lanes(e[s], np.uint64) for s in a_slots], axis=1)           # (32, 4)
         acc_in = _accumulator([e[s] for s in accs]) if accumulate else None
-        e[r] = w.cta.wgmma_issue(w, info, attrs, None, b_bits, acc_in, a_regs=a_regs)
+        e[r] = w.cta.wgmma.issue(w, info, attrs, None, b_bits, acc_in, a_regs=a_regs)
     return False, fn
 
 

@@ -44,7 +44,7 @@ How the emulator models it (`TensorMemory`, one per CTA, made by the CTA's first
   at once is reported (TmemRaceError) rather than computed.
 - An mma computes when the scheduler completes it (after its pipeline predecessor); from issue until a
   tcgen05.commit tracking it has *arrived*, its D cells are "being written" and its smem operand bytes
-  are held (CTA.mma_reading), so a tcgen05.ld of the accumulator, or a TMA write into the stage, before
+  are held (SharedMemory.mma_reading, smem.py), so a tcgen05.ld of the accumulator, or a TMA write into the stage, before
   the commit's mbarrier completed is a race error. (The check is of the mbarrier arrival, not of
   happens-before: a warp that reads after the arrival without waiting on the barrier is not caught.)
 - tcgen05.ld reads the cells at issue; the registers become readable at the warp's tcgen05.wait::ld
@@ -64,7 +64,13 @@ the kernel is compiled, naming both ops.
 - alloc / dealloc / relinquish_alloc_permit.cta_group::2: "one warp from each of the peer CTAs must collectively
   perform the allocation and de-allocation". Modelled per CTA: each CTA's warp allocates in its own TMEM by the
   ::1 rules (and writes the address to its own smem); that the pair agrees is checked where it matters, when a
-  pair MMA writes D: the D columns must be allocated in both CTAs' TMEM.
+  pair MMA writes D: the D columns must be allocated in both CTAs' TMEM. Since either CTA's dealloc may free the pair's columns, a
+  dealloc.cta_group::2 must happen after every tcgen05.ld / st / mma of both CTAs' TMEM (`_check_pair_free`,
+  PairDeallocError): nothing in flight in the peer's columns, and each user warp's last access ordered before the
+  dealloc by synchronisation (order.py's happens-before: mbarrier arrive -> wait, tcgen05.commit, bar.sync,
+  barrier.cluster), as the ISA's examples and CUTLASS order it (both epilogues, then a cluster barrier or a hand-off
+  between the two deallocating warps). relinquish_alloc_permit frees nothing (it only ends the CTA's allocations),
+  so it is not part of that check.
 - tcgen05.mma.cta_group::2.kind::f16 with M = 256, issued by one thread of either CTA: A [256, K] is rows 0..127
   from the even CTA's smem and rows 128..255 from the odd CTA's, both at the A descriptor's (CTA-relative)
   address, each half a 128 x K operand of that descriptor; B [N, K] is rows 0..N/2-1 from the even CTA's smem
@@ -96,16 +102,19 @@ import numpy as np
 
 from warploom.layout.descriptors import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.layout.fragments import tcgen05_ldst_registers, tmem_lanes_of_warp
+from warploom.layout.tmem import tmem_address, tmem_fields
 from warploom.targets import get as get_target
 
 from .compiler import TypeInfo, handles, lanes, per_lane, uniform
+from . import order, tmem_fence
+from .cluster import DSMEM_RANK_STRIDE
 from .errors import (AccumulatorReadError, AsyncLeakError, DivergenceError, EmulationError, MbarrierError,
-                     OutOfBoundsError, SmemRaceError, TmemError, TmemRaceError, UnknownOpError)
-from .machine import CTA, DSMEM_RANK_STRIDE, OpInfo, Wait, WARP, Warp
+                     OutOfBoundsError, PairDeallocError, SmemRaceError, TmemError, TmemRaceError, UnknownOpError)
+from .core import OpInfo, Wait, WARP, Warp
+from .machine import CTA
 
 TARGET = get_target("sm_100a")
 GEOMETRY = TARGET.tmem
-QUADRANTS = GEOMETRY.lanes // GEOMETRY.lanes_per_warp       # 4: warp (index % 4) reaches one quarter of the lanes
 EMPTY_CELL = np.uint32(0xFFFFFFFF)                           # a NaN as f32: what unwritten cells hold
 MMA_K = {"f16": TARGET.mma_k["bf16"]}                        # kind::f16 takes K = 16
 ELEMS = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -116,7 +125,7 @@ def _span(lo: int, n: int) -> str:
 
 
 def _where(addr: int, nlanes: int, ncols: int) -> str:
-    lane, col = addr >> 16, addr & 0xFFFF
+    lane, col = tmem_fields(addr)
     return f"TMEM address 0x{addr:08x} (lanes {_span(lane, nlanes)}, columns {_span(col, ncols)})"
 
 
@@ -236,13 +245,14 @@ class TensorMemory:
         self.pipelines: dict[tuple, TmemMma] = {}                      # (warp, lane, D, M, N) -> last mma
         self.loads: dict[int, list[TmemAccess]] = {}
         self.stores: dict[int, list[TmemAccess]] = {}
+        self.users: dict = {}            # warp -> (its TMEM access count at its last ld / st / mma here, that op)
 
     # ---- addresses, allocation, lane quadrants ----------------------------------------------------------
     def region(self, addr: int, nlanes: int, ncols: int, what: str, note: str = "") -> tuple[slice, slice]:
         """The cells [lanes, columns] an access of nlanes x ncols at `addr` touches, after checking they exist
         (lanes 0..127, columns 0..511) and are allocated (9.7.16.1, 9.7.16.1.2); `note` ends an unallocated-column
         message (the CTA pair's hint)."""
-        lane, col = addr >> 16, addr & 0xFFFF
+        lane, col = tmem_fields(addr)
         where = _where(addr, nlanes, ncols)
         if lane + nlanes > GEOMETRY.lanes or col + ncols > GEOMETRY.columns:
             raise TmemError(f"{what} touches {where}, outside Tensor Memory (lanes 0..{GEOMETRY.lanes - 1}, columns "
@@ -274,9 +284,9 @@ class TensorMemory:
     def quadrant(warp: Warp, addr: int, nlanes: int, what: str) -> None:
         """9.7.16.8.1: warp (index % 4) = q reaches lanes 32q..32q+31 only (layout.fragments.tmem_lanes_of_warp)."""
         allowed = tmem_lanes_of_warp(warp.index)
-        lane = addr >> 16
+        lane, _ = tmem_fields(addr)
         if lane < allowed.start or lane + nlanes > allowed.stop:
-            q = warp.index % QUADRANTS
+            q = allowed.start // GEOMETRY.lanes_per_warp
             raise TmemError(f"{what} of TMEM lanes {_span(lane, nlanes)} (address 0x{addr:08x}) by warp {warp.index}: "
                             f"warp {warp.index} is warp {q} of its warpgroup and may access TMEM lanes "
                             f"{allowed.start}..{allowed.stop - 1} only; set the address lane to "
@@ -302,7 +312,7 @@ class TensorMemory:
         if dst % 4:
             raise OutOfBoundsError(f"tcgen05.alloc writes the TMEM address to smem 0x{dst:x}, which is not 4-byte "
                                    "aligned")
-        off = self.cta.smem_offset(dst, 4, "tcgen05.alloc (the TMEM address it writes)")
+        off = self.cta.shared.offset(dst, 4, "tcgen05.alloc (the TMEM address it writes)")
         # lowest free run, aligned to its size (the hardware's placement is not specified: kernels must use
         # the address written to smem, never assume a column)
         start = next((s for s in range(0, GEOMETRY.columns, ncols) if (self.owner[s:s + ncols] < 0).all()), None)
@@ -317,13 +327,13 @@ class TensorMemory:
         self.allocations.append(Allocation(start, ncols, warp.index, info))
         self.cells[:, start:start + ncols] = EMPTY_CELL
         self.written[:, start:start + ncols] = False
-        self.cta.smem[off:off + 4] = np.frombuffer(np.uint32(start).tobytes(), np.uint8)   # lane 0, column start
-        self.cta.written[off:off + 4] = True
+        self.cta.shared.bytes[off:off + 4] = np.frombuffer(np.uint32(tmem_address(0, start)).tobytes(), np.uint8)
+        self.cta.shared.written[off:off + 4] = True
         self.cta.stats["tmem_allocs"] += 1
         return None
 
-    def dealloc(self, warp: Warp, info: OpInfo, taddr: int, ncols: int) -> None:
-        lane, col = taddr >> 16, taddr & 0xFFFF
+    def dealloc(self, warp: Warp, info: OpInfo, taddr: int, ncols: int, group: int = 1) -> None:
+        lane, col = tmem_fields(taddr)
         match = [a for a in self.allocations if a.start == col and lane == 0]
         live = [a for a in match if a.freed_by is None]
         if not live:
@@ -348,10 +358,52 @@ class TensorMemory:
             if busy[:, cols].any():
                 raise TmemRaceError(f"tcgen05.dealloc of columns {_span(a.start, a.ncols)} while {name} them: wait for "
                                     f"it ({why}) before freeing the columns")
+        if group == 2:
+            self._check_pair_free(warp, a)
         a.freed_by = info
         self.owner[cols] = -1
         self.cells[:, cols] = EMPTY_CELL
         self.written[:, cols] = False
+
+    def _check_pair_free(self, warp: Warp, a: Allocation) -> None:
+        """tcgen05.dealloc.cta_group::2: "one warp from each of the peer CTAs must collectively perform the allocation
+        and de-allocation" (9.7.16.7.1), so either CTA's dealloc may free the pair's columns in both CTAs. It must
+        therefore happen after every use of the pair's TMEM in both CTAs: nothing in flight in the peer's columns
+        (the checks above cover this CTA's), and every tcgen05.ld / st / mma of any warp on either CTA's TMEM ordered
+        before it by a synchronisation (order.py: mbarrier arrive -> wait, tcgen05.commit, bar.sync,
+        barrier.cluster). The PTX ISA's examples and CUTLASS's sm100 kernels (both CTAs' epilogues, then a cluster
+        barrier or a peer hand-off between the allocating warps, then the dealloc) satisfy it; a CTA that frees after
+        syncing only its own epilogue does not."""
+        cols = slice(a.start, a.start + a.ncols)
+        me = self.cta
+        span = _span(a.start, a.ncols)
+        head = f"tcgen05.dealloc.cta_group::2 of columns {span} by warp {warp.index} of {_in_pair(me)}"
+        fix = ("with .cta_group::2 one warp of each CTA frees the pair's columns together (PTX ISA 9.7.16.7.1), so "
+               "each CTA's dealloc must come after the last TMEM use of both CTAs: both CTAs' epilogues finish their "
+               "tcgen05.ld (tcgen05.wait::ld, tcgen05.fence::before_thread_sync), then a cluster barrier "
+               "(barrier.cluster.arrive.release / wait.acquire) or an mbarrier hand-off between the two deallocating "
+               "warps, then the dealloc")
+        for c in pair_of(me, "tcgen05.dealloc.cta_group::2"):
+            tm = c.tmem
+            if tm is None:
+                continue
+            whose = "its own" if c is me else f"the peer {_in_pair(c)}'s"
+            if c is not me:
+                for name, busy in (("an unreleased tcgen05.mma writes", tm.mma_writing),
+                                   ("an unreleased tcgen05.mma reads", tm.mma_reading),
+                                   ("a tcgen05.ld not yet waited for reads", tm.ld_pending),
+                                   ("a tcgen05.st not yet waited for writes", tm.st_pending)):
+                    if busy[:, cols].any():
+                        me.launch.report(PairDeallocError(f"{head} while {name} {whose} TMEM columns {span}: {fix}"))
+                        return
+            late = order.unknown(warp.knows, tm.users)
+            if late:
+                user, (_, last) = late[0]
+                who = f"warp {user.index}" + ("" if user.cta is me else f" of CTA {user.cta.id} (rank {user.cta.rank})")
+                me.launch.report(PairDeallocError(
+                    f"{head} while {whose} TMEM may still be in use: {who}'s {last.text} is not ordered before this "
+                    f"dealloc (no synchronisation from that warp after it reaches warp {warp.index}); {fix}"))
+                return
 
     def relinquish(self, warp: Warp, info: OpInfo) -> None:
         if self.relinquished is None:
@@ -360,7 +412,7 @@ class TensorMemory:
     # ---- tcgen05.ld / st / wait: 9.7.16.8.3-5 -----------------------------------------------------------
     def ld(self, warp: Warp, info: OpInfo, taddr: int, n: int, scalar: bool) -> LoadedRegisters:
         what = f"tcgen05.ld.32x32b.x{n}"
-        if taddr >> 16 < GEOMETRY.lanes:
+        if tmem_fields(taddr)[0] < GEOMETRY.lanes:
             self.quadrant(warp, taddr, WARP, what)
         ls, cs = self.region(taddr, WARP, n, what)
         where = _where(taddr, WARP, n)
@@ -375,13 +427,14 @@ class TensorMemory:
         regs = LoadedRegisters(value, where, info)
         self.ld_pending[ls, cs] += 1
         self.loads.setdefault(warp.index, []).append(TmemAccess(info, ls, cs, regs))
+        self.users[warp] = (order.access(warp), info)
         self.cta.stats["tcgen05_ld"] += 1
         return regs
 
     def st(self, warp: Warp, info: OpInfo, taddr: int, values: np.ndarray) -> None:
         n = values.shape[1]
         what = f"tcgen05.st.32x32b.x{n}"
-        if taddr >> 16 < GEOMETRY.lanes:
+        if tmem_fields(taddr)[0] < GEOMETRY.lanes:
             self.quadrant(warp, taddr, WARP, what)
         ls, cs = self.region(taddr, WARP, n, what)
         self._race(ls, cs, what, _where(taddr, WARP, n), mma_writing=True, mma_reading=True, ld_pending=True)
@@ -389,6 +442,7 @@ class TensorMemory:
         self.written[ls, cs] = True
         self.st_pending[ls, cs] += 1
         self.stores.setdefault(warp.index, []).append(TmemAccess(info, ls, cs))
+        self.users[warp] = (order.access(warp), info)
         self.cta.stats["tcgen05_st"] += 1
 
     def wait(self, warp: Warp, kind: str) -> None:
@@ -447,12 +501,12 @@ class TensorMemory:
     def _d_cells(m: TmemMma) -> tuple[slice, slice]:
         """D's cells in each CTA's TMEM: lanes 0..rows-1 (row i in lane i, 9.7.16.10.5.4 "Layout D"), the D address's
         columns; the same cells in both CTAs of a pair."""
-        col = m.d_addr & 0xFFFF
+        _, col = tmem_fields(m.d_addr)
         return slice(0, m.rows), slice(col, col + m.desc.n)
 
     @staticmethod
     def _a_cells(m: TmemMma) -> tuple[slice, slice]:
-        col = m.a_tmem & 0xFFFF
+        _, col = tmem_fields(m.a_tmem)
         return slice(0, m.rows), slice(col, col + MMA_K["f16"] // 2)
 
     def mma(self, warp: Warp, lane: int, info: OpInfo, desc: Sm100InstrDescriptor, d_addr: int, a_operand,
@@ -469,7 +523,7 @@ class TensorMemory:
             self.cta.cluster.check_alive(self.cta, c, what)
         tmems = [tmem_of(c) for c in ctas]
         rows, b_rows = desc.m // len(ctas), desc.n // len(ctas)     # A and D rows, B rows, per CTA
-        if d_addr >> 16:
+        if tmem_fields(d_addr)[0]:
             span = (f"with M = {desc.m} (.cta_group::2) each CTA's {rows} rows of the accumulator span" if pair else
                     f"with M = {desc.m} (Layout D) the accumulator spans")
             raise TmemError(f"{what} with D at {_where(d_addr, rows, desc.n)}: {span} all 128 lanes, so the D address "
@@ -496,11 +550,11 @@ class TensorMemory:
             if desc.a_major != "K":
                 raise EmulationError(f"{what} with A in TMEM and the transpose-A bit set: A in Tensor Memory is "
                                      "row-major (9.7.16.10.2), clear bit 15 of the instruction descriptor")
-            if a_operand >> 16:
+            if tmem_fields(a_operand)[0]:
                 raise TmemError(f"{what} with A at {_where(a_operand, desc.m, k // 2)}: A spans all {desc.m} lanes, "
                                 "so its address must have lane 0")
             a_tmem = a_operand
-            col = a_operand & 0xFFFF
+            _, col = tmem_fields(a_operand)
             al, ac = slice(0, rows), slice(col, col + k // 2)
             self.region(a_operand, desc.m, k // 2, f"{what} (A in TMEM, {desc.m} x {k} 16-bit elements)")
             self._race(al, ac, f"{what} (A)", _where(a_operand, desc.m, k // 2), st_pending=True)
@@ -520,8 +574,8 @@ class TensorMemory:
         dcells = self._d_cells(m)
         for p in parts:
             c = p.tmem.cta
-            c.mma_reading[p.reads] += 1
-            c.unread[p.reads] = False
+            c.shared.mma_reading[p.reads] += 1
+            c.shared.unread[p.reads] = False
             p.tmem.mma_writing[dcells] += 1
             if p.tmem is not self:      # the peer lists it too, so that its races and TMA checks find it
                 p.tmem.mmas.append(m)
@@ -529,6 +583,9 @@ class TensorMemory:
             self.mma_reading[self._a_cells(m)] += 1
         self.mmas.append(m)
         self.thread_mmas.setdefault((warp.index, lane), []).append(m)
+        n = order.access(warp)
+        for p in parts:                 # the MMA uses the TMEM of every CTA it writes D in
+            p.tmem.users[warp] = (n, info)
         key = (warp.index, lane, d_addr, desc.m, desc.n)
         prev = self.pipelines.get(key)          # 9.7.16.6.2: mma -> mma, same accumulator and shape, in order
         self.pipelines[key] = m
@@ -540,13 +597,13 @@ class TensorMemory:
     def _check_operands(self, part: MmaPart, i: int, rows: int, b_rows: int, what: str, pair: bool) -> None:
         """The smem operand bytes of one CTA's share must have been written by a TMA copy that has landed."""
         cta = part.tmem.cta
-        for bad, why in ((cta.tma_pending[part.reads] > 0, "which an in-flight TMA copy has not written yet"),
-                         (~cta.written[part.reads], "which no TMA copy has written yet")):
+        for bad, why in ((cta.shared.tma_pending[part.reads] > 0, "which an in-flight TMA copy has not written yet"),
+                         (~cta.shared.written[part.reads], "which no TMA copy has written yet")):
             hit = np.flatnonzero(bad)
             if not hit.size:
                 continue
             off = int(part.reads[hit[0]])
-            writer = f" ({cta._writer_of(off)})" if cta.tma_pending[off] else ""
+            writer = f" ({cta.shared.writer_of(off)})" if cta.shared.tma_pending[off] else ""
             if not pair:
                 where = f"smem 0x{cta.base + off:x}" + ("" if writer else f" (byte {off} of dynamic smem)")
                 raise SmemRaceError(f"{what} reads {where}, {why}{writer}: wait on the stage's full barrier before "
@@ -568,7 +625,7 @@ class TensorMemory:
         a_rows, b_rows = [], []
         for p in m.parts:               # the issuer's share, or the even then the odd CTA's
             cta = p.tmem.cta
-            smem16 = cta.smem.view(np.uint16)
+            smem16 = cta.shared.bytes.view(np.uint16)
             if m.a_tmem is not None:
                 al, ac = self._a_cells(m)
                 cells = p.tmem.cells[al, ac]
@@ -612,7 +669,7 @@ class TensorMemory:
             pair_of(cta, name)
         if multicast is None:
             if bar < DSMEM_RANK_STRIDE:                 # shared::cta, or this CTA's own shared::cluster address
-                cta.mbarrier(bar)
+                cta.mbar.get(bar)
                 targets = [(cta, bar)]
             else:
                 targets = [cl.remote_mbarrier(cta, bar, name)]
@@ -628,7 +685,7 @@ class TensorMemory:
                 if multicast >> r & 1:
                     t = cl.ctas[r]
                     cl.check_alive(cta, t, f"{name} multicast to CTA rank {r}")
-                    if local not in t.mbarriers:
+                    if local not in t.mbar.table:
                         raise MbarrierError(f"{name} multicast (ctaMask 0x{multicast:04x}) arrives on the mbarrier at "
                                             f"smem 0x{local:x} (byte {local - t.base} of dynamic smem) of CTA {t.id} "
                                             f"(rank {t.rank}), which is not initialised there: every CTA of the mask "
@@ -636,6 +693,7 @@ class TensorMemory:
                                             ".cluster and a barrier.cluster arrive/wait before the commit")
                     targets.append((t, local))
         tracked = [m for m in self.thread_mmas.get((warp.index, lane), []) if not m.released]
+        knows = dict(warp.knows)        # the arrival hands on what the committing thread knew (its MMAs included)
         self.thread_mmas[(warp.index, lane)] = tracked
         for m in tracked:
             m.committed = True
@@ -655,9 +713,9 @@ class TensorMemory:
                     raise OutOfBoundsError(f"{what} arrives after CTA {t.id} (rank {t.rank}) exited: its shared memory "
                                            "is gone; keep every CTA the commit signals alive until it waited on the "
                                            "barrier")
-                b = t.mbarrier(local)
+                b = t.mbar.get(local)
                 b.tc_phases.add(b.phase)        # its waiters must fence::after_thread_sync
-                t.mbarrier_arrive(local, 1)
+                t.mbar.arrive(local, 1, knows=knows)
 
         cta._async(info, what, arrive, eligible=(lambda: all(m.done for m in tracked)) if tracked else None)
 
@@ -667,7 +725,7 @@ class TensorMemory:
         m.released = True
         dcells = self._d_cells(m)
         for p in m.parts:
-            p.tmem.cta.mma_reading[p.reads] -= 1
+            p.tmem.cta.shared.mma_reading[p.reads] -= 1
             p.tmem.mma_writing[dcells] -= 1
         if m.a_tmem is not None:
             m.parts[0].tmem.mma_reading[self._a_cells(m)] -= 1
@@ -741,7 +799,7 @@ def smem_operand(cta: CTA, bits: int, mn: int, k: int, eb: int, major: str, whic
         if desc.lbo_mode:
             raise EmulationError(f"tcgen05.mma operand {which} smem descriptor 0x{bits:x} sets bit 52 (absolute LBO "
                                  "address mode), which sm_100a does not have (sm_103a only)")
-        addr = cta.operand_addresses(desc, bits, mn, k, eb, major, f"tcgen05.mma operand {which} smem")
+        addr = cta.shared.operand_addresses(desc, bits, mn, k, eb, major, f"tcgen05.mma operand {which} smem")
         cache[key] = addr
     return cache[key]
 
@@ -820,7 +878,7 @@ def _alloc(c, op, info):
             pair_of(w.cta, "tcgen05.alloc.cta_group::2")
         tm = tmem_of(w.cta)
         w.last_op = info
-        w.cta.tc_access(w, w.mask, info, "tcgen05.alloc")
+        tmem_fence.access(w, w.mask, info, "tcgen05.alloc")
         while (wait := tm.alloc(w, info, addr, ncols)) is not None:
             yield wait
         yield None
@@ -840,9 +898,9 @@ def _dealloc(c, op, info):
         if group == 2:
             pair_of(w.cta, "tcgen05.dealloc.cta_group::2")
         e = w.env
-        w.cta.tc_access(w, w.mask, info, "tcgen05.dealloc")
+        tmem_fence.access(w, w.mask, info, "tcgen05.dealloc")
         tmem_of(w.cta).dealloc(w, info, uniform(e[t], w.mask, "tcgen05.dealloc address"),
-                               uniform(e[n], w.mask, "tcgen05.dealloc column count"))
+                               uniform(e[n], w.mask, "tcgen05.dealloc column count"), group)
     return False, fn
 
 
@@ -863,14 +921,14 @@ def _relinquish(c, op, info):
 def _fence(c, op, info):
     # 9.7.16.11.1 tcgen05.fence::before_thread_sync / ::after_thread_sync: order async tcgen05 ops against the
     # thread-synchronising ops around them. The emulator runs each warp's ops in order and publishes async results
-    # at commit arrivals and tcgen05.wait; what it checks is that the fences are there (CTA.tc_access / tc_signal:
+    # at commit arrivals and tcgen05.wait; what it checks is that the fences are there (tmem_fence.access / signal:
     # TmemFenceError).
     kind = _enum(op.attributes["kind"])
     if kind not in ("before", "after"):
         raise UnknownOpError(f"tcgen05.fence <{kind}>: only before_thread_sync / after_thread_sync exist")
 
     def fn(w):
-        w.cta.tc_fence(w, w.mask, kind == "before")
+        tmem_fence.fence(w, w.mask, kind == "before")
     return False, fn
 
 
@@ -921,7 +979,7 @@ def _ld(c, op, info):
 
     def fn(w):
         _whole_warp(w, "tcgen05.ld")
-        w.cta.tc_access(w, w.mask, info, "tcgen05.ld")
+        tmem_fence.access(w, w.mask, info, "tcgen05.ld")
         taddr = uniform(w.env[a], w.mask, "tcgen05.ld address")
         w.env[r] = tmem_of(w.cta).ld(w, info, taddr, n, scalar)
     return False, fn
@@ -943,7 +1001,7 @@ def _st(c, op, info):
 
     def fn(w):
         _whole_warp(w, "tcgen05.st")
-        w.cta.tc_access(w, w.mask, info, "tcgen05.st")
+        tmem_fence.access(w, w.mask, info, "tcgen05.st")
         e = w.env
         taddr = uniform(e[a], w.mask, "tcgen05.st address")
         values = np.asarray(lanes(e[val])).astype(np.uint32).reshape(WARP, n)
@@ -1026,7 +1084,7 @@ def _mma(c, op, info):
                                 f"{_where(daddr, desc.m // group, desc.n)} at once: "
                                 "tcgen05.mma has single-thread semantics, so every active lane starts a whole MMA and "
                                 "their accumulations race; issue it from one elected lane (nvvm.elect.sync)")
-        w.cta.tc_access(w, w.mask, info, "tcgen05.mma")
+        tmem_fence.access(w, w.mask, info, "tcgen05.mma")
         for lane, daddr in issued:                      # single-thread semantics: every active lane issues one
             desc = _instr_descriptor(int(lanes(e[idesc])[lane]), group)
             tm.mma(w, lane, info, desc, daddr, int(lanes(e[a])[lane]), a_is_tmem, int(lanes(e[b])[lane]),
