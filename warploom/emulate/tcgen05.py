@@ -44,8 +44,8 @@ How the emulator models it (`TensorMemory`, one per CTA, made by the CTA's first
   at once is reported (TmemRaceError) rather than computed.
 - An mma computes when the scheduler completes it (after its pipeline predecessor); from issue until a
   tcgen05.commit tracking it has *arrived*, its D cells are "being written" and its smem operand bytes
-  are held (SharedMemory.mma_reading, smem.py), so a tcgen05.ld of the accumulator, or a TMA write into the stage, before
-  the commit's mbarrier completed is a race error. (The check is of the mbarrier arrival, not of
+  are held (SharedMemory.mma_reading, smem.py), so a tcgen05.ld of the accumulator, or a TMA write into the stage,
+  before the commit's mbarrier completed is a race error. (The check is of the mbarrier arrival, not of
   happens-before: a warp that reads after the arrival without waiting on the barrier is not caught.)
 - tcgen05.ld reads the cells at issue; the registers become readable at the warp's tcgen05.wait::ld
   (reading them earlier is AccumulatorReadError); the cells count as "being read" until then, so an mma
@@ -64,13 +64,13 @@ the kernel is compiled, naming both ops.
 - alloc / dealloc / relinquish_alloc_permit.cta_group::2: "one warp from each of the peer CTAs must collectively
   perform the allocation and de-allocation". Modelled per CTA: each CTA's warp allocates in its own TMEM by the
   ::1 rules (and writes the address to its own smem); that the pair agrees is checked where it matters, when a
-  pair MMA writes D: the D columns must be allocated in both CTAs' TMEM. Since either CTA's dealloc may free the pair's columns, a
-  dealloc.cta_group::2 must happen after every tcgen05.ld / st / mma of both CTAs' TMEM (`_check_pair_free`,
-  PairDeallocError): nothing in flight in the peer's columns, and each user warp's last access ordered before the
-  dealloc by synchronisation (order.py's happens-before: mbarrier arrive -> wait, tcgen05.commit, bar.sync,
-  barrier.cluster), as the ISA's examples and CUTLASS order it (both epilogues, then a cluster barrier or a hand-off
-  between the two deallocating warps). relinquish_alloc_permit frees nothing (it only ends the CTA's allocations),
-  so it is not part of that check.
+  pair MMA writes D: the D columns must be allocated in both CTAs' TMEM. Since either CTA's dealloc may free the
+  pair's columns, a dealloc.cta_group::2 must happen after every tcgen05.ld / st / mma of both CTAs' TMEM
+  (`_check_pair_free`, PairDeallocError): nothing in flight in the peer's columns, and each user warp's last access
+  ordered before the dealloc by synchronisation (order.py's happens-before: mbarrier arrive -> wait, tcgen05.commit,
+  bar.sync, barrier.cluster), as the ISA's examples and CUTLASS order it (both epilogues, then a cluster barrier or a
+  hand-off between the two deallocating warps). relinquish_alloc_permit frees nothing (it only ends the CTA's
+  allocations), so it is not part of that check.
 - tcgen05.mma.cta_group::2.kind::f16 with M = 256, issued by one thread of either CTA: A [256, K] is rows 0..127
   from the even CTA's smem and rows 128..255 from the odd CTA's, both at the A descriptor's (CTA-relative)
   address, each half a 128 x K operand of that descriptor; B [N, K] is rows 0..N/2-1 from the even CTA's smem
@@ -100,7 +100,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from warploom.layout.descriptors import Sm100InstrDescriptor, Sm100SmemDescriptor
+from warploom.layout.descriptors import ADDRESS_UNIT_SHIFT, Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.layout.fragments import tcgen05_ldst_registers, tmem_lanes_of_warp
 from warploom.layout.tmem import tmem_address, tmem_fields
 from warploom.targets import get as get_target
@@ -1135,9 +1135,9 @@ def _smem_desc(c, op, info):
                 if val >= 1 << 14:
                     raise EmulationError(f"tcgen05.mma_smem_desc {name} field {val:#x} does not fit its 14 bits (the "
                                          "op takes the byte value >> 4)")
-            try:
-                out[lane] = Sm100SmemDescriptor(addr << 4, lbo << 4, sbo << 4, from_sm100_code(swz), base,
-                                                mode).encode()
+            try:       # the fields count 16-byte units (descriptors.ADDRESS_UNIT_SHIFT); the descriptor takes bytes
+                out[lane] = Sm100SmemDescriptor(addr << ADDRESS_UNIT_SHIFT, lbo << ADDRESS_UNIT_SHIFT,
+                                                sbo << ADDRESS_UNIT_SHIFT, from_sm100_code(swz), base, mode).encode()
             except ValueError as err:
                 raise EmulationError(f"tcgen05.mma_smem_desc: {err}") from None
         e[r] = out
