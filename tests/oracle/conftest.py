@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from .compare import Where, instr_sweep, sm90_smem_sweep, sm100_smem_sweep, with_start_addresses
-from .cutlass_headers import InstrCase, Oracle, OracleUnavailable, tmem_atom_name
+from .cutlass_headers import InstrCase, Oracle, OracleUnavailable, tmem_atoms_in_headers
 from .kernel_cases import collect
 
 
@@ -46,9 +46,8 @@ def sm90_smem_cases(kernel_cases):
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory, instr_cases, kernel_cases):
     cases, _ = instr_cases
-    atoms = sorted({tmem_atom_name(op, shape, n) for op, shape, n, _ in kernel_cases.tmem}
-                   | {tmem_atom_name(op, "32x32b", n) for op in ("ld", "st") for n in (1, 2, 4, 8, 16, 32, 64, 128)})
     try:
+        atoms = tmem_atoms_in_headers()
         return Oracle(tmp_path_factory.mktemp("cutlass_oracle"), cases, atoms)
     except OracleUnavailable as e:
         # the test extra installs all of it and CI has a C++ compiler: missing is a failure, not a skip

@@ -373,6 +373,12 @@ class Oracle:
         return asm.group(1).split()[0].split("[")[0].split("{")[0] if asm else None
 
 
+def tmem_atoms_in_headers() -> list[str]:
+    """Every SM100_TMEM_{LOAD,STORE} atom of the installed copy_sm100.hpp, but the .pack::16b/.unpack::16b ones."""
+    text = (cutlass_include() / "cute/arch/copy_sm100.hpp").read_text()
+    return sorted({n for n in re.findall(r"struct\s+(SM100_TMEM_(?:LOAD|STORE)_\w+)", text) if not n.endswith("_16b")})
+
+
 def tmem_atom_name(op: str, shape: str, repeats: int, pack16: bool = False) -> str:
     """CUTLASS's atom for `tcgen05.{ld,st}.sync.aligned.{shape}.x{repeats}.b32`."""
     return (f"SM100_TMEM_{'LOAD' if op == 'ld' else 'STORE'}_{TMEM_SHAPES[shape]}{repeats}x"

@@ -17,7 +17,7 @@ from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor, WgmmaSmem
 from warploom.layout.descriptors import kind_of
 
 from .compare import Where, check_all_reserved, check_instr, check_sm90_smem, check_sm100_smem
-from .cutlass_headers import INSTR_MEMBERS, SM90_SMEM_MEMBERS, SM100_SMEM_MEMBERS, tmem_atom_name
+from .cutlass_headers import INSTR_MEMBERS, SM90_SMEM_MEMBERS, SM100_SMEM_MEMBERS, TMEM_SHAPES, tmem_atom_name
 
 
 def _fail(bad: list[str], what: str):
@@ -79,14 +79,14 @@ def test_tcgen05_ld_st_forms_against_cutlass_atoms(oracle, kernel_cases):
     same registers per thread (one address, N 32-bit cells), and the PTX the kernels assemble spells it as that
     atom's asm does, with as many registers in its list."""
     names = {form: tmem_atom_name(form[0], form[1], form[2]) for form in kernel_cases.tmem}
-    regs = oracle.tmem_registers(sorted(set(names.values())))
+    regs = oracle.tmem_registers(sorted(set(names.values()) & set(oracle.tmem_atom_names)))
     bad = []
     for (op, shape, n, elem), atom in names.items():
         users = Where(kernel_cases.tmem).of((op, shape, n, elem))
         want = (1, n) if op == "ld" else (n, 1)
         if elem != "i32":
             bad.append(f"tcgen05.{op} {shape} x{n} moves {elem} cells ({users}); the atoms move b32 (uint32_t)")
-        if regs[atom] is None:
+        if regs.get(atom) is None:
             bad.append(f"tcgen05.{op} {shape} x{n} ({users}): CUTLASS has no atom {atom}")
         elif regs[atom] != want:
             bad.append(f"tcgen05.{op} {shape} x{n} ({users}): CUTLASS's {atom} has (source, destination) registers "
@@ -114,3 +114,41 @@ def test_tcgen05_ld_st_forms_against_cutlass_atoms(oracle, kernel_cases):
             checked += 1
     assert checked, "no tcgen05.ld/st in the kept PTX"
     _fail(bad, "tcgen05.ld/st forms")
+
+
+def test_tcgen05_ldst_register_table_against_cutlass_atoms(oracle):
+    """warploom's table of registers per thread for every tcgen05.ld/st shape and .num
+    (layout.fragments.tcgen05_ldst_registers, what the lowering and the emulator size their vectors by) against
+    every SM100_TMEM_{LOAD,STORE} atom CUTLASS has: a form warploom accepts has an atom with that many data
+    registers and one address register, whose asm issues that shape and .num; a form it refuses has none."""
+    from warploom.layout.fragments import tcgen05_ldst_registers
+
+    regs = oracle.tmem_registers(oracle.tmem_atom_names)
+    bad, accepted = [], 0
+    for shape in TMEM_SHAPES:
+        for num in (1 << i for i in range(9)):          # x1 .. x256
+            try:
+                ours = tcgen05_ldst_registers(shape, num)
+            except ValueError:
+                ours = None
+            for op in ("ld", "st"):
+                atom = tmem_atom_name(op, shape, num)
+                theirs = regs.get(atom)
+                if ours is None:
+                    if theirs is not None:
+                        bad.append(f"tcgen05.{op}.{shape}.x{num}: warploom refuses it, CUTLASS has {atom} {theirs}")
+                    continue
+                accepted += 1
+                want = (1, ours) if op == "ld" else (ours, 1)
+                if theirs != want:
+                    bad.append(f"tcgen05.{op}.{shape}.x{num}: warploom {ours} registers per thread, CUTLASS's {atom} "
+                               f"(source, destination) {theirs}")
+                asm = oracle.tmem_asm(atom)
+                if theirs is not None and not (asm or "").startswith(f"tcgen05.{op}.sync.aligned.{shape}.x{num}."):
+                    bad.append(f"tcgen05.{op}.{shape}.x{num}: CUTLASS's {atom} issues {asm!r}")
+    assert accepted, "warploom accepts no tcgen05.ld/st form"
+    unknown = set(oracle.tmem_atom_names) - {tmem_atom_name(op, s, 1 << i) for op in ("ld", "st") for s in TMEM_SHAPES
+                                             for i in range(9)}
+    if unknown:
+        bad.append(f"CUTLASS atoms of no shape warploom names: {sorted(unknown)}")
+    _fail(bad, "tcgen05.ld/st register counts")
