@@ -25,6 +25,8 @@ ATTN = "warploom/lowering/attention.py"           # the attention on any target:
 FA3 = "warploom/lowering/attention_regs.py"       # the attention on register accumulators (sm_90a)
 FA4 = "warploom/lowering/attention_tmem.py"       # the attention on Tensor Memory accumulators (sm_100a)
 TCGEN05 = "warploom/lowering/atoms/tcgen05.py"
+WGMMA = "warploom/lowering/atoms/wgmma.py"
+TMEM = "warploom/layout/tmem.py"
 TILING = "warploom/layout/tiling.py"
 SYNC = "warploom/lowering/emit/sync.py"
 DESC = "warploom/layout/descriptors.py"
@@ -34,6 +36,52 @@ RULES = "warploom/runtime/rules.py"
 SPECIALIZE = "warploom/passes/specialize.py"
 
 MUTATIONS: list[Mutation] = [
+    # ---- the shared layout formulas and the per-target atoms (issue 33: one lowering, atoms per target) ----
+    Mutation("atom-wgmma-always-overwrites",
+             "the warpgroup MMA atom overwrites at the first k-block of every MMA (scale-d 0), not only where the "
+             "program asks: the GEMM's accumulator keeps only the last K tile's product",
+             WGMMA, 'scale = "zero" if kk == 0 and overwrite else "one"', 'scale = "zero" if kk == 0 else "one"',
+             ("gemm",)),
+    Mutation("atom-wgmma-b-layout",
+             "the warpgroup MMA atom gives K-major B the MN-major layout (imm-trans-b flipped): the GEMM multiplies "
+             "by B's transpose",
+             WGMMA, 'B_LAYOUT = {"K": "col", "MN": "row"}', 'B_LAYOUT = {"K": "row", "MN": "col"}', ("gemm",)),
+    Mutation("atom-wgmma-regs-a-trans",
+             "the register-A MMA atom reads V (MN-major) as K-major: P V multiplies by V's transpose",
+             WGMMA, 'trans_b=1 if b_major == "MN" else 0', 'trans_b=0', ("attention",)),
+    Mutation("atom-wgmma-wait-one-more",
+             "the warpgroup MMA atom's wait lets one more group stay in flight than the program asks: the "
+             "accumulator is read before its MMAs finish",
+             WGMMA, "        wgmma.wait(pending)\n", "        wgmma.wait(min(pending + 1, 7))\n", ("gemm", "attention")),
+    Mutation("atom-tcgen05-first-accumulates",
+             "the Tensor Memory MMA atom's first k-block always accumulates: each tile's accumulator starts from "
+             "the stale one of two tiles before",
+             TCGEN05, "tcgen05.mma(b, d, da, db, idesc, first if kk == 0 else on, group)",
+             "tcgen05.mma(b, d, da, db, idesc, on, group)", ("sm100",)),
+    Mutation("atom-tcgen05-tmem-a-column",
+             "the Tensor Memory MMA atom with A in TMEM reads every k-block of P at the first one's columns",
+             TCGEN05, "tcgen05.mma_tmem_a(b, d, a_column(kk), db,", "tcgen05.mma_tmem_a(b, d, a_column(0), db,",
+             ("fa4",)),
+    Mutation("atom-tcgen05-commit-own-only",
+             "the commit atom drops the multicast: a CTA pair's MMA completion reaches the leader's barriers only, "
+             "so the peer's epilogue and producer wait forever",
+             TCGEN05, "        tcgen05.commit(b, barrier, group, multicast)\n",
+             "        tcgen05.commit(b, barrier, group, None)\n", ("sm100",)),
+    Mutation("atom-tcgen05-no-fence-after",
+             "the Tensor Memory atoms' after_sync fence is empty: tcgen05 work after a wait or barrier is not "
+             "ordered after it",
+             TCGEN05, "    def after_sync(self) -> None:\n        tcgen05.fence_after()\n",
+             "    def after_sync(self) -> None:\n        pass\n", ("sm100", "fa4")),
+    Mutation("layout-tmem-lane-offset",
+             "layout.tmem.lane_offset moves a TMEM address by half a lane per lane: warps read and write the "
+             "wrong (or another quadrant's) lanes",
+             TMEM, "return ops.mul(lane, ops.const(1 << LANE_SHIFT))", "return ops.mul(lane, ops.const(1 << (LANE_SHIFT - 1)))",
+             ("sm100", "fa4")),
+    Mutation("layout-start-address-unit",
+             "layout.descriptors.start_address_field counts the smem base in 32-byte units instead of 16: every "
+             "MMA descriptor points at half the address of its tile",
+             DESC, "ops.and_(addr, ops.const(SHARED_WINDOW_MASK)), ops.const(ADDRESS_UNIT_SHIFT))",
+             "ops.and_(addr, ops.const(SHARED_WINDOW_MASK)), ops.const(ADDRESS_UNIT_SHIFT + 1))", ("gemm",)),
     # ---- the seven bugs that once passed every CPU test ----
     Mutation("producer-phase-flip",
              "the producer waits on empty[stage] with the ring phase itself instead of phase ^ 1, so its "

@@ -5,8 +5,9 @@ The mutations run once per session, two at a time, in a module fixture (each on 
 repository, probed on the kernel families its `families` name); each test then reads its outcome. Here only the
 emulator's verdict counts, so no lit or unit selection runs per mutant (the main suite runs them on the
 unmutated code); `python -m tests.mutation` also runs the selection and names the first lit or unit test that
-fails on each mutant. 88 mutations (10 of the sm_100a attention, 2 of the three-warpgroup attention, 4 of the stream-K attention, 1 of the causal deal's table, 7 of the 2x1 cluster GEMM, 2 of the banded walk, 2 of the swap-AB GEMM, 1 of the two Q stages)
-and the control: about 4 minutes on 2 cores (each mutation probes the kernel families its bug can reach). Deselect with `-m "not mutation"`.
+fails on each mutant. The mutations (tests/mutation/mutations.py: the lowering's core and families, the per-target
+atoms, the shared layout formulas, the planners and rules) and the control take a few minutes on 2 cores (each
+mutation probes the kernel families its bug can reach). Deselect with `-m "not mutation"`.
 """
 from __future__ import annotations
 

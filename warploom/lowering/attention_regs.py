@@ -229,8 +229,8 @@ class RegisterAttention(AttentionLowering):
     def _trees(rows: list, combine) -> list:
         """`combine` over each of `rows` (lists of one length) as a pairwise tree, the rows' trees built level by
         level and op by op side by side: the same tree per row (so the same rounding) with twice the independent
-        work at each level, for a softmax that runs on one warp per SM sub-partition (ncu, run 36: a row at a
-        time left its max and sum chains waiting on each other's latency)."""
+        work at each level, for a softmax that runs on one warp per SM sub-partition: a row at a time leaves its
+        max and sum chains waiting on each other's latency (benchmarks/NOTES.md, run 36)."""
         while len(rows[0]) > 1:
             level = [[] for _ in rows]
             for i in range(0, len(rows[0]), 2):
@@ -370,8 +370,8 @@ class RegisterAttention(AttentionLowering):
     def _scaled(self, o: ir.Value, corr: list, moved: ir.Value) -> ir.Value:
         """O *= corr, row by row (register i of the fragment is row h = (i / 2) % 2), skipped by the whole warp when
         no row of its 16 moved its max (every corr exactly 1: O * 1 is O, bit for bit). Late in a long row the max
-        rarely moves, and the D/2 multiplies sit between the wait for the last P V and the next turn (ncu, run 38:
-        with the conversion of P, 9% of a consumer warp's loop at head dim 128)."""
+        rarely moves, and the D/2 multiplies sit between the wait for the last P V and the next turn
+        (benchmarks/NOTES.md, run 38)."""
         b = self.b
         op = scf.IfOp(moved, [o.type], has_else=True)
         with ir.InsertionPoint(op.then_block):

@@ -115,6 +115,20 @@ class Target:
     sm_count: int = 0
     # L2 bytes of its smallest common part (what the causal attention's deal keeps K/V within: rules.causal_tile_table)
     l2_bytes: int = 0
+    # whether a GPU of this target can be reached from here (the device tool lends Hopper GPUs only): False means its
+    # kernels are checked by assembly, SASS, the emulator and the encoding oracle only, and never reported as run
+    hardware_here: bool = False
+
+    # ---- capabilities (what code asks instead of comparing target names) ----
+    @property
+    def accumulator(self) -> str:
+        """Where the MMA keeps its accumulators: "regs" (a warpgroup's registers) or "tmem" (Tensor Memory)."""
+        return self.mma_sources["acc"][0]
+
+    @property
+    def has_tmem(self) -> bool:
+        """Whether the target has Tensor Memory (wl-plan-tmem plans it; tcgen05 reads and writes it)."""
+        return self.tmem is not None
 
     # ---- element types ----
     def elem_bits(self, dtype: str) -> int:
@@ -203,11 +217,14 @@ def for_capability(major: int, minor: int) -> Target | None:
 
 def of_kernel(attrs: Mapping) -> Target:
     """The target a `wl.kernel` is planned for, from its attributes: its `target` (wl-tile{target=...} sets it),
-    else sm_90a."""
-    return get(attrs.get("target", "sm_90a"))
+    else the default target."""
+    return get(attrs.get("target", DEFAULT))
 
 
 from warploom.targets.sm90 import SM90  # noqa: E402  (the modules import the classes above)
 from warploom.targets.sm100 import SM100  # noqa: E402
 
 TARGETS: Mapping[str, Target] = MappingProxyType({SM90.name: SM90, SM100.name: SM100})
+# the target of a kernel planned without one (wl-tile, the CLI, the launch API's spec defaults); its kernels' names
+# carry no target suffix
+DEFAULT = SM90.name

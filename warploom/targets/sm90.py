@@ -36,4 +36,5 @@ SM90 = Target(
     tmem=None,
     sm_count=132,              # H100 SXM and H200 (an H100 PCIe has 114)
     l2_bytes=50 * 2**20,       # H100 (torch reports 50 MB; the H200 60 MB: device/KINDS.md)
+    hardware_here=True,        # the device tool lends H100 and H200 GPUs
 )

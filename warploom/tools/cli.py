@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from warploom import targets
+
 from .options import OPS, Kernel, notes, op_name, refusal, track_given
 
 
@@ -428,11 +430,12 @@ def _gemm_choice(args):
         return None
     spec = ops.pick_spec(args.dtype, args.b_layout, m, n, target=args.target, k=k)
     entry = tuning.load(args.target).get(tuning.entry_key("matmul", args.dtype, args.b_layout, tuning.bucket(m, n, k)))
-    if entry is not None and args.target == "sm_90a":
+    register_gemm = targets.get(args.target).accumulator == "regs"   # picked by the tuning table or tile model
+    if entry is not None and register_gemm:
         why = (f"the tuning table's entry for bucket {'x'.join(map(str, tuning.bucket(m, n, k)))} (measured on "
                f"{entry.get('gpu', 'the GPU')} at {'x'.join(map(str, entry['shape']))}: {entry['ratio_vs_cublas']:.3f}x "
                f"cuBLAS by warploom tune)")
-    elif args.target == "sm_90a":
+    elif register_gemm:
         why = "the tile model (no tuning table entry for this bucket; docs/tuning.md)"
     else:
         why = "the sm_100a choice (a CTA pair's 256 x 256 tile where the pairs fill the SMs, else 128 rows)"
@@ -490,7 +493,7 @@ def _gemm_spec(args):
     kernel (docs/swap-ab.md), C stored from registers, 64 columns and 8 stages unless given."""
     from warploom.kernels import SMALL_M_STAGES, GemmSpec
     swap = args.swap_ab
-    schedule = args.schedule or ("persistent" if args.target == "sm_100a" or args.cluster_m > 1 or args.group_m > 1
+    schedule = args.schedule or ("persistent" if targets.get(args.target).has_tmem or args.cluster_m > 1 or args.group_m > 1
                                  else "grid")
     return GemmSpec(args.dtype, args.b_layout, _given(args.block_n, 64 if swap else 256),
                     _given(args.stages, SMALL_M_STAGES if swap else 4), args.target, schedule, args.block_m,
@@ -540,7 +543,7 @@ def cmd_explain(args) -> int:
                    planned_attention(attention_graph(spec), spec)[0])    # the kernel of every option given
         draw_maps(program, args.png)
     print(f"kernel {artifact.name}  ({spec.describe()})")
-    if spec.target == "sm_100a":
+    if not targets.get(spec.target).hardware_here:
         doc = "docs/attention-sm100.md" if args.op == "attention" else "docs/gemm-sm100.md"
         print("verified by ptxas, its SASS and the emulator only: no Blackwell GPU exists here, and this kernel has "
               f"not run on Blackwell hardware ({doc})")
@@ -609,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
                     help="--op attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 "
                          "(default: 0.25 on sm_100a, the standard kernel's on sm_90a)")
-    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -627,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "without --emit, the IR after the last pass")
     sp.set_defaults(fn=cmd_compile)
     sp = _subparser(sub, "precompile", "build the standard kernel set of a target into a cache folder")
-    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--cache", required=True, metavar="DIR",
                     help="the cache folder to fill (created if missing); use it with WARPLOOM_CACHE_DIR=DIR")
@@ -668,7 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "%(default)s); sm_90a attention: 128 (the default) or 192 (three consumer warpgroups, head "
                          "dim 64)")
     sp.add_argument("--stages", type=int, default=None, help="2..8; GEMM: 4 by default; attention: 2")
-    sp.add_argument("--target", default="sm_90a", choices=["sm_90a", "sm_100a"],
+    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--schedule", choices=("grid", "persistent", "streamk"),
                     help="a CTA per tile, one per SM walking the tiles, or one per SM taking equal runs of (tile, "

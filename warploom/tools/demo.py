@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 
+from warploom import targets
 from warploom.kernels import AttentionSpec, GemmSpec, get_kernel, mlir_available
 
 # the long-way attention below: bf16, 8 heads, head dim 64, causal (its kernel is a standard one)
@@ -122,7 +123,7 @@ def demo_emulator(spec: GemmSpec) -> bool:
         c = emulate_gemm(spec, a, b, seed=seed, report=reports).astype(np.float64)
         worst = max(worst, float(np.linalg.norm(c - ref) / np.linalg.norm(ref)))
     section("CPU check: the emulator runs the lowered kernel, every thread of every CTA")
-    mma = "tcgen05.mma" if spec.target == "sm_100a" else "wgmma"
+    mma = targets.get(spec.target).mma_instruction
     print(f"{spec.describe()}: {m}x{n}x{k}, 2 interleavings of the warps, TMA landings and {mma} completions: no "
           f"deadlock, no race; relative error vs float64 {worst:.1e} (the {spec.elem} rounding of C)")
     print(f"  {reports[-1]}")

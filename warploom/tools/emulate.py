@@ -19,7 +19,7 @@ import numpy as np
 
 from warploom import targets
 
-TARGETS = ("sm_90a", "sm_100a")
+TARGETS = tuple(sorted(targets.TARGETS))
 MAX_CTAS = 64
 # a CTA takes about 0.1 s plus 4 ms per k-tile on one core (benchmarks/NOTES.md, emulator speed)
 SECONDS_PER_CTA, SECONDS_PER_KTILE = 0.1, 0.004
@@ -37,7 +37,7 @@ def add_arguments(sp) -> None:
     from .options import OPS, op_name
     sp.add_argument("--op", default="matmul", type=op_name, choices=OPS,
                     help="the kernel family; gemm, its old name, is accepted (default: %(default)s)")
-    sp.add_argument("--target", default="sm_90a", choices=TARGETS)
+    sp.add_argument("--target", default=targets.DEFAULT, choices=TARGETS)
     sp.add_argument("--shape", required=True, metavar="MxNxK",
                     help="matmul: C[M,N] = A[M,K] @ B, e.g. 130x136x328; attention: B,Sq,Sk,H,Hkv,D, e.g. 1,130,200,4,1,64")
     sp.add_argument("--causal", action="store_true", help="attention: the bottom-right causal mask")
@@ -116,7 +116,7 @@ def ops_launch(spec, m: int, n: int, k: int) -> tuple[int, tuple[int, int], int]
         return k, ((k, n) if spec.b_layout == "kn" else (n, k)), n
     k_run = round_up(k)
     b_shape = (k_run, round_up(n)) if spec.b_layout == "kn" else (n, k_run)
-    return k_run, b_shape, round_up(n) if spec.target == "sm_100a" and n % TMA_ALIGN_ELEMS else n
+    return k_run, b_shape, round_up(n) if targets.get(spec.target).has_tmem and n % TMA_ALIGN_ELEMS else n
 
 
 def describe_padding(spec, m: int, n: int, k: int) -> str | None:
@@ -331,7 +331,7 @@ def run_attention(args, out, err) -> int:
     mask = "causal (bottom-right)" if args.causal else "no mask"
     print(f"attention B={b} Sq={sq} Sk={sk} H={h} Hkv={hkv} D={d} {spec.elem} {args.layout}, {mask}: "
           f"warploom.ops.attention picks {spec.kernel_name} ({spec.target})", file=out)
-    if spec.schedule == "persistent" and args.causal and args.target == "sm_90a":
+    if spec.schedule == "persistent" and args.causal and targets.get(args.target).accumulator == "regs":
         print(describe_causal_deal(spec, b, sq, sk, h, hkv, d), file=out)
     print(f"inputs standard normal in {spec.elem} (numpy seed {args.input_seed}); check warploom.emulate.judge "
           f"(|out - ref| <= u max|v| + u |ref| + 1e-4, LSE within 1e-5, rows with no key exactly 0); "

@@ -12,6 +12,8 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from warploom import targets
+
 # --op: one name per kernel family across explain, compile, emulate and precompile; older spellings still work
 OPS = ("matmul", "attention")
 OLD_OP_NAMES = {"gemm": "matmul"}
@@ -53,8 +55,9 @@ def _op(op):
     return lambda k: k.op == op
 
 
-def _op_on(op, target):
-    return lambda k: k.op == op and k.target == target
+def _op_on(op, accumulator):
+    """The built-in kernel `op` on a target whose MMA keeps its accumulators in `accumulator` ("regs", "tmem")."""
+    return lambda k: k.op == op and targets.get(k.target).accumulator == accumulator
 
 
 # the options that pick or shape a built-in kernel (explain, compile --op): none applies to a file's graph
@@ -63,18 +66,18 @@ KERNEL_RULES: dict[str, Rule] = {
     "b_layout": Rule(_op("matmul"), "the GEMM (--op matmul)"),
     "head_dim": Rule(_op("attention"), "the attention (--op attention)"),
     "causal": Rule(_op("attention"), "the attention (--op attention)"),
-    "shared_kv": Rule(_op_on("attention", "sm_100a"), "the sm_100a attention (--op attention --target sm_100a)"),
-    "q_stages": Rule(_op_on("attention", "sm_90a"), "the sm_90a attention (--op attention --target sm_90a)"),
+    "shared_kv": Rule(_op_on("attention", "tmem"), "the sm_100a attention (--op attention --target sm_100a)"),
+    "q_stages": Rule(_op_on("attention", "regs"), "the sm_90a attention (--op attention --target sm_90a)"),
     "exp2_poly": Rule(_op("attention"), "the attention (--op attention)"),
-    "block_m": Rule(lambda k: k.op == "matmul" or (k.op == "attention" and k.target == "sm_90a"),
+    "block_m": Rule(lambda k: k.op == "matmul" or _op_on("attention", "regs")(k),
                     "the GEMM (--op matmul) and the sm_90a attention (128 or 192 query rows a CTA; the sm_100a "
                     "attention's two Q tiles are fixed)"),
     "block_n": Rule(lambda k: k.op is not None, "a built-in kernel (--op matmul or --op attention)"),
     "stages": Rule(lambda k: k.op is not None, "a built-in kernel (--op matmul or --op attention)"),
     "schedule": Rule(lambda k: k.op is not None, "a built-in kernel (--op matmul or --op attention)"),
-    "cluster_m": Rule(_op_on("matmul", "sm_90a"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
-    "group_m": Rule(_op_on("matmul", "sm_90a"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
-    "swap_ab": Rule(_op_on("matmul", "sm_90a"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
+    "cluster_m": Rule(_op_on("matmul", "regs"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
+    "group_m": Rule(_op_on("matmul", "regs"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
+    "swap_ab": Rule(_op_on("matmul", "regs"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
     "shape": Rule(_op("matmul"), "the GEMM (--op matmul), whose kernel warploom.ops.matmul picks by the shape (an "
                                   "attention kernel is chosen by --head-dim, --causal and --dtype)"),
 }

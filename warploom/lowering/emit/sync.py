@@ -103,8 +103,7 @@ def remote_arrive(b: Builder, addr: ir.Value, scope: str = "cta") -> None:
     """mbarrier.arrive on a barrier of a CTA of the cluster (`addr` from `mapa`, .shared::cluster), with release
     semantics at `scope`. "cta" (the PTX default, CUTLASS's consumer release) when the arrival only hands back smem
     the arriving thread has finished reading; "cluster" when the other CTA must see this thread's writes. The
-    cluster-scope release costs: on the H200 it made the sm_90a 2x1-cluster GEMM's consumer release ~1.3 us a
-    k-step, 0.59 of cuBLAS against 0.96 with "cta" (benchmarks/NOTES.md, run 29)."""
+    cluster-scope release is slow: use it only where the writes must be seen (benchmarks/NOTES.md, run 29)."""
     attrs = {"scope": ir.Attribute.parse("#nvvm.mem_scope<cluster>")} if scope == "cluster" else {}
     if scope not in ("cta", "cluster"):
         raise ValueError(f"remote_arrive scope {scope!r}: use 'cta' or 'cluster'")
