@@ -50,10 +50,14 @@ def test_ptx_holds_the_tcgen05_sequence(kernels, spec):
     count = lambda prefix: sum(op.startswith(prefix) for op in ops)  # noqa: E731
     g = spec.block_m // 128                 # cta_group: 2 for the CTA pair's 256-row tile
     # one warp allocates the double-buffered accumulator's columns, gives up the permit, frees them at exit (in a
-    # pair: warp 1 of each CTA, the leader's MMA warp and the other's relay warp)
+    # pair: warp 1 of each CTA, once, after the cluster barrier that follows both CTAs' epilogues)
     assert ops.count(f"tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32") == 1
     assert ops.count(f"tcgen05.relinquish_alloc_permit.cta_group::{g}.sync.aligned") == 1
-    assert ops.count(f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32") == g
+    assert ops.count(f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32") == 1
+    if g == 2:
+        dealloc = ops.index(f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32")
+        waits = [i for i, op in enumerate(ops) if op.startswith("barrier.cluster.wait")]
+        assert waits and waits[-1] < dealloc, "the pair frees its TMEM before the kernel's last cluster barrier"
     columns = alloc_columns(2 * spec.block_n)        # two f32 accumulator stages of block_n columns
     assert re.search(rf"tcgen05\.alloc[^;]*,\s*{columns};", ptx) or re.search(rf"mov\.b32\s+%r\d+, {columns};", ptx)
     # a K tile of 64 is four K = 16 MMAs (LLVM may peel the first K iteration: then eight)

@@ -794,6 +794,11 @@ class TensorMemoryGemm(GemmLowering):
         chain(0)
         if self.pair:
             sync.cluster_barrier()
+            # Only now are both CTAs' epilogues done with the pair's Tensor Memory (each synced its own on tmem_free):
+            # each CTA's allocating warp frees it after the cluster barrier, as the PTX ISA's cta_group::2 example
+            # and CUTLASS order it, not after its own epilogue alone
+            with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
+                self._free_tmem()
 
     def _role(self, role: Role) -> None:
         b, c = self.b, self.b.const
@@ -807,9 +812,8 @@ class TensorMemoryGemm(GemmLowering):
                         tma.prefetch_tensormap(self.tmap_args[source])
             self._tile_loop(role.body, ctx)
             self._drain(role, ctx)
-            if role.name in self.tmem_roles:    # every lane of the warp, after the epilogue said it is done
-                self.atoms.after_sync()
-                self.atoms.tmem_dealloc(b, self.taddr, self.tmem_columns, self.group)
+            if role.name in self.tmem_roles and not self.pair:    # every lane of the warp, after the epilogue said
+                self._free_tmem()                                    # it is done (a pair's: after both, _roles)
         elif role.issue == "warp":
             ctx.lane = b.remu(self.tid, c(self.T.warp_size))
             ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * self.T.warp_size))   # issues the role's TMA stores
@@ -820,6 +824,11 @@ class TensorMemoryGemm(GemmLowering):
         else:
             self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
                        "and 'warp'")
+
+    def _free_tmem(self) -> None:
+        """The allocating warp frees the kernel's Tensor Memory (every lane; cta_group of the kernel)."""
+        self.atoms.after_sync()
+        self.atoms.tmem_dealloc(self.b, self.taddr, self.tmem_columns, self.group)
 
     def _drain(self, role: Role, ctx: RoleState) -> None:
         """A role that waits for the operand ring's stages back (the producer, parity phase^1) waits once more for
