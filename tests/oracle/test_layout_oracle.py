@@ -6,7 +6,9 @@ CUTLASS's canonical atom (Layout_{K,MN}_{INTER,SW32,SW64,SW128}_Atom) over the s
 builds the descriptor of each MMA k-block with make_umma_desc (sm_100a) or make_gmma_desc (sm_90a). Then
   - warploom's tile stores each element where CuTe's tile does (SmemTile.byte_address, what TMA writes),
   - warploom's descriptor for the tile (for_tile) is CUTLASS's word: swizzle code, LBO, SBO, version, base,
-  - each k-block starts where CuTe's slice starts (SmemTile.k_block_offset), and
+  - each k-block starts where CuTe's slice starts (SmemTile.k_block_offset), its start-address field and the
+    steps between k-blocks (start_address_field, descriptor_step, k_block_steps: what the lowering evaluates on
+    IR values) are CUTLASS's, and
   - warploom's decode of CUTLASS's descriptor, walked through canonical_element_address (how the emulator
     reads MMA operands), reaches the byte CuTe's tensor holds for every element of the k-block.
 """
@@ -89,6 +91,41 @@ def test_kernel_operand_tiles_recorded(kernel_cases):
     targets = {t for t, _, _ in kernel_cases.operand_tiles}
     assert targets == {"sm_100a", "sm_90a"}, \
         f"the lowering read smem operand tiles through SmemTile.operand for {sorted(targets)} only"
+
+
+def test_descriptor_address_steps_against_cutlass(operand_tiles, layout_oracle, oracle):
+    """The formulas the lowering evaluates on IR values for the start-address field
+    (layout.descriptors.start_address_field, descriptor_step, k_block_steps), here on ints: each k-block's field
+    is the one CUTLASS's descriptor holds for the byte where CuTe's slice starts (make_*_desc stores the shared
+    address >> 4 in the 14-bit start_address_ member), and the steps between k-blocks are those fields' distances."""
+    from warploom.layout.descriptors import descriptor_step, k_block_steps, start_address_field
+
+    bad = []
+    for (target, tile, k_dim), users in operand_tiles.items():
+        case = layout_case(target, tile, k_dim)
+        got = layout_oracle.results[case]
+        words = (oracle.sm100_smem_words([(s, 0, 0, 0, 0, "none") for s in got.starts]) if target == "sm_100a"
+                 else oracle.sm90_smem_words([(s, 0, 0, 0, "none") for s in got.starts]))
+        fields = [w & 0x3FFF for w in words]
+        steps = k_block_steps(tile, len(got.starts), get_target(target).mma_k_of(tile.dtype), k_dim)
+        for kb, (start, field) in enumerate(zip(got.starts, fields)):
+            mine = (start_address_field(start), descriptor_step(tile.k_block_offset(kb, case.k_block, k_dim)),
+                    steps[kb])
+            if mine != (field, field - fields[0], field - fields[0]):
+                bad.append(f"{target} {tile} over {k_dim}, k-block {kb} at byte {start}: start_address_field, "
+                           f"descriptor_step, k_block_steps give {mine}; CUTLASS's field {field}, step "
+                           f"{field - fields[0]}")
+                break
+    # the shared window: CUTLASS keeps the address's bits [4, 18)
+    addresses = [0, 16, 0x3FFF0, 0x40000, 0x40400, 0x12345670, 0xFFFFFFF0]
+    words = oracle.sm100_smem_words([(a, 0, 0, 0, 0, "none") for a in addresses])
+    for a, w in zip(addresses, words):
+        if start_address_field(a) != w & 0x3FFF:
+            bad.append(f"start_address_field({a:#x}) = {start_address_field(a):#x}; CUTLASS's start_address_ "
+                       f"{w & 0x3FFF:#x}")
+    if bad:
+        pytest.fail(f"{len(bad)} start-address fields disagree with CUTLASS:\n  " + "\n  ".join(bad[:25]),
+                    pytrace=False)
 
 
 def test_operand_tiles_against_cutlass(operand_tiles, layout_oracle):
