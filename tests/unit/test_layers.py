@@ -60,7 +60,6 @@ LAYER_OF = {
 EMULATE_OWNER = {
     ("warploom/emulate/launch.py", "warploom.build", "up"),
     ("warploom/emulate/launch.py", "warploom.lowering", "up"),
-    ("warploom/emulate/arith.py", "warploom.emulate.compiler", "private"),     # (arith.py goes in the split)
 }
 # The tools' owner: warploom-opt reads the CLI's private version string:
 TOOLS_OWNER = {
@@ -72,7 +71,6 @@ ALLOWED = EMULATE_OWNER | TOOLS_OWNER
 ALLOWED_CYCLES: set[tuple[str, ...]] = {
     # the emulator's owner: op handlers register into compiler.py, which imports them back
     ("warploom.emulate.compiler", "warploom.emulate.regwgmma"),
-    ("warploom.emulate.arith", "warploom.emulate.compiler", "warploom.emulate.regwgmma"),      # (before the split)
     # targets/ (no owner this round): the per-target records import the classes of the package that imports them
     ("warploom.targets", "warploom.targets.sm100", "warploom.targets.sm90"),
     # the tools' owner: cli runs demo and opt, which import cli back (print_records, _version)
