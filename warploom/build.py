@@ -17,6 +17,7 @@ import importlib.metadata
 import time
 
 import warploom
+from warploom import targets
 import math
 
 from warploom.kernel.contract import (AttentionSpec, GemmSpec, check_attention_artifact, default_attention_exp2_poly,
@@ -49,8 +50,8 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
     """The target pipeline up to the resource-assigned level, with the spec's tile options (an attention's key block,
     stages, schedule and overlap)."""
     from warploom.passes import pipeline_for
-    target = "" if spec.target == "sm_90a" else f" target={spec.target}"
-    takes_m = isinstance(spec, GemmSpec) or spec.target == "sm_90a"      # sm_100a attention: Q tiles, not rows
+    target = "" if spec.target == targets.DEFAULT else f" target={spec.target}"
+    takes_m = isinstance(spec, GemmSpec) or targets.get(spec.target).accumulator == "regs"   # TMEM attention: Q tiles, not rows
     block_m = f" block-m={spec.block_m}" if takes_m and spec.block_m not in (None, 128) else ""
     shared = " shared-kv=true" if isinstance(spec, AttentionSpec) and spec.shared_kv else ""
     if isinstance(spec, AttentionSpec) and spec.exp2_poly != default_attention_exp2_poly(spec.target, spec.head_dim):
@@ -63,7 +64,7 @@ def planning_passes(spec: GemmSpec | AttentionSpec) -> list[str]:
                           f"{epilogue}{cluster}}}",
                "wl-pipeline": f"wl-pipeline{{stages={spec.stages}"
                               f"{f' q-stages={spec.q_stages}' if _asks_q_stages(spec) else ''}}}"}
-    if isinstance(spec, AttentionSpec) and spec.target == "sm_90a":
+    if isinstance(spec, AttentionSpec) and targets.get(spec.target).accumulator == "regs":
         options["wl-specialize"] = f"wl-specialize{{overlap={str(spec.overlap).lower()}}}"
     names = [n.split("{")[0] for n in pipeline_for(spec.target)]    # the spec's options replace the pipeline's
     return [options.get(n, n) for n in names[: names.index("wl-plan-barriers") + 1]]
@@ -264,7 +265,7 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
     return AttentionSpec(elem, int(d), bool(program.attrs.get("causal", False)), int(bn),
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
                          str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)),
-                         q_stages=q.stages if q is not None and target == "sm_90a" else 1,
+                         q_stages=q.stages if q is not None and targets.get(target).accumulator == "regs" else 1,
                          exp2_poly=float(program.attrs.get("exp2_poly", 0.0)))
 
 

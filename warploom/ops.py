@@ -17,7 +17,7 @@ the products, and the result is the same.
 """
 from __future__ import annotations
 
-from warploom import tuning
+from warploom import targets, tuning
 from warploom.kernel.contract import SM90_MMA_M, SMALL_M_STAGES, GemmSpec, streamk_buffers
 from warploom.kernels import CLUSTER_GROUP_M, SWAP_KERNELS, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
@@ -188,7 +188,7 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
     there: its double-buffered TMEM accumulator is what overlaps one tile's epilogue with the next's MMAs). sms:
     the multiprocessor count (an int, or a function returning it); an H200's by default, which is what
     `warploom emulate` assumes."""
-    if target == "sm_100a":
+    if targets.get(target).accumulator == "tmem":
         # a CTA pair's 256 x 256 tile where the pairs still fill the SMs, one CTA's 128-row tiles otherwise
         sm = sms() if callable(sms) else sms
         if -(-m // 256) * -(-n // 256) >= sm // 2:

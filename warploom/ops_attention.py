@@ -207,7 +207,7 @@ def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
     ceil(seqlen_k / block_n) key blocks) would leave `sms` SMs idle too long (warploom.kernels.streamk_attention),
     or with SCHEDULE set (sm_90a), that schedule's
     default tile. On sm_100a: the FA4-style kernel (head dims 64 and 128)."""
-    if target == "sm_100a":
+    if targets.get(target).accumulator == "tmem":
         if head_dim not in FA4_HEAD_DIMS:
             raise ValueError(f"attention: head dim {head_dim} has no sm_100a kernel (the FA4-style kernel takes "
                              f"{', '.join(map(str, FA4_HEAD_DIMS))}); pad the head dim to one of them")

@@ -39,7 +39,7 @@ def gemm_kernel_name(elem: str, b_layout: str, tile, stages, schedule: str = "gr
     cluster = ("" if cluster_m == 1 else f"_c{cluster_m}") + ("" if group_m == 1 else f"_g{group_m}")
     swap = "_swap" if swap_ab else ""
     epi = "" if epilogue == "tma" else f"_{epilogue}"
-    arch = "" if target == "sm_90a" else f"_{target.replace('_', '')}"
+    arch = "" if target == targets.DEFAULT else f"_{target.replace('_', '')}"
     return f"wl_gemm_{elem}_{b_layout}_{bm}x{bn}x{bk}_s{stages}{sched}{cluster}{swap}{epi}{arch}"
 
 
@@ -188,7 +188,7 @@ ATTENTION_EXP2_POLY: dict[int, float] = {}
 def default_attention_exp2_poly(target: str, head_dim: int) -> float:
     """The polynomial's share of exp2 when none is asked for: FA4_EXP2_POLY on sm_100a, ATTENTION_EXP2_POLY (else
     0) on sm_90a."""
-    return FA4_EXP2_POLY if target == "sm_100a" else ATTENTION_EXP2_POLY.get(head_dim, 0.0)
+    return FA4_EXP2_POLY if targets.get(target).accumulator == "tmem" else ATTENTION_EXP2_POLY.get(head_dim, 0.0)
 
 
 def check_exp2_poly(share) -> str | None:
@@ -209,7 +209,7 @@ def default_attention_q_stages(target: str, schedule: str, head_dim: int, block_
     """Q's ring stages when none are asked for: ATTENTION_Q_STAGES for a persistent sm_90a attention on its
     head dim's standard key block and stages (any block_m: the tall tile too), else 1."""
     standard = block_n == default_attention_block_n(head_dim, schedule) and stages == ATTENTION_STAGES
-    if target != "sm_90a" or schedule not in ATTENTION_WALKS or not standard:
+    if not targets.get(target).accumulator == "regs" or schedule not in ATTENTION_WALKS or not standard:
         return 1
     return ATTENTION_Q_STAGES.get(head_dim, 1)
 
@@ -304,7 +304,7 @@ class AttentionSpec:
     #                                 of 1/8; None: default_attention_exp2_poly
 
     def __post_init__(self):
-        fa4 = self.target == "sm_100a"
+        fa4 = targets.get(self.target).accumulator == "tmem"
         defaults = {"schedule": "grid" if fa4 else default_attention_schedule(self.head_dim),
                     "block_m": FA4_Q_TILES * FA4_TILE_ROWS if fa4 else ATTENTION_BLOCK_M, "overlap": not fa4}
         for name, value in defaults.items():
@@ -343,7 +343,7 @@ class AttentionSpec:
 
     @property
     def kernel_name(self) -> str:
-        if self.target == "sm_100a":
+        if targets.get(self.target).accumulator == "tmem":
             return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
                                    self.shared_kv, exp2_poly=self.exp2_poly)
         return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
@@ -371,8 +371,8 @@ class AttentionSpec:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,
         1, 1), rows = block_m for q, block_n for k and v, and the rows one consumer warpgroup (sm_100a: one Q tile)
         stores for out (each stores its own), 128-byte swizzle, out-of-bounds reads as zero (and stores dropped)."""
-        q_rows = FA4_TILE_ROWS if self.target == "sm_100a" else self.block_m     # sm_100a: one Q tile a box
-        out_rows = FA4_TILE_ROWS if self.target == "sm_100a" else SM90_MMA_M
+        q_rows = FA4_TILE_ROWS if targets.get(self.target).accumulator == "tmem" else self.block_m   # TMEM: one Q tile a box
+        out_rows = FA4_TILE_ROWS if targets.get(self.target).accumulator == "tmem" else SM90_MMA_M
         rows = {"q": q_rows, "k": self.block_n, "v": self.block_n, "out": out_rows}
         return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
                 for name, r in rows.items()}

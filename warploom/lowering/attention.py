@@ -30,7 +30,8 @@ from mlir.dialects import nvvm
 
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
 from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
-                                      FA4_RESCALE_THRESHOLD, attention_kernel_name, check_exp2_poly, fa4_kernel_name)
+                                      FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
+                                      fa4_kernel_name)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
@@ -175,10 +176,14 @@ class AttentionLowering(KernelLowering):
                              swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
 
     def _param_list(self) -> list[tuple[str, str]]:
-        return ([(n, "tensormap") for n in self.tmaps] + [("lse", "ptr")]
-                + [(s, "i32") for s in ("Sq", "Sk", "Hq", "Hkv")] + [("scale_log2", "f32")]
-                + ([("B", "i32"), ("tiles", "ptr") if self.causal else ("tile_order", "i32")] if self.persistent else [])
-                + ([("workspace", "ptr"), ("counters", "ptr")] if self.streamk else []))
+        """The contract's parameters of the kernel's schedule (kernel.contract.attention_params), checked against the
+        tensor maps the plan's copies and stores need."""
+        params = list(attention_params(self.p.attrs.get("schedule", "grid"), self.causal))
+        maps = [n for n, kind in params if kind == "tensormap"]
+        if maps != list(self.tmaps):
+            self._fail(f"the plan loads and stores through tensor maps {list(self.tmaps)}; the attention contract's "
+                       f"are {maps}")
+        return params
 
     def _store_map(self, op: Store) -> TensorMapSpec:
         """O's 4-D TMA map (D, S, H, B): a box of one swizzle span of D by one warpgroup's 64 rows."""

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Sync, Wait
-from warploom.kernel.contract import STREAMK_PARAMS, STREAMK_SLOTS, gemm_kernel_name
+from warploom.kernel.contract import STREAMK_SLOTS, gemm_kernel_name, gemm_params
 from warploom.layout import SmemTile
 from warploom.layout.descriptors import k_block_steps
 from warploom.layout.fragments import accumulator_register, fragment_col, fragment_row
@@ -186,11 +186,15 @@ class GemmLowering(KernelLowering):
     WALK = "persistent"          # the persistent grid rule this lowering walks (runtime/rules.py)
 
     def _param_list(self) -> list[tuple[str, str]]:
-        """Tensor maps by value (grid constants: a, b, and c when C leaves by TMA), then C as a global pointer when
-        it is stored from registers, then (stream-K) the fix-up's workspace and counters, then M, N, K."""
-        c_ptr = [] if "c" in self.tmaps else [("c", "ptr")]
-        fixup = [(n, "ptr") for n in STREAMK_PARAMS] if self.streamk else []
-        return [(n, "tensormap") for n in self.tmaps] + c_ptr + fixup + [(s, "i32") for s in ("M", "N", "K")]
+        """The contract's parameters (kernel.contract.gemm_params): tensor maps by value (grid constants: a, b, and c
+        when C leaves by TMA), C as a global pointer when it is stored from registers, (stream-K) the fix-up's
+        workspace and counters, then M, N, K; checked against the tensor maps the plan's copies and stores need."""
+        params = list(gemm_params("tma" if "c" in self.tmaps else "direct", "streamk" if self.streamk else "grid"))
+        maps = [n for n, kind in params if kind == "tensormap"]
+        if maps != list(self.tmaps):
+            self._fail(f"the plan loads and stores through tensor maps {list(self.tmaps)}; the GEMM contract's are "
+                       f"{maps}")
+        return params
 
     def _bind_args(self, args: dict) -> None:
         self.c_ptr = args.get("c")

@@ -108,7 +108,7 @@ def _prefetch_once(program: Program, once_stages: int) -> None:
     stages instead, advancing once per tile (`counts = "tile"`): tile t uses stage t % 2, so the producer loads tile
     t + 1's Q while tile t runs. The plan must hold them with O's staging tile on its own bytes."""
     from .plan_smem import plan_smem_fits          # plan_smem imports the barrier planner, which imports nothing here
-    if program.kind != "attention" or program.target != "sm_90a" or program.attrs.get("schedule") not in ATTENTION_WALKS:
+    if program.kind != "attention" or not targets.get(program.target).accumulator == "regs" or program.attrs.get("schedule") not in ATTENTION_WALKS:
         raise PassError(f"wl-pipeline: q-stages = {once_stages}: a second Q stage serves the persistent sm_90a "
                         f"attention (the next tile's Q loads during this one); this kernel is a {program.kind} "
                         f"({program.target}, schedule {program.attrs.get('schedule', 'grid')}): leave q-stages out")

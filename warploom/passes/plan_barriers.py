@@ -117,7 +117,7 @@ def fa4_barriers(program: Program) -> list[BarrierRing]:
     softmax<i> once P_i is in TMEM and the row's factor and sum in smem; o<i>_full, the commit once O_i += P_i V is
     done (which also frees S_i's columns for the next S_i, as the MMA thread waits on it before that MMA); o<i>_ready,
     every correction thread once O_i is rescaled for the next P_i V (docs/attention-sm100.md, "Hand-offs")."""
-    if program.kind != "attention" or program.target != "sm_100a":
+    if program.kind != "attention" or not targets.get(program.target).accumulator == "tmem":
         return []
     target = targets.get(program.target)
     out = []

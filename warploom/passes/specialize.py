@@ -399,7 +399,7 @@ def specialize_any(program: Program, producer_regs: int | None, consumer_regs: i
                    mma_in_flight: int | None, overlap: bool | None = None) -> None:
     """The GEMM's roles, or (a loop with register compute between MMAs) `specialize_compute`'s; on sm_100a
     `specialize_tcgen05`'s (no register budgets or MMA groups to set there)."""
-    if program.target == "sm_100a":
+    if targets.get(program.target).accumulator == "tmem":
         given = [n for n, v in (("producer-regs", producer_regs), ("consumer-regs", consumer_regs),
                                 ("mma-in-flight", mma_in_flight), ("overlap", overlap)) if v is not None]
         if given:

@@ -59,6 +59,16 @@ from warploom.runtime import rules
 
 from .registry import PassError, edit_program, register
 
+
+def _regs(target: str) -> bool:
+    """The target's MMA keeps its accumulators in a warpgroup's registers (the wgmma kernels' forms)."""
+    return targets.get(target).accumulator == "regs"
+
+
+def _tmem(target: str) -> bool:
+    """The target's MMA keeps its accumulators in Tensor Memory (the tcgen05 kernels' forms)."""
+    return targets.get(target).accumulator == "tmem"
+
 MMA_ELEMENTS = ("bf16", "f16")        # what the sm_90a GEMM kernels take today
 SWIZZLE_BYTES = SWIZZLE_128B.bytes   # a K tile row fills one swizzle span (the GEMM's operand layout)
 CONSUMER_WARPGROUPS = (2, 3)         # the attention schedule: two (block-m 128) or three (192) consumer warpgroups
@@ -80,7 +90,7 @@ def warpgroup_extents() -> list[int]:
 
 
 def check_tile(block_m: int, block_n: int, block_k: int, elem_bytes: int, op, target_name: str = "sm_90a") -> None:
-    if target_name == "sm_100a":
+    if _tmem(target_name):
         check_tile_sm100(block_m, block_n, block_k, elem_bytes, op)
         return
     target = targets.get("sm_90a")
@@ -148,7 +158,7 @@ CLUSTER_M = (1, 2)      # sm_90a GEMM: CTAs per cluster along M (2: the pair sha
 def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str, target: str = "sm_90a",
                 epilogue: str = "tma", cluster_m: int = 1, group_m: int = 1, swap_ab: bool = False) -> None:
     if swap_ab:
-        if (target, schedule, epilogue, cluster_m, group_m) != ("sm_90a", "grid", "direct", 1, 1):
+        if not (_regs(target) and (schedule, epilogue, cluster_m, group_m) == ("grid", "direct", 1, 1)):
             raise PassError(f"swap-ab = true: built for the sm_90a GEMM with schedule=grid and epilogue=direct (C^T "
                             f"is stored from registers), no cluster-m or group-m (got target = {target}, schedule = "
                             f"{schedule}, epilogue = {epilogue}, cluster-m = {cluster_m}, group-m = {group_m})",
@@ -159,13 +169,13 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     if group_m not in rules.GROUP_M:
         raise PassError(f"group-m = {group_m}: use one of {', '.join(map(str, rules.GROUP_M))} (bands of that many "
                         "rows of tiles in the persistent walk; 1: row by row)", matmul)
-    if group_m > 1 and (target != "sm_90a" or schedule != "persistent"):
+    if group_m > 1 and (not _regs(target) or schedule != "persistent"):
         raise PassError(f"group-m = {group_m}: the tile order of the sm_90a persistent GEMM (target = {target}, "
                         f"schedule = {schedule}); leave group-m out otherwise", matmul)
     if cluster_m not in CLUSTER_M:
         raise PassError(f"cluster-m = {cluster_m}: use 1 (no cluster) or 2 (a 2x1 cluster sharing B by TMA multicast)",
                         matmul)
-    if cluster_m > 1 and (target != "sm_90a" or schedule != "persistent" or epilogue != "tma"):
+    if cluster_m > 1 and (not _regs(target) or schedule != "persistent" or epilogue != "tma"):
         raise PassError(f"cluster-m = {cluster_m}: built for the sm_90a GEMM with schedule=persistent and C stored by "
                         f"TMA (target = {target}, schedule = {schedule}, epilogue = {epilogue}); leave cluster-m out "
                         "otherwise (sm_100a pairs CTAs with block-m=256)", matmul)
@@ -173,7 +183,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
         raise PassError(f"schedule = {schedule!r}: use one of {', '.join(SCHEDULES)}", matmul)
     if epilogue not in EPILOGUES:
         raise PassError(f"epilogue = {epilogue!r}: use one of {', '.join(EPILOGUES)}", matmul)
-    if epilogue == "direct" and target != "sm_90a":
+    if epilogue == "direct" and not _regs(target):
         raise PassError(f"epilogue = direct: the {target} GEMM stores C from Tensor Memory through smem by TMA only; "
                         "leave the option out", matmul)
     attrs = op_attrs(matmul)
@@ -190,8 +200,8 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
     b_layout = "nk" if attrs["transpose_b"] else "kn"
     # a CTA pair (sm_100a, block-m 256): each CTA loads 128 rows of A and half of B's columns, and keeps its 128
     # rows of the accumulator; the pair's MMA covers the whole tile
-    group = cta_group_of(block_m) if target == "sm_100a" else 1
-    if schedule == "streamk" and (target != "sm_90a" or epilogue != "tma"):
+    group = cta_group_of(block_m) if _tmem(target) else 1
+    if schedule == "streamk" and (not _regs(target) or epilogue != "tma"):
         raise PassError(f"schedule = streamk: built for the sm_90a GEMM with C stored by TMA (target = {target}, "
                         f"epilogue = {epilogue}); use schedule=persistent there", matmul)
     if group == 2 and schedule != "persistent":
@@ -212,7 +222,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
         kernel = make_op("kernel", {
             "kind": "gemm", "tile": [block_m, block_n, block_k], "cluster": [group * cluster_m, 1, 1], "grid": grid,
             "schedule": schedule, "input_names": ["a", "b"], "acc_elem": "f32",
-            **({"target": target} if target != "sm_90a" else {}),      # no target: sm_90a (targets.of_kernel)
+            **({"target": target} if target != targets.DEFAULT else {}),   # no target: the default (targets.of_kernel)
             **({"cta_group": group} if group > 1 else {}),
             **({"epilogue": epilogue} if epilogue != "tma" else {}),       # no epilogue: C by TMA
             **({"group_m": group_m} if group_m > 1 else {}),               # no group_m: row by row
@@ -220,7 +230,7 @@ def tile_matmul(matmul, block_m: int, block_n: int, block_k: int, schedule: str,
             operands=matmul.operation.operands, result_types=[matmul.operation.results[0].type], region=True)
     # the kernel level: a loop over K tiles loading one tile of each input and multiplying them, then the store
     # sm_100a: the accumulator lives in Tensor Memory, a region of block-m lanes x block-n f32 columns
-    acc_space = "tmem" if target == "sm_100a" else "regs"
+    acc_space = "tmem" if _tmem(target) else "regs"
     # swap-AB: the MMA computes C^T = B^T A^T, B's tile as its A (block-n rows of N) and A's as its B (n = block-m);
     # the accumulator is C^T's tile, [block-n, block-m], stored transposed
     loads = (Load("a", (rows, block_k), ("M", "K")), Load("b", tuple(b_tile), tuple(b_dims), multicast=cluster_m > 1))
@@ -500,13 +510,13 @@ def run(module, block_m: int | None = None, block_n: int | None = None, block_k:
     fa4_only = [n for n, v in (("shared-kv", shared_kv or None), ("rescale-threshold", rescale_threshold),
                                 ("rope-depth", rope_depth or None),
                                 ("scale-dtype", scale_dtype or None)) if v is not None]
-    if shared_kv and (target != "sm_100a" or kernel_ops(module, "matmul")):
+    if shared_kv and (not _tmem(target) or kernel_ops(module, "matmul")):
         raise PassError("wl-tile: shared-kv = true shares one smem ring between an attention's K and V tiles; only "
                         "the sm_100a attention takes it (target=sm_100a, no matmul)")
     if exp2_poly is not None and kernel_ops(module, "matmul"):
         raise PassError(f"wl-tile: exp2-poly = {exp2_poly}: an option of the attention's softmax (its share of exp2 "
                         "by the FMA polynomial); a matmul has no exp2")
-    if fa4_only and (target != "sm_100a" or kernel_ops(module, "matmul")):
+    if fa4_only and (not _tmem(target) or kernel_ops(module, "matmul")):
         raise PassError(f"wl-tile: {', '.join(fa4_only)}: options of the sm_100a (FA4-style) attention's softmax; "
                         "use them with target=sm_100a on an attention")
     for name, value in (("cluster-m", cluster_m), ("group-m", group_m), ("swap-ab", "true" if swap_ab else 1)):
@@ -519,7 +529,7 @@ def run(module, block_m: int | None = None, block_n: int | None = None, block_k:
         tile_matmul(matmul, GEMM_BLOCK_M if block_m is None else block_m, GEMM_BLOCK_N if block_n is None else block_n,
                     block_k, schedule, target, epilogue or "tma", cluster_m, group_m, swap_ab)
     for attention in kernel_ops(module, "attention"):
-        if target == "sm_100a":
+        if _tmem(target):
             tile_attention_sm100(attention, block_n, schedule, shared_kv, rescale_threshold, exp2_poly,
                                  rope_depth, scale_dtype)
         else:

@@ -612,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
                     help="--op attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 "
                          "(default: 0.25 on sm_100a, the standard kernel's on sm_90a)")
-    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
+    sp.add_argument("--target", default=targets.DEFAULT, choices=list(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
                     help="write the IR after each pass to DIR/NN-pass.mlir, then the kernel's PTX, SASS and cubin, "
@@ -630,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "without --emit, the IR after the last pass")
     sp.set_defaults(fn=cmd_compile)
     sp = _subparser(sub, "precompile", "build the standard kernel set of a target into a cache folder")
-    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
+    sp.add_argument("--target", default=targets.DEFAULT, choices=list(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--cache", required=True, metavar="DIR",
                     help="the cache folder to fill (created if missing); use it with WARPLOOM_CACHE_DIR=DIR")
@@ -671,7 +671,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "%(default)s); sm_90a attention: 128 (the default) or 192 (three consumer warpgroups, head "
                          "dim 64)")
     sp.add_argument("--stages", type=int, default=None, help="2..8; GEMM: 4 by default; attention: 2")
-    sp.add_argument("--target", default=targets.DEFAULT, choices=sorted(targets.TARGETS),
+    sp.add_argument("--target", default=targets.DEFAULT, choices=list(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--schedule", choices=("grid", "persistent", "streamk"),
                     help="a CTA per tile, one per SM walking the tiles, or one per SM taking equal runs of (tile, "

@@ -19,7 +19,7 @@ import numpy as np
 
 from warploom import targets
 
-TARGETS = tuple(sorted(targets.TARGETS))
+TARGETS = tuple(targets.TARGETS)
 MAX_CTAS = 64
 # a CTA takes about 0.1 s plus 4 ms per k-tile on one core (benchmarks/NOTES.md, emulator speed)
 SECONDS_PER_CTA, SECONDS_PER_KTILE = 0.1, 0.004

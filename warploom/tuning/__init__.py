@@ -14,6 +14,7 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from warploom import targets
 from warploom.kernel.contract import SMALL_M_STAGES, GemmSpec
 
 TABLE_DIR = Path(__file__).parent
@@ -75,7 +76,7 @@ def candidates(elem: str, b_layout: str, m: int, target: str = "sm_90a") -> list
     (and the 128 x 128 and 128 x 64 grid kernels up to M = 128), larger M the 128-row tiles under both schedules; and stream-K
     kernels of the same tiles (64 rows, 8 stages up to M = 64; 128 rows, 4 stages above); above M = 128 the
     persistent 2x1 cluster kernels too; up to M = 32 the swap-AB kernels whose block_m covers M."""
-    if target != "sm_90a":
+    if not targets.get(target).hardware_here or targets.get(target).accumulator != "regs":
         raise ValueError(f"warploom tune searches sm_90a GEMM kernels; {target} has no candidates (its kernels "
                          "have not run on a GPU here)")
     out = []
