@@ -30,8 +30,8 @@ from warploom.runtime.tensors import DeviceTensor, as_device_tensor, current_str
 GEMM_ELEMENTS = ("bf16", "f16")
 # "grid": a CTA per output tile; "persistent": a CTA per SM walking the tiles; "auto": persistent when
 # there are at least two waves of tiles, grid otherwise. The default is "persistent": with C stored by TMA it
-# matched or beat the grid schedule on every shape of H200 run 18 (geomean 0.925 against 0.893 of cuBLAS;
-# benchmarks/NOTES.md). The small-M (64-row) kernels are grid kernels unless SCHEDULE is "streamk".
+# matched or beat the grid schedule on every shape measured (benchmarks/NOTES.md, run 18). The small-M (64-row)
+# kernels are grid kernels unless SCHEDULE is "streamk".
 # "streamk": one CTA per SM, each taking an equal run of the (tile, K tile) iterations, shared tiles summed in f32
 # (the small-M tiles too, with their deep ring).
 SCHEDULE = "persistent"
@@ -151,12 +151,10 @@ def _pick_schedule(m: int, n: int, block_n: int, sms) -> str:
 
 
 # sm_90a GEMM tiles of 128 rows (block_m, block_n) and the share of the 128 x 256 tile's rate each keeps, measured
-# on the H200 (run 19, 6144x3072x5120: 128 x 128 in 9 waves was 4.5% slower than 128 x 256 in 5): the model
-# `_pick_tile` weighs it against wave quantization.
+# (benchmarks/NOTES.md, run 19): the model `_pick_tile` weighs it against wave quantization.
 TILE_RATES_SM90 = {(128, 256): 1.0, (128, 128): 0.86}
 # M <= 64 (memory-bound: the rows of a 128-row tile would be at least half empty): one consumer warpgroup of 64 rows,
-# 128 columns wide while that still makes a tile for a third of the SMs, else 64 (run 19: 16x8192x8192 ran best at
-# 64 x 128, 64 tiles; 1x4096x4096 at 64 x 64, 64 tiles, not 64 x 128, 32 tiles)
+# 128 columns wide while that still makes a tile for a third of the SMs, else 64 (benchmarks/NOTES.md, run 19)
 SMALL_M_TILES_SM90 = ((64, 128), (64, 64))
 CLUSTER_M_SM90 = 2      # the cluster the model gives the persistent 128 x 256 tile when M > 128 (see pick_spec)
 
@@ -173,8 +171,8 @@ def _pick_tile(m: int, n: int) -> tuple[int, int]:
 
 def _pick_swap(elem: str, b_layout: str, m: int, target: str) -> GemmSpec | None:
     """Decode-size M (up to tuning.SWAP_M): the swap-AB kernel of 64 columns of C per CTA whose block_m (the wgmma's
-    n) is the least that covers M (H200 run 47: 0.998 of cuBLAS at 1x4096x4096 with 8 x 64, 0.996 at 16x8192x8192
-    with 16 x 64, against 0.88 and 0.90 for the 64-row tile); None above."""
+    n) is the least that covers M: it beat the 64-row tile at decode sizes (benchmarks/NOTES.md, run 47); None
+    above."""
     fits = [s for s in SWAP_KERNELS.get(target, ()) if (s.elem, s.b_layout) == (elem, b_layout)
             and s.block_n == SM90_MMA_M and s.block_m >= m]
     return min(fits, key=lambda s: s.block_m) if m <= tuning.SWAP_M and fits else None
@@ -210,11 +208,9 @@ def pick_spec(elem: str, b_layout: str, m: int, n: int, sms=NUM_SMS_HINT, target
     if block_m != 128:         # the small-M kernels: grid schedule, a deep ring
         return GemmSpec(elem, b_layout, block_n, SMALL_M_STAGES, target=target, block_m=block_m)
     schedule = _pick_schedule(m, n, block_n, sms)
-    # two 128-row tiles or more: the persistent 128 x 256 tile runs in 2x1 clusters sharing B (kernels.CLUSTER_KERNELS;
-    # runs 29-30: at least as fast on 11 of the 12 large-M problems measured, 3000x5000x1000 0.80 -> 0.99 of cuBLAS,
-    # 2048^3 3% slower; 128 x 128 gained on some and lost on others, so it stays alone)
-    # ... walking the tiles in bands of 8 rows (run 34: +2-5% over the row-by-row walk at 4096^3, 8192^3 and
-    # 8192x8192x2048; -2% at 16384x8192x1024, whose bucket the table holds)
+    # two 128-row tiles or more: the persistent 128 x 256 tile runs in 2x1 clusters sharing B (kernels.CLUSTER_KERNELS),
+    # walking the tiles in bands of 8 rows (benchmarks/NOTES.md, runs 29-30 and 34; 128 x 128 gained on some problems
+    # and lost on others, so it stays alone)
     clustered = schedule == "persistent" and block_n == 256 and m > 128
     return GemmSpec(elem, b_layout, block_n, schedule=schedule, target=target,
                     cluster_m=CLUSTER_M_SM90 if clustered else 1, group_m=CLUSTER_GROUP_M if clustered else 1)

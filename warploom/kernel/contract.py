@@ -155,12 +155,9 @@ def attention_params(schedule: str, causal: bool) -> tuple[tuple[str, str], ...]
 
 
 # keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,
-# P: block_n / 4 a thread) and the smem limit. Grid: measured on the H200 (benchmarks/NOTES.md, run 8: 176 beats
-# 128 by 3.8% at head dim 128, 80 beats 64 by 4.7% at 256; 128 is best at 64). Persistent: the walk over tiles
-# keeps a few more registers live across the key loop, so 176 spills at head dim 128 (ptxas: 56-92 B); 128 beat
-# 160 (the largest without spills) on every case of run 42 once the softmax was cheaper (+0.3% at S = 16384 to
-# +9% at S = 1024 causal: no key block of masked columns at S = 1024, and a shorter softmax per turn); at head dim
-# 256 (O alone is 128 registers) every block_n spills.
+# P: block_n / 4 a thread) and the smem limit; the fastest measured (benchmarks/NOTES.md, runs 8 and 42). The
+# persistent walk keeps a few more registers live across the key loop, so 176 spills there at head dim 128; at head
+# dim 256 (O alone is 128 registers) every block_n spills.
 ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80},
                      "streamk": {64: 128, 128: 128, 256: 80}}
 # the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
@@ -171,10 +168,9 @@ ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}
 ATTENTION_TALL_BLOCK_M = 192
 
 
-# Q's ring stages of the persistent standard tiles, by head dim: 2 loads the next tile's Q during this one. Run 49
-# (benchmarks/NOTES.md; an H100): +7.7% at head dim 64, S = 1024 causal (twice), +1-4% at S = 1024 otherwise,
-# +0.3-1.5% at 2048, noise from 4096 on. Head dim 256 (grid) has no room for a second Q tile; another key block or
-# stage count than the standard one keeps 1 unless asked (2 Q tiles may not fit beside its K/V rings).
+# Q's ring stages of the persistent standard tiles, by head dim: 2 loads the next tile's Q during this one, which
+# pays at short sequences (benchmarks/NOTES.md, run 49). Head dim 256 (grid) has no room for a second Q tile; another
+# key block or stage count than the standard one keeps 1 unless asked (2 Q tiles may not fit beside its K/V rings).
 ATTENTION_Q_STAGES = {64: 2, 128: 2}
 
 
