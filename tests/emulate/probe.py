@@ -42,11 +42,6 @@ SM100_CASES = [
     ("f16", "nk", 128, "persistent", 330, 136, 328, 2),
     ("bf16", "nk", 256, "persistent", 300, 520, 200, 2, 256),    # a CTA pair (cta_group::2): 2 x 3 pair tiles
 ]
-# Known and pending (issue 33 item 8): today's sm_100a pair GEMM frees its cta_group::2 TMEM in each CTA after syncing
-# only its own epilogue, which the emulator reports (PairDeallocError). Until the lowering orders the dealloc after
-# both CTAs' epilogues and a cluster barrier, the probe notes that error on the pair case and checks everything else;
-# remove this (and the xfail in test_gemm_sm100.py, which fails strict once the fix lands) with the fix.
-PAIR_DEALLOC_PENDING = ("PairDeallocError",)
 # stream-K (sm_90a): tiles of 2 and 3+ pieces, CTAs whose run lies inside one tile, whole tiles, data-parallel tiles
 # before the stream-K ones; each seed runs the
 # CTAs in another order (forward, then shuffled), so another CTA sums a shared tile
@@ -144,8 +139,8 @@ def probe(families=FAMILIES) -> dict:
             label = f"{where} seed {seed} {order}"
             try:
                 ctas = ("forward", "shuffle")[seed % 2] if schedule == "streamk" else "forward"
-                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY, cta_order=ctas, order=order,
-                                 tolerate=PAIR_DEALLOC_PENDING if block_m == 256 else ()).astype(np.float64)
+                c = emulate_gemm(spec, a, b, seed=seed, sms=sms or 2, delay=DELAY, cta_order=ctas,
+                                 order=order).astype(np.float64)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the lowering or the harness broke before or outside the emulation

@@ -11,17 +11,15 @@ before its commit arrived) or deadlock as an error.
 import numpy as np
 import pytest
 
-from warploom.emulate import PairDeallocError, emulate_gemm
+from warploom.emulate import emulate_gemm
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.kernels import STANDARD_KERNELS
 from warploom.reference.ops import matmul, round_to
 
 SPECS = STANDARD_KERNELS["sm_100a"]
-# the CTA-pair kernels (cta_group::2) free their TMEM before the peer's epilogue is ordered before it: the emulator
-# reports it (PairDeallocError, tests/emulate/test_pair_dealloc.py) until the lowering is reordered
-PAIR_PENDING = pytest.mark.xfail(strict=True, raises=PairDeallocError,
-                                 reason="lead reorders the pair dealloc: issue 33 item 8")
-CASES = [pytest.param(s, id=s.kernel_name, marks=PAIR_PENDING if s.block_m == 256 else ()) for s in SPECS]
+# the CTA-pair kernels (cta_group::2) free their TMEM after the kernel's last cluster barrier, when both CTAs'
+# epilogues are done: the emulator's PairDeallocError check (tests/emulate/test_pair_dealloc.py) passes them
+CASES = [pytest.param(s, id=s.kernel_name) for s in SPECS]
 SIZE = (130, 264, 200)       # 2 row tiles x 2-3 column tiles; K: 3 whole k-tiles and a tail
 
 
