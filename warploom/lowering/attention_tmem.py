@@ -171,11 +171,7 @@ class TensorMemoryAttention(AttentionLowering):
         sync.role_registers(role.regs, self.launch_regs)
         ctx.tcgen05 = role is self.mma_role or role.issue == "warpgroup"
         if role.issue == "thread":
-            ctx.elected = sync.elect_sync(b)
-            if self._loaded_inputs(role):
-                with b.if_(ctx.elected):
-                    for source in self._loaded_inputs(role):
-                        tma.prefetch_tensormap(self.tmap_args[source])
+            self._elect(role, ctx)
             self._run_elected(role.body, ctx)
             self._drain(role, ctx)
             if role is self.mma_role:            # every lane of the warp, after the correction said it is done

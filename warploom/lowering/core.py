@@ -643,6 +643,16 @@ class KernelLowering:
                  f"for the run-time {T.smem_base_align} B alignment of the base")
         return smem
 
+    def _elect(self, role: Role, ctx: RoleState) -> None:
+        """A one-thread role of a warp: elect the lane that issues its ops (ctx.elected) and let it prefetch the tensor
+        maps the role loads through."""
+        b = self.b
+        ctx.elected = sync.elect_sync(b)
+        if self._loaded_inputs(role):
+            with b.if_(ctx.elected):
+                for source in self._loaded_inputs(role):
+                    tma.prefetch_tensormap(self.tmap_args[source])
+
     def _run_elected(self, ops, ctx: RoleState) -> None:
         """A one-thread role's ops: the elected lane (ctx.elected) runs them, except the named-barrier syncs, which
         the whole warp takes (bar.sync counts threads)."""

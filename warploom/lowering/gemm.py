@@ -809,11 +809,7 @@ class TensorMemoryGemm(GemmLowering):
         ctx = RoleState(role=role, first_wg=0, accs={}, acc_n={})
         ctx.tcgen05 = role.name in self.tmem_roles or any(isinstance(o, Store) for o in role.walk())
         if role.issue == "thread":
-            ctx.elected = sync.elect_sync(b)
-            if self._loaded_inputs(role):
-                with b.if_(ctx.elected):
-                    for source in self._loaded_inputs(role):
-                        tma.prefetch_tensormap(self.tmap_args[source])
+            self._elect(role, ctx)
             self._tile_loop(role.body, ctx)
             self._drain(role, ctx)
             if role.name in self.tmem_roles and not self.pair:    # every lane of the warp, after the epilogue said

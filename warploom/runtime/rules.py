@@ -33,9 +33,11 @@ wl-tile writes rules into the IR as arrays (`grid = [["cdiv", "N", 256], ...]`, 
 the runtime (and the emulator, for its launches) evaluates the grid on Python ints; the lowering evaluates
 the same rule on IR values, both through `evaluate(rule, sizes, ops)`, where `ops` is an arithmetic namespace
 (`INT` here, the IR builder in the lowering). So one formula, in one place, decides each size.
-Imports nothing but the standard library: the runtime (which never imports MLIR) uses it.
+Imports nothing but the standard library and layout/ops.py: the runtime (which never imports MLIR) uses it.
 """
 from __future__ import annotations
+
+from warploom.layout.ops import IntOps as LayoutIntOps
 
 ARITY = {"const": 1, "cdiv": 2, "mul_cdiv": 3, "persistent": 5, "persistent_pairs": 5, "streamk": 7,
          "causal_blocks": 5, "attention_persistent": 5, "attention_streamk": 7}
@@ -43,19 +45,10 @@ PERSISTENT = ("persistent", "persistent_pairs", "streamk")     # the GEMM tile w
 STREAMK_INDEX_LIMIT = 1 << 31    # iterations x CTAs of a stream-K launch: the kernel's i32 index arithmetic
 
 
-class IntOps:
-    """The arithmetic namespace of Python ints (unsigned division, as the kernels do it)."""
+class IntOps(LayoutIntOps):
+    """The arithmetic namespace of Python ints (unsigned division, as the kernels do it): layout's (layout/ops.py)
+    plus what the rules need besides."""
 
-    @staticmethod
-    def const(v: int) -> int:
-        return v
-
-    add = staticmethod(lambda a, b: a + b)
-    sub = staticmethod(lambda a, b: a - b)
-    mul = staticmethod(lambda a, b: a * b)
-    divu = staticmethod(lambda a, b: a // b)
-    remu = staticmethod(lambda a, b: a % b)
-    and_ = staticmethod(lambda a, b: a & b)
     minu = staticmethod(min)
     maxs = staticmethod(max)          # signed max (the one place a rule's intermediate may go negative)
     select = staticmethod(lambda cond, a, b: a if cond else b)
