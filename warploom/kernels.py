@@ -49,8 +49,8 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", schedule)
                for schedule in ("grid", "persistent")
                for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (128, 256)]
-    # small M (M <= 64): one consumer warpgroup of 64 rows and a ring of 8 stages (H200 runs 20-22: 8 stages beat 4 on
-    # every small-M shape measured, 16x8192x8192 0.92 against 0.76 of cuBLAS; benchmarks/NOTES.md)
+    # small M (M <= 64): one consumer warpgroup of 64 rows and a ring of 8 stages, which beat 4 on every small-M shape
+    # measured (benchmarks/NOTES.md, runs 20-22)
     + [GemmSpec(elem, layout, block_n, SMALL_M_STAGES, "sm_90a", "grid", 64)
        for elem in ("bf16", "f16") for layout in ("kn", "nk") for block_n in (64, 128)],
     # tcgen05, one CTA per SM walking the tiles, the accumulator double-buffered in TMEM. Assembled, SASS-checked
@@ -64,10 +64,8 @@ STANDARD_KERNELS: dict[str, list[GemmSpec]] = {
 # ---- attention ----------------------------------------------------------------------------
 # Tall tiles (ATTENTION_TALL_BLOCK_M = 192 query rows, three consumer warpgroups taking turns at the tensor cores:
 # FA3's tile at head dim 64) for the persistent non-causal kernels of these head dims from this many query rows
-# on. On the H200 (run 44, benchmarks/NOTES.md) at head dim 64 they were +3.2% / +7.5% / +9.3% at Sq 4096 / 8192 /
-# 16384 and −4% at 1024;
-# causal −2% (a 192-row tile crosses the diagonal over two key blocks); at head dim 128 (192 x 96: the registers
-# leave room for no longer key block) −30%.
+# on: faster there at head dim 64, slower below, causal (a 192-row tile crosses the diagonal over two key blocks)
+# and at head dim 128 (192 x 96: the registers leave room for no longer key block) (benchmarks/NOTES.md, run 44).
 ATTENTION_TALL_MIN_SQ = {64: 4096}
 
 

@@ -25,10 +25,9 @@ TABLE_DIR = Path(__file__).parent
 
 # stream-K GEMMs (sm_90a): what warploom.ops.matmul may pick for few tiles or a partly idle last wave; `warploom
 # precompile` builds them beside the standard set. The 64-row tile keeps the small-M kernels' deep ring, and the
-# 128 x 128 tile comes with 6 stages too (the M = 128 grid kernels' best ring, H200 run 20).
-# Not here: 64 x 128. Built the same way, it is exact in the emulator but wrong on the H200 (H200 run 23: every row of
-# a tile but the first, even a whole tile with no fix-up; tests/gpu/debug_streamk.py), the symptom of run 18's ptxas
-# failure, with no ptxas warning this time (benchmarks/NOTES.md, run 23).
+# 128 x 128 tile comes with 6 stages too (the M = 128 grid kernels' best ring; benchmarks/NOTES.md, run 20).
+# Not here: 64 x 128. Built the same way, it is exact in the emulator but wrong on the GPU, with no ptxas warning
+# (tests/gpu/debug_streamk.py; benchmarks/NOTES.md, run 23).
 STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, stages, "sm_90a", "streamk", block_m)
                for elem in ("bf16", "f16") for layout in ("kn", "nk")
@@ -36,9 +35,8 @@ STREAMK_KERNELS: dict[str, list[GemmSpec]] = {
                                                 (128, 256, 4))]}
 
 # swap-AB GEMMs (sm_90a, grid, C stored transposed from registers): C^T = B^T A^T, the wgmma's 64 rows along N and
-# M its n (block_m 8..256), for decode-size M, where a 64-row tile wastes all but M of its rows (cuBLAS runs
-# 1x4096x4096 and 16x8192x8192 this way: H200 run 44). `warploom precompile` builds them; tuning candidates up to
-# M = SWAP_M.
+# M its n (block_m 8..256), for decode-size M, where a 64-row tile wastes all but M of its rows (as cuBLAS does;
+# benchmarks/NOTES.md, run 44). `warploom precompile` builds them; tuning candidates up to M = SWAP_M.
 SWAP_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, SMALL_M_STAGES, "sm_90a", "grid", block_m, epilogue="direct",
                         swap_ab=True)
@@ -47,8 +45,8 @@ SWAP_KERNELS: dict[str, list[GemmSpec]] = {
 
 # 2x1 clusters sharing B by TMA multicast (sm_90a, persistent): half the B traffic from L2 per CTA. `warploom
 # precompile` builds them beside the standard set; they are tuning candidates (benchmarks/NOTES.md, runs 29-32).
-# The 128 x 256 one also walking its tiles in bands of CLUSTER_GROUP_M rows (rules.tile_origin; run 34: +2-5% on
-# the large shapes but 16384x8192x1024, -2%), which the tile model takes (ops.pick_spec).
+# The 128 x 256 one also walking its tiles in bands of CLUSTER_GROUP_M rows (rules.tile_origin; benchmarks/NOTES.md,
+# run 34), which the tile model takes (ops.pick_spec).
 CLUSTER_GROUP_M = 8
 CLUSTER_KERNELS: dict[str, list[GemmSpec]] = {
     "sm_90a": [GemmSpec(elem, layout, block_n, 4, "sm_90a", "persistent", cluster_m=2, group_m=group_m)
