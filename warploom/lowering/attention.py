@@ -195,7 +195,7 @@ class AttentionLowering(KernelLowering):
 
     def _bind_args(self, args: dict) -> None:
         self.args = args
-        self.counters = args.get("counters")        # stream-K (_Sm90Lowering._streamk_hand_off)
+        self.counters = args.get("counters")        # stream-K (KernelLowering._streamk_hand_off)
 
     # ---- prologue ------------------------------------------------------------------------------
     def _prologue(self) -> None:

@@ -538,7 +538,7 @@ class RegisterAttention(AttentionLowering):
             self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{self.BM}, {self.D}] O")
         bar = b.add(c(nb.id), ctx.wg_index)
         # On its own bytes the staging tile is written only by the next store, so the issuing thread waits for the
-        # previous store's reads here, a tile later (and once more before the CTA exits: _Sm90Lowering._role), not
+        # previous store's reads here, a tile later (and once more before the CTA exits: KernelLowering._role), not
         # right after issuing it: the warpgroup goes on to the next tile meanwhile. On another region's bytes (O
         # over Q's), what follows the store (q_empty's arrival) may free them, so the wait stays at the store.
         deferred = not region.aliases

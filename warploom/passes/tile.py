@@ -23,7 +23,7 @@ order (n fastest), and the K iterations count on across tiles, so the producer
 loads the next tile while the consumers store this one.
 schedule = "streamk" (sm_90a GEMM, C by TMA) launches min(tiles x K tiles, SMS) CTAs, each taking an equal run of
 the (tile, K tile) iterations (rules.streamk_start); a tile whose K tiles several CTAs share is summed in f32 by
-the last of them to finish, through a workspace (the stream-K fix-up, warploom/lowering/sm90.py). It fills the
+the last of them to finish, through a workspace (the stream-K fix-up, warploom/lowering/gemm.py). It fills the
 SMs where whole tiles would leave a wave partly idle: few tiles (M = 128 or less) or a fractional last wave.
 
 An attention (rank-4 q, k, v; bf16/f16; head dim D in 64/128/256; Dv = D) becomes one CTA per 128 query rows
@@ -35,7 +35,7 @@ is min(tiles, SMS) CTAs, each walking (query block, head, batch) tiles in the st
 `rules.attention_tile` (the tile order a runtime argument), the key blocks counting on across its tiles; with
 schedule = "streamk" (non-causal) the grid is min(tiles x key blocks, SMS) CTAs, which walk whole tiles for all
 waves but the last two and then split those tiles' key blocks in equal runs (`rules.attention_streamk_run`), the
-last piece of a split tile to finish merging the others' partial O (warploom/lowering/sm90_attention.py). Sizes, strides, GQA and the scale
+last piece of a split tile to finish merging the others' partial O (warploom/lowering/attention_regs.py). Sizes, strides, GQA and the scale
 are runtime arguments, so the kernel takes tensors of any B, S, H (a `tensor.cast` to `?` dims where the
 graph's are static); `scale` and `layout` stay on the kernel for the launch but the kernel program ignores them.
 """

@@ -211,7 +211,7 @@ def tile_origin(rule, tile, n_tiles, ops=INT, group: int = 1, m_tiles=None) -> d
 # (stream-K iteration x is K tile x % kt of tile D + x / kt), and CTA c takes the run [floor(c I / P),
 # floor((c + 1) I / P)). A run covers the end of one tile, whole tiles, and the start of another: at most its first
 # and its last piece of a tile are partial. Each partial piece is summed into the tile through a workspace
-# (warploom/lowering/sm90.py, the stream-K fix-up). With fewer than 2P tiles every tile is stream-K.
+# (warploom/lowering/gemm.py, the stream-K fix-up). With fewer than 2P tiles every tile is stream-K.
 
 def streamk_tiles(rule, sizes: dict, ops=INT) -> tuple:
     """(T, kt): the output tiles ceil(M / bm) * ceil(N / bn) and K tiles ceil(K / bk) of a stream-K rule."""
@@ -327,7 +327,7 @@ def attention_tile(tile, order, blocks, pairs, heads, causal: bool, ops=INT) -> 
 # tiles, then the run [streamk_start(c), streamk_start(c + 1)) of the I = (T - D) kt (tile, key block) iterations
 # that follow (tile D + x / kt, key block x % kt). A run is a few pieces, each a tile's key blocks [lo, hi): a
 # piece with lo = 0 and hi = kt is a whole tile; the partial ones leave O (unnormalized), the row maxima and the
-# row sums in a workspace, and the last of a tile's pieces to finish merges them (warploom/lowering/sm90_attention.py).
+# row sums in a workspace, and the last of a tile's pieces to finish merges them (warploom/lowering/attention_regs.py).
 
 def attention_streamk_run(tiles, blocks, cta, ctas, ops=INT) -> tuple:
     """What CTA `cta` of `ctas` does of `tiles` tiles of `blocks` key blocks each: (D, the data-parallel tiles, D / P
