@@ -13,15 +13,17 @@ persistent kernels, a small CTA count (SMS) so each CTA walks several tiles. Two
 the same fp32 value and the output must match the emulator bit for bit) and "random" (normal values in
 the input dtype: hardware and emulator may sum in different orders; the difference is measured).
 The kernel is launched through the runtime directly (not warploom.ops), so the kernel and the grid are
-exactly the case's. C is poisoned with NaN before each launch. Writes one .npz holding every input and
-output, and a manifest (JSON string) with the kernels' names and cache keys.
+exactly the case's. C is poisoned with NaN before each launch. Writes one compressed .npz holding every output as
+its 16-bit pattern (uint16, `<key>_c`), a manifest (JSON string) with the kernels' names, cache keys and each case's
+`inputs_sha256`, and `inputs` (JSON: how the inputs are made). The inputs are not stored: they come from
+tests/emulate/calibration_inputs.py (numpy.random.default_rng(2026), drawn case by case in manifest order), which the
+replay (tests/emulate/calibration.py) calls too, and the hash tells it whether it made the same ones.
 """
 from __future__ import annotations
 
 import json
 import sys
 
-import ml_dtypes
 import numpy as np
 import torch
 
@@ -30,6 +32,7 @@ from warploom.kernels import STANDARD_KERNELS, GemmSpec, get_kernel  # noqa: E40
 from warploom.runtime.launch import default_launcher  # noqa: E402
 from warploom.runtime.tensormap import encode_tiled  # noqa: E402
 from warploom.runtime.tensors import as_device_tensor  # noqa: E402
+from tests.emulate.calibration_inputs import DESCRIPTION, SEED, digest, inputs, to_bits  # noqa: E402
 
 # (dtype, b_layout, block_n, schedule, M, N, K, SMS): M, N, K not multiples of the tiles; K % 8 == 0 and,
 # for a [K, N] b, N % 8 == 0 (TMA's 16-byte rows: the kernel's own path, no padding)
@@ -68,18 +71,6 @@ SWAP_CASES = [("bf16", "kn", 64, "grid", 5, 200, 656, None, 8, 8, 1, 1, True),
               ("f16", "nk", 64, "grid", 19, 136, 200, None, 16, 8, 1, 1, True),
               ("bf16", "nk", 128, "grid", 16, 300, 136, None, 16, 8, 1, 1, True)]
 TORCH = {"bf16": torch.bfloat16, "f16": torch.float16}
-NUMPY_DTYPE = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
-
-
-def inputs(kind: str, dtype: str, m: int, n: int, k: int, b_layout: str, rng: np.random.Generator):
-    if kind == "exact":
-        a = rng.integers(-3, 4, size=(m, k)).astype(np.float32)
-        b = rng.integers(-3, 4, size=(n, k) if b_layout == "nk" else (k, n)).astype(np.float32)
-    else:
-        a = rng.standard_normal((m, k)).astype(np.float32)
-        b = rng.standard_normal((n, k) if b_layout == "nk" else (k, n)).astype(np.float32)
-    low = NUMPY_DTYPE[dtype]      # the values the kernel reads: rounded to the input dtype here, once
-    return a.astype(low).astype(np.float32), b.astype(low).astype(np.float32)
 
 
 def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block_m=128, stages=4, cluster_m=1,
@@ -110,7 +101,7 @@ def run_case(dtype, b_layout, block_n, schedule, m, n, k, sms, a_np, b_np, block
 
 
 def main(path: str, cases: list) -> None:
-    rng = np.random.default_rng(2026)
+    rng = np.random.default_rng(SEED)        # calibration_inputs.case_inputs draws the same, in the same order
     arrays, manifest = {}, []
     for i, (dtype, b_layout, block_n, schedule, m, n, k, sms, *rest) in enumerate(cases):
         block_m, stages, cluster_m, group_m, swap = (list(rest) + [128, 4, 1, 1, False][len(rest):])[:5]
@@ -122,13 +113,14 @@ def main(path: str, cases: list) -> None:
             assert not np.isnan(c).any(), f"case {i} {kind}: unwritten outputs"
             rel = float(np.linalg.norm(c - ref) / np.linalg.norm(ref))
             key = f"case{i}_{kind}"
-            arrays[key + "_a"], arrays[key + "_b"], arrays[key + "_c"] = a, b, c
+            arrays[key + "_c"] = to_bits(c, dtype)        # the inputs are made again from the manifest
             manifest.append({"key": key, "dtype": dtype, "b_layout": b_layout, "block_n": block_n, "block_m": block_m, "stages": stages,
                              "cluster_m": cluster_m, "group_m": group_m, "schedule": schedule,
                              **({"epilogue": "direct", "swap_ab": True} if swap else {}), "M": m, "N": n, "K": k, "SMS": sms, "kernel": art.name,
-                             "artifact_key": art.key, "rel_err_vs_f64": rel})
+                             "artifact_key": art.key, "rel_err_vs_f64": rel,
+                             "inputs_sha256": digest(a, b)})
             print(f"{key}: {art.name} {m}x{n}x{k} SMS={sms} rel err vs float64 {rel:.2e}")
-    np.savez_compressed(path, manifest=json.dumps(manifest), **arrays)
+    np.savez_compressed(path, manifest=json.dumps(manifest), inputs=json.dumps(DESCRIPTION), **arrays)
     print(f"wrote {path}")
 
 
