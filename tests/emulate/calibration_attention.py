@@ -1,13 +1,15 @@
 """Compare the emulated attention kernels with the H200: replay tests/gpu/calibrate_attention.py's recording.
 
-    python -m tests.emulate.calibration_attention tests/gpu/calibration/attention-run10.npz [--seeds 2]
+    python -m tests.emulate.calibration_attention tests/gpu/calibration/attention-run59.npz [--seeds 2]
 
 Each recorded case is one standard sm_90a attention kernel run by warploom.ops.attention on the H200 (random
 inputs, ragged sizes, GQA 2, causal cases with rows that see no key). The emulator runs the same kernel (the
 manifest's name must be the one the compiler builds now) on the same inputs. Since the emulator models the tensor
 core's accumulation and MUFU.EX2 as measured on the device (warploom.emulate.tensorcore, warploom.emulate.mufu;
 2026-12-06) the outputs are expected bitwise equal; before, 0.01-3% of them differed by a rounding step or a few.
-The LSE goes through lg2.approx, which the emulator still rounds correctly: it may differ by about 2^-22 relative.
+The LSE goes through lg2.approx, which the emulator takes from MUFU.LG2's measured table too: bitwise equal as well.
+A recording keeps its inputs (q, k, v as 16-bit patterns): they come from a CUDA torch generator, which the CPU
+cannot run again.
 The table reports how many outputs differ, by how many units in the last place (of the 16-bit output type), the
 largest LSE difference, and whether the H200's own output passes the bound the emulator's outputs are held to
 (warploom.emulate.judge): the bound must hold for the hardware, or it is too tight to mean anything.

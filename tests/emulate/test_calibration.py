@@ -1,12 +1,14 @@
-"""The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz, written on the GPU
-by tests/gpu/calibrate.py; superseded ones are in git history (calibration/README.md, the end) and not replayed here) must replay bit for
-bit, on exact inputs and on random ones (the tensor core's arithmetic: warploom.emulate.tensorcore). The full table (three interleavings per case) is
-`python -m tests.emulate.calibration`; its last output is recorded in tests/gpu/calibration/README.md."""
+"""The emulator against the H200: every current calibration run (tests/gpu/calibration/run*.npz, one per kernel family,
+written on the GPU by tests/gpu/calibrate.py; superseded ones are in git history (calibration/README.md) and not
+replayed here; tests/unit/test_calibration_budget.py holds the folder to that) must replay bit for bit, on exact
+inputs and on random ones (the tensor core's arithmetic: warploom.emulate.tensorcore). The full table (three
+interleavings per case) is `python -m tests.emulate.calibration`; its last output is recorded in
+tests/gpu/calibration/README.md."""
 import pytest
 
-from .calibration import CALIBRATION, compare
+from .calibration import CALIBRATION, compare, recordings
 
-RUNS = sorted(CALIBRATION.glob("run*.npz"))
+RUNS = recordings("gemm")
 
 
 def test_there_is_a_recorded_run():

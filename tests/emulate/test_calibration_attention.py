@@ -1,14 +1,14 @@
-"""The emulated attention kernels against the H200 (tests/gpu/calibration/attention-run*.npz, written on the GPU by
-tests/gpu/calibrate_attention.py): every standard kernel's H200 output passes the bound the emulator is held to
+"""The emulated attention kernels against the H200 (tests/gpu/calibration/attention-run*.npz, the current one, written
+on the GPU by tests/gpu/calibrate_attention.py): every standard kernel's H200 output passes the bound the emulator is held to
 (warploom.emulate.judge), and the emulator's output and LSE are the GPU's, bit for bit (the tensor core, MUFU.EX2
 and MUFU.LG2 as measured: warploom.emulate.tensorcore, warploom.emulate.mufu). The full table is
 `python -m tests.emulate.calibration_attention`; its last output is in tests/gpu/calibration/README.md."""
 import pytest
 
-from .calibration import CALIBRATION
+from .calibration import recordings
 from .calibration_attention import compare
 
-RUNS = sorted(CALIBRATION.glob("attention-run*.npz"))
+RUNS = recordings("attention")
 
 
 @pytest.mark.parametrize("npz", RUNS, ids=[p.stem for p in RUNS])

@@ -9,7 +9,9 @@ polynomial (AttentionSpec.exp2_poly: 2 of 8, and all), and two stream-K kernels 
 over several CTAs, merged by the last piece: the merge's ex2 and FMAs as the GPU computes them; the manifest keeps
 the SM count, which sets the pieces). Saves q, k, v and out as their 16-bit patterns (int16), lse
 as float32, and a manifest. The emulator replays them with `python -m tests.emulate.calibration_attention OUT.npz`:
-the outputs bitwise (the tensor core and MUFU.EX2 as measured), the LSE within lg2.approx's last bits.
+the outputs and the LSE bitwise (the tensor core, MUFU.EX2 and MUFU.LG2 as measured). The inputs are kept (a CUDA
+generator made them; the CPU cannot make them again): the file replaces the family's previous one
+(tests/gpu/calibration/README.md: one recording per family, 20 MB in all).
 """
 from __future__ import annotations
 
