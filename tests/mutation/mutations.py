@@ -37,6 +37,21 @@ SPECIALIZE = "warploom/passes/specialize.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the shared layout formulas and the per-target atoms (issue 33: one lowering, atoms per target) ----
+    Mutation("roles-last-unit-dropped",
+             "the one role dispatch gives a role of several units (warpgroups or warps) that is not the last role all "
+             "but its last unit: that unit runs the next role's code (the FA4 softmax's fourth warp runs the second "
+             "softmax's)",
+             CORE, 'b.cmp("ule", unit, c(last))', 'b.cmp("ult", unit, c(last))', ("fa4",)),
+    Mutation("ring-one-barrier-phase-stuck",
+             "a ring of one barrier used every iteration keeps phase 0 instead of flipping with the iteration "
+             "(it & 1): from the second key block on its waiters pass before the arrival they wait for",
+             CORE, "LoopState(loop.kt, loop.it, 0, self.b.and_(loop.it, self.b.const(1)), {},",
+             "LoopState(loop.kt, loop.it, 0, self.b.const(0), {},", ("fa4",)),
+    Mutation("drain-from-the-start",
+             "the drain after the last iteration waits on the ring's first lap (stages 0.. of iteration 0) instead "
+             "of the stages after the CTA's last iteration: the last commits' releases are not waited for",
+             CORE, "state = self._loop_state(c(0), b.add(used, c(i)))", "state = self._loop_state(c(0), c(i))",
+             ("sm100",)),
     Mutation("atom-wgmma-always-overwrites",
              "the warpgroup MMA atom overwrites at the first k-block of every MMA (scale-d 0), not only where the "
              "program asks: the GEMM's accumulator keeps only the last K tile's product",
@@ -86,7 +101,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("producer-phase-flip",
              "the producer waits on empty[stage] with the ring phase itself instead of phase ^ 1, so its "
              "first lap blocks on fresh barriers (deadlock)",
-             CORE, "ph = b.xor(loop.phase, c(1))", "ph = loop.phase"),
+             CORE, "ph = b.xor(state.phase, c(1))", "ph = state.phase"),
     Mutation("desc-lbo-sbo-swap",
              "the K-major smem layout gives the descriptor LBO = 1024 B and SBO = 16 B (swapped): the MMA reads "
              "the wrong rows of A (and of B when B is N x K)",
@@ -112,7 +127,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("lag-ignored",
              "the consumer frees the stage of this iteration (it % S) instead of the stage of iteration it - lag "
              "whose MMAs have retired: the producer overwrites smem an in-flight wgmma still reads",
-             CORE, "if op.lag == 0:", "if True:"),
+             CORE, "bar = self.rings[op.barrier].at(b.remu(b.add(loop.it, c(self.stages - op.lag)), c(self.stages)))",
+             "bar = self.rings[op.barrier].at(loop.stage)"),
     # ---- more of the same kinds ----
     Mutation("lag-guard-dropped",
              "the lagged arrive is issued from iteration 0 on (no it >= lag guard): empty[S - lag] gets an "
@@ -220,7 +236,7 @@ MUTATIONS: list[Mutation] = [
              FA3, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))", ("attention",)),
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
-             FA3, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
+             CORE, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
     Mutation("attn-rescale-skip-one-row",
              "the warp skips O *= corr unless both rows of a thread moved their max (and instead of or): a block "
              "where only one of them moved leaves that row's O at the old max's scale",
@@ -229,7 +245,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-turn-ring-of-two",
              "a consumer warpgroup hands the tensor cores to warpgroup (w + 1) % 2 instead of (w + 1) % consumers: "
              "with three, warpgroup 1 wakes warpgroup 0 and warpgroup 2 never gets a turn (deadlock)",
-             FA3, "b.remu(b.add(ctx.wg_index, c(1)), c(nb.count))", "b.remu(b.add(ctx.wg_index, c(1)), c(2))",
+             CORE, "b.remu(b.add(ctx.wg_index, c(1)), c(nb.count))", "b.remu(b.add(ctx.wg_index, c(1)), c(2))",
              ("attention",)),
     Mutation("attn-turn-threads-all-consumers",
              "the turn barrier counts every consumer thread instead of two warpgroups (the one whose turn it is and "
@@ -258,7 +274,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-persistent-turns-per-tile",
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
-             FA3, 'if op.tiles != "each" and self.tile_first is not None:', "if False:", ("attention",)),
+             CORE, 'if op.tiles != "each" and self.tile_first is not None:', "if False:", ("attention",)),
     Mutation("attn-causal-table-skip",
              "a causal persistent CTA starts at the second entry of its share of the host's tile table: it skips its "
              "first tile and runs the next CTA's first one (twice computed, one never)",
@@ -294,12 +310,12 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-accumulate-first",
              "the first MMA of a tile accumulates into the TMEM stage (enable-input-d on): it adds the stage's old "
              "contents (nothing, or tile i - 2's result)",
-             GEMM, "idesc, first_k, self.group)", 'idesc, b.cmp("eq", c(0), c(0)), self.group)', ("sm100",)),
+             GEMM, "idesc, first_k, self.cta_group)", 'idesc, b.cmp("eq", c(0), c(0)), self.cta_group)', ("sm100",)),
     Mutation("sm100-no-fence-after-wait",
              "no tcgen05.fence::after_thread_sync after an mbarrier wait: the epilogue's tcgen05.ld (and the MMA "
              "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
-             GEMM, "b.xor(state.phase, c(1)))\n        if ctx.tcgen05:\n            self.atoms.after_sync()",
-             "b.xor(state.phase, c(1)))", ("sm100",)),
+             CORE, "self._barrier(op.barrier, state).wait(ph)\n        if ctx.fenced:\n            self.atoms.after_sync()",
+             "self._barrier(op.barrier, state).wait(ph)", ("sm100",)),
     Mutation("sm100-no-fence-before-sync",
              "the epilogue warps sync on the staging barrier after their tcgen05.ld with no tcgen05.fence::before_"
              "thread_sync: the loads are not ordered before what the barrier releases (ending with acc_empty)",
@@ -316,16 +332,16 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-no-drain",
              "the producer exits without waiting for the operand ring's last releases: the MMA thread's last "
              "tcgen05.commit arrivals may land in the smem of a CTA that has exited",
-             GEMM, "            self._drain(role, ctx)\n", "", ("sm100",)),
+             CORE, "            self._drain(drained, ctx)\n", "", ("sm100",)),
     Mutation("sm100-pair-multicast-mask",
              "the CTA pair's leader commits to its own barriers only (multicast mask 0b01 instead of 0b11): the other "
              "CTA's producer never gets its stage back and its epilogue never sees the accumulator",
-             GEMM, "(1 << self.group) - 1 if op.cta == \"pair\" else None", "1 if op.cta == \"pair\" else None",
+             CORE, "(1 << self.cta_group) - 1 if op.cta == \"pair\" else None", "1 if op.cta == \"pair\" else None",
              ("sm100",)),
     Mutation("sm100-pair-b-half",
              "both CTAs of a pair load the same half of B (the other CTA's columns offset dropped): the pair's MMA "
              "multiplies A by half of B twice",
-             GEMM, "self.b.mul(self.rank, self.b.const(self.BN // self.group))", "self.b.const(0)", ("sm100",)),
+             GEMM, "self.b.mul(self.rank, self.b.const(self.BN // self.cta_group))", "self.b.const(0)", ("sm100",)),
     # ---- the sm_100a attention (FA4-style): caught by the emulator on the fa4 probe kernels ----
     Mutation("fa4-p-alias-offset",
              "the softmax writes P into the upper half of S's columns while the P V MMA reads it from P's planned "
@@ -348,7 +364,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-lane-quadrant",
              "the softmax (and correction) warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may reach only the "
              "quadrant of w % 4",
-             FA4, "quadrant = b.remu(self.warp, c(", "quadrant = b.remu(b.add(self.warp, c(1)), c(", ("fa4",)),
+             FA4, "quadrant = b.remu(self._warp(), c(", "quadrant = b.remu(b.add(self._warp(), c(1)), c(", ("fa4",)),
     Mutation("fa4-o-into-q-early",
              "the correction normalizes O and writes it over Q's smem without waiting for the last P V (o_full of "
              "the last key block): O is read while the MMA still writes it",
@@ -363,7 +379,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-shared-kv-slot",
              "the shared K/V ring puts V in the same slot as K of its block (ring position = block * uses, the use "
              "dropped): V's copy overwrites K's slot while the S MMAs may read it, and the phases go out of step",
-             FA4, "b.add(b.mul(loop.it, c(ring.uses)), c(use))", "b.mul(loop.it, c(ring.uses))", ("fa4",)),
+             CORE, "b.add(b.mul(loop.it, c(ring.uses)), c(use))", "b.mul(loop.it, c(ring.uses))", ("fa4",)),
     Mutation("fa4-poly-coefficient",
              "the polynomial exp2 (emit.exp2, both attention softmaxes) drops its linear term: the P elements it "
              "computes (a quarter in the sm_100a kernel and in the sm_90a probe's exp2_poly = 0.25 case) are wrong",
@@ -442,8 +458,8 @@ MUTATIONS: list[Mutation] = [
              CORE, "first_row = b.mul(self.rank, c(n))", "first_row = b.mul(self.rank, c(0))", ("cluster",)),
     Mutation("cluster-no-exit-barrier",
              "no cluster barrier before the CTAs exit: one may exit while the other still arrives on its barriers",
-             GEMM, "        super()._roles()\n        if self.rank is not None:\n            sync.cluster_barrier()\n",
-             "        super()._roles()\n", ("cluster",)),
+             CORE, "        chain(0)\n        if self.cluster != (1, 1, 1):\n            sync.cluster_barrier()\n",
+             "        chain(0)\n        if self.cluster != (1, 1, 1):\n", ("cluster",)),
     # ---- the persistent walk in bands of rows of tiles (group_m) ----
     Mutation("group-last-band-full",
              "the last band of the walk is taken as group_m rows even when fewer are left: its tiles land on rows "

@@ -230,7 +230,7 @@ class AttentionLowering(KernelLowering):
         stage and phase come from the count of its earlier tiles with key blocks (q_tiles % stages,
         (q_tiles / stages) & 1)."""
         if not self.persistent:
-            self._ops(ops, ctx)
+            self._role_ops(ops, ctx)
             return
         if self.streamk:
             self._streamk_walk(ops, ctx)
@@ -279,7 +279,7 @@ class AttentionLowering(KernelLowering):
         self.tile_phase = b.and_(b.divu(q_tiles, c(self.once_stages)) if self.once_stages > 1 else q_tiles, c(1))
         self.has_keys = b.cmp("sgt", self.trips, c(0))
         outer, ctx.values = ctx.values, None           # register values live within one tile
-        self._ops(ops, ctx)
+        self._role_ops(ops, ctx)
         ctx.values, self.store_flag = outer, None
         loop.yield_(b.add(self.it_base, self.trips), b.add(q_tiles, b.select(self.has_keys, c(1), c(0))), *extra)
 

@@ -25,7 +25,6 @@ register-A fragments of P, 4 i32 per k16 block), o_acc (the O accumulator struct
 """
 from __future__ import annotations
 
-from dataclasses import replace
 
 from mlir import ir
 from mlir.dialects import llvm, scf
@@ -123,39 +122,6 @@ class RegisterAttention(AttentionLowering):
         if name in CARRY_INIT:
             return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
-
-    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        nb = self.p.named_barriers.get(op.barrier)
-        if nb is None:
-            self._fail(f"Sync on {op.barrier!r}: no such named barrier")
-        if ctx.issue != "warpgroup":
-            self._fail(f"Sync in role {ctx.name!r}: named barriers are used by warpgroup roles here")
-        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads
-        if nb.count not in (1, n_wgs):
-            self._fail(f"named barrier {nb.name!r} has {nb.count} instances for {n_wgs} warpgroups")
-        emit = sync.named_barrier_arrive if op.arrive_only else sync.named_barrier_sync
-        if op.slot not in ("own", "next"):
-            self._fail(f"Sync slot {op.slot!r}: 'own' or 'next'")
-        if op.tiles not in ("each", "first", "last"):
-            self._fail(f"Sync tiles {op.tiles!r}: 'each', 'first' or 'last'")
-        if op.tiles != "each" and self.tile_first is not None:      # persistent: the CTA's first / last tile only
-            with b.if_(self.tile_first if op.tiles == "first" else self.tile_last):
-                self._op_sync(replace(op, tiles="each"), ctx)
-            return
-        if op.warpgroup is not None:            # one warpgroup only: its barrier is known here
-            w = op.warpgroup
-            idx = w if op.slot == "own" else (w + 1) % nb.count
-            with b.if_(b.cmp("eq", ctx.wg_index, c(w))):
-                emit(b, nb.id + idx % nb.count, nb.threads)
-            return
-        if nb.count == 1:
-            bid = nb.id
-        elif op.slot == "own":
-            bid = b.add(c(nb.id), ctx.wg_index)
-        else:
-            bid = b.add(c(nb.id), b.remu(b.add(ctx.wg_index, c(1)), c(nb.count)))
-        emit(b, bid, nb.threads)
 
     def _op_mma(self, op: Mma, ctx: RoleState) -> None:
         b, c = self.b, self.b.const

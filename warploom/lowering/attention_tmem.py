@@ -27,8 +27,9 @@ Input: the program the attention planning passes make for sm_100a (wl-tile{targe
 Fences (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"): tcgen05.fence::after_thread_sync after every wait or
 barrier a TMEM role passes, ::before_thread_sync before every arrive or barrier that publishes its TMEM work.
 What every attention has (parameters, 4-D tensor maps, GQA heads, the causal trip rule) comes from
-`warploom.lowering.attention.AttentionLowering`, what every kernel has (TMA box loops, smem descriptors, elected
-one-thread roles, TMEM placement checks) from `warploom.lowering.core.KernelLowering`; the MMA, TMEM and fence
+`warploom.lowering.attention.AttentionLowering`, what every kernel has (the role dispatch, ring states, waits,
+arrivals and named barriers with their fences, TMEM allocation and freeing, the drain, TMA box loops, smem
+descriptors, elected one-thread roles) from `warploom.lowering.core.KernelLowering`; the MMA, TMEM and fence
 instructions from the target's atoms (`warploom.lowering.atoms.tcgen05`). No Blackwell GPU exists here: these
 kernels are checked by ptxas, their SASS and the emulator, and have not run on hardware.
 """
@@ -57,6 +58,7 @@ class TensorMemoryAttention(AttentionLowering):
     # "unable to determine register count at entry"); with .minnctapersm 1 it allocates each role's budget
     MIN_CTAS_PER_SM = 1
 
+    ISSUES = ("thread", "warpgroup", "warp")
     OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",
            Sync: "sync"}
     OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "Compute", "Store", "Sync")
@@ -85,37 +87,23 @@ class TensorMemoryAttention(AttentionLowering):
             self._fail(f"block_n {self.BN} and head dim {self.D} must be multiples of {CHUNK} (TMEM columns per load)")
 
     def _check_plan(self) -> None:
-        """Roles cover the 16 warps once; one register budget per warpgroup (setmaxnreg is warpgroup-wide) within
-        the register file; regions, TMEM columns and barriers placed; the TMEM address slot and correction rows."""
+        """Roles (`_check_roles`: the 16 warps once, one register budget per warpgroup within the register file), a
+        warpgroup role is one warpgroup and the spare warps have no ops; regions, TMEM columns and barriers placed;
+        the TMEM address slot and the MMA role (`_check_tmem_owner`); the correction rows."""
         p = self.p
-        warps = sorted(w for r in p.roles for w in r.warp_range)
-        if warps != list(range(self.threads // self.T.warp_size)):
-            self._fail(f"roles cover warps {warps}; {self.threads} threads need each of 0.."
-                       f"{self.threads // self.T.warp_size - 1} exactly once")
-        per_wg: dict[int, set] = {}
-        for r in p.roles:
-            for w in r.warp_range:
-                per_wg.setdefault(w * self.T.warp_size // self.T.warpgroup_threads, set()).add(r.regs)
-        for wg, budgets in sorted(per_wg.items()):
-            if len(budgets) != 1 or None in budgets:
-                self._fail(f"warpgroup {wg} has register budgets {sorted(map(str, budgets))}: setmaxnreg sets one "
-                           "budget for a whole warpgroup, so its roles need one")
-        self.launch_regs = self.T.launch_regs(self.threads)
-        used = sum(self.T.warp_size * r.warps * r.regs for r in p.roles)
-        if used > self.T.register_file:
-            self._fail(f"role register budgets need {used} registers; the register file holds {self.T.register_file}")
+        self._check_roles()
+        for role in p.roles:
+            if role.issue == "warpgroup" and role.warps * self.T.warp_size != self.T.warpgroup_threads:
+                self._fail(f"role {role.name!r} has {role.warps} warps; a warpgroup role here is one warpgroup")
+            if role.issue == "warp" and role.body:
+                self._fail(f"role {role.name!r} of issue 'warp' has ops; the attention's spare warps idle")
         smem = self._check_placement()
         self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
-        self.tmem_slot = p.regions.get("tmem_addr")
+        self._check_tmem_owner(smem)
         self.corr = p.regions.get("correction")
-        if self.tmem_slot is None or self.corr is None or tuple(self.corr.shape) != (self.q_tiles, 2, self.rows):
-            self._fail(f"expected smem regions 'tmem_addr' and 'correction' [q_tiles = {self.q_tiles}, 2, {self.rows}] "
-                       f"f32 (wl-specialize), found {self.corr.shape if self.corr else 'no correction region'}")
-        owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
-        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
-            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; tcgen05.mma needs one one-thread role in "
-                       "one warp (it allocates and frees TMEM too)")
-        self.mma_role = owners[0]
+        if self.corr is None or tuple(self.corr.shape) != (self.q_tiles, 2, self.rows):
+            self._fail(f"expected an smem region 'correction' [q_tiles = {self.q_tiles}, 2, {self.rows}] f32 "
+                       f"(wl-specialize), found {self.corr.shape if self.corr else 'none'}")
 
     def _tmem(self, name: str):
         region = self._region(name)
@@ -132,89 +120,17 @@ class TensorMemoryAttention(AttentionLowering):
         return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.rows, 1, 1),
                              swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
 
-    # ---- prologue: TMEM allocated by the MMA warp around the CTA barrier ---------------------------------------
-    def _before_cta_barrier(self) -> None:
+    # ---- roles: the warpgroup roles' threads each own a row of the tile: their TMEM lane ------------------------
+    def _warpgroup_lanes(self, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
-        self.warp = b.divu(self.tid, c(self.T.warp_size))
-        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
-        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
-            self.atoms.tmem_alloc(b, self.slot_ptr, self.tmem_columns)
-            self.atoms.tmem_relinquish()
-            self.atoms.before_sync()
+        quadrant = b.remu(self._warp(), c(self.T.tmem.lanes // self.T.tmem.lanes_per_warp))
+        lane0 = b.mul(quadrant, c(self.T.tmem.lanes_per_warp))
+        ctx.row = b.add(lane0, b.remu(self.tid, c(self.T.warp_size)))        # the thread's row: its TMEM lane
+        ctx.lane_addr = b.add(self.taddr, lane_offset(lane0, b))
 
-    def _after_cta_barrier(self) -> None:
-        self.atoms.after_sync()
-        self.taddr = llvm.LoadOp(self.b.i32, self.slot_ptr, loc=self.b.loc("taddr")).result
-
-    # ---- roles ---------------------------------------------------------------------------------------------
-    def _roles(self) -> None:
-        """if warp in role0 { role0 } else if ... (roles in warp order: an upper bound picks each)."""
-        b, c = self.b, self.b.const
-        roles = sorted(self.p.roles, key=lambda r: r.first_warp)
-
-        def chain(i: int) -> None:
-            if i == len(roles) - 1:
-                self._role(roles[i])
-                return
-            then, orelse = b.if_else(b.cmp("ult", self.warp, c(roles[i].warp_range.stop)))
-            with then:
-                self._role(roles[i])
-            with orelse:
-                chain(i + 1)
-
-        chain(0)
-
-    def _role(self, role) -> None:
-        b, c = self.b, self.b.const
-        ctx = RoleState(role=role, first_wg=role.first_warp * self.T.warp_size // self.T.warpgroup_threads, accs={}, acc_n={},
-                    values={})
-        sync.role_registers(role.regs, self.launch_regs)
-        ctx.tcgen05 = role is self.mma_role or role.issue == "warpgroup"
-        if role.issue == "thread":
-            self._elect(role, ctx)
-            self._run_elected(role.body, ctx)
-            self._drain(role, ctx)
-            if role is self.mma_role:            # every lane of the warp, after the correction said it is done
-                self.atoms.after_sync()
-                self.atoms.tmem_dealloc(b, self.taddr, self.tmem_columns)
-        elif role.issue == "warpgroup":
-            if role.warps * self.T.warp_size != self.T.warpgroup_threads:
-                self._fail(f"role {role.name!r} has {role.warps} warps; a warpgroup role here is one warpgroup")
-            ctx.wg_index = c(0)
-            ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
-            ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
-            quadrant = b.remu(self.warp, c(self.T.tmem.lanes // self.T.tmem.lanes_per_warp))
-            lane0 = b.mul(quadrant, c(self.T.tmem.lanes_per_warp))
-            ctx.row = b.add(lane0, b.remu(self.tid, c(self.T.warp_size)))        # the thread's row: its TMEM lane
-            ctx.lane_addr = b.add(self.taddr, lane_offset(lane0, b))
-            self._ops(role.body, ctx)
-            if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
-                with b.if_(ctx.wg_leader):       # the stores have read their smem before the CTA exits
-                    tma.bulk_wait_group(0, read=True)
-        elif role.issue == "warp":
-            if role.body:
-                self._fail(f"role {role.name!r} of issue 'warp' has ops; the sm_100a attention's spare warps idle")
-        else:
-            self._fail(f"role {role.name!r} has issue = {role.issue!r}")
-
-    def _drain(self, role, ctx: RoleState) -> None:
-        """A role that waits for a K/V ring's slots back (the load thread, parity phase^1) waits once more for each
-        slot after the last key block, so the MMA thread's last tcgen05.commit releases have landed before the CTA
-        exits (none arrives in smem the SM may have handed to the next CTA). A slot never used passes at once."""
-        b, c = self.b, self.b.const
-        rings = {}
-        for op in role.walk():
-            ring = self.p.ring_of_barrier(op.barrier) if isinstance(op, Wait) and op.parity == "phase^1" else None
-            if ring is not None and self._ring(op.barrier).count > 1:
-                rings.setdefault(op.barrier, ring.uses)
-        if not rings:
-            return
-        with b.if_(ctx.elected):
-            for name, uses in rings.items():
-                used = b.mul(self.trips, c(uses))          # the slots the key loop took
-                for i in range(self._ring(name).count):
-                    state = self._loop_state(c(0), b.add(used, c(i)))
-                    self._barrier(name, state).wait(b.xor(state.phase, c(1)))
+    def _ring_iterations(self, name: str) -> ir.Value:
+        """The slots the key loop took: trips x the ring's slots a block."""
+        return self.b.mul(self.trips, self.b.const(self.p.ring_of_barrier(name).uses))
 
     # ---- the key loop and barrier states --------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: RoleState) -> None:
@@ -248,82 +164,6 @@ class TensorMemoryAttention(AttentionLowering):
                 self._ops(op.last, ctx)
                 ctx.loop = None
 
-    def _use_loop(self, loop, ring, use: int):
-        """The ring state of slot `use` of this key block on a ring taking several slots a block (the shared K/V
-        ring: position = block * uses + use, stage and phase from it); the block's own state otherwise."""
-        if loop is None or ring is None or ring.uses == 1:
-            if use:
-                self._fail(f"slot use {use} on {ring.name if ring else 'a region'!r}, which takes one slot a block")
-            return loop
-        if not 0 <= use < ring.uses:
-            self._fail(f"slot use {use} of ring {ring.name!r}, which takes {ring.uses} slots a block")
-        key = ("use", ring.name, use)
-        if key not in loop.cache:
-            b, c = self.b, self.b.const
-            loop.cache[key] = self._loop_state(loop.kt, b.add(b.mul(loop.it, c(ring.uses)), c(use)))
-        return loop.cache[key]
-
-    def _bar(self, name: str, ctx: RoleState, use: int = 0):
-        """(barrier, phase) of `name` at this point: outside the loop a once-used barrier (Q's: phase 0); in it a
-        barrier per stage of the K/V rings (at slot `use` of a shared ring), or one used every block (phase =
-        block & 1)."""
-        b, c = self.b, self.b.const
-        ring = self._ring(name)
-        loop = self._use_loop(ctx.loop, self.p.ring_of_barrier(name), use)
-        if loop is None:
-            if ring.count != 1:
-                self._fail(f"an op on mbarrier {name!r} ({ring.count} stages) outside the key loop")
-            return self.rings[name].at(0), c(0)
-        if ring.count == 1:
-            key = ("bar1", name)
-            if key not in loop.cache:
-                loop.cache[key] = (self.rings[name].at(0), b.and_(loop.it, c(1)))
-            return loop.cache[key]
-        return self._barrier(name, loop), loop.phase
-
-    def _op_wait(self, op: Wait, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        if op.lag:
-            self._fail(f"wl.wait lag = {op.lag} on {op.barrier!r}: not lowered here")
-        bar, phase = self._bar(op.barrier, ctx, op.use)
-        if op.parity not in ("phase", "phase^1"):
-            self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' or 'phase^1'")
-        bar.wait(phase if op.parity == "phase" else b.xor(phase, c(1)))
-        if ctx.tcgen05:
-            self.atoms.after_sync()
-
-    def _op_arrive(self, op: Arrive, ctx: RoleState) -> None:
-        if op.tx_bytes:
-            self._at_slot(ctx, self.p.ring_of_barrier(op.barrier), op.use, lambda: self._arrive_expect_tx(op, ctx))
-            return
-        if op.lag or op.cta != "own":
-            self._fail(f"wl.arrive on {op.barrier!r} with lag {op.lag}, cta {op.cta!r}: not lowered here")
-        bar, _ = self._bar(op.barrier, ctx, op.use)
-        if op.per == "commit":
-            if ctx.role is not self.mma_role:
-                self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
-            self.atoms.commit(self.b, bar.addr)
-        elif op.per == "thread" and ctx.issue == "warpgroup":
-            if ctx.tcgen05:
-                self.atoms.before_sync()
-            bar.arrive()
-        else:
-            self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
-
-    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
-        b = self.b
-        nb = self.p.named_barriers.get(op.barrier)
-        if nb is None or nb.count != 1 or op.slot != "own" or op.warpgroup is not None or op.tiles != "each":
-            self._fail(f"named barrier {op.barrier!r}: the sm_100a attention syncs on single named barriers")
-        if ctx.tcgen05:
-            self.atoms.before_sync()
-        if op.arrive_only:
-            sync.named_barrier_arrive(b, nb.id, nb.threads)
-        else:
-            sync.named_barrier_sync(b, nb.id, nb.threads)
-            if ctx.tcgen05:
-                self.atoms.after_sync()
-
     # ---- TMA loads: Q tile i starts at row row0 + 128 i --------------------------------------------------------
     def _op_copy(self, op: Copy, ctx: RoleState) -> None:
         q_regions = [r.name for r in self.p.regions.values() if r.space == "smem" and r.dims == ("M", "D")
@@ -334,14 +174,7 @@ class TensorMemoryAttention(AttentionLowering):
                 self._fail(f"Q copy into {op.region!r}: expected one of the Q tiles {q_regions}")
             i = q_regions.index(op.region)
             self._copy_row = self.row0 if i == 0 else self.b.add(self.row0, self.b.const(i * self.rows))
-        self._at_slot(ctx, self.p.ring_of_region(op.region), op.use, lambda: super(TensorMemoryAttention, self)._op_copy(op, ctx))
-
-    def _at_slot(self, ctx: RoleState, ring, use: int, emit) -> None:
-        """emit() with the loop state of slot `use` of `ring` in place of the block's (the shared K/V ring)."""
-        block = ctx.loop
-        ctx.loop = self._use_loop(block, ring, use)
-        emit()
-        ctx.loop = block
+        super()._op_copy(op, ctx)
 
     def _coord_origin(self, dim: str, loop) -> ir.Value | None:
         if dim == "M":
@@ -370,7 +203,7 @@ class TensorMemoryAttention(AttentionLowering):
         b_reg = self._region(op.b.name)
         b_tile = self.tiles[b_reg.name]
         d = b.add(self.taddr, c(self._tmem(op.acc.name).offset))
-        desc_b, _ = self._descriptor(b_reg, self._use_loop(loop, self.p.ring_of_region(b_reg.name), op.b.use), None,
+        desc_b, _ = self._descriptor(b_reg, self._use_state(loop, self.p.ring_of_region(b_reg.name), op.b.use), None,
                                      op.k_dim)
         try:
             idesc = self.atoms.instr_descriptor(self.elem, m, n, a_major="K", b_major=b_tile.major(op.k_dim))

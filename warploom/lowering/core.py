@@ -14,29 +14,38 @@ verified as it is built, never formatted as text), and returns it with the runti
 params, tensor maps, grid rules, block, cluster, smem bytes). What it writes once for every family:
 
   the kernel     its parameters (tensor maps by value as grid constants, pointers, scalars), the dynamic smem base
-                 rounded up to the target's alignment, thread 0 initialising every mbarrier, the CTA barrier;
-  roles          dispatch on the warpgroup (roles of whole warpgroups) or on the warp (roles of warps, a role
-                 with a rank in one CTA of a pair only), each role's register budget (setmaxnreg), one-thread
-                 roles run by an elected lane;
-  rings          stage = it % stages, phase = (it / stages) & 1 of a ring iteration; lagged states; rings counted
-                 in tiles; waits (parity phase or phase^1), arrivals (per warpgroup, per role, at a pair's
-                 leader or at every CTA of a cluster), expect_tx; the producer's drain after its last iteration;
+                 rounded up to the target's alignment, thread 0 initialising every mbarrier, the CTA barrier; a
+                 cluster's CTAs meeting after it and before they exit; a kernel with Tensor Memory: the MMA role's
+                 warp allocating the columns before the CTA barrier and freeing them at the end (a pair: after
+                 the cluster barrier);
+  roles          one dispatch for every kernel, on the warpgroup where every role is whole warpgroups and on the
+                 warp otherwise (a role with a rank in one CTA of a pair only); each role's register budget
+                 (setmaxnreg, where the plan sets budgets); 'thread' roles run by an elected lane (per stretch
+                 between the whole warp's syncs where the warp must act as a whole), 'warp' and 'warpgroup' roles
+                 by every thread; the drain of rings MMA commits release;
+  rings          one ring state for every op on a barrier: stage = it % stages, phase = (it / stages) & 1 of a
+                 loop iteration, at a slot of a ring taking several an iteration, lagged; rings counted in tiles;
+                 one-barrier rings flipping every iteration; waits (parity phase or phase^1), arrivals (an MMA
+                 commit, per warpgroup, per thread, per role; at the own CTA, the pair's leader or every CTA of a
+                 cluster), expect_tx; named barriers (first/last tile, per-warpgroup turns); the atoms' fences
+                 around a fenced role's syncs;
   copies         TMA box loops (one swizzle span of the contiguous dim a box), multicast over a cluster;
   descriptors    the MMA's smem descriptor: static bits from the layout, the start address added at run time;
   stream-K       the hand-off between the pieces of a split tile (named barrier, fences, an atomic count).
 
 The families (`warploom.lowering.gemm`, `warploom.lowering.attention`) add their configuration, parameters,
-tile walks, MMAs and stores.
+tile walks, loops, MMAs and stores, and the few hooks the neutral code asks for (`_ring_iterations`,
+`_tile_ring_state`, `_warpgroup_lanes`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mlir import ir
 from mlir.dialects import llvm
 
 from warploom import targets
-from warploom.kernel import Arrive, Copy, MmaWait, Role, Store, Sync, Wait
+from warploom.kernel import Arrive, Compute, Copy, Mma, MmaWait, Role, Store, Sync, Wait
 from warploom.kernel.program import BARRIER_STORAGE
 from warploom.kernel.write import wl_name
 from warploom.layout import SmemTile
@@ -107,6 +116,12 @@ class RoleState:
     accs: dict | None = None        # accumulator name -> SSA value holding it now
     acc_n: dict | None = None       # accumulator name -> the MMA's n
     values: dict | None = None      # other register values by the program's name (attention: s, p, row_max, ...)
+    fenced: bool = False            # the role's waits and syncs order Tensor Memory/MMA traffic (atoms' fences)
+    elected: ir.Value | None = None     # a one-thread role whose warp acts as a whole: its issuing lane (i1)
+    lane: ir.Value | None = None        # a warp role: the lane
+    storer: ir.Value | None = None      # a warp or warpgroup role: the thread that issues its TMA stores (i1)
+    row: ir.Value | None = None         # a warpgroup role on Tensor Memory: the thread's row (its TMEM lane)
+    lane_addr: ir.Value | None = None   # ... and the TMEM address of its warp's first lane
 
     @property
     def name(self) -> str:
@@ -127,8 +142,15 @@ class KernelLowering:
     OPS: dict = {}
     OP_NAMES: tuple = ()
     MIN_CTAS_PER_SM = 0                     # .minnctapersm (0: none); ptxas needs 1 to honour setmaxnreg in some
+    ISSUES: tuple = ("thread", "warpgroup")  # the role issue forms the family lowers
+    cluster = (1, 1, 1)                     # the kernel's thread-block cluster
     cluster_m = 1                           # CTAs of a cluster along M (the GEMM's 2x1 clusters sharing B: 2)
     rank = None                             # %cluster_ctarank (i32) in a cluster kernel
+    cta_group = 1                           # CTAs one MMA spans (a CTA pair's tcgen05: 2)
+    tmem_columns = None                     # the Tensor Memory allocation (columns), set by _check_placement
+    mma_role = None                         # a kernel with Tensor Memory: the one-thread role issuing the MMAs
+    warp = None                             # the thread's warp index (i32), once computed (_warp)
+    tile_first = tile_last = None           # a persistent walk: i1, at the CTA's first / last tile (None: one tile)
 
     def __init__(self, program, name: str):
         self.p = program
@@ -145,27 +167,10 @@ class KernelLowering:
         raise NotImplementedError
 
     def _check_plan(self) -> None:
-        """What every kernel's plan must satisfy here: roles of whole warpgroups covering the block, register
-        budgets within the file, placed regions and barriers, and smem for the run-time base round-up."""
+        """What every kernel's plan must satisfy here: its roles (`_check_roles`), placed regions and barriers, and
+        smem for the run-time base round-up."""
         p = self.p
-        # Roles: whole warpgroups here (a one-thread role elects its lane in the first warp); together
-        # they must cover every warpgroup exactly once.
-        warps_per_wg = self.T.warpgroup_threads // self.T.warp_size
-        wgs = []
-        for role in p.roles:
-            if role.first_warp % warps_per_wg or role.warps % warps_per_wg:
-                self._fail(f"role {role.name!r} spans warps {role.first_warp}..{role.warp_range.stop - 1}; the "
-                           "lowering takes roles of whole warpgroups here")
-            wgs += range(role.first_warp // warps_per_wg, role.warp_range.stop // warps_per_wg)
-        if sorted(wgs) != list(range(self.threads // self.T.warpgroup_threads)):
-            self._fail(f"roles cover warpgroups {sorted(wgs)}; {self.threads} threads need each of "
-                       f"0..{self.threads // self.T.warpgroup_threads - 1} exactly once")
-        # What every thread gets at launch; setmaxnreg then moves registers from roles below it to roles above it.
-        self.launch_regs = self.T.launch_regs(self.threads)
-        used = sum(self.T.warp_size * r.warps * self._regs(r) for r in p.roles)
-        if used > self.T.register_file:
-            self._fail(f"role register budgets need {used} registers; the register file holds {self.T.register_file}")
-
+        self._check_roles()
         for region in p.regions.values():
             if region.offset is None or region.size is None:
                 self._fail(f"buffer {region.name!r} has no offset: run wl-plan-smem first")
@@ -181,6 +186,44 @@ class KernelLowering:
             self._fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus "
                        f"{self.T.smem_base_align - 1} B for the run-time {self.T.smem_base_align} B alignment of the base")
         self.tiles = {name: self._tile(region) for name, region in p.regions.items() if name != BARRIER_STORAGE}
+
+    def _check_roles(self) -> None:
+        """Roles: in every CTA (of a pair: each rank) each warp has exactly one role, of an issue form the family
+        lowers (ISSUES). setmaxnreg acts on whole warpgroups, so the roles of one warpgroup need one register budget;
+        none set anywhere: every thread keeps the launch's share and no setmaxnreg is emitted (self.launch_regs
+        None). Sets self.by_warpgroup: the role dispatch's unit is the warpgroup where every role is whole
+        warpgroups in one CTA, the warp otherwise."""
+        p, T = self.p, self.T
+        warps_per_wg = T.warpgroup_threads // T.warp_size
+        ranks = sorted({r.rank for r in p.roles if r.rank is not None}) or [None]
+        for rank in ranks:
+            warps = sorted(w for role in p.roles if role.rank in (None, rank) for w in role.warp_range)
+            if warps != list(range(self.threads // T.warp_size)):
+                where = f" in CTA {rank} of the pair" if rank is not None else ""
+                self._fail(f"roles cover warps {warps}{where}; {self.threads} threads need each of "
+                           f"0..{self.threads // T.warp_size - 1} exactly once")
+        for role in p.roles:
+            if role.issue not in self.ISSUES:
+                self._fail(f"role {role.name!r} has issue = {role.issue!r}; the lowering knows "
+                           f"{' and '.join(repr(i) for i in self.ISSUES)}")
+        self.by_warpgroup = all(r.rank is None and r.first_warp % warps_per_wg == 0 and r.warps % warps_per_wg == 0
+                                for r in p.roles)
+        if all(r.regs is None for r in p.roles):
+            self.launch_regs = None
+            return
+        # What every thread gets at launch; setmaxnreg then moves registers from roles below it to roles above it.
+        self.launch_regs = T.launch_regs(self.threads)
+        per_wg: dict[int, set] = {}
+        for r in p.roles:
+            for w in r.warp_range:
+                per_wg.setdefault(w // warps_per_wg, set()).add(self._regs(r))
+        for wg, budgets in sorted(per_wg.items()):
+            if len(budgets) != 1:
+                self._fail(f"warpgroup {wg} has register budgets {sorted(budgets)}: setmaxnreg sets one budget "
+                           "for a whole warpgroup, so its roles need one")
+        used = sum(T.warp_size * r.warps * self._regs(r) for r in p.roles)
+        if used > T.register_file:
+            self._fail(f"role register budgets need {used} registers; the register file holds {T.register_file}")
 
     def _regs(self, role: Role) -> int:
         return self.launch_regs if role.regs is None else role.regs
@@ -238,7 +281,7 @@ class KernelLowering:
         params = [ParamSpec(n, kind) for n, kind in self._param_list()]
         return LoweredKernel(name=self.name, gpu_module=gpu_module, params=params,
                              tensor_maps=dict(self.tmaps), block=(self.threads, 1, 1),
-                             cluster=getattr(self, "cluster", (1, 1, 1)),
+                             cluster=self.cluster,
                              grid=self.grid, smem_bytes=self.smem_bytes, holder=holder)
 
     def _param_list(self) -> list[tuple[str, str]]:
@@ -314,56 +357,189 @@ class KernelLowering:
         self._after_cta_barrier()
 
     def _before_cta_barrier(self) -> None:
-        """What the prologue does before the CTA-wide barrier besides the mbarrier init (Tensor Memory: alloc)."""
+        """What the prologue does before the CTA-wide barrier besides the mbarrier init: a kernel with Tensor Memory
+        has the MMA role's warp allocate its columns (and give up the right to allocate more) and write the address
+        to the smem slot."""
+        if self.tmem_columns is None:
+            return
+        b, c = self.b, self.b.const
+        self.warp = b.divu(self.tid, c(self.T.warp_size))
+        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
+        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
+            self.atoms.tmem_alloc(b, self.slot_ptr, self.tmem_columns, self.cta_group)
+            self.atoms.tmem_relinquish(self.cta_group)
+            self.atoms.before_sync()
 
     def _after_cta_barrier(self) -> None:
-        """What every thread does after it (Tensor Memory: read its address)."""
+        """What every thread does after it: a cluster's CTAs meet once every barrier of each is initialised (and
+        fenced for the cluster), before any multicast lands in, or any arrival reaches, another CTA; a kernel with
+        Tensor Memory reads the address its allocating warp wrote."""
+        if self.cluster != (1, 1, 1):
+            sync.cluster_barrier()
+        if self.tmem_columns is not None:
+            self.atoms.after_sync()
+            self.taddr = self._load_tmem_address()
 
     def _roles(self) -> None:
-        """if wg in role0 { role0 } else if wg in role1 { ... } else { last role }."""
+        """The one role dispatch of every kernel: if unit in role0 { role0 } else if unit in role1 { ... } else { last
+        role }, roles in warp order, so an upper bound picks each. The unit is the warpgroup where every role is
+        whole warpgroups (self.by_warpgroup), the warp otherwise; a role with a rank runs in that CTA of a pair only.
+        Then a cluster's CTAs meet at a cluster barrier, so that neither exits while the other may still multicast
+        into its smem, arrive on its barriers or (a pair) read its Tensor Memory, which its allocating warp frees
+        only then."""
         b, c = self.b, self.b.const
-        roles = sorted(self.p.roles, key=lambda r: r.first_warp)
-        warps_per_wg = self.T.warpgroup_threads // self.T.warp_size
+        roles = sorted(self.p.roles, key=lambda r: (r.first_warp, -1 if r.rank is None else r.rank))
+        per = self.T.warpgroup_threads // self.T.warp_size if self.by_warpgroup else 1
+        unit = self.wg if self.by_warpgroup else self._warp()
 
         def chain(i: int) -> None:
+            r = roles[i]
             if i == len(roles) - 1:
-                self._role(roles[i])
+                self._role(r)
                 return
-            first, last = roles[i].first_warp // warps_per_wg, roles[i].warp_range.stop // warps_per_wg - 1
-            if first == last:
-                cond = b.cmp("eq", self.wg, c(first))
-            else:   # earlier roles took the lower warpgroups, so an upper bound is enough
-                cond = b.cmp("ule", self.wg, c(last))
+            first, last = r.first_warp // per, r.warp_range.stop // per - 1
+            cond = b.cmp("eq", unit, c(first)) if first == last else b.cmp("ule", unit, c(last))
+            if r.rank is not None:
+                if self.rank is None:
+                    self._fail(f"role {r.name!r} runs in CTA {r.rank} of a cluster, but the kernel has none")
+                cond = b.and_(cond, b.cmp("eq", self.rank, c(r.rank)))
             then, orelse = b.if_else(cond)
             with then:
-                self._role(roles[i])
+                self._role(r)
             with orelse:
                 chain(i + 1)
 
         chain(0)
+        if self.cluster != (1, 1, 1):
+            sync.cluster_barrier()
+            if self.tmem_columns is not None:     # both CTAs' epilogues are done with the pair's Tensor Memory only
+                with b.if_(b.cmp("eq", self._warp(), c(self.mma_role.first_warp))):   # now (the ISA's example)
+                    self._free_tmem()
+
+    def _warp(self) -> ir.Value:
+        """The thread's warp index (i32), computed once."""
+        if self.warp is None:
+            self.warp = self.b.divu(self.tid, self.b.const(self.T.warp_size))
+        return self.warp
 
     def _role(self, role: Role) -> None:
+        """One role's code: its register budget (setmaxnreg, where the plan sets budgets), then by issue form:
+        'thread' one elected lane of the role's first warp issues its ops (`_thread_role`); 'warp' every thread of
+        its warps runs them (the first thread issues the TMA stores); 'warpgroup' every thread, knowing its
+        warpgroup, its index in it and the warpgroup's leader (`_warpgroup_lanes`: a Tensor Memory accumulator's
+        lane). A role whose TMA stores read smem waits for those reads before the CTA exits."""
         b, c = self.b, self.b.const
-        ctx = RoleState(role=role, first_wg=role.first_warp * self.T.warp_size // self.T.warpgroup_threads, accs={}, acc_n={})
-        sync.role_registers(self._regs(role), self.launch_regs)
+        ctx = RoleState(role=role, first_wg=role.first_warp * self.T.warp_size // self.T.warpgroup_threads, accs={},
+                        acc_n={}, values={})
+        if self.launch_regs is not None:
+            sync.role_registers(self._regs(role), self.launch_regs)
+        ctx.fenced = self._fenced(role)
         if role.issue == "thread":
-            # One elected lane of the role's first warp issues everything; the others fall through.
-            warp = b.divu(self.tid, c(self.T.warp_size))
-            with b.if_(b.cmp("eq", warp, c(role.first_warp))):
+            self._thread_role(role, ctx)
+            return
+        if not role.body:       # spare warps idle
+            return
+        if role.issue == "warp":
+            ctx.lane = b.remu(self.tid, c(self.T.warp_size))
+            ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * self.T.warp_size))   # issues the role's TMA stores
+        else:
+            ctx.wg_index = b.sub(self.wg, c(ctx.first_wg))
+            ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
+            ctx.wg_leader = ctx.storer = b.cmp("eq", ctx.thread_in_wg, c(0))
+            self._warpgroup_lanes(ctx)
+        self._tile_loop(role.body, ctx)
+        if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
+            with b.if_(ctx.storer):     # the last TMA stores have read their smem before the CTA exits
+                tma.bulk_wait_group(0, read=True)
+
+    def _warpgroup_lanes(self, ctx: RoleState) -> None:
+        """What a warpgroup role's threads know besides their warpgroup (a Tensor Memory accumulator: the lane)."""
+
+    def _fenced(self, role: Role) -> bool:
+        """Whether the role's waits and syncs order Tensor Memory or MMA traffic (the atoms' fences around them): in
+        a kernel with Tensor Memory, the allocating warp's roles and the roles that issue MMAs, compute on or store
+        accumulators."""
+        if self.tmem_columns is None:
+            return False
+        return (self.mma_role.first_warp in role.warp_range
+                or any(isinstance(o, (Mma, Store, Compute)) for o in role.walk()))
+
+    def _thread_role(self, role: Role, ctx: RoleState) -> None:
+        """A one-thread role: one elected lane of its first warp prefetches the tensor maps it loads through and
+        issues its ops. Where the role's warp must act as a whole (a named-barrier sync, the drain of rings that MMA
+        commits release, freeing Tensor Memory) the lane is elected once (ctx.elected) and runs each stretch of ops
+        between those; otherwise the elected lane runs the whole role."""
+        b, c = self.b, self.b.const
+        drained = self._drained_rings(role)
+        frees = self.tmem_columns is not None and self.cluster == (1, 1, 1) and self.mma_role.first_warp in role.warp_range
+        whole_warp = drained or frees or any(isinstance(o, Sync) for o in role.walk())
+
+        def body() -> None:
+            if not whole_warp:
                 with b.if_(sync.elect_sync(b)):
                     for source in self._loaded_inputs(role):
                         tma.prefetch_tensormap(self.tmap_args[source])
                     self._tile_loop(role.body, ctx)
-        elif role.issue == "warpgroup":
-            ctx.wg_index = b.sub(self.wg, c(ctx.first_wg))
-            ctx.thread_in_wg = b.remu(self.tid, c(self.T.warpgroup_threads))
-            ctx.wg_leader = b.cmp("eq", ctx.thread_in_wg, c(0))
+                return
+            self._elect(role, ctx)
             self._tile_loop(role.body, ctx)
-            if any(isinstance(o, Store) and o.region is not None and o.barrier is not None for o in role.walk()):
-                with b.if_(ctx.wg_leader):     # the last TMA stores have read their smem before the CTA exits
-                    tma.bulk_wait_group(0, read=True)
+            self._drain(drained, ctx)
+            if frees:                   # every lane of the warp, after the roles reading the columns said they are done
+                self._free_tmem()
+
+        if role.warps == 1:
+            body()
+            return
+        warp = b.divu(self.tid, c(self.T.warp_size))
+        with b.if_(b.cmp("eq", warp, c(role.first_warp))):
+            body()
+
+    def _role_ops(self, ops, ctx: RoleState) -> None:
+        """A role's ops at tile level: in a one-thread role whose warp acts as a whole, the elected lane runs them but
+        for the named-barrier syncs, which the whole warp takes (`_run_elected`)."""
+        if ctx.elected is None:
+            self._ops(ops, ctx)
         else:
-            self._fail(f"role {role.name!r} has issue = {role.issue!r}; the lowering knows 'thread' and 'warpgroup'")
+            self._run_elected(ops, ctx)
+
+    def _drained_rings(self, role: Role) -> list[str]:
+        """The barriers the role waits on for stages back (parity phase^1) of rings whose stages MMA commits release
+        (tcgen05.commit arrives when the MMAs finish, after the issuing thread moved on) and that advance with the K
+        loop: after its last iteration the role waits each stage once more (`_drain`)."""
+        committed = {o.barrier for r in self.p.roles for o in r.walk() if isinstance(o, Arrive) and o.per == "commit"}
+        names = []
+        for op in role.walk():
+            if not isinstance(op, Wait) or op.parity != "phase^1" or op.barrier not in committed:
+                continue
+            ring = self.p.ring_of_barrier(op.barrier)
+            if ring is not None and ring.counts != "tile" and self._ring(op.barrier).count > 1 \
+                    and op.barrier not in names:
+                names.append(op.barrier)
+        return names
+
+    def _drain(self, names: list[str], ctx: RoleState) -> None:
+        """The drain: every release the MMA commits send to this CTA's barriers `names` (a pair's leader multicasts
+        them to both) has landed before the CTA exits, so no late arrival writes smem the SM may have handed to the
+        next CTA. A stage this CTA never used passes at once (a fresh barrier completes parity phase^1 = 1 from the
+        start)."""
+        if not names:
+            return
+        b, c = self.b, self.b.const
+        with b.if_(ctx.elected):
+            for name in names:
+                used = self._ring_iterations(name)
+                for i in range(self._ring(name).count):
+                    state = self._loop_state(c(0), b.add(used, c(i)))
+                    self._barrier(name, state).wait(b.xor(state.phase, c(1)))
+
+    def _ring_iterations(self, name: str) -> ir.Value:
+        """The stages of ring `name` this CTA took in all (the drain starts there)."""
+        raise NotImplementedError
+
+    def _free_tmem(self) -> None:
+        """The allocating warp frees the kernel's Tensor Memory (every lane; the kernel's cta_group)."""
+        self.atoms.after_sync()
+        self.atoms.tmem_dealloc(self.b, self.taddr, self.tmem_columns, self.cta_group)
 
     def _streamk_ctas(self, t0: ir.Value, k_tiles: ir.Value, ctas: ir.Value, iters: ir.Value) -> tuple:
         """(the first CTA, the count of CTAs) whose runs hold a piece of the stream-K tile whose iterations start at
@@ -397,7 +573,7 @@ class KernelLowering:
 
     def _tile_loop(self, ops, ctx: RoleState) -> None:
         """The role's ops (a persistent GEMM runs them once per tile)."""
-        self._ops(ops, ctx)
+        self._role_ops(ops, ctx)
 
     def _loaded_inputs(self, role: Role) -> list[str]:
         seen = []
@@ -473,35 +649,89 @@ class KernelLowering:
         off = b.mul(loop.stage, c(self._stage_bytes(region)))
         return off if region.offset == 0 else b.add(c(region.offset), off)
 
+    def _use_state(self, loop: LoopState | None, ring, use: int) -> LoopState | None:
+        """The ring state of slot `use` of this iteration on a ring taking several slots an iteration (the shared
+        K/V ring: position = it * uses + use, stage and phase from it); the iteration's own state otherwise."""
+        if loop is None or ring is None or ring.uses == 1:
+            if use:
+                self._fail(f"slot use {use} on {ring.name if ring else 'a region'!r}, which takes one slot an iteration")
+            return loop
+        if not 0 <= use < ring.uses:
+            self._fail(f"slot use {use} of ring {ring.name!r}, which takes {ring.uses} slots an iteration")
+        key = ("use", ring.name, use)
+        if key not in loop.cache:
+            b, c = self.b, self.b.const
+            loop.cache[key] = self._loop_state(loop.kt, b.add(b.mul(loop.it, c(ring.uses)), c(use)))
+        return loop.cache[key]
+
+    def _tile_ring_state(self, name: str, ctx: RoleState) -> LoopState | None:
+        """The state at this tile of a ring counted in tiles that the family keeps apart from the loops (the Tensor
+        Memory GEMM's accumulator ring); None: the ring follows the loop (or the family's `_need_loop`)."""
+        return None
+
+    def _ring_state(self, op, ctx: RoleState) -> LoopState:
+        """The ring state an op on a barrier acts at: a ring counted in tiles at this tile (`_tile_ring_state`); else
+        the loop's iteration (outside a loop: `_need_loop`), at the op's slot of a ring that takes several an
+        iteration, `lag` iterations back. A ring of one barrier used every iteration of a loop of several stages
+        flips its phase each iteration: barrier 0, phase it & 1."""
+        state = self._tile_ring_state(op.barrier, ctx)
+        if state is not None:
+            return state
+        loop = self._use_state(self._need_loop(op, ctx), self.p.ring_of_barrier(op.barrier), op.use)
+        loop = self._lagged(loop, op.lag)
+        if not loop.once and self._ring(op.barrier).count == 1 and self.stages != 1:
+            key = ("every",)
+            if key not in loop.cache:
+                loop.cache[key] = LoopState(loop.kt, loop.it, 0, self.b.and_(loop.it, self.b.const(1)), {},
+                                            once=True, stages=1)
+            return loop.cache[key]
+        return loop
+
     def _op_wait(self, op: Wait, ctx: RoleState) -> None:
+        """Wait for the state's phase ('phase': the consumer's) or the one before ('phase^1': the producer's; the
+        first lap over fresh barriers passes at once); in a fenced role, the atoms' fence after it."""
         b, c = self.b, self.b.const
-        loop = self._lagged(self._need_loop(op, ctx), op.lag)
+        state = self._ring_state(op, ctx)
         if op.parity == "phase":
-            ph = loop.phase
-        elif op.parity == "phase^1":   # the phase before: the first lap over fresh barriers passes at once
-            ph = b.xor(loop.phase, c(1))
+            ph = state.phase
+        elif op.parity == "phase^1":
+            ph = b.xor(state.phase, c(1))
         else:
             self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' (consumer) or 'phase^1' (producer)")
-        self._barrier(op.barrier, loop).wait(ph)
+        self._barrier(op.barrier, state).wait(ph)
+        if ctx.fenced:
+            self.atoms.after_sync()
 
     def _op_arrive(self, op: Arrive, ctx: RoleState) -> None:
+        """An arrival on the state's barrier, by: 'commit' the MMA thread's commit (arrives when its MMAs finish; at
+        both CTAs' barriers for a pair's 'pair'); 'warpgroup' each warpgroup's leader (at every CTA's barrier of a
+        cluster for 'pair'; with a lag, only where iteration it - lag exists); 'thread' every thread of a warp or
+        warpgroup role (the atoms' fence before it in a fenced role); 'role' the one thread of a one-thread role.
+        'leader': at the pair's rank-0 CTA's instance of the barrier."""
         if op.tx_bytes:
             self._arrive_expect_tx(op, ctx)
             return
         b, c = self.b, self.b.const
-        loop = self._need_loop(op, ctx)
-        if not 0 <= op.lag < self.stages:
-            self._fail(f"wl.arrive lag = {op.lag}: must be 0..{self.stages - 1}")
-        if op.lag == 0:
-            bar = self._barrier(op.barrier, loop)
-        else:   # the stage of iteration kt - lag, i.e. (kt + stages - lag) % stages
-            self._ring(op.barrier)
-            stage = b.remu(b.add(loop.it, c(self.stages - op.lag)), c(self.stages))
-            bar = self.rings[op.barrier].at(stage)
-        if op.cta not in ("own", "pair") or (op.cta == "pair" and self.rank is None):
-            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier: the lowering arrives at its own CTA's, or "
-                       "(a cluster kernel) at every CTA's")
-        if op.per == "warpgroup" and ctx.issue == "warpgroup":
+        if op.cta not in ("own", "leader", "pair") or (op.cta != "own" and self.rank is None):
+            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier in a kernel of cluster {list(self.cluster)}")
+        if op.lag:
+            loop = self._need_loop(op, ctx)
+            if not 0 < op.lag < self.stages:
+                self._fail(f"wl.arrive lag = {op.lag}: must be 0..{self.stages - 1}")
+            self._ring(op.barrier)      # the stage of iteration it - lag, i.e. (it + stages - lag) % stages
+            bar = self.rings[op.barrier].at(b.remu(b.add(loop.it, c(self.stages - op.lag)), c(self.stages)))
+        else:
+            state = self._ring_state(op, ctx)
+            bar = self._barrier(op.barrier, state)
+            loop = state
+        if op.per == "commit":
+            if ctx.role is not self.mma_role:
+                self._fail(f"MMA commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
+            if op.cta == "leader":
+                self._fail(f"MMA commit on the leader's {op.barrier!r}: the MMA thread runs in the leader")
+            # pair: multicast to the barrier at the same offset in both CTAs (ranks 0 and 1)
+            self.atoms.commit(b, bar.addr, self.cta_group, (1 << self.cta_group) - 1 if op.cta == "pair" else None)
+        elif op.per == "warpgroup" and ctx.issue == "warpgroup" and op.cta != "leader":
             # One signalling thread per warpgroup (CUTLASS): the ring expects one arrival per warpgroup.
             # With a lag, iterations before the first `lag` have no earlier stage to free.
             cond = ctx.wg_leader if op.lag == 0 else b.and_(ctx.wg_leader, b.cmp("uge", loop.it, c(op.lag)))
@@ -513,13 +743,23 @@ class KernelLowering:
                         sync.remote_arrive(b, sync.mapa(b, bar.addr, c(r)))
                 else:
                     bar.arrive()
-        elif op.per == "role" and ctx.issue == "thread" and op.cta == "own":
-            bar.arrive()
+        elif (op.per == "thread" and ctx.issue in ("warp", "warpgroup")) or (op.per == "role" and ctx.issue == "thread"):
+            if op.lag:
+                self._fail(f"wl.arrive per {op.per!r} with lag {op.lag}: only per-warpgroup arrivals lag")
+            if ctx.fenced and op.per == "thread":
+                self.atoms.before_sync()
+            if op.cta == "leader":            # the pair's rank-0 CTA's instance of the barrier
+                sync.remote_arrive(b, sync.mapa(b, bar.addr, c(0)), scope="cluster")
+            elif op.cta == "own":
+                bar.arrive()
+            else:
+                self._fail(f"wl.arrive per {op.per!r} at every CTA's {op.barrier!r}: only a commit or a warpgroup's "
+                           "leader arrives there")
         else:
             self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
 
     def _arrive_expect_tx(self, op: Arrive, ctx: RoleState) -> None:
-        loop = self._need_loop(op, ctx)
+        loop = self._use_state(self._need_loop(op, ctx), self.p.ring_of_barrier(op.barrier), op.use)
         if ctx.issue != "thread":
             self._fail(f"wl.arrive_expect_tx in role {ctx.name!r} (issue {ctx.issue!r}): it must be issued by one "
                        "thread, or each thread would arrive")
@@ -539,7 +779,7 @@ class KernelLowering:
 
     def _op_copy(self, op: Copy, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
-        loop = self._need_loop(op, ctx)
+        loop = self._use_state(self._need_loop(op, ctx), self.p.ring_of_region(op.region), op.use)
         if ctx.issue != "thread":
             self._fail(f"wl.async_load in role {ctx.name!r}: TMA copies are issued by one thread")
         region = self._region(op.region)
@@ -611,6 +851,54 @@ class KernelLowering:
         lo = b.add(self.base_enc, b.ext64(descriptor_step(addr, b), False))
         return b.or_(lo, c(to_i64(static), b.i64)), tile
 
+    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
+        """A named barrier (bar.sync, or bar.arrive for arrive_only) over its planned thread count. At the CTA's first
+        or last tile only where the op says so (a persistent walk sets self.tile_first / tile_last; a CTA of one
+        tile takes every one). A barrier with one instance per warpgroup of the role takes the warpgroup's own
+        ('own') or the next one's ('next': the ping-pong turns), or one warpgroup's only (op.warpgroup). In a fenced
+        role the atoms' fences go around it (before an arrive or sync, after a sync)."""
+        b, c = self.b, self.b.const
+        nb = self.p.named_barriers.get(op.barrier)
+        if nb is None:
+            self._fail(f"Sync on {op.barrier!r}: no such named barrier")
+        n_wgs = ctx.role.warps * self.T.warp_size // self.T.warpgroup_threads if ctx.issue == "warpgroup" else 1
+        if nb.count not in (1, n_wgs):
+            self._fail(f"named barrier {nb.name!r} has {nb.count} instances for {n_wgs} warpgroups")
+        if op.warpgroup is not None and ctx.issue != "warpgroup":
+            self._fail(f"Sync on {nb.name!r} for warpgroup {op.warpgroup} in role {ctx.name!r} (issue {ctx.issue!r})")
+        if op.slot not in ("own", "next"):
+            self._fail(f"Sync slot {op.slot!r}: 'own' or 'next'")
+        if op.tiles not in ("each", "first", "last"):
+            self._fail(f"Sync tiles {op.tiles!r}: 'each', 'first' or 'last'")
+        if op.tiles != "each" and self.tile_first is not None:      # persistent: the CTA's first / last tile only
+            with b.if_(self.tile_first if op.tiles == "first" else self.tile_last):
+                self._op_sync(replace(op, tiles="each"), ctx)
+            return
+
+        def emit(bid) -> None:
+            if ctx.fenced:
+                self.atoms.before_sync()
+            if op.arrive_only:
+                sync.named_barrier_arrive(b, bid, nb.threads)
+            else:
+                sync.named_barrier_sync(b, bid, nb.threads)
+                if ctx.fenced:
+                    self.atoms.after_sync()
+
+        if op.warpgroup is not None:            # one warpgroup only: its barrier is known here
+            w = op.warpgroup
+            idx = w if op.slot == "own" else (w + 1) % nb.count
+            with b.if_(b.cmp("eq", ctx.wg_index, c(w))):
+                emit(nb.id + idx % nb.count)
+            return
+        if nb.count == 1:
+            bid = nb.id
+        elif op.slot == "own":
+            bid = b.add(c(nb.id), ctx.wg_index)
+        else:
+            bid = b.add(c(nb.id), b.remu(b.add(ctx.wg_index, c(1)), c(nb.count)))
+        emit(bid)
+
     def _op_mma_wait(self, op: MmaWait, ctx: RoleState) -> None:
         try:
             self.atoms.mma_wait(op.pending)
@@ -642,6 +930,20 @@ class KernelLowering:
             fail(f"smem_bytes = {self.smem_bytes} does not cover the plan's {end} B plus {T.smem_base_align - 1} B "
                  f"for the run-time {T.smem_base_align} B alignment of the base")
         return smem
+
+    def _check_tmem_owner(self, smem: list) -> None:
+        """A kernel with Tensor Memory: one i32 smem word for the address the allocation writes (wl-specialize's
+        tmem_addr), and one one-thread role in one warp issuing the MMAs; its warp allocates and frees the columns."""
+        slots = [r for r in smem if not r.dims and r.elem == "i32"]
+        if len(slots) != 1:
+            self._fail(f"expected one i32 smem word for the TMEM address (wl-specialize's tmem_addr), found "
+                       f"{[r.name for r in slots]}")
+        self.tmem_slot = slots[0]
+        owners = [r for r in self.p.roles if any(isinstance(o, Mma) for o in r.walk())]
+        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
+            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; the MMA needs one one-thread role in "
+                       "one warp (it allocates and frees TMEM too)")
+        self.mma_role = owners[0]
 
     def _elect(self, role: Role, ctx: RoleState) -> None:
         """A one-thread role of a warp: elect the lane that issues its ops (ctx.elected) and let it prefetch the tensor

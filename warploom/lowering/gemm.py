@@ -24,7 +24,8 @@ TMA coordinates of a K tile. Where the accumulator lives decides the rest, and t
                           columns at a time (waiting for each load), converts and stores its rows of C; then each
                           thread arrives on acc_empty; at the last tile bar.arrive on tmem_free
 
-Code shape of the register GEMM:
+The role dispatch, the ring states, waits, arrivals, named barriers, TMEM allocation and the drain are
+`KernelLowering`'s (core.py), the same for both forms. Code shape of the register GEMM:
   prologue   tid, CTA tile origins, the dynamic smem base rounded up to the target's base alignment,
              thread 0 initialises every mbarrier, fence + bar.sync (all threads);
   roles      `scf.if` on the warpgroup index; each role runs setmaxnreg, then
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Role, Store, Sync, Wait
+from warploom.kernel import Arrive, Copy, Loop, Mma, MmaWait, Program, Store, Sync, Wait
 from warploom.kernel.contract import STREAMK_SLOTS, gemm_kernel_name, gemm_params
 from warploom.layout import SmemTile
 from warploom.layout.descriptors import k_block_steps
@@ -238,7 +239,7 @@ class GemmLowering(KernelLowering):
             axis, extent = self.origin_axis[dim]
             cta = b.sreg("ctaid", CTAID[axis], "cta")
             self.origin[dim] = b.mul(cta, c(extent))
-        self.rank = sync.cluster_rank(b) if self.cluster_m > 1 else None
+        self.rank = sync.cluster_rank(b) if self.cluster != (1, 1, 1) else None
 
         self._smem_base()
         # K-loop trip count, shared by every role: ceil(K / BK) tiles; TMA zero-fills the tail of the last
@@ -290,19 +291,6 @@ class RegisterGemm(GemmLowering):
                        "multicast B, persistent only; or no cluster")
         self.cluster_m, self.WALK = 2, "persistent_pairs"
         return (2, 1, 1)
-
-    def _after_cta_barrier(self) -> None:
-        """A cluster's CTAs meet once every barrier of each is initialised (and fenced for the cluster), before any
-        multicast lands in, or any arrival reaches, another CTA."""
-        if self.rank is not None:
-            sync.cluster_barrier()
-
-    def _roles(self) -> None:
-        """The roles; a cluster's CTAs then meet again, so that neither exits while the other may still multicast
-        into its smem or arrive on its barriers."""
-        super()._roles()
-        if self.rank is not None:
-            sync.cluster_barrier()
 
     def _store_map(self, op: Store) -> TensorMapSpec:
         """C's TMA map (N, M innermost first): a box of one chunk's columns (one swizzle span) by one warpgroup's
@@ -687,16 +675,17 @@ class RegisterGemm(GemmLowering):
 class TensorMemoryGemm(GemmLowering):
     """The GEMM whose accumulator is in Tensor Memory (atoms.accumulator == "tmem"): warp roles, one thread issuing
     the MMAs, the accumulator double-buffered over the tiles, the epilogue reading it back."""
+    ISSUES = ("thread", "warp")
     OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Store: "store", Sync: "sync"}
     OP_NAMES = ("wl.k_loop", "wl.wait", "wl.arrive_expect_tx", "wl.arrive", "wl.async_load", "wl.mma", "wl.store_tile",
                 "wl.named_barrier_sync", "wl.named_barrier_arrive")
 
     # ---- configuration ----------------------------------------------------------------------------
     def _read_config(self) -> None:
-        self.group = int(self.p.attrs.get("cta_group", 1))          # 2: a CTA pair (cta_group::2)
-        if self.group not in (1, 2):
-            self._fail(f"cta_group {self.group}: the MMA takes cta_group 1 or 2")
-        self.pair = self.group == 2
+        self.cta_group = int(self.p.attrs.get("cta_group", 1))          # 2: a CTA pair (cta_group::2)
+        if self.cta_group not in (1, 2):
+            self._fail(f"cta_group {self.cta_group}: the MMA takes cta_group 1 or 2")
+        self.pair = self.cta_group == 2
         self.WALK = "persistent_pairs" if self.pair else "persistent"
         super()._read_config()
         if self.pair and not self.persistent:
@@ -704,44 +693,19 @@ class TensorMemoryGemm(GemmLowering):
 
     def _cluster(self, attrs) -> tuple[int, int, int]:
         """(2, 1, 1) for a CTA pair, else no cluster."""
-        want = [self.group, 1, 1]
+        want = [self.cta_group, 1, 1]
         if list(attrs.get("cluster", [1, 1, 1])) != want:
-            self._fail(f"cluster {attrs.get('cluster')} with cta_group {self.group}: expected {want}")
+            self._fail(f"cluster {attrs.get('cluster')} with cta_group {self.cta_group}: expected {want}")
         return tuple(want)
 
     def _check_plan(self) -> None:
-        """Roles of warps covering the block once each; smem regions and barriers placed; TMEM regions placed in
-        the allocation; smem for the run-time base round-up."""
-        p = self.p
-        for rank in range(self.group):          # in every CTA of the cluster, each warp has one role
-            warps = sorted(w for role in p.roles if role.rank in (None, rank) for w in role.warp_range)
-            if warps != list(range(self.threads // self.T.warp_size)):
-                where = f" in CTA {rank} of the pair" if self.pair else ""
-                self._fail(f"roles cover warps {warps}{where}; {self.threads} threads need each of "
-                           f"0..{self.threads // self.T.warp_size - 1} exactly once")
-        if any(r.regs is not None for r in p.roles):
-            self._fail("a role sets a register budget: the sm_100a GEMM's warp roles keep the launch's share "
-                       "(setmaxnreg acts on whole warpgroups)")
-        self.launch_regs = None
+        """Roles (`_check_roles`); smem regions and barriers placed; TMEM regions placed in the allocation; smem for
+        the run-time base round-up; the TMEM address slot and the MMA role (`_check_tmem_owner`)."""
+        self._check_roles()
         smem = self._check_placement()
         self.tiles = {r.name: self._tile(r) for r in smem if r.dims}
-        slots = [r for r in smem if not r.dims and r.elem == "i32"]
-        if len(slots) != 1:
-            self._fail(f"expected one i32 smem word for the TMEM address (wl-specialize's tmem_addr), found "
-                       f"{[r.name for r in slots]}")
-        self.tmem_slot = slots[0]
-        owners = [r for r in p.roles if any(isinstance(o, Mma) for o in r.walk())]
-        if len(owners) != 1 or owners[0].issue != "thread" or owners[0].warps != 1:
-            self._fail(f"roles issuing MMAs: {[r.name for r in owners]}; the MMA needs one one-thread role in "
-                       "one warp (it allocates and frees TMEM too)")
-        self.mma_role = owners[0]
-        # the warp that allocates and frees TMEM in each CTA: the MMA role's (in a pair, the other CTA runs
-        # another role, the relay, in that warp)
-        self.tmem_roles = {r.name for r in p.roles if self.mma_role.first_warp in r.warp_range}
+        self._check_tmem_owner(smem)
         self.mma_k = self.T.mma_k_of(self.elem)
-
-    def _regs(self, role: Role) -> int:
-        return 0
 
     def _store_map(self, op: Store) -> TensorMapSpec:
         """C's TMA map (N, M innermost first): a box of one chunk (one swizzle span of columns by the tile's rows)."""
@@ -753,112 +717,19 @@ class TensorMemoryGemm(GemmLowering):
         return TensorMapSpec(name="c", operand="c", dtype=self.elem, box=tile.box, swizzle=tile.swizzle.bytes,
                              dims=(tile.dims[1], tile.dims[0]))
 
-    # ---- prologue: TMEM allocation around the CTA barrier -------------------------------------------
-    def _before_cta_barrier(self) -> None:
-        b, c = self.b, self.b.const
-        self.warp = b.divu(self.tid, c(self.T.warp_size))
-        self.slot_ptr = b.gep(self.base, c(self.tmem_slot.offset))
-        with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
-            self.atoms.tmem_alloc(b, self.slot_ptr, self.tmem_columns, self.group)
-            self.atoms.tmem_relinquish(self.group)
-            self.atoms.before_sync()
-
-    def _after_cta_barrier(self) -> None:
-        if self.pair:       # both CTAs' barriers are initialised (and fenced for the cluster) before either uses them
-            sync.cluster_barrier()
-        self.atoms.after_sync()
-        self.taddr = self._load_tmem_address()
-
-    # ---- roles -----------------------------------------------------------------------------------------
-    def _roles(self) -> None:
-        """if warp in role0 { role0 } else if warp in role1 { ... } else { last role }; a role with a rank runs in
-        that CTA of the pair only. A pair's CTAs then meet at a cluster barrier, so that neither exits while the
-        other may still arrive on its barriers or read its smem (the leader's MMAs read both CTAs' operands)."""
-        b, c = self.b, self.b.const
-        roles = sorted(self.p.roles, key=lambda r: (r.first_warp, r.rank if r.rank is not None else -1))
-        self.rank = sync.cluster_rank(b) if self.pair else None
-
-        def chain(i: int) -> None:
-            if i == len(roles) - 1:
-                self._role(roles[i])
-                return
-            r = roles[i]
-            cond = (b.cmp("eq", self.warp, c(r.first_warp)) if r.warps == 1
-                    else b.cmp("ult", self.warp, c(r.warp_range.stop)))   # earlier roles took the lower warps
-            if r.rank is not None:
-                if not self.pair:
-                    self._fail(f"role {r.name!r} runs in CTA {r.rank} of a cluster, but the kernel has none")
-                cond = b.and_(cond, b.cmp("eq", self.rank, c(r.rank)))
-            then, orelse = b.if_else(cond)
-            with then:
-                self._role(r)
-            with orelse:
-                chain(i + 1)
-
-        chain(0)
-        if self.pair:
-            sync.cluster_barrier()
-            # Only now are both CTAs' epilogues done with the pair's Tensor Memory (each synced its own on tmem_free):
-            # each CTA's allocating warp frees it after the cluster barrier, as the PTX ISA's cta_group::2 example
-            # and CUTLASS order it, not after its own epilogue alone
-            with b.if_(b.cmp("eq", self.warp, c(self.mma_role.first_warp))):
-                self._free_tmem()
-
-    def _role(self, role: Role) -> None:
-        b, c = self.b, self.b.const
-        ctx = RoleState(role=role, first_wg=0, accs={}, acc_n={})
-        ctx.tcgen05 = role.name in self.tmem_roles or any(isinstance(o, Store) for o in role.walk())
-        if role.issue == "thread":
-            self._elect(role, ctx)
-            self._tile_loop(role.body, ctx)
-            self._drain(role, ctx)
-            if role.name in self.tmem_roles and not self.pair:    # every lane of the warp, after the epilogue said
-                self._free_tmem()                                    # it is done (a pair's: after both, _roles)
-        elif role.issue == "warp":
-            ctx.lane = b.remu(self.tid, c(self.T.warp_size))
-            ctx.storer = b.cmp("eq", self.tid, c(role.first_warp * self.T.warp_size))   # issues the role's TMA stores
-            self._tile_loop(role.body, ctx)
-            if any(isinstance(o, Store) and o.region is not None for o in role.walk()):
-                with b.if_(ctx.storer):         # the last stores have read their smem before the CTA exits
-                    tma.bulk_wait_group(0, read=True)
-        else:
-            self._fail(f"role {role.name!r} has issue = {role.issue!r}; the sm_100a lowering knows 'thread' "
-                       "and 'warp'")
-
-    def _free_tmem(self) -> None:
-        """The allocating warp frees the kernel's Tensor Memory (every lane; cta_group of the kernel)."""
-        self.atoms.after_sync()
-        self.atoms.tmem_dealloc(self.b, self.taddr, self.tmem_columns, self.group)
-
-    def _drain(self, role: Role, ctx: RoleState) -> None:
-        """A role that waits for the operand ring's stages back (the producer, parity phase^1) waits once more for
-        each stage after its last K iteration: every release the MMA thread's tcgen05.commit sends to this CTA's
-        barriers (a pair's leader multicasts them to both) has landed before the CTA exits, so no late arrival
-        writes smem the SM may have handed to the next CTA. A stage this CTA never used passes at once (a fresh
-        barrier completes parity phase^1 = 1 from the start)."""
-        b, c = self.b, self.b.const
-        names = []
-        for op in role.walk():
-            ring = self.p.ring_of_barrier(op.barrier) if isinstance(op, Wait) else None
-            if ring is not None and ring.counts != "tile" and op.parity == "phase^1" and op.barrier not in names:
-                names.append(op.barrier)
-        if not names:
-            return
-        with b.if_(ctx.elected):
-            for i in range(self.stages):
-                state = self._loop_state_n(c(0), b.add(self.cta_iterations, c(i)), self.stages)
-                for name in names:
-                    self.rings[name].at(state.stage).wait(b.xor(state.phase, c(1)))
+    def _ring_iterations(self, name: str) -> ir.Value:
+        """The K iterations of this CTA's tiles: every K ring takes one stage an iteration."""
+        return self.cta_iterations
 
     def _tile_loop(self, ops, ctx: RoleState) -> None:
         """The role's ops once (grid) or once per tile of this CTA (persistent); self.tile_j counts the CTA's tiles
-        (the accumulator ring's position), self.last_tile is true at its last one."""
+        (the accumulator ring's position), self.tile_first / tile_last are true at its first / last one."""
         b, c = self.b, self.b.const
         if not self.persistent:
-            self.tile_j, self.last_tile = c(0), b.cmp("eq", c(0), c(0))
+            self.tile_j = c(0)
             self.cta_iterations = self.trips
             self._tile_states()
-            self._top_ops(ops, ctx)
+            self._role_ops(ops, ctx)
             return
         from warploom.runtime import rules
         n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
@@ -873,18 +744,19 @@ class TensorMemoryGemm(GemmLowering):
             tile = loop.iv
             self.tile_j = b.divu(b.sub(tile, first), step)
             self.it_base = b.mul(self.tile_j, self.trips)
-            self.last_tile = b.cmp("uge", b.add(tile, step), total)
+            self.tile_first = b.cmp("eq", tile, first)
+            self.tile_last = b.cmp("uge", b.add(tile, step), total)
             self._tile_states()
             self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
             if self.pair:       # this CTA's rows of the pair's tile
-                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM // self.group)))
-            self._top_ops(ops, ctx)
-        self.it_base, self.origin = None, {}
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM // self.cta_group)))
+            self._role_ops(ops, ctx)
+        self.it_base, self.origin, self.tile_first, self.tile_last = None, {}, None, None
 
     def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
         """TMA coordinates: a pair's CTA loads its own rows of A and its half of B's columns."""
         if dim == "N" and self.pair:
-            return self.b.add(self.origin["N"], self.b.mul(self.rank, self.b.const(self.BN // self.group)))
+            return self.b.add(self.origin["N"], self.b.mul(self.rank, self.b.const(self.BN // self.cta_group)))
         return super()._coord_origin(dim, loop)
 
     def _tile_states(self) -> None:
@@ -898,44 +770,22 @@ class TensorMemoryGemm(GemmLowering):
                 if name is not None:
                     state.cache[("bar", name)] = self.rings[name].at(state.stage)
 
-    def _top_ops(self, ops, ctx: RoleState) -> None:
-        """A role's ops at tile level. In a one-thread role the elected lane runs them, except the named-barrier
-        syncs, which the whole warp takes (bar.sync counts threads)."""
-        if ctx.issue != "thread":
-            self._ops(ops, ctx)
-            return
-        self._run_elected(ops, ctx)
-
     # ---- ring state -----------------------------------------------------------------------------------
-    def _state(self, barrier: str, ctx: RoleState) -> tuple[LoopState, int]:
-        """(ring state, stages) for an op on `barrier`: the K loop's iteration, or for a ring counted in tiles
-        the CTA's tile count."""
-        ring = self.p.ring_of_barrier(barrier)
-        if ring is not None and ring.counts == "tile":
-            if ctx.loop is not None:
-                self._fail(f"barrier {barrier!r} advances per tile but is used inside the K loop")
-            return self.tile_cache[("tile", ring.stages)], ring.stages
-        return self._need_loop_named(barrier, ctx), self.stages
-
-    def _need_loop_named(self, barrier: str, ctx: RoleState) -> LoopState:
-        if ctx.loop is None:
-            self._fail(f"an op on barrier {barrier!r} in role {ctx.name!r} is outside the K loop; its stage would "
-                       "be undefined")
-        return ctx.loop
+    def _tile_ring_state(self, name: str, ctx: RoleState) -> LoopState | None:
+        """A ring counted in tiles (the accumulator's): its state at this tile (`_tile_states`), used outside the K
+        loop only."""
+        ring = self.p.ring_of_barrier(name)
+        if ring is None or ring.counts != "tile":
+            return None
+        if ctx.loop is not None:
+            self._fail(f"barrier {name!r} advances per tile but is used inside the K loop")
+        return self.tile_cache[("tile", ring.stages)]
 
     def _loop_state_n(self, kt: ir.Value, it: ir.Value, stages: int) -> LoopState:
+        """A ring of `stages` stages at iteration `it`, apart from the K loop's stages."""
         b, c = self.b, self.b.const
-        return LoopState(kt, it, b.remu(it, c(stages)), b.and_(b.divu(it, c(stages)), c(1)), {})
-
-    def _bar(self, name: str, ctx: RoleState) -> tuple[sync.Mbarrier, LoopState]:
-        state, stages = self._state(name, ctx)
-        ring = self._ring(name)
-        if ring.count != stages:
-            self._fail(f"mbarrier ring {name!r} has {ring.count} barriers for {stages} stages")
-        key = ("bar", name)
-        if key not in state.cache:
-            state.cache[key] = self.rings[name].at(state.stage)
-        return state.cache[key], state
+        return LoopState(kt, it, b.remu(it, c(stages)), b.and_(b.divu(it, c(stages)), c(1)), {}, once=True,
+                         stages=stages)
 
     # ---- ops --------------------------------------------------------------------------------------------
     def _op_loop(self, op: Loop, ctx: RoleState) -> None:
@@ -947,74 +797,6 @@ class TensorMemoryGemm(GemmLowering):
             ctx.loop = self._loop_state(kt, it)
             self._ops(op.body, ctx)
             ctx.loop = None
-
-    def _op_wait(self, op: Wait, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        if op.lag:
-            self._fail(f"wl.wait lag = {op.lag}: the sm_100a GEMM waits on its own iteration's stage")
-        bar, state = self._bar(op.barrier, ctx)
-        if op.parity not in ("phase", "phase^1"):
-            self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' (consumer) or 'phase^1' (producer)")
-        bar.wait(state.phase if op.parity == "phase" else b.xor(state.phase, c(1)))
-        if ctx.tcgen05:
-            self.atoms.after_sync()
-
-    def _op_arrive(self, op: Arrive, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        if op.lag:
-            self._fail(f"wl.arrive lag = {op.lag}: the sm_100a GEMM frees its own iteration's stage")
-        if op.tx_bytes:
-            self._arrive_expect_tx(op, ctx)
-            return
-        bar, _ = self._bar(op.barrier, ctx)
-        if op.cta not in ("own", "leader", "pair") or (op.cta != "own" and not self.pair):
-            self._fail(f"wl.arrive at the {op.cta!r} CTA's barrier in a kernel of cluster {list(self.cluster)}")
-        if op.per == "commit":
-            if ctx.role is not self.mma_role:
-                self._fail(f"tcgen05.commit arrival on {op.barrier!r} in role {ctx.name!r}, which issues no MMAs")
-            if op.cta == "leader":
-                self._fail(f"tcgen05.commit on the leader's {op.barrier!r}: the MMA thread runs in the leader")
-            # pair: multicast to the barrier at the same offset in both CTAs (ranks 0 and 1)
-            self.atoms.commit(b, bar.addr, self.group, (1 << self.group) - 1 if op.cta == "pair" else None)
-        elif op.per in ("thread", "role") and (ctx.issue == "warp") == (op.per == "thread"):
-            if ctx.tcgen05 and op.per == "thread":
-                self.atoms.before_sync()
-            if op.cta == "leader":            # the pair's rank-0 CTA's instance of the barrier
-                sync.remote_arrive(b, sync.mapa(b, bar.addr, c(0)), scope="cluster")
-            elif op.cta == "own":
-                bar.arrive()
-            else:
-                self._fail(f"wl.arrive per {op.per!r} at both CTAs' {op.barrier!r}: only a commit multicasts")
-        else:
-            self._fail(f"wl.arrive per {op.per!r} in role {ctx.name!r} (issue {ctx.issue!r}) is not lowered")
-
-    def _op_sync(self, op: Sync, ctx: RoleState) -> None:
-        b = self.b
-        nb = self.p.named_barriers.get(op.barrier)
-        if nb is None or nb.count != 1:
-            self._fail(f"named barrier {op.barrier!r}: the sm_100a GEMM syncs on single named barriers")
-        if op.slot != "own" or op.warpgroup is not None:
-            self._fail(f"named barrier {op.barrier!r} slot {op.slot!r}: no per-warpgroup turns here")
-        cond = {"each": None, "last": self.last_tile}.get(op.tiles, False)
-        if cond is False:
-            self._fail(f"named barrier {op.barrier!r} at tiles {op.tiles!r}: the sm_100a GEMM syncs at each or the "
-                       "last tile")
-
-        def emit():
-            if ctx.tcgen05:
-                self.atoms.before_sync()
-            if op.arrive_only:
-                sync.named_barrier_arrive(b, nb.id, nb.threads)
-            else:
-                sync.named_barrier_sync(b, nb.id, nb.threads)
-                if ctx.tcgen05:
-                    self.atoms.after_sync()
-
-        if cond is None:
-            emit()
-        else:
-            with b.if_(cond):
-                emit()
 
     def _acc_columns(self, name: str, ctx: RoleState) -> tuple[ir.Value, int]:
         """The TMEM address (lane 0) of this tile's stage of accumulator `name`, and its columns per stage."""
@@ -1039,7 +821,7 @@ class TensorMemoryGemm(GemmLowering):
             self._fail(f"wl.mma lag = {op.lag}: the GEMM's MMAs read their own iteration's stage")
         m, n, k = op.shape
         try:
-            self.T.check_mma_shape(m, n, self.elem, self.group)
+            self.T.check_mma_shape(m, n, self.elem, self.cta_group)
         except ValueError as e:
             self._fail(f"wl.mma shape {list(op.shape)}: {e}")
         if k % self.mma_k:
@@ -1051,7 +833,7 @@ class TensorMemoryGemm(GemmLowering):
         a_tile, b_tile = self.tiles[a_reg.name], self.tiles[b_reg.name]
         extent_a, extent_b = dict(zip(a_tile.dims, a_tile.shape)), dict(zip(b_tile.dims, b_tile.shape))
         # each CTA of a pair holds its half of A's rows and of B's columns
-        if extent_a != {"M": m // self.group, "K": k} or extent_b != {"N": n // self.group, "K": k}:
+        if extent_a != {"M": m // self.cta_group, "K": k} or extent_b != {"N": n // self.cta_group, "K": k}:
             self._fail(f"wl.mma shape {list(op.shape)} does not match buffers {a_reg.name!r} {list(a_reg.shape)} "
                        f"and {b_reg.name!r} {list(b_reg.shape)}")
         a_major, b_major = a_tile.major(op.k_dim), b_tile.major(op.k_dim)
@@ -1064,7 +846,7 @@ class TensorMemoryGemm(GemmLowering):
         desc_b, _ = self._descriptor(b_reg, loop, None, op.k_dim)
         first_k = b.cmp("ne", loop.kt, c(0))            # the tile's first K tile overwrites the accumulator
         a_steps, b_steps = (k_block_steps(t, k // self.mma_k, self.mma_k) for t in (a_tile, b_tile))
-        self.atoms.mma_smem(b, d, desc_a, desc_b, a_steps, b_steps, idesc, first_k, self.group)
+        self.atoms.mma_smem(b, d, desc_a, desc_b, a_steps, b_steps, idesc, first_k, self.cta_group)
 
     def _op_store(self, op: Store, ctx: RoleState) -> None:
         """C from the accumulator, through smem and TMA, one chunk (the staging tile: the tile's 128 rows by one
@@ -1083,7 +865,7 @@ class TensorMemoryGemm(GemmLowering):
                        "(wl-pipeline) with a named barrier (wl-specialize)")
         taddr, per_stage = self._acc_columns(op.value, ctx)
         acc, staging = self._region(op.value), self._region(op.region)
-        bm = self.BM // self.group                # a pair's CTA stores its own rows
+        bm = self.BM // self.cta_group                # a pair's CTA stores its own rows
         if list(op.tile) != [bm, self.BN] or list(acc.shape) != [bm, self.BN] or per_stage != self.BN:
             self._fail(f"wl.store_tile tile {list(op.tile)} must be the accumulator's [{bm}, {self.BN}]")
         quadrants = self.T.tmem.lanes // self.T.tmem.lanes_per_warp

@@ -68,15 +68,17 @@
 // CHECK: nvvm.redux.sync  or
 // the MMA thread: Q0 and Q1 landed (q0_full at 100360, q1_full at 100368, phase 0), then per key block
 // CHECK: nvvm.elect.sync
-// CHECK: llvm.getelementptr %{{.*}}[%c100360_i32]
+// CHECK: arith.addi %c100360_i32,
+// CHECK-NEXT: llvm.getelementptr
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity %{{.*}}, %c0_i32,
-// CHECK: llvm.getelementptr %{{.*}}[%c100368_i32]
+// CHECK: arith.addi %c100368_i32,
+// CHECK-NEXT: llvm.getelementptr
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity %{{.*}}, %c0_i32,
 // CHECK: scf.for %[[KB:.*]] = %c0_i32 to
 // S0 waits on o0_full (100456) at the block before's parity: (kb & 1) ^ 1
-// CHECK: llvm.getelementptr %{{.*}}[%c100456_i32]
-// CHECK-NEXT: %[[B:.*]] = arith.andi %[[KB]], %c1_i32
+// CHECK: %[[B:.*]] = arith.andi %[[KB]], %c1_i32
 // CHECK-NEXT: %[[P:.*]] = arith.xori %[[B]], %c1_i32
+// CHECK-NEXT: llvm.getelementptr %{{.*}}[%c100456_i32]
 // CHECK-NEXT: nvvm.mbarrier.try_wait.parity %{{.*}}, %[[P]],
 // S0 = Q0 K^T: 4 MMAs (K = 64 / 16) from smem descriptors, the first overwriting (enable-input-d false); the
 // instruction descriptor 0x8200010 = f16 x f16 -> f32, M 128, N 128, K-major A and B (PTX ISA 9.7.16.4.2)

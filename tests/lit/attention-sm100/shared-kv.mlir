@@ -38,9 +38,9 @@
 // CHECK-NEXT: %[[S0:.*]] = arith.remui %[[P0]], %c3_i32
 // CHECK-NEXT: %[[R0:.*]] = arith.divui %[[P0]], %c3_i32
 // CHECK-NEXT: %[[PH0:.*]] = arith.andi %[[R0]], %c1_i32
+// CHECK-NEXT: arith.xori %[[PH0]], %c1_i32
 // CHECK-NEXT: %[[E0:.*]] = arith.muli %[[S0]], %c8_i32
 // CHECK-NEXT: arith.addi %c84016_i32, %[[E0]]
-// CHECK: arith.xori %[[PH0]], %c1_i32
 // CHECK: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
 // CHECK: %[[K0:.*]] = arith.muli %[[S0]], %c16384_i32
 // CHECK-NEXT: arith.addi %c32768_i32, %[[K0]]

@@ -26,13 +26,13 @@
 
 // CHECK: "wl.launch"{{.*}}cluster = [2, 1, 1]
 // CHECK-LABEL: llvm.func @wl_gemm_bf16_kn_256x256x64_s4_persistent_sm100a(
+// CHECK: [[RANK:%[0-9]+]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
 // Warp 1 of each CTA allocates for the pair; both CTAs' barriers are initialised before either CTA uses them.
 // CHECK: nvvm.tcgen05.alloc {{%[0-9]+}}, %c512_i32 {group = #nvvm.cta_group<cta_2>}
 // CHECK-NEXT: nvvm.tcgen05.relinquish_alloc_permit {group = #nvvm.cta_group<cta_2>}
 // CHECK: nvvm.barrier
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
-// CHECK: [[RANK:%[0-9]+]] = nvvm.read.ptx.sreg.cluster.ctarank : i32
 // The producer of each CTA: B's columns start at n0 + 128 * rank (its half).
 // CHECK: nvvm.read.ptx.sreg.clusterid.x
 // CHECK: [[BHALF:%[0-9]+]] = arith.muli [[RANK]], %c128_i32
