@@ -448,8 +448,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("cluster-rank-rows",
              "both CTAs of a cluster take the tile's first 128 rows (the rank's row offset dropped): the second "
              "half of every tile is never computed",
-             GEMM, 'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))',
-             'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(0)))', ("cluster",)),
+             GEMM, 'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.cta_rows)))',
+             'self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(0)))', ("cluster", "sm100")),
     Mutation("cluster-box-share",
              "each CTA loads B boxes 0 .. n-1 instead of its own rank * n ..: the other half of B is never loaded",
              CORE, "box = plus(b.mul(self.rank, c(n)), j)", "box = plus(b.mul(self.rank, c(0)), j)", ("cluster",)),

@@ -119,6 +119,7 @@ class GemmLowering(KernelLowering):
         if not p.barriers:
             self._fail("the kernel has no wl.mbarrier ops: run wl-plan-barriers first")
         self.BM, self.BN, self.BK = a["tile"]
+        self.cta_rows = self.BM // self.cta_group         # a CTA pair's MMA spans the tile's rows; each CTA has half
         self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
         if a.get("acc_elem", "f32") != "f32":
             self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
@@ -251,6 +252,40 @@ class GemmLowering(KernelLowering):
 
         self._init_barriers()
 
+    # ---- the persistent walk ------------------------------------------------------------------
+    def _persistent_walk(self, ops, ctx: RoleState) -> None:
+        """The role's ops once per tile of this CTA: CTA (or cluster: a 2x1 cluster or a CTA pair walks its tiles of
+        2 x its rows as one) c of P takes tiles c, c + P, ... in the rule's order (`rules.tile_origin`, bands of
+        group_m rows). Every role of the CTA (and of its cluster) walks the same tiles in the same order, so ring
+        iterations (stage, phase) agree: this is the CTA's (tile - first) / step-th tile (self.tile_j), its K
+        iterations start at tile_j x trips (self.it_base). `_walk_counts` and `_at_walk_tile` add what a form counts
+        per CTA and per tile."""
+        b, c = self.b, self.b.const
+        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
+        clustered = self.cluster != (1, 1, 1)
+        first = b.sreg("clusterid" if clustered else "ctaid", "x", "cta")
+        step = b.sreg("nclusterid" if clustered else "nctaid", "x", "ncta")
+        tile_name = b.fresh("tile")
+        total = b.mul(m_tiles, n_tiles)
+        self._walk_counts(first, step, total)
+        with b.for_(first, total, step, iv=tile_name) as loop:
+            tile = loop.iv
+            self.tile_j = b.divu(b.sub(tile, first), step)
+            self.it_base = b.mul(self.tile_j, self.trips)
+            self._at_walk_tile(tile, first, step, total)
+            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)
+            if clustered:       # this CTA's rows of the cluster's tile
+                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.cta_rows)))
+            self._role_ops(ops, ctx)
+        self.it_base, self.origin, self.tile_first, self.tile_last = None, {}, None, None
+
+    def _walk_counts(self, first: ir.Value, step: ir.Value, total: ir.Value) -> None:
+        """What a form counts for the whole walk before it starts (the Tensor Memory GEMM: the CTA's K iterations)."""
+
+    def _at_walk_tile(self, tile: ir.Value, first: ir.Value, step: ir.Value, total: ir.Value) -> None:
+        """What a form sets at each tile of the walk before its ops (the Tensor Memory GEMM: first/last tile, the
+        accumulator ring's state)."""
+
     # ---- ops ------------------------------------------------------------------------------
     def _check_gemm_loop(self, op: Loop, ctx: RoleState) -> None:
         """A GEMM's K loop: not nested, not software-pipelined."""
@@ -258,6 +293,37 @@ class GemmLowering(KernelLowering):
             self._fail("nested wl.k_loop")
         if op.first or op.last:
             self._fail("a software-pipelined wl.k_loop (first / last sections): the GEMM lowering has none")
+
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
+        """The K loop: scf.for over this tile's K tiles (a stream-K piece's [lo, hi)), ring iteration it_base + kt. It
+        carries the register accumulators its MMAs update (zero on entry); one in Tensor Memory stays there."""
+        b, c = self.b, self.b.const
+        self._check_gemm_loop(op, ctx)
+        carried = []
+        for mma in (o for o in op.body if isinstance(o, Mma) and o.acc.source == "regs"):
+            name, n = mma.acc.name, mma.shape[1]
+            if name not in ctx.accs:
+                ctx.accs[name] = self.atoms.zero_acc(b, n)
+                ctx.acc_n[name] = n
+            if name not in carried:
+                carried.append(name)
+        kt_name = b.fresh("kt")
+        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
+        arg_names = [b.fresh("acc_in") for _ in carried]
+        outer = dict(ctx.accs)
+        lo, hi = (c(0), self.trips) if self.piece is None else (self.piece.lo, self.piece.hi)
+        with b.for_(lo, hi, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
+                    args=arg_names, results=res_name) as loop:
+            ctx.accs.update(zip(carried, loop.args))
+            kt = loop.iv
+            it = kt if self.it_base is None else b.add(self.it_base, kt)
+            ctx.loop = self._loop_state(kt, it)
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            loop.yield_(*(ctx.accs[n] for n in carried))
+        if carried:
+            ctx.accs = outer
+            ctx.accs.update(zip(carried, loop.results))
 
     def _k_origin(self, loop: LoopState) -> ir.Value:
         """First K index of this iteration's tile."""
@@ -304,30 +370,15 @@ class RegisterGemm(GemmLowering):
                              swizzle=tile.swizzle.bytes, dims=(tile.dims[1], tile.dims[0]))
 
     def _tile_loop(self, ops, ctx: RoleState) -> None:
-        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule), or once per piece
-        of a tile in this CTA's run of iterations (stream-K)."""
+        """The role's ops, once (grid schedule) or once per tile of this CTA (persistent schedule: `_persistent_walk`),
+        or once per piece of a tile in this CTA's run of iterations (stream-K)."""
         if not self.persistent:
-            self._ops(ops, ctx)
+            self._role_ops(ops, ctx)
             return
         if self.streamk:
             self._streamk_loop(ops, ctx)
             return
-        b, c = self.b, self.b.const
-        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
-        # a 2x1 cluster walks the tiles of 2 x block-m rows as one (cluster c takes tiles c, c + clusters, ...)
-        first = b.sreg("clusterid" if self.rank is not None else "ctaid", "x", "cta")
-        step = b.sreg("nclusterid" if self.rank is not None else "nctaid", "x", "ncta")
-        tile_name = b.fresh("tile")
-        with b.for_(first, b.mul(m_tiles, n_tiles), step, iv=tile_name) as loop:
-            tile = loop.iv
-            # every role of the CTA (and of its cluster) walks the same tiles in the same order, so ring iterations
-            # (stage, phase) agree: this is the CTA's (tile - first) / step-th tile
-            self.it_base = b.mul(b.divu(b.sub(tile, first), step), self.trips)
-            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b, self.group_m, m_tiles)
-            if self.rank is not None:       # this CTA's block-m rows of the cluster's tile
-                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM)))
-            self._ops(ops, ctx)
-        self.it_base, self.origin = None, {}
+        self._persistent_walk(ops, ctx)
 
     def _streamk_loop(self, ops, ctx: RoleState) -> None:
         """Stream-K (rules, "stream-K"): first this CTA's data-parallel tiles cta, cta + P, ... below D, whole (D / P of
@@ -362,36 +413,6 @@ class RegisterGemm(GemmLowering):
             ctx.accs, ctx.acc_n = {}, {}
             self._ops(ops, ctx)
         self.it_base, self.origin, self.piece = None, {}, None
-
-    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        self._check_gemm_loop(op, ctx)
-        # The loop carries the accumulators its MMAs update (zero on entry).
-        carried = []
-        for mma in (o for o in op.body if isinstance(o, Mma)):
-            name, n = mma.acc.name, mma.shape[1]
-            if name not in ctx.accs:
-                ctx.accs[name] = self.atoms.zero_acc(b, n)
-                ctx.acc_n[name] = n
-            if name not in carried:
-                carried.append(name)
-        kt_name = b.fresh("kt")
-        res_name = b.fresh("accf") if carried else None     # the accumulators after the loop
-        arg_names = [b.fresh("acc_in") for _ in carried]
-        outer = dict(ctx.accs)
-        lo, hi = (c(0), self.trips) if self.piece is None else (self.piece.lo, self.piece.hi)
-        with b.for_(lo, hi, c(1), iter_args=[ctx.accs[n] for n in carried], iv=kt_name,
-                    args=arg_names, results=res_name) as loop:
-            ctx.accs.update(zip(carried, loop.args))
-            kt = loop.iv
-            it = kt if self.it_base is None else b.add(self.it_base, kt)
-            ctx.loop = self._loop_state(kt, it)
-            self._ops(op.body, ctx)
-            ctx.loop = None
-            loop.yield_(*(ctx.accs[n] for n in carried))
-        if carried:
-            ctx.accs = outer
-            ctx.accs.update(zip(carried, loop.results))
 
     def _op_mma(self, op: Mma, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
@@ -722,36 +743,28 @@ class TensorMemoryGemm(GemmLowering):
         return self.cta_iterations
 
     def _tile_loop(self, ops, ctx: RoleState) -> None:
-        """The role's ops once (grid) or once per tile of this CTA (persistent); self.tile_j counts the CTA's tiles
-        (the accumulator ring's position), self.tile_first / tile_last are true at its first / last one."""
-        b, c = self.b, self.b.const
+        """The role's ops once (grid) or once per tile of this CTA (persistent: `_persistent_walk`); self.tile_j counts
+        the CTA's tiles (the accumulator ring's position), self.tile_first / tile_last are true at its first / last
+        one, self.cta_iterations counts its K iterations in all (the drain starts after them)."""
         if not self.persistent:
-            self.tile_j = c(0)
+            self.tile_j = self.b.const(0)
             self.cta_iterations = self.trips
             self._tile_states()
             self._role_ops(ops, ctx)
             return
-        from warploom.runtime import rules
-        n_tiles, m_tiles = rules.tile_counts(self.grid[0], {"M": self.M, "N": self.N}, b)
-        # a pair walks the tiles as one: cluster c of the grid's clusters takes tiles c, c + clusters, ...
-        first = b.sreg("clusterid" if self.pair else "ctaid", "x", "cta")
-        step = b.sreg("nclusterid" if self.pair else "nctaid", "x", "ncta")
-        total = b.mul(m_tiles, n_tiles)
+        self._persistent_walk(ops, ctx)
+
+    def _walk_counts(self, first: ir.Value, step: ir.Value, total: ir.Value) -> None:
+        b, c = self.b, self.b.const
         # the K iterations this CTA's tiles take in all: tiles first, first + step, ... below total
         mine = b.divu(b.add(b.sub(total, b.minu(first, total)), b.sub(step, c(1))), step)
         self.cta_iterations = b.mul(mine, self.trips)
-        with b.for_(first, total, step, iv=b.fresh("tile")) as loop:
-            tile = loop.iv
-            self.tile_j = b.divu(b.sub(tile, first), step)
-            self.it_base = b.mul(self.tile_j, self.trips)
-            self.tile_first = b.cmp("eq", tile, first)
-            self.tile_last = b.cmp("uge", b.add(tile, step), total)
-            self._tile_states()
-            self.origin = rules.tile_origin(self.grid[0], tile, n_tiles, b)
-            if self.pair:       # this CTA's rows of the pair's tile
-                self.origin["M"] = b.add(self.origin["M"], b.mul(self.rank, c(self.BM // self.cta_group)))
-            self._role_ops(ops, ctx)
-        self.it_base, self.origin, self.tile_first, self.tile_last = None, {}, None, None
+
+    def _at_walk_tile(self, tile: ir.Value, first: ir.Value, step: ir.Value, total: ir.Value) -> None:
+        b = self.b
+        self.tile_first = b.cmp("eq", tile, first)
+        self.tile_last = b.cmp("uge", b.add(tile, step), total)
+        self._tile_states()
 
     def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
         """TMA coordinates: a pair's CTA loads its own rows of A and its half of B's columns."""
@@ -788,16 +801,6 @@ class TensorMemoryGemm(GemmLowering):
                          stages=stages)
 
     # ---- ops --------------------------------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
-        b, c = self.b, self.b.const
-        self._check_gemm_loop(op, ctx)
-        with b.for_(c(0), self.trips, c(1), iv=b.fresh("kt")) as loop:
-            kt = loop.iv
-            it = kt if self.it_base is None else b.add(self.it_base, kt)
-            ctx.loop = self._loop_state(kt, it)
-            self._ops(op.body, ctx)
-            ctx.loop = None
-
     def _acc_columns(self, name: str, ctx: RoleState) -> tuple[ir.Value, int]:
         """The TMEM address (lane 0) of this tile's stage of accumulator `name`, and its columns per stage."""
         b, c = self.b, self.b.const
