@@ -378,6 +378,18 @@ class AttentionLowering(KernelLowering):
     def _outer_coords(self, op: Copy) -> list[ir.Value]:
         return [self.head if op.source == "q" else self.kv_head, self.batch]
 
+    def _op_store(self, op: Store, ctx: RoleState) -> None:
+        """O (`_store_out`) or the LSE (`_store_lse`) of a warpgroup role, after its key loop; each form writes them
+        from where its accumulators are."""
+        if ctx.issue != "warpgroup" or ctx.loop is not None:
+            self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
+        if op.output == "out":
+            self._store_out(op, ctx)
+        elif op.output == "lse":
+            self._store_lse(op, ctx)
+        else:
+            self._fail(f"Store to {op.output!r}: attention stores out and lse")
+
     def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
         """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""
         b = self.b

@@ -469,16 +469,6 @@ class RegisterAttention(AttentionLowering):
         return results[5]
 
     # ---- Store ------------------------------------------------------------------------------------
-    def _op_store(self, op: Store, ctx: RoleState) -> None:
-        if ctx.issue != "warpgroup" or ctx.loop is not None:
-            self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
-        if op.output == "out":
-            self._store_out(op, ctx)
-        elif op.output == "lse":
-            self._store_lse(op, ctx)
-        else:
-            self._fail(f"Store to {op.output!r}: attention stores out and lse")
-
     def _store_out(self, op: Store, ctx: RoleState) -> None:
         """O through smem and TMA: the warpgroup syncs on its epilogue barrier (the previous tile's store, waited for
         with wait_group.read by its issuing thread, has read the staging tile), each thread writes its fragment

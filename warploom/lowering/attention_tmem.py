@@ -389,16 +389,6 @@ class TensorMemoryAttention(AttentionLowering):
         ctx.values[f"inv{i}"] = b.select(empty, b.constf(0.0), b.divf(b.constf(1.0), total))
 
     # ---- stores --------------------------------------------------------------------------------------------
-    def _op_store(self, op: Store, ctx: RoleState) -> None:
-        if ctx.issue != "warpgroup" or ctx.loop is not None:
-            self._fail(f"Store in role {ctx.name!r} must follow the key loop of a warpgroup role")
-        if op.output == "out":
-            self._store_out(op, ctx)
-        elif op.output == "lse":
-            self._store_lse(op, ctx)
-        else:
-            self._fail(f"Store to {op.output!r}: attention stores out and lse")
-
     def _store_out(self, op: Store, ctx: RoleState) -> None:
         """O_i / row sum -> Q_i's smem (O's staging region on Q_i's bytes) -> TMA. Each thread reads its row of O_i
         32 columns at a time (none when the tile had no key block: O is then 0), scales and converts them, and
