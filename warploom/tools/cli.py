@@ -16,35 +16,13 @@ import sys
 from warploom import targets
 
 from .options import OPS, Kernel, notes, op_name, refusal, track_given
-
-
-def _version() -> str:
-    """warploom's version and the toolchain it compiles with (what a bug report needs)."""
-    from importlib.metadata import PackageNotFoundError, version
-    try:
-        own = version("warploom")
-    except PackageNotFoundError:
-        own = "unknown (not installed)"
-    try:
-        from warploom.build import toolchain
-        tools = ", ".join(f"{k} {v}" for k, v in toolchain().items() if k != "warploom")
-    except ImportError:             # a runtime-only install (no MLIR): the runtime packages only
-        tools = "no compiler (MLIR not installed)"
-    return f"warploom {own} ({tools})"
+from .report import print_records, version
 
 
 def cmd_passes(args) -> int:
     from .opt import list_passes
     print(list_passes())
     return 0
-
-
-def print_records(records, out=sys.stdout) -> None:
-    """A table of the passes run: index, name (with options), milliseconds, lines of IR after it."""
-    width = max([28] + [len(r.name) for r in records])
-    print(f"{'#':>3}  {'pass':<{width}} {'ms':>8}  {'IR lines':>8}", file=out)
-    for r in records:
-        print(f"{r.index:>3}  {r.name:<{width}} {r.seconds * 1e3:8.2f}  {r.ir.count(chr(10)):>8}", file=out)
 
 
 def cmd_compile(args) -> int:
@@ -577,7 +555,7 @@ def cmd_demo(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="warploom", description=__doc__.split("\n")[0])
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("--version", action="version", version=version())
     sub = p.add_subparsers(dest="command", required=True)
     sp = _subparser(sub, "passes", "list the wl-* passes and the pipeline of each target")
     sp.set_defaults(fn=cmd_passes)

@@ -53,7 +53,7 @@ def demo_attention(dump_dir) -> bool:
     from warploom.reference.interpret import evaluate
     from warploom.reference.ops import round_to
 
-    from .cli import print_records
+    from .report import print_records
 
     attention = build_unfused_attention()
     section("attention as built in Python (matmul, scale, causal_mask, softmax, matmul)")
@@ -98,7 +98,7 @@ def demo_gemm_pipeline(spec: GemmSpec, dump_dir) -> None:
     from warploom.build import gemm_graph, planning_passes
     from warploom.passes import pipeline_for, run_pipeline
 
-    from .cli import print_records
+    from .report import print_records
 
     passes = planning_passes(spec) + pipeline_for(spec.target)[len(planning_passes(spec)):]
     module, records = run_pipeline(gemm_graph(spec), passes, dump_dir=dump_dir and f"{dump_dir}/gemm")

@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE)
         return 0
     if opts.get("version"):
-        from .cli import _version          # one version string for both tools
-        print(_version())
+        from .report import version          # one version string for both tools
+        print(version())
         return 0
     if opts["list"]:
         print(list_passes())
