@@ -143,8 +143,10 @@ def compile_kernel(gpu_module, name: str | None = None) -> Compiled:
         raise UnknownOpError(f"kernel {names[funcs.index(func)]!r} has {len(func.regions[0].blocks)} blocks; the "
                              "emulator runs structured control flow (scf) only, not cf branches")
     c = _Compiler(globals_)
-    from .regwgmma import register_accesses          # registers handlers too; imported here to avoid a cycle
-    c.touches = register_accesses(func)
+    if REGISTER_ACCESSES is None:
+        raise RuntimeError("the wgmma register analysis is not registered: import warploom.emulate (its __init__ "
+                           "imports every op module, regwgmma.py among them)")
+    c.touches = REGISTER_ACCESSES(func)
     entry_block = func.regions[0].blocks[0]
     args = list(entry_block.arguments)
     arg_slots = [c.slot(a) for a in args]
@@ -233,7 +235,19 @@ def _touching(fn, is_gen: bool, access: tuple):
 
 
 HANDLERS = {}               # op name -> handler(compiler, op, OpInfo) -> (is_generator, fn(warp))
+# func -> {op: the accumulator / A-fragment registers it accesses}: the kernel-wide analysis of the wgmma.fence rule,
+# registered by regwgmma.py (`analyses`) as handlers are, so that this module imports no op module
+REGISTER_ACCESSES = None
 PREFIX_HANDLERS = {}        # op name prefix -> handler, for families of ops (nvvm.read.ptx.sreg.*)
+
+
+def analyses(fn):
+    """Register the kernel-wide register-access analysis (regwgmma.register_accesses); one only."""
+    global REGISTER_ACCESSES
+    if REGISTER_ACCESSES is not None:
+        raise RuntimeError("the register-access analysis is registered twice")
+    REGISTER_ACCESSES = fn
+    return fn
 
 
 def handles(*names):

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
-from .compiler import HANDLERS, TypeInfo, lanes, uniform
+from .compiler import HANDLERS, TypeInfo, analyses, lanes, uniform
 from .errors import AccumulatorReadError, DivergenceError, UnknownOpError
 from .machine import PendingPart
 
@@ -205,6 +205,7 @@ def _op(owner):
     return owner.operation if hasattr(owner, "operation") else owner
 
 
+@analyses
 def register_accesses(func) -> dict:
     """{op: what it accesses} for each op, other than a wgmma, reading or writing accumulator or A-fragment
     registers of a wgmma in `func` (the llvm.func of a kernel)."""

@@ -46,7 +46,6 @@ def mma_f32(a: np.ndarray, b: np.ndarray, acc: np.ndarray | None) -> np.ndarray:
     order, each aligned, truncated and summed as the module docstring says. a, b: float64 holding 16-bit values
     (exact); acc: float32 or None (no accumulator: wgmma's scale-d = 0). Returns float32 [m, n]."""
     m, k = a.shape
-    n = b.shape[0]
     if k % K_STEP:
         raise ValueError(f"mma_f32: k = {k} is not a whole number of k{K_STEP} steps")
     ea, eb = _exponent(a), _exponent(b)
