@@ -5,17 +5,15 @@ on the same random inputs; in each of `rounds` rounds every candidate (and cuBLA
 each after a write of 256 MiB that flushes the L2 (the operands come from memory, as a weight read once per step
 does; the flush also keeps the GPU busy while the host prepares the call) and timed alone between two CUDA events,
 their median; its time is the median over the rounds.
-Run 21 timed back-to-back calls instead: with B hot in the L2 and the host path longer than a small kernel, it
-chose 64 x 64 for 1x4096x4096, which do_bench measured 25% slower than 64 x 128 with 8 stages. A candidate whose
-result differs from float32 torch by more than 1e-2 (relative Frobenius) is dropped, never chosen.
+Back-to-back calls would keep B hot in the L2 and let the host path dominate small kernels, which misranks the
+small-M candidates (run 21, benchmarks/NOTES.md). A candidate whose result differs from float32 torch by more than 1e-2
+(relative Frobenius) is dropped, never chosen.
 
 Then a run-off: the candidates within RUNOFF_MARGIN of the fastest (and cuBLAS) are timed again, RUNOFF_ROUNDS rounds
 of sustained timing (`_sustained_ms`: do_bench's warm-up of 100 ms of back-to-back calls, then as many flushed, timed
-calls as fill 300 ms), and the fastest of that decides (its figures replace the first pass's in the entry). Runs
-30-31 showed why: 20 calls after 3 of warm-up measure another regime (likely the clock before the power limit
-bites), and there the tuner chose kernels that benchmarks/gemm.py, timing for 300 ms in the same job, measured 2-5%
-slower than the best (8192x8192x2048: the tuner had the persistent kernel at 1.050 of cuBLAS, the benchmark at
-0.927, with the 2x1-cluster kernel at 0.951). With the run-off (run 32) the two agreed on 13 of 14 problems.
+calls as fill 300 ms), and the fastest of that decides (its figures replace the first pass's in the entry): a few
+calls after a short warm-up measure another clock regime than sustained work, and without the run-off the tuner and
+benchmarks/gemm.py ranked kernels differently (runs 30-32, benchmarks/NOTES.md).
 
 A tools-level module (the `warploom tune` command's): it runs kernels through the launch API (warploom.ops), so
 nothing in the compiler or in warploom.ops imports it (tests/unit/test_layers.py).
