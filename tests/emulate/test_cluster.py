@@ -18,9 +18,12 @@ from mlir import ir
 from warploom.emulate import (BarrierError, DeadlockError, EmulatedKernel, MbarrierError, OutOfBoundsError,
                               SmemRaceError, emulate_launch)
 from warploom.emulate.compiler import compile_kernel
+from warploom.emulate.errors import ScopeError
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.layout import WgmmaSmemDescriptor
 from warploom.runtime.artifact import ParamSpec, TensorMapSpec
+
+from .test_tcgen05_pair import acquire_wait
 
 SEEDS = [0, 1, 2]
 TMAP = "!llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}"
@@ -218,17 +221,18 @@ SIGNALS = {"arrive": "nvvm.mbarrier.arrive %remote {scope = #nvvm.mem_scope<clus
            "expect_tx": "nvvm.mbarrier.arrive.expect_tx %remote, %c0 : !llvm.ptr<7>, i32"}
 
 
-def handshake_kernel(signal_offset=0, wait_before_cluster_barrier=False, signal="arrive") -> str:
+def handshake_kernel(signal_offset=0, wait_before_cluster_barrier=False, signal="arrive", acquire="cluster") -> str:
     """Rank 0 writes 7000 + t into rank 1's smem slot t (st.shared::cluster), then one thread arrives remotely on
     rank 1's mbarrier (mbarrier.arrive.release.cluster.shared::cluster, after the writing warps passed a bar.sync);
-    rank 1 waits on its mbarrier and copies its slots out."""
+    rank 1 waits on its mbarrier (acquiring at `acquire` scope: "cluster" pairs with the release) and copies its slots
+    out."""
     wait = """    scf.if %is1 {
-      nvvm.mbarrier.try_wait.parity %bar, %c0, %ticks : !llvm.ptr<3>, i32, i32
+      WAIT
       %got = llvm.load %mine : !llvm.ptr<3> -> i32
       %p = llvm.getelementptr %out[%tid] : (!llvm.ptr<1>, i32) -> !llvm.ptr<1>, i32
       llvm.store %got, %p : i32, !llvm.ptr<1>
     }
-"""
+""".replace("WAIT", acquire_wait("%bar", "%c0", acquire))
     return HEAD + f"""  llvm.func @handshake(%out: !llvm.ptr<1>) attributes {{nvvm.kernel}} {{
 {consts(c0=0, c1=1, c4=4, c7000=7000, c256=256, csig=256 + signal_offset, ticks=10000000)}
     %tid = nvvm.read.ptx.sreg.tid.x : i32
@@ -279,6 +283,14 @@ def test_handshake_with_a_remote_mbarrier_arrive(seed, signal):
     np.testing.assert_array_equal(run_handshake(handshake_kernel(signal=signal), seed), 7000 + np.arange(64))
 
 
+def test_a_cluster_release_acquired_at_cta_scope_is_reported():
+    # rank 1 reads what rank 0 stored after a wait that acquires at CTA scope only: not morally strong with rank 0's
+    # .release.cluster arrival, so the stores are not ordered before the reads
+    with pytest.raises(ScopeError, match=r"CTA \(1, 0, 0\), warp 0, nvvm.mbarrier.try_wait.parity .*a wait at CTA scope "
+                                         r".*passed phase 0 of mbarrier 0x[0-9a-f]+ .*released at cluster scope"):
+        run_handshake(handshake_kernel(acquire="cta"))
+
+
 def test_remote_arrive_on_an_uninitialised_mbarrier():
     # rank 0 signals the word after the peer's mbarrier
     with pytest.raises(MbarrierError, match=r"CTA \(0, 0, 0\), warp 0, nvvm.mbarrier.arrive .*mbarrier.arrive on "
@@ -293,7 +305,7 @@ def test_cluster_deadlock_when_a_cta_never_arrives():
                                             r"CTA \(0, 0, 0\) warp 0: nvvm.cluster.wait .*waits for barrier.cluster "
                                             r"phase 0: 64 of 128 non-exited threads of the cluster arrived; not "
                                             r"arrived: CTA \(1, 0, 0\) warp 0, CTA \(1, 0, 0\) warp 1.*"
-                                            r"CTA \(1, 0, 0\) warp 0: nvvm.mbarrier.try_wait.parity .*waits for "
+                                            r"CTA \(1, 0, 0\) warp 0: llvm.inline_asm .*waits for "
                                             r"mbarrier 0x[0-9a-f]+ .*parity 0"):
         run_handshake(handshake_kernel(wait_before_cluster_barrier=True))
 
@@ -402,13 +414,15 @@ def pipeline_kernel(stages=2, remote_release=True) -> str:
     """C[64, 16] = A[64, K] @ B[16, K]^T on a cluster of 2: CTA r computes columns 8r..8r+7. A is shared: CTA r's
     producer loads its rows 32r..32r+31 and multicasts them to both CTAs; each loads its own B rows. Each CTA's
     consumers (one warpgroup) release a stage by arriving on the empty barrier of every CTA of the cluster
-    (remote_release), which the producers wait on before reusing it; broken: only on their own CTA's."""
+    (remote_release: at CTA scope, as the lowering's sync.remote_arrive does for a slot whose reads are done, so the
+    producers' CTA-scope waits pair with it), which the producers wait on before reusing it; broken: only on their own
+    CTA's."""
     full, empty = stages * PL_STAGE, stages * PL_STAGE + 64
     if remote_release:
         release = """          %e0 = nvvm.mapa %empty, %c0 : !llvm.ptr<3> -> !llvm.ptr<7>
-          nvvm.mbarrier.arrive %e0 {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+          nvvm.mbarrier.arrive %e0 : !llvm.ptr<7>
           %e1 = nvvm.mapa %empty, %c1 : !llvm.ptr<3> -> !llvm.ptr<7>
-          nvvm.mbarrier.arrive %e1 {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
+          nvvm.mbarrier.arrive %e1 : !llvm.ptr<7>
 """
     else:
         release = "          %tk = nvvm.mbarrier.arrive %empty : !llvm.ptr<3> -> i64\n"

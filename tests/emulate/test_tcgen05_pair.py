@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from mlir import ir
 
-from warploom.emulate import (DeadlockError, EmulatedKernel, EmulationError, OutOfBoundsError, SmemRaceError,
+from warploom.emulate import (DeadlockError, EmulatedKernel, EmulationError, OutOfBoundsError, ScopeError, SmemRaceError,
                               TmemError, TmemFenceError, compile_kernel, emulate_launch)
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.layout import Sm100InstrDescriptor
@@ -35,8 +35,24 @@ SMEM_BYTES = 24616 + 1024           # + the run-time round-up of the base to 102
 CTA2 = "#nvvm.cta_group<cta_2>"
 
 
+def acquire_wait(bar: str, parity: str, scope: str) -> str:
+    """A wait on mbarrier `bar`: the NVVM op (acquire at CTA scope), or for scope "cluster" the inline PTX loop the
+    lowering emits for barriers another CTA releases at cluster scope (emit.sync.WAIT_ACQUIRE_CLUSTER)."""
+    if scope == "cta":
+        return f"nvvm.mbarrier.try_wait.parity {bar}, {parity}, %c0 : !llvm.ptr<3>, i32, i32"
+    name = bar.lstrip("%")
+    return (f"%{name}_i = llvm.ptrtoint {bar} : !llvm.ptr<3> to i32\n        llvm.inline_asm has_side_effects "
+            f'"{WAIT_ACQUIRE_CLUSTER_MLIR}", "r,r,r" %{name}_i, {parity}, %c0 : (i32, i32, i32) -> ()')
+
+
+# the lowering's cluster-scope wait, as MLIR's string syntax writes it (newlines as \0A)
+WAIT_ACQUIRE_CLUSTER_MLIR = ("{\\0A.reg .pred done;\\0AWL_WAIT:\\0Ambarrier.try_wait.parity.acquire.cluster.shared::cta.b64 "
+                             "done, [$0], $1, $2;\\0A@!done bra WL_WAIT;\\0A}")
+
+
 def kernel_text(b_major="K", *, issuer=0, relay=True, commit_mask=3, commit_remote=False, odd_cols=None,
-                mma_group="cta_2", odd_fence_after=True, reload_b=False, dealloc_after="cluster") -> str:
+                mma_group="cta_2", odd_fence_after=True, reload_b=False, dealloc_after="cluster",
+                acquire="cluster") -> str:
     """The MLIR of the pair GEMM; issuer picks which CTA of the pair (0 even, 1 odd) issues the MMAs, every other
     keyword breaks (or varies) one thing: relay=False: the issuer does not wait for the peer's operands;
     commit_mask: the commit's ctaMask (None: no multicast, the issuer's own `done` only); commit_remote: a second
@@ -47,7 +63,9 @@ def kernel_text(b_major="K", *, issuer=0, relay=True, commit_mask=3, commit_remo
     loads before warp 0's tcgen05.dealloc.cta_group::2: "cluster" (a cluster barrier, the PTX ISA's way), "handoff"
     (each CTA's bar.sync, then warp 0 of each CTA arrives on the other's `freed` barrier and waits on its own, as
     CUTLASS's tmem_deallocation_result_barrier does), "own" (only its own CTA's bar.sync: the peer's loads are not
-    ordered before the dealloc, the bug of issue 33 item 8)."""
+    ordered before the dealloc, the bug of issue 33 item 8); acquire: the scope of the waits on the barriers the
+    peer releases at cluster scope (`peer_full`, `freed`): "cluster" (morally strong with the releases), "cta" (not:
+    the emulator's ScopeError)."""
     idesc = Sm100InstrDescriptor("bf16", "bf16", "f32", M, N, b_major=b_major).encode()
     b_step = 32 if b_major == "K" else 2048          # bytes per K = 16 step: 16 elements, or 16 rows of 128 B
     b_box = "%c0, %brow" if b_major == "K" else "%brow, %c0"
@@ -75,8 +93,9 @@ def kernel_text(b_major="K", *, issuer=0, relay=True, commit_mask=3, commit_remo
         %pfreed = nvvm.mapa %freed, %peer : !llvm.ptr<3> -> !llvm.ptr<7>
         nvvm.mbarrier.arrive %pfreed {scope = #nvvm.mem_scope<cluster>} : !llvm.ptr<7>
       }
-      nvvm.mbarrier.try_wait.parity %freed, %c0, %c0 : !llvm.ptr<3>, i32, i32
-      nvvm.tcgen05.fence <after>""" if dealloc_after == "handoff" else ""
+      WAIT_FREED
+      nvvm.tcgen05.fence <after>""".replace("WAIT_FREED", acquire_wait("%freed", "%c0", acquire)) \
+        if dealloc_after == "handoff" else ""
     fence_after = ("nvvm.tcgen05.fence <after>" if odd_fence_after else
                    "scf.if %even {\n      nvvm.tcgen05.fence <after>\n    }")
     return f"""
@@ -145,7 +164,7 @@ gpu.module @tc2 [#nvvm.target<chip = "sm_100a">] {{
       nvvm.cp.async.bulk.tensor.shared.cluster.global %sB7, %b, %full, box[{b_box}] : !llvm.ptr<7>, !llvm.ptr
       nvvm.mbarrier.try_wait.parity %full, %c0, %c0 : !llvm.ptr<3>, i32, i32
       scf.if %issues {{
-        {"nvvm.mbarrier.try_wait.parity %peer_full, %c0, %c0 : !llvm.ptr<3>, i32, i32" if relay else ""}
+        {acquire_wait("%peer_full", "%c0", acquire) if relay else ""}
         nvvm.tcgen05.fence <after>
         %aaddr = llvm.ptrtoint %sA : !llvm.ptr<3> to i32
         %baddr = llvm.ptrtoint %sB : !llvm.ptr<3> to i32
@@ -333,3 +352,13 @@ def test_tma_refills_the_peers_stage_the_pair_mma_still_reads(seed):
                                             r"\(0, 0, 0\) warp 0 lane 0, .*\) \((no tcgen05.commit tracks it yet|its "
                                             r"tcgen05.commit has not arrived yet)\) still reads byte 0x"):
         run(build(reload_b=True), seed=seed, delay=32)
+
+
+@pytest.mark.parametrize("dealloc_after", ["cluster", "handoff"])
+def test_a_cluster_release_acquired_at_cta_scope_is_reported(dealloc_after):
+    # the peer's relay (and the handoff's `freed`) arrive with .release.cluster; the waits on them at CTA scope (the
+    # NVVM op's default) do not make a morally strong pair: what the peer ordered before its arrival (its operands
+    # landing, its TMEM loads) is not ordered before the issuer's MMAs (or the dealloc)
+    with pytest.raises(ScopeError, match=r"a wait at CTA scope \(nvvm.mbarrier.try_wait.parity\) passed phase 0 of "
+                                         r"mbarrier 0x[0-9a-f]+ .*released at cluster scope.*acquire.cluster"):
+        run(build(dealloc_after=dealloc_after, acquire="cta"), seed=0, delay=8)

@@ -52,6 +52,12 @@ MUTATIONS: list[Mutation] = [
              "of the stages after the CTA's last iteration: the last commits' releases are not waited for",
              CORE, "state = self._loop_state(c(0), b.add(used, c(i)))", "state = self._loop_state(c(0), c(i))",
              ("sm100",)),
+    Mutation("cluster-acquire-dropped",
+             "every wait acquires at CTA scope, the leader's waits on ab_peer and acc_empty too: the peer's "
+             ".release.cluster arrivals (its stage landed, its epilogue done with the accumulator) are not morally "
+             "strong with them, so the MMA may read the peer's smem or overwrite its TMEM unordered",
+             CORE, 'wait(ph, "cluster" if op.barrier in self._cluster_released else "cta")', 'wait(ph, "cta")',
+             ("sm100",)),
     Mutation("atom-wgmma-always-overwrites",
              "the warpgroup MMA atom overwrites at the first k-block of every MMA (scale-d 0), not only where the "
              "program asks: the GEMM's accumulator keeps only the last K tile's product",

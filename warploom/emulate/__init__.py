@@ -8,7 +8,7 @@ tcgen05 ops (tcgen05.py), with checks that name the CTA, warp and op at fault.
 from .compiler import compile_kernel  # noqa: F401
 from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory handlers)
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
-                     EmulationError, MbarrierError, OutOfBoundsError, PairDeallocError, RegisterBudgetError,
+                     EmulationError, MbarrierError, OutOfBoundsError, PairDeallocError, RegisterBudgetError, ScopeError,
                      SmemRaceError, TmemError, TmemFenceError, TmemRaceError, UnknownOpError, WgmmaFenceError)
 from .launch import (EmulatedKernel, EmulationReport, attention_kernel, emulate_attention, emulate_gemm,  # noqa: F401
                      emulate_launch, gemm_kernel)

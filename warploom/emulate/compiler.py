@@ -241,6 +241,32 @@ REGISTER_ACCESSES = None
 PREFIX_HANDLERS = {}        # op name prefix -> handler, for families of ops (nvvm.read.ptx.sreg.*)
 
 
+# llvm.inline_asm semantics by what its asm says: (test(asm) -> bool, handler); the one registered with test None is
+# asked when no test matches (regwgmma.py: the register-A wgmma, which names what it cannot read)
+INLINE_ASM: list = []
+
+
+def inline_asm(test):
+    """Register a handler for the llvm.inline_asm ops whose asm string `test` accepts (None: the fallback)."""
+    def register(fn):
+        INLINE_ASM.append((test, fn))
+        return fn
+    return register
+
+
+def _inline_asm(c, op, info):
+    asm = ir.StringAttr(op.attributes["asm_string"]).value
+    fallback = None
+    for test, fn in INLINE_ASM:
+        if test is None:
+            fallback = fn
+        elif test(asm):
+            return fn(c, op, info)
+    if fallback is None:
+        raise UnknownOpError(f"llvm.inline_asm {asm!r}: no emulator semantics")
+    return fallback(c, op, info)
+
+
 def analyses(fn):
     """Register the kernel-wide register-access analysis (regwgmma.register_accesses); one only."""
     global REGISTER_ACCESSES
@@ -279,3 +305,6 @@ def enum_attr(attr) -> str:
     """'#nvvm.wgmma_type<bf16>' -> 'bf16': the case of an enum attribute."""
     s = str(attr)
     return s[s.index("<") + 1:s.rindex(">")] if "<" in s else s
+
+
+HANDLERS["llvm.inline_asm"] = _inline_asm      # dispatches on the asm string (INLINE_ASM)

@@ -64,6 +64,12 @@ class MbarrierError(EmulationError):
     """An mbarrier misused: not initialised, too many arrivals, a bad count."""
 
 
+class ScopeError(MbarrierError):
+    """A wait acquiring at CTA scope passed a phase that another CTA's thread released at cluster scope: the release
+    and the acquire are not morally strong (PTX ISA "Memory Consistency Model"), so what the releasing thread
+    ordered before its arrival is not ordered before the waiter's next operations; wait with .acquire.cluster."""
+
+
 class BarrierError(EmulationError):
     """A barrier.cluster misused: a thread arrives twice in one phase, or waits without having arrived."""
 

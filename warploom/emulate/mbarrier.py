@@ -31,6 +31,9 @@ class Mbarrier:
     fenced: bool = False
     visible: set | None = None
     tc_phases: set = field(default_factory=set)   # phases an arrival carrying tcgen05 work counted toward
+    # phases that counted a cluster-scope release of another CTA's thread: a wait passing one must acquire at cluster
+    # scope (ops_nvvm._parity_wait), or the release and the acquire are not morally strong
+    cluster_phases: set = field(default_factory=set)
     # happens-before (order.py): what the arrivals of the current phase knew, and what each completed phase's did
     hb_open: dict | None = None
     hb_done: dict = field(default_factory=dict)

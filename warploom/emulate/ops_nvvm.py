@@ -11,10 +11,10 @@ import numpy as np
 from mlir import ir
 
 from . import order, semantics as sem, tmem_fence
-from .compiler import (FLOATS, PREFIX_HANDLERS, TypeInfo, active_ints, enum_attr, handles, int_attr, lanes,
+from .compiler import (FLOATS, PREFIX_HANDLERS, TypeInfo, active_ints, enum_attr, handles, inline_asm, int_attr, lanes,
                        operand_slots, per_lane, result_slot, signed, uniform)
 from .core import WARP, LazyText, Pending, Wait, lane_list
-from .errors import DivergenceError, EmulationError, MbarrierError, UnknownOpError
+from .errors import DivergenceError, EmulationError, MbarrierError, ScopeError, UnknownOpError
 from .floats import MAX_FINITE, as_f32, canonical, round_float, to_elem
 from .semantics import minmax
 
@@ -346,6 +346,7 @@ def _mbar_arrive_cluster(op, info, a: int, tx, cnt, r, cluster_space: bool):
     # 9.7.13.15 "mbarrier.arrive" on a .shared::cluster address (e.g. mbarrier.arrive.release.cluster.shared::cluster:
     # a remote arrive on another CTA's mbarrier, which returns no state), and the count operand (pending -= count)
     name = op.name[len("nvvm."):]
+    cluster_release = "scope" in op.attributes and "cluster" in str(op.attributes["scope"])
 
     def gen(w):
         e = w.env
@@ -362,6 +363,8 @@ def _mbar_arrive_cluster(op, info, a: int, tx, cnt, r, cluster_space: bool):
                 raise MbarrierError(f"{name} with count {n} on mbarrier 0x{local:x}: the count must be at least 1")
             if carries:
                 target.mbar.get(local).tc_phases.add(target.mbar.get(local).phase)
+            if cluster_release and target is not cta:       # another CTA's barrier, released at cluster scope
+                target.mbar.get(local).cluster_phases.add(target.mbar.get(local).phase)
             token[lane] = target.mbar.arrive(local, n, int(lanes(e[tx])[lane]) if tx is not None else 0, knows=w.knows)
         if r is not None:
             e[r] = token
@@ -375,8 +378,30 @@ def _mbar_wait(c, op, info):
     # 9.7.13.15 "mbarrier.test_wait/try_wait": .parity P succeeds once the phase with parity P has completed;
     # the NVVM op loops on try_wait until it does
     v = op.opview
-    a, p = c.slot(v.addr), c.slot(v.phase)
+    return _parity_wait(c, info, c.slot(v.addr), c.slot(v.phase), "cta")
 
+
+# the same wait with .acquire.cluster, as inline PTX (the NVVM op has no scope): a loop on
+# mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 over $0 (the barrier's shared::cta address, i32), $1 (the
+# parity), $2 (the suspend-time hint), until it succeeds. Read here from the PTX text itself, not from the lowering's
+# template. It waits as the NVVM op does, and may pass phases another CTA released at cluster scope.
+_WAIT_CLUSTER = re.compile(r"\{\s*\.reg \.pred (?P<p>\w+);\s*(?P<l>\w+):\s*"
+                           r"mbarrier\.try_wait\.parity\.acquire\.cluster\.shared::cta\.b64 (?P=p), \[\$0\], \$1, \$2;\s*"
+                           r"@!(?P=p) bra (?P=l);\s*\}")
+
+
+@inline_asm(lambda asm: _WAIT_CLUSTER.fullmatch(asm.strip()) is not None)
+def _mbar_wait_cluster(c, op, info):
+    constraints = ir.StringAttr(op.attributes["constraints"]).value
+    if constraints != "r,r,r" or len(op.results) or [str(v.type) for v in op.operands] != ["i32"] * 3:
+        raise UnknownOpError(f"the cluster-scope mbarrier wait takes three i32 inputs ('r,r,r') and gives nothing; got "
+                             f"constraints {constraints!r}, operands {[str(v.type) for v in op.operands]}")
+    return _parity_wait(c, info, c.slot(op.operands[0]), c.slot(op.operands[1]), "cluster")
+
+
+def _parity_wait(c, info, a, p, scope: str):
+    """Wait until the phase of parity e[p] of the barrier at e[a] completed (per lane), then take what it ordered. A
+    wait at CTA scope may not pass a phase another CTA's thread released at cluster scope (ScopeError)."""
     def gen(w):
         e = w.env
         waits = sorted({(addr, int(lanes(e[p])[lane]) & 1) for lane, addr in per_lane(e[a], w.mask)})
@@ -391,6 +416,11 @@ def _mbar_wait(c, op, info):
             yield Wait(lambda: all(b.passed(par) for b, par in bars), what)
         for b, par in bars:          # the last phase of parity `par` completed: did it carry tcgen05 work?
             done = b.phase - 1 if (b.phase - 1) & 1 == par else b.phase - 2
+            if scope == "cta" and done in b.cluster_phases:
+                raise ScopeError(f"a wait at CTA scope (nvvm.mbarrier.try_wait.parity) passed phase {done} of mbarrier "
+                                 f"0x{b.addr:x} (byte {b.addr - cta.base} of dynamic smem), which another CTA's thread "
+                                 "released at cluster scope (mbarrier.arrive.release.cluster): the acquire must be at "
+                                 "cluster scope too (mbarrier.try_wait.parity.acquire.cluster)")
             order.merge(w.knows, b.hb_done.get(done))
             if done in b.tc_phases:
                 tmem_fence.passed(w, w.mask, f"its wait on mbarrier 0x{b.addr:x} (phase {done}, completed by a "

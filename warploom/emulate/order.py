@@ -13,8 +13,8 @@ release / acquire patterns, and 9.7.16.6 for the tcgen05 ops they order):
   - barrier.cluster.arrive / wait: the same for the cluster's phase (cluster.py).
 TMA completions carry no knowledge (no warp's TMEM access is ordered by them). Warps are the unit, not lanes: what one
 lane learned, the warp knows (coarse: it can miss a bug where only another lane waited, never report one falsely).
-Scopes are not modelled: a .cta-scoped try_wait takes a .release.cluster arrival's knowledge as a .cluster one would
-(docs/emulator.md says why). A kernel without TMEM accesses carries empty dicts and pays one truth test per sync.
+Scopes are not modelled here: a wait that takes another CTA's .release.cluster arrival at .cta scope is refused before
+its knowledge is taken (ops_nvvm._parity_wait: ScopeError; docs/emulator.md). A kernel without TMEM accesses carries empty dicts and pays one truth test per sync.
 """
 from __future__ import annotations
 

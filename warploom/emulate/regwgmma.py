@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 from mlir import ir
 
-from .compiler import HANDLERS, TypeInfo, analyses, lanes, uniform
+from .compiler import TypeInfo, analyses, inline_asm, lanes, uniform
 from .errors import AccumulatorReadError, DivergenceError, UnknownOpError
 from .machine import PendingPart
 
@@ -191,9 +191,7 @@ def _accumulator(parts: list):
     return np.stack(cols, axis=1)
 
 
-if "llvm.inline_asm" in HANDLERS:
-    raise RuntimeError("llvm.inline_asm already has emulator semantics elsewhere")
-HANDLERS["llvm.inline_asm"] = _inline_asm
+inline_asm(None)(_inline_asm)        # the fallback: anything else must be a register-A wgmma, or is named unknown
 
 
 # ---- which ops access wgmma registers ------------------------------------------------------------------

@@ -687,9 +687,17 @@ class KernelLowering:
             return loop.cache[key]
         return loop
 
+    @property
+    def _cluster_released(self) -> set:
+        """The barriers another CTA's threads arrive on with a cluster-scope release (an arrival at the pair's
+        leader: the relay's hand-over of its stage, the peer epilogue's release of the accumulator): their waits
+        acquire at cluster scope, so that release and acquire are morally strong."""
+        return {o.barrier for r in self.p.roles for o in r.walk() if isinstance(o, Arrive) and o.cta == "leader"}
+
     def _op_wait(self, op: Wait, ctx: RoleState) -> None:
         """Wait for the state's phase ('phase': the consumer's) or the one before ('phase^1': the producer's; the
-        first lap over fresh barriers passes at once); in a fenced role, the atoms' fence after it."""
+        first lap over fresh barriers passes at once), acquiring at cluster scope where another CTA's cluster-scope
+        releases arrive (`_cluster_released`); in a fenced role, the atoms' fence after it."""
         b, c = self.b, self.b.const
         state = self._ring_state(op, ctx)
         if op.parity == "phase":
@@ -698,7 +706,7 @@ class KernelLowering:
             ph = b.xor(state.phase, c(1))
         else:
             self._fail(f"wl.wait parity {op.parity!r}; expected 'phase' (consumer) or 'phase^1' (producer)")
-        self._barrier(op.barrier, state).wait(ph)
+        self._barrier(op.barrier, state).wait(ph, "cluster" if op.barrier in self._cluster_released else "cta")
         if ctx.fenced:
             self.atoms.after_sync()
 

@@ -43,9 +43,11 @@
 // CHECK-NEXT: [[LEAD:%[0-9]+]] = arith.cmpi eq, [[RANK]], %c0_i32
 // CHECK-NEXT: [[ISMMA:%[0-9]+]] = arith.andi [[W1]], [[LEAD]]
 // CHECK-NEXT: scf.if [[ISMMA]] {
-// CHECK: nvvm.mbarrier.try_wait.parity
+// Its waits on the barriers the other CTA releases at cluster scope (acc_empty: the peer's epilogue; ab_peer: the
+// relay) acquire at cluster scope (inline PTX: MLIR 22's op has none); its own ab_full at CTA scope.
+// CHECK: llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], $1, $2;{{.*}}", "r,r,r"
 // CHECK: nvvm.mbarrier.try_wait.parity [[FULL:%[0-9]+]]
-// CHECK: nvvm.mbarrier.try_wait.parity [[PEER:%[0-9]+]]
+// CHECK: llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64
 // CHECK: nvvm.tcgen05.mma {{.*}}, %c272696464_i32, {{%[0-9]+}} {ctaGroup = #nvvm.cta_group<cta_2>, kind = #nvvm.tcgen05_mma_kind<f16>}
 // CHECK-COUNT-3: nvvm.tcgen05.mma {{.*}}ctaGroup = #nvvm.cta_group<cta_2>
 // CHECK: nvvm.tcgen05.commit {{%[0-9]+}}, multicast_mask = %c3_i16 {group = #nvvm.cta_group<cta_2>}

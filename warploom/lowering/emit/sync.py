@@ -15,6 +15,14 @@ from mlir import ir
 from mlir.dialects import llvm, nvvm
 
 from .builder import Builder
+from .inline import inline_ptx
+
+# mbarrier.try_wait.parity.acquire.cluster (PTX ISA 8.0, sm_90; 9.7.13.15 "mbarrier.test_wait/mbarrier.try_wait") in a
+# loop until the phase completed: $0 the barrier's shared::cta address, $1 the parity, $2 the suspend-time hint. The
+# label is scoped to the braces, so every copy of the loop may use it.
+WAIT_ACQUIRE_CLUSTER = ("{\n.reg .pred done;\nWL_WAIT:\n"
+                        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [$0], $1, $2;\n"
+                        "@!done bra WL_WAIT;\n}")
 
 
 def role_registers(regs: int, launch_regs: int) -> None:
@@ -129,9 +137,19 @@ class Mbarrier:
     def init(self, arrivals: int) -> None:
         nvvm.MBarrierInitOp(self.addr, self.b.const(arrivals))
 
-    def wait(self, parity: ir.Value) -> None:
-        """Block until the phase with this parity completed (mbarrier.try_wait.parity in a loop)."""
-        nvvm.MBarrierTryWaitParityOp(self.addr, parity, self.b.const(self.ticks))
+    def wait(self, parity: ir.Value, scope: str = "cta") -> None:
+        """Block until the phase with this parity completed (mbarrier.try_wait.parity in a loop), with acquire
+        semantics at `scope`: "cta" (the PTX default, the NVVM op) for arrivals of this CTA's threads, TMA
+        completions and cta-scope releases; "cluster" where the arrivals are another CTA's cluster-scope releases
+        (`remote_arrive(scope="cluster")`), so that the release and the acquire are morally strong (PTX ISA
+        "Memory Consistency Model": both scopes include both threads). MLIR 22's NVVM op has no scope: inline PTX."""
+        if scope == "cta":
+            nvvm.MBarrierTryWaitParityOp(self.addr, parity, self.b.const(self.ticks))
+        elif scope == "cluster":
+            b = self.b
+            inline_ptx(b, WAIT_ACQUIRE_CLUSTER, "r,r,r", [b.ptrtoint(self.addr, b.i32), parity, b.const(self.ticks)])
+        else:
+            raise ValueError(f"mbarrier wait scope {scope!r}: use 'cta' or 'cluster'")
 
     def arrive(self) -> ir.Value:
         return nvvm.MBarrierArriveOp(self.b.i64, self.addr, loc=self.b.loc()).result
