@@ -272,7 +272,7 @@ def streamk_pieces(ctas: int, tiles: int, k_tiles: int) -> list[list[tuple[int, 
 #   0  query block fastest (the tiles of one head run side by side and share its K and V in L2); causal blocks
 #      heaviest first within each head (query block nb - 1 - i)
 #   1  query block slowest, heaviest first (every head's last query block, then the one before ...): balances
-#      causal tiles under the snake deal, at the price of K/V reuse in L2 (run 60: L2 hit 75% against 96-99%)
+#      causal tiles under the snake deal, at the price of K/V reuse in L2 (benchmarks/NOTES.md, run 60)
 # Causal kernels read their deal from a table instead (`causal_tile_table`, below).
 TILE_ORDERS = (0, 1)
 
@@ -365,8 +365,8 @@ FIXED_COST_BLOCKS = 1      # a tile's cost beyond its key blocks (Q wait, first 
 # ahead without a bound check (`_table`).
 TILE_TABLE_GROUPS = (1, 2, 4, 8, 16, 32, 64, 128, 256)    # head groups tried, smallest first (least K/V in flight)
 TILE_TABLE_SLACK = 1.01     # a group is taken when its busiest CTA is within 1% of the best deal's
-TILE_TABLE_L2_SHARE = 0.5   # and only when its heads' K and V fit in this share of the L2 (run 61: all 256 heads of
-#                             0.5 MiB each at S = 1024 in flight ran 40% slower than 16 of them)
+TILE_TABLE_L2_SHARE = 0.5   # and only when its heads' K and V fit in this share of the L2 (more heads in flight
+#                             thrash it: benchmarks/NOTES.md, run 61)
 
 
 def tile_sequence(blocks: int, pairs: int, group: int) -> list[int]:
