@@ -6,7 +6,7 @@ and i8 are listed; the block-scaled kinds (mxf8f6f4, mxf4, mxf4nvf4) have their 
 """
 from types import MappingProxyType
 
-from warploom.targets import MmaShapes, Target, TmemGeometry
+from warploom.targets.record import MmaShapes, Target, TmemGeometry
 
 _F8F6F4 = ("f8E4M3FN", "f8E5M2", "f6E2M3FN", "f6E3M2FN", "f4E2M1FN")
 

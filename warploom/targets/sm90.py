@@ -6,7 +6,7 @@ per CTA on compute capability 9.0, 64K registers per SM).
 """
 from types import MappingProxyType
 
-from warploom.targets import MmaShapes, Target
+from warploom.targets.record import MmaShapes, Target
 
 SM90 = Target(
     name="sm_90a",
