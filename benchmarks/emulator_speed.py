@@ -134,8 +134,8 @@ def main() -> None:
           f"{a['K1024']['median_s']:.3f} s: {a['seconds_per_ktile'] * 1e3:.1f} ms per k-tile; compile "
           f"{a['compile_s']:.2f} s")
     print("(b) every standard sm_90a kernel, 3 seeds")
-    import warploom.emulate.launch
-    warploom.emulate.launch._KERNELS.clear()       # (a) compiled one of them: time every compile afresh
+    import warploom.emulate.front
+    warploom.emulate.front._KERNELS.clear()       # (a) compiled one of them: time every compile afresh
     rows = all_kernels()
     date = datetime.date.today().isoformat()
     meta = {"date": date, "commit": commit(), "machine": machine(), "delay": DELAY, "seeds": list(SEEDS),

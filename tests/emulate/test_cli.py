@@ -200,11 +200,11 @@ def test_attention_match_exits_0(capsys):
 
 def test_attention_mismatch_exits_1(capsys, monkeypatch):
     """A lowering whose causal mask uses the other row of each thread: the CLI must say MISMATCH and exit 1."""
-    from warploom.emulate import launch
+    from warploom.emulate import front
     from warploom.lowering import attention_regs
 
     from .test_attention import _WrongMaskRow
-    monkeypatch.setattr(launch, "_KERNELS", {})          # no kernel compiled from the right lowering
+    monkeypatch.setattr(front, "_KERNELS", {})          # no kernel compiled from the right lowering
     monkeypatch.setattr(attention_regs, "RegisterAttention", _WrongMaskRow)
     rc = main(["emulate", "--op", "attention", "--shape", "1,100,100,1,1,64", "--causal"])
     out, err = capsys.readouterr()

@@ -17,7 +17,8 @@ from cuda.bindings import driver
 from warploom import ops, ops_attention as oa
 from warploom.build import compile_attention, planned_attention_program
 from warploom.emulate.judge import judge_attention
-from warploom.emulate.launch import attention_kernel, emulate_launch
+from warploom.emulate.front import attention_kernel
+from warploom.emulate.launch import emulate_launch
 from warploom.emulate.machine import NUMPY_ELEMS
 from warploom.reference.ops import attention, round_to
 from warploom.runtime import host

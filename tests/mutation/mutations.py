@@ -320,8 +320,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-no-fence-after-wait",
              "no tcgen05.fence::after_thread_sync after an mbarrier wait: the epilogue's tcgen05.ld (and the MMA "
              "thread's next tcgen05.mma) are not ordered after the tcgen05 work the barrier published",
-             CORE, "self._barrier(op.barrier, state).wait(ph)\n        if ctx.fenced:\n            self.atoms.after_sync()",
-             "self._barrier(op.barrier, state).wait(ph)", ("sm100",)),
+             CORE, 'else "cta")\n        if ctx.fenced:\n            self.atoms.after_sync()',
+             'else "cta")', ("sm100",)),
     Mutation("sm100-no-fence-before-sync",
              "the epilogue warps sync on the staging barrier after their tcgen05.ld with no tcgen05.fence::before_"
              "thread_sync: the loads are not ordered before what the barrier releases (ending with acc_empty)",

@@ -1,0 +1,207 @@
+"""The emulator's front door: build the kernel warploom.build would build (a GEMM spec, an attention program), compile
+it for the emulator once, and run it on numpy arrays as warploom.ops would run it on the GPU.
+
+    c = emulate_gemm(GemmSpec("bf16", "kn", 128), a, b, seed=0)        # compiles like warploom.ops would
+    out, lse = emulate_attention(q, k, v, causal=True, program=planned_fa3("bf16", 128, True))
+
+It sits above warploom.build and warploom.lowering (tests/unit/test_layers.py); the emulator below it (launch.py and
+the machine) runs a lowered kernel and imports neither.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+
+from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers
+from warploom.runtime import rules
+from warploom.runtime.deal import causal_table
+from warploom.targets import get as get_target
+
+from .errors import OutOfBoundsError
+from .launch import EmulatedKernel, emulate_launch
+from .machine import NUMPY_ELEMS
+from .names import SmemNames
+
+# ---- GEMM convenience -------------------------------------------------------------------------------
+
+_KERNELS: dict = {}
+
+
+def gemm_kernel(spec) -> EmulatedKernel:
+    """The kernel warploom.build would build for `spec` (its planned program, lowered), compiled for the
+    emulator once per spec."""
+    if spec not in _KERNELS:
+        from warploom.build import planned_program
+        from warploom.lowering import kernel_name, lower_program
+        program = planned_program(spec)
+        kernel = EmulatedKernel.of(lower_program(program, kernel_name(program)))
+        kernel.names = SmemNames.of_program(program, get_target(spec.target))
+        _KERNELS[spec] = kernel
+    return _KERNELS[spec]
+
+
+CTA_ORDERS = ("forward", "reverse", "shuffle")
+
+
+def emulate_gemm(spec, a, b, seed: int = 0, *, sms: int = 2, delay: int = 4, report: list | None = None,
+                 trace: dict | None = None, cta_order: str = "forward", fixup: dict | None = None,
+                 order: str = "random", tolerate=()) -> np.ndarray:
+    """C = A @ B (B [K, N] for "kn", [N, K] for "nk") by the emulated kernel of `spec`, as spec.elem.
+
+    a and b are cast to spec.elem (round to nearest even) unless they already are; C starts as NaN, so an
+    element the kernel never writes stays NaN. `sms` is the SM count a persistent kernel's grid takes; trace as
+    emulate_launch's. CTAs run one after another in `cta_order` ("forward", "reverse", or "shuffle" by the seed):
+    for stream-K, which CTA finishes a shared tile last. A stream-K kernel gets a NaN-filled workspace and zeroed
+    counters, or those of `fixup` ({"workspace": f32 array, "counters": i32 array}, to reuse across launches as
+    warploom.ops does); the counters must be zero again afterwards (OutOfBoundsError otherwise). tolerate as
+    emulate_launch's."""
+    elem = NUMPY_ELEMS[spec.elem]
+    a, b = np.ascontiguousarray(np.asarray(a).astype(elem)), np.ascontiguousarray(np.asarray(b).astype(elem))
+    m, k = a.shape
+    n = b.shape[1] if spec.b_layout == "kn" else b.shape[0]
+    if (b.shape[0] if spec.b_layout == "kn" else b.shape[1]) != k:
+        raise ValueError(f"emulate_gemm: a is [{m}, {k}] but b {b.shape} ({spec.b_layout}) has another K")
+    c = np.full((m, n), np.nan, elem)
+    kernel = gemm_kernel(spec)
+    sizes = {"M": m, "N": n, "K": k, "SMS": sms}
+    args = {"a": a, "b": b, "c": c}
+    if spec.schedule == "streamk":
+        fixup = _fixup(fixup, *spec.streamk_buffers(rules.evaluate(kernel.grid[0], sizes), m, n), "emulate_gemm")
+        args.update(fixup)
+    ids = _ordered_ctas(kernel, sizes, cta_order, seed)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, trace=trace, ctas=ids, order=order,
+                       tolerate=tolerate)
+    if report is not None:
+        report.append(r)
+    if spec.schedule == "streamk":
+        _check_counters(fixup["counters"])
+    return c
+
+
+def _fixup(fixup: dict | None, floats: int, counts: int, caller: str) -> dict:
+    """A stream-K launch's buffers: `fixup`'s (to reuse across launches, as warploom.ops does), else a NaN-filled
+    workspace and zeroed counters; ValueError when the given ones are too small."""
+    fixup = {} if fixup is None else fixup
+    fixup.setdefault("workspace", np.full(floats, np.nan, np.float32))
+    fixup.setdefault("counters", np.zeros(counts, np.int32))
+    if fixup["workspace"].size < floats or fixup["counters"].size < counts:
+        raise ValueError(f"{caller}: the fix-up needs {floats} f32 and {counts} counters, got "
+                         f"{fixup['workspace'].size} and {fixup['counters'].size}")
+    return fixup
+
+
+def _ordered_ctas(kernel, sizes: dict, cta_order: str, seed: int) -> list:
+    """The launch's CTA ids in `cta_order` (CTA_ORDERS; "shuffle" by the seed)."""
+    if cta_order not in CTA_ORDERS:
+        raise ValueError(f"cta_order {cta_order!r}: one of {', '.join(CTA_ORDERS)}")
+    ids = list(itertools.product(*(range(g) for g in (rules.evaluate(r, sizes) for r in kernel.grid))))
+    if cta_order == "reverse":
+        ids.reverse()
+    elif cta_order == "shuffle":
+        random.Random(seed).shuffle(ids)
+    return ids
+
+
+def _check_counters(counters: np.ndarray) -> None:
+    """OutOfBoundsError unless a stream-K launch left its counters zero (the next launch counts from there)."""
+    if counters.any():
+        left = np.flatnonzero(counters)
+        raise OutOfBoundsError(f"stream-K counters {left[:8].tolist()} are not zero after the launch (values "
+                               f"{counters[left[:8]].tolist()}): the next launch would miscount its pieces")
+
+
+# ---- attention convenience ---------------------------------------------------------------------------
+
+LAYOUTS = ("bshd", "bhsd")      # [B, S, H, D] or [B, H, S, D]
+
+
+def attention_kernel(program) -> EmulatedKernel:
+    """A planned attention program (sm_90a: planned_fa3's form; sm_100a: the FA4-style one), lowered and compiled
+    for the emulator once per kernel name (the name encodes everything the plan depends on: elem, D, tile, stages,
+    causal, target)."""
+    from warploom.lowering import kernel_name, lower_program
+    name = kernel_name(program)
+    if name not in _KERNELS:
+        kernel = EmulatedKernel.of(lower_program(program, name))
+        kernel.names = SmemNames.of_program(program, get_target(program.target))
+        _KERNELS[name] = kernel
+    return _KERNELS[name]
+
+
+def _default_attention_program(elem: str, head_dim: int, causal: bool):
+    try:
+        from warploom.build import planned_attention_program      # the planning passes' program, when built
+    except ImportError:
+        raise ValueError("emulate_attention: no attention planner in warploom.build yet; pass program= (e.g. "
+                         "tests/emulate/fa3_plan.py's planned_fa3(elem, head_dim, causal))") from None
+    return planned_attention_program(elem, head_dim, causal)
+
+
+def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
+                      layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
+                      delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
+                      sms: int = 3, tile_order: int | None = None, order: str = "random",
+                      cta_order: str = "forward", fixup: dict | None = None):
+    """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
+
+    q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
+    program's, else q's dtype when it is bf16/f16, else bf16) unless they already are. scale defaults to 1/sqrt(D); the kernel takes
+    scale * log2(e) as its f32 parameter. The tensor maps see each input through its (D, S, H, B) view, as the
+    runtime encodes the caller's strides; out comes back in the input's layout, stored by TMA through its own
+    (D, S, H, B) view (start: NaN, so an element never written shows); lse float32 [B, Hq, Sq], or None (and a null lse pointer)
+    when with_lse is False. program: the planned program (default: the planner's for (elem, D, causal));
+    ctas: the CTA ids (m, h, b) to run (default all; a persistent kernel's are (c, 0, 0)); report, trace as
+    emulate_gemm's. A persistent kernel runs on `sms` CTAs (the launch's SM count, small so that each walks several
+    tiles) in tile order `tile_order` (default: the runtime's, 0; a causal one reads its deal from a table:
+    runtime.deal.causal_table's, or with `tile_order` the snake deal of that order); order: the
+    warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
+    emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
+    `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
+    if elem is None:
+        elem = program.inputs["q"].elem if program is not None else next(
+            (e for e in ("bf16", "f16") if np.asarray(q).dtype == NUMPY_ELEMS[e]), "bf16")
+    dt = NUMPY_ELEMS[elem]
+    q, k, v = (np.asarray(x).astype(dt, copy=False) for x in (q, k, v))
+    if q.ndim != 4 or k.shape != v.shape or k.ndim != 4:
+        raise ValueError(f"emulate_attention: q {q.shape}, k {k.shape}, v {v.shape}: 4-d, k and v alike")
+    s_ax, h_ax = (1, 2) if layout == "bshd" else (2, 1)
+    bsz, sq, hq, d = q.shape[0], q.shape[s_ax], q.shape[h_ax], q.shape[3]
+    sk, hkv = k.shape[s_ax], k.shape[h_ax]
+    if k.shape[0] != bsz or k.shape[3] != d or hq % hkv:
+        raise ValueError(f"emulate_attention: q {q.shape} and k {k.shape} ({layout}) disagree on B or D, or Hq = "
+                         f"{hq} is not a multiple of Hkv = {hkv}")
+    program = program if program is not None else _default_attention_program(elem, d, causal)
+    kernel = attention_kernel(program)
+    if bool(program.attrs.get("causal")) != bool(causal) or program.attrs["tile"][2] != d:
+        raise ValueError(f"emulate_attention: program {kernel.name} does not take causal={causal}, D={d}")
+    scale = 1.0 / np.sqrt(d) if scale is None else float(scale)
+    to_bhsd = (lambda x: x) if layout == "bhsd" else (lambda x: x.transpose(0, 2, 1, 3))
+    out = np.full(q.shape, np.nan, dt)
+    lse = np.full((bsz, hq, sq), np.nan, np.float32) if with_lse else None
+    args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": to_bhsd(out), "lse": lse,
+            "scale_log2": np.float32(scale * np.log2(np.e))}
+    sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
+    schedule = program.attrs.get("schedule")
+    if schedule in ATTENTION_WALKS:
+        bm, bn, _ = program.attrs["tile"]
+        if schedule == "persistent" and causal:          # the host's deal, a table (as ops.attention's)
+            launched = rules.evaluate(kernel.grid[0], sizes)
+            args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order), np.int32)
+        else:
+            args["tile_order"] = 0 if tile_order is None else tile_order
+    if schedule == "streamk":
+        fixup = _fixup(fixup, *attention_streamk_buffers(bm, d, rules.evaluate(kernel.grid[0], sizes)),
+                       "emulate_attention")
+        args.update(fixup)
+        if ctas is None:
+            ctas = _ordered_ctas(kernel, sizes, cta_order, seed)
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, trace=trace, order=order)
+    if report is not None:
+        report.append(r)
+    if schedule == "streamk":
+        _check_counters(fixup["counters"])
+    return out, lse
