@@ -4,7 +4,8 @@ The copy holds `warploom/`, `tests/` and `pyproject.toml`, so everything the tes
 run resolves to it: pytest imports `warploom` through PYTHONPATH (which comes before
 the editable install of /work/main in the venv), and lit's config derives the
 PYTHONPATH of `warploom-opt` from its own location, which is inside the copy.
-`check_isolation` verifies both, and the console script, before any result counts.
+`check_isolation` verifies both, and the console script, before a test selection runs; the emulator probe runs under
+`python -v` and its own import log must name the copy's warploom only (run_probe), before its verdict counts.
 
 An anchor (the mutation's old text) must occur exactly once in its file; anything
 else is a StaleAnchor error, never a silent pass.
@@ -99,17 +100,24 @@ def apply(root: Path, m: Mutation) -> None:
 
 
 def env_for(root: Path) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")}
+    # not the pytest-xdist worker's variables either (the suite may run the mutations on a worker)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTEST_ADDOPTS")
+           and not k.startswith("PYTEST_XDIST_")}
     env["PYTHONPATH"] = str(root)
     env["PYTHONDONTWRITEBYTECODE"] = "1"      # no stale bytecode shared between copies
     return env
 
 
-def loaded_warploom_files(cmd: list[str], root: Path) -> list[str]:
-    """Source files of warploom that `python -v <cmd>` loads (the verbose import log names each one)."""
-    proc = subprocess.run([sys.executable, "-v", *cmd], cwd=root, env=env_for(root), capture_output=True, text=True)
-    files = re.findall(r"# code object from '?([^'\s]+)", proc.stderr)
+def warploom_files_in(log: str) -> list[str]:
+    """Source files of warploom that a `python -v` import log (its stderr) names."""
+    files = re.findall(r"# code object from '?([^'\s]+)", log)
     return [f for f in files if "/warploom/" in f and "site-packages" not in f]
+
+
+def check_ran_the_copy(what: str, log: str, root: Path) -> None:
+    files = warploom_files_in(log)
+    if not files or any(not f.startswith(str(root)) for f in files):
+        raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
 
 
 def check_isolation(root: Path) -> None:
@@ -121,9 +129,9 @@ def check_isolation(root: Path) -> None:
     if script.exists():
         probes["warploom-opt script"] = [str(script), "--list-passes"]
     for what, cmd in probes.items():
-        files = loaded_warploom_files(cmd, root)
-        if not files or any(not f.startswith(str(root)) for f in files):
-            raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
+        proc = subprocess.run([sys.executable, "-v", *cmd], cwd=root, env=env_for(root), capture_output=True,
+                              text=True)
+        check_ran_the_copy(what, proc.stderr, root)
     cfg = (root / "tests/lit/lit.cfg.py").read_text()
     if "os.path.dirname(os.path.dirname(config.test_source_root))" not in cfg:
         raise HarnessError("tests/lit/lit.cfg.py no longer derives the repository from its own location; "
@@ -131,7 +139,8 @@ def check_isolation(root: Path) -> None:
 
 
 def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome:
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *selection]
+    # -n 0: in one process (the jobs are the parallelism), not the worker per core of pyproject's addopts
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", "-n", "0", *selection]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True)
     seconds = time.monotonic() - start
@@ -150,14 +159,16 @@ PROBE_TIMEOUT_S = 300
 
 def run_probe(root: Path, label: str, families: tuple[str, ...] = ()) -> dict:
     """tests/emulate/probe.py in the copy: the emulator's verdict on a few standard kernels (of `families`; all when
-    empty)."""
-    cmd = [sys.executable, "-m", "tests.emulate.probe", "--json"] + (["--only", ",".join(families)] if families else [])
+    empty). Run under `python -v`: its own import log shows that it loaded the copy's warploom, and nothing else."""
+    cmd = [sys.executable, "-v", "-m", "tests.emulate.probe", "--json"] + (["--only", ",".join(families)] if families
+                                                                           else [])
     try:
         proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
                               timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {"ok": False, "check": "exception Timeout", "where": "",
                 "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
+    check_ran_the_copy(f"{label}: the emulator probe", proc.stderr, root)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode not in (0, 1) or not lines:
         raise HarnessError(f"{label}: the emulator probe exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
@@ -170,7 +181,8 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
     suite already runs the tests on the unmutated code)."""
     with tempfile.TemporaryDirectory(prefix="wl-mutant-") as tmp:
         root = make_copy(Path(tmp))
-        check_isolation(root)
+        if selection:           # lit and pytest will run: warploom-opt (module and script) must be the copy's too;
+            check_isolation(root)   # the probe checks its own imports (run_probe)
         if m is not None:
             apply(root, m)
         label = m.id if m else "control"
@@ -180,6 +192,13 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
         outcome = run_selection(root, selection, label)
         outcome.emulator = emulator
         return outcome
+
+
+def default_jobs(most: int = 2) -> int:
+    """Mutations at once: `most`, or fewer where the cores are shared with other pytest-xdist workers (a job per
+    core this worker has: the suite's other tests run beside it)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(most, cores // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
 def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,

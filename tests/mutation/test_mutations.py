@@ -14,9 +14,10 @@ from __future__ import annotations
 import pytest
 
 from .mutations import MUTATIONS
-from .runner import control_ok, run_all
+from .runner import control_ok, default_jobs, run_all
 
-pytestmark = pytest.mark.mutation
+# one batch, on one pytest-xdist worker (tests/conftest.py groups the users of the module fixture; named here too)
+pytestmark = [pytest.mark.mutation, pytest.mark.xdist_group("tests/mutation/test_mutations.py")]
 BY_ID = {m.id: m for m in MUTATIONS}
 
 
@@ -29,7 +30,8 @@ def outcomes(request):
     # only the mutations this session selected (e.g. with -k), all in one parallel batch
     wanted = [item.callspec.params["mutation_id"] for item in request.session.items
               if getattr(item, "callspec", None) and "mutation_id" in item.callspec.params]
-    control, results = run_all([BY_ID[i] for i in wanted], (), jobs=2)     # the emulator's verdict only
+    # the emulator's verdict only; two at a time, one under pytest-xdist on 2 cores (the other worker runs the rest)
+    control, results = run_all([BY_ID[i] for i in wanted], (), jobs=default_jobs())
     return control, {o.id: o for o in results}
 
 
