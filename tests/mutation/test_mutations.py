@@ -1,8 +1,9 @@
 """Every mutation in mutations.py must be caught by the emulator (tests/emulate/probe.py: a check fires or the
 output differs from the reference), and the unmutated copy must pass the probe.
 
-The mutations run once per session, two at a time, in a module fixture (each on its own temporary copy of the
-repository, probed on the kernel families its `families` name); each test then reads its outcome. Here only the
+The mutations run once per session, two at a time (one a core under pytest-xdist, on one worker: the other workers
+run the rest of the suite), in a module fixture (each on its own temporary copy of the repository, probed on the
+kernel families its `families` name); each test then reads its outcome. Here only the
 emulator's verdict counts, so no lit or unit selection runs per mutant (the main suite runs them on the
 unmutated code); `python -m tests.mutation` also runs the selection and names the first lit or unit test that
 fails on each mutant. The mutations (tests/mutation/mutations.py: the lowering's core and families, the per-target
