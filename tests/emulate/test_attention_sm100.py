@@ -152,13 +152,13 @@ def test_packed_pairs_give_the_scalar_polynomials_bits(monkeypatch):
     """The softmax computes the polynomial's columns two at a time on vector<2xf32> (packed f32x2 FMAs on sm_100a:
     emit.exp2.exp2_fma_x2); elementwise they are the scalar steps, so the kernel's output and LSE are bit for bit
     those of the scalar version (every column on the polynomial: exp2_poly = 1)."""
-    from warploom.lowering import attention_tmem
+    from warploom.lowering import attention
     from warploom.lowering.emit.exp2 import exp2_fma
     program = planned_sm100_attention("bf16", 64, True)
     program = dataclasses.replace(program, attrs={**program.attrs, "exp2_poly": 1.0})
     q, k, v = inputs("bf16", 64, 130, 200, 1, 1, "bshd", 1, np.random.default_rng(17))
     pairs = emulate_attention(q, k, v, causal=True, layout="bshd", program=program)
-    monkeypatch.setattr(attention_tmem, "exp2_fma_x2", lambda b, x0, x1: (exp2_fma(b, x0), exp2_fma(b, x1)))
+    monkeypatch.setattr(attention, "exp2_fma_x2", lambda b, x0, x1: (exp2_fma(b, x0), exp2_fma(b, x1)))
     scalar = emulate_attention(q, k, v, causal=True, layout="bshd", program=program)
     np.testing.assert_array_equal(pairs[0].view(np.uint16), scalar[0].view(np.uint16))
     np.testing.assert_array_equal(pairs[1], scalar[1])

@@ -27,6 +27,7 @@ FA4 = "warploom/lowering/attention_tmem.py"       # the attention on Tensor Memo
 TCGEN05 = "warploom/lowering/atoms/tcgen05.py"
 WGMMA = "warploom/lowering/atoms/wgmma.py"
 TMEM = "warploom/layout/tmem.py"
+FRAGMENTS = "warploom/layout/fragments.py"
 TILING = "warploom/layout/tiling.py"
 SYNC = "warploom/lowering/emit/sync.py"
 DESC = "warploom/layout/descriptors.py"
@@ -220,26 +221,26 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-mask-row-swap",
              "the causal mask of each thread's first row uses its second row's limit (r0 + 8) and vice versa: "
              "keys past the diagonal leak into one row, keys before it vanish from the other",
-             FA3, 'b.add(b.add(rows["rows"][h], shift), c(1))', 'b.add(b.add(rows["rows"][1 - h], shift), c(1))', ("attention",)),
+             ATTN, "for row, columns in zip(rows, ch.rows):", "for row, columns in zip(rows[::-1], ch.rows):", ("attention",)),
     Mutation("attn-scale-not-folded",
              "p = exp2(s - max * scale_log2) instead of exp2(s * scale_log2 - max * scale_log2): the scores are not "
              "scaled (the FMA lost its multiplier)",
-             FA3, "p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)", "p[i] = self._exp2(b.addf(vals[i], neg[h]), k)", ("attention",)),
+             ATTN, "x = b.fma(vals[i], sl2, bias[h])", "x = b.addf(vals[i], bias[h])", ("attention",)),
     Mutation("attn-gqa-kv-head",
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
              ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head", ("attention",)),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
-             FA3, "for x in (1, 2):", "for x in (1,):", ("attention",)),
+             WGMMA, "while lane_xor < FRAGMENT_QUAD:", "while lane_xor < FRAGMENT_QUAD // 2:", ("attention",)),
     Mutation("attn-blind-row-nan",
              "a row whose keys so far are all masked keeps max = -inf in exp2(s * scale - max * scale): "
              "-inf - -inf = NaN instead of 0",
-             FA3, 'safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
-             "safe = list(m_new)", ("attention",)),
+             ATTN, 'self.safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]',
+             "self.safe = list(m_new)", ("attention",)),
     Mutation("attn-lse-units",
              "the LSE is left in log2 units (no final * ln 2)",
-             FA3, "b.log2(total)), b.constf(LN2))", "b.log2(total)), b.constf(1.0))", ("attention",)),
+             FA3, "total, sl2), b.constf(LN2)))", "total, sl2), b.constf(1.0)))", ("attention",)),
     Mutation("attn-pingpong-own-only",
              "both the sync and the hand-over use this warpgroup's own named barrier: the turns no longer alternate",
              CORE, 'idx = w if op.slot == "own" else (w + 1) % nb.count', "idx = w", ("attention",)),
@@ -352,7 +353,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-p-alias-offset",
              "the softmax writes P into the upper half of S's columns while the P V MMA reads it from P's planned "
              "offset (the lower half): the MMA multiplies S's leftover bits by V",
-             FA4, "c(p.offset + h * CHUNK // 2)), packed)", "c(s.offset + self.BN // 2 + h * CHUNK // 2)), packed)",
+             FA4, "(ctx.lane_addr, p.offset), [ctx.values[max_name]]", "(ctx.lane_addr, s.offset + self.BN // 2), [ctx.values[max_name]]",
              ("fa4",)),
     Mutation("fa4-correction-phase",
              "the correction warpgroup waits for the phase of o_full the current key block completes (not the one "
@@ -361,12 +362,28 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-threshold-inverted",
              "the conditional rescaling's test is inverted: the max moves when it grew by less than the threshold "
              "and stays when it grew by more (P overflows past 2^8, or a first block keeps max -inf)",
-             FA4, 'grow = b.cmpf("ogt", m_cand,', 'grow = b.cmpf("ole", m_cand,', ("fa4",)),
+             ATTN, 'grow = b.cmpf("ogt", cand,', 'grow = b.cmpf("ole", cand,', ("fa4",)),
     Mutation("fa4-causal-diagonal-block",
              "the causal mask's block test is one key block late: the diagonal block of a Q tile is taken as wholly "
              "visible and its keys past the diagonal leak in",
-             FA4, "b.add(b.add(tile_row0, shift), c(1))))", "b.add(b.add(tile_row0, shift), c(1 + self.BN))))",
+             ATTN, "b.add(b.add(self._tile_row0(tile), shift), c(1))))", "b.add(b.add(self._tile_row0(tile), shift), c(1 + self.BN))))",
              ("fa4",)),
+    # ---- the one online softmax over the score atoms (AttentionLowering._softmax_block) ----
+    Mutation("softmax-chunk-max-first-only",
+             "the block's row max is taken over the first chunk of the row only (sm_100a reads a row 32 columns at a "
+             "time): a larger score in a later chunk gives P > 1 and a wrong sum",
+             ATTN, "self._trees([[m[h] for m in maxima] for h in range(nrows)], b.maxnumf)",
+             "self._trees([[maxima[0][h]] for h in range(nrows)], b.maxnumf)", ("fa4",)),
+    Mutation("p-fragment-halves-swapped",
+             "P's register-A fragments take the accumulator's row half from i // 2 and its column group from i % 2 "
+             "(swapped): the P V wgmma multiplies the wrong rows' probabilities by V",
+             FRAGMENTS, "(accumulator_register(2 * t + i // 2, i % 2, 0), accumulator_register(2 * t + i // 2, i % 2, 1))",
+             "(accumulator_register(2 * t + i % 2, i // 2, 0), accumulator_register(2 * t + i % 2, i // 2, 1))",
+             ("attention",)),
+    Mutation("tmem-probs-unpacked-column",
+             "P's chunk is stored at its S column instead of half of it (16-bit P packs two a 32-bit TMEM column): "
+             "the later chunks land past P's columns, where the P V MMA does not read",
+             TCGEN05, "b.const(column + chunk.first // 2)), packed)", "b.const(column + chunk.first)), packed)", ("fa4",)),
     Mutation("fa4-lane-quadrant",
              "the softmax (and correction) warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may reach only the "
              "quadrant of w % 4",

@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields
 from warploom import targets
 
 from .program import (ARRIVE_CTAS, ARRIVERS, BARRIER_STORAGE, ISSUE_MODES, MAJORS, PARITIES, SLOTS, SOURCES, Arrive, Copy, Loop, Mma, MmaWait, Opaque, Program,
-                      Region, Role, Store, Sync, Wait)
+                      Role, Store, Sync, Wait)
 
 
 @dataclass(frozen=True)

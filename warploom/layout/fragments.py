@@ -52,6 +52,22 @@ def accumulator_register(j: int, h: int, e: int) -> int:
     return 4 * j + 2 * h + e
 
 
+def accumulator_rows(n: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """The m64nN accumulator a thread holds, row by row: for its row half h (0, 1), (register, column past
+    fragment_col) of each of its n / 4 values in that row, in column order."""
+    groups = n // (2 * FRAGMENT_QUAD)
+    return tuple(tuple((accumulator_register(j, h, e), 2 * FRAGMENT_QUAD * j + e) for j in range(groups) for e in range(2))
+                 for h in range(2))
+
+
+def a_fragment_pairs(n: int) -> list[list[tuple[int, int]]]:
+    """The register-A fragments of the m64k16 A operand (wgmma_a_k16) made from an m64nN accumulator of the same rows
+    (P from S): k-block t, register i takes the accumulator registers (a, a + 1) of row half i % 2 and columns
+    16 t + 8 (i // 2) + fragment_col + e, e = 0, 1."""
+    return [[(accumulator_register(2 * t + i // 2, i % 2, 0), accumulator_register(2 * t + i // 2, i % 2, 1))
+             for i in range(4)] for t in range(n // 16)]
+
+
 def wgmma_accumulator(n: int) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols), each [128 threads, n // 2 registers]: the element register r of thread t holds."""
     _SM90.check_mma_shape(MMA_M, n, "bf16")

@@ -16,6 +16,11 @@ B), the prologue and the tile walks:
              wl-pipeline{q-stages=2}: tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key
              blocks), then K and V per key block; 4-D TMA boxes (64, rows, 1, 1) at (64j, row0, head, batch).
 
+The online softmax of one key block (`_softmax_block`: mask, row max, the max rule, exp2 with the polynomial's
+share, row sum, P) is written here once, over the score atoms (`warploom.lowering.atoms`: how a thread holds rows
+of S, reads them, combines a row across threads and writes P) and a max rule (`ExactMax`, FA3's; `ThresholdMax`,
+FA4's conditional rescaling, where the plan gives `rescale_threshold`).
+
 Where the accumulators live decides the rest (the target's atoms: `atoms.accumulator`; `warploom.lowering`
 picks): `warploom.lowering.attention_regs` (FA3-style: consumer warpgroups holding S, P and O in registers) and
 `warploom.lowering.attention_tmem` (FA4-style: S, P and O in Tensor Memory, softmax and correction warpgroups).
@@ -26,17 +31,71 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import nvvm
+from mlir.dialects import nvvm, scf
 
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
 from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
                                       fa4_kernel_name)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
+from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
 LN2 = math.log(2.0)
+
+
+class ExactMax:
+    """The online softmax's running row max, exact (FA3): in score units, moved to the block's max whenever that is
+    larger; O is rescaled by corr = 2^((m_old - m_new) scale_log2), exactly 1 where the max stayed."""
+
+    def update(self, b, m_old: list, block: list, sl2: ir.Value) -> tuple[list, list]:
+        """(the new maxima, the exp2 bias -m scale_log2 of each row); a row with every column so far masked has max
+        -inf: its bias is 0, so that exp2 gives 0, not NaN."""
+        self.b, self.m_old, self.sl2 = b, m_old, sl2
+        m_new = [b.maxnumf(old, q) for old, q in zip(m_old, block)]
+        self.safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]
+        return m_new, [b.negf(b.mulf(sf, sl2)) for sf in self.safe]
+
+    def correction(self) -> list:
+        """Each row's factor for O and the row sum: 2^((m_old - m_new) scale_log2)."""
+        b = self.b
+        return [b.exp2(b.mulf(b.subf(old, sf), self.sl2)) for old, sf in zip(self.m_old, self.safe)]
+
+    def log2_norm(self, b, m: ir.Value, total: ir.Value, sl2: ir.Value) -> ir.Value:
+        """log2 of the row's softmax denominator: m scale_log2 + log2(sum) (m = -inf: 0 + log2(0) = -inf)."""
+        safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), b.constf(0.0), m)
+        return b.fma(safe, sl2, b.log2(total))
+
+
+class ThresholdMax:
+    """The running row max with FA4's conditional rescaling: in scaled log2 units (m = max s scale_log2), moved only
+    when the block's max exceeds it by more than `threshold`; then corr = 2^(m_old - m_new) for O and the row sum,
+    else exactly 1 (P may then exceed 1 by up to 2^threshold, which the final division by the sum cancels)."""
+
+    def __init__(self, threshold: float):
+        self.threshold = threshold
+
+    def update(self, b, m_old: list, block: list, sl2: ir.Value) -> tuple[list, list]:
+        ninf = b.constf(float("-inf"))
+        self.b, self.m_old, self.m_new, self.moved = b, m_old, [], []
+        for old, q in zip(m_old, block):
+            cand = b.maxnumf(old, b.mulf(q, sl2))
+            grow = b.cmpf("ogt", cand, b.addf(old, b.constf(self.threshold)))   # m_old = -inf: any finite max
+            self.m_new.append(b.select(grow, cand, old))
+            self.moved.append(b.and_(grow, b.cmpf("one", old, ninf)))     # O holds something to rescale only then
+        # all masked so far: the bias 0 makes exp2(-inf) = 0
+        return self.m_new, [b.negf(b.select(b.cmpf("oeq", m, ninf), b.constf(0.0), m)) for m in self.m_new]
+
+    def correction(self) -> list:
+        b = self.b
+        return [b.select(mv, b.exp2(b.subf(old, new)), b.constf(1.0))
+                for old, new, mv in zip(self.m_old, self.m_new, self.moved)]
+
+    def log2_norm(self, b, m: ir.Value, total: ir.Value, sl2: ir.Value) -> ir.Value:
+        """m + log2(sum), m already in scaled log2 units (-inf for a row that saw no key)."""
+        safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), b.constf(0.0), m)
+        return b.addf(safe, b.log2(total))
 
 
 @dataclass
@@ -127,6 +186,8 @@ class AttentionLowering(KernelLowering):
         if check_exp2_poly(share):
             self._fail(f"exp2_poly = {share}: {check_exp2_poly(share)}")
         self.poly = round(share * EXP2_POLY_GROUP)      # of each EXP2_POLY_GROUP exp2 of a row, the last `poly`
+        # the softmax's running max: FA4's conditional rescaling where the plan gives a threshold, else exact
+        self.max_rule = (ThresholdMax(float(a["rescale_threshold"])) if "rescale_threshold" in a else ExactMax())
         if a.get("acc_elem", "f32") != "f32":
             self._fail(f"acc_elem {a.get('acc_elem')!r}: only f32 accumulators are lowered")
         if list(a.get("cluster", [1, 1, 1])) != [1, 1, 1]:
@@ -389,6 +450,145 @@ class AttentionLowering(KernelLowering):
             self._store_lse(op, ctx)
         else:
             self._fail(f"Store to {op.output!r}: attention stores out and lse")
+
+    # ---- the online softmax of one key block, written once over the score atoms -----------------------------------
+    def _softmax_block(self, ctx: RoleState, tile: int, source, dest, m_old: list, l_old: list, chunk: int | None = None,
+                       before_write=None) -> tuple[list, list, list, list]:
+        """One key block of the online softmax over the rows of S a thread holds (the atoms' `score_chunks`: sm_90a
+        two rows of the wgmma fragment, sm_100a one TMEM lane in chunks of `chunk` columns), in the exp2 domain with
+        the scale folded into one FMA:
+
+            pass 1   each chunk of S read (`read_scores`) and masked (`_masked`); each row's max over its values (a
+                     pairwise tree, the rows side by side), over the chunks, over the threads sharing the row
+                     (`row_reduce`); the max rule (`self.max_rule`) gives the new max and the exp2 bias
+            pass 2   P = 2^(s scale_log2 + bias) of each chunk (the scores kept from pass 1 where they stay in
+                     registers, `scores_resident`, else read and masked again), a share `poly` by the FMA polynomial;
+                     each row's sum; l_new = l_old corr + sum, corr from the max rule
+            P        written where the P V MMA reads its A operand (`write_probs`): chunk by chunk as it is made when
+                     the scores are streamed, else after `before_write(l_new, corr)` (the register form's hook)
+
+        `source` / `dest` say where S is read and P written (the atoms' business); m_old and l_old are one value per
+        row. Returns (m_new, l_new, corr, what write_probs returned per chunk)."""
+        b, atoms = self.b, self.atoms
+        chunks = atoms.score_chunks(self.BN, chunk)
+        resident = atoms.scores_resident
+        nrows = len(chunks[0].rows)
+        sl2 = self.args["scale_log2"]
+
+        def scores(ch):
+            return self._masked(atoms.read_scores(b, source, ch), ch, ctx, tile)
+
+        def per_row(values: list, ch, combine) -> list:
+            return self._trees([[values[i] for i, _ in row] for row in ch.rows], combine)
+
+        kept, maxima = [], []
+        for ch in chunks:
+            vals = scores(ch)
+            kept.append(vals if resident else None)
+            maxima.append(per_row(vals, ch, b.maxnumf))
+        block = atoms.row_reduce(b, self._trees([[m[h] for m in maxima] for h in range(nrows)], b.maxnumf), b.maxnumf)
+        m_new, bias = self.max_rule.update(b, m_old, block, sl2)
+        made, sums, written = [], [], []
+        for ch, vals in zip(chunks, kept):
+            probs = self._exp2_chunk(vals if resident else scores(ch), ch, sl2, bias)
+            if resident:
+                made.append(probs)
+            else:
+                sums.append(per_row(probs, ch, b.addf))
+                written.append(atoms.write_probs(b, dest, ch, probs, self._pack))
+        corr = self.max_rule.correction()
+        if resident:
+            sums = [per_row(probs, ch, b.addf) for ch, probs in zip(chunks, made)]
+        total = self._trees([[s[h] for s in sums] for h in range(nrows)], b.addf)
+        l_new = [b.fma(old, cf, t) for old, cf, t in zip(l_old, corr, total)]
+        if before_write is not None:
+            before_write(l_new, corr)
+        written += [atoms.write_probs(b, dest, ch, probs, self._pack) for ch, probs in zip(chunks, made)]
+        return m_new, l_new, corr, written
+
+    def _exp2_chunk(self, vals: list, ch, sl2: ir.Value, bias: list) -> list:
+        """2^(v scale_log2 + bias of its row) of a chunk's values. Of each EXP2_POLY_GROUP a row holds, the last `poly`
+        by the polynomial on the FMA units (emit.exp2: FA4's unloading of MUFU), the others by ex2.approx
+        (MUFU.EX2). Where the target has packed f32x2 FMAs the polynomial's values go two at a time
+        (exp2_fma_x2, after every FMA of the chunk; an odd one alone); else value by value, the rows side by side."""
+        b = self.b
+        order = [(k, h, i) for k, pair in enumerate(zip(*[[i for i, _ in row] for row in ch.rows]))
+                 for h, i in enumerate(pair)]
+
+        def poly(k: int) -> bool:
+            return k % EXP2_POLY_GROUP >= EXP2_POLY_GROUP - self.poly
+
+        out = list(vals)
+        if not self.T.packed_f32x2:
+            for k, h, i in order:
+                x = b.fma(vals[i], sl2, bias[h])
+                out[i] = exp2_fma(b, x) if poly(k) else b.exp2(x)
+            return out
+        xs = {i: b.fma(vals[i], sl2, bias[h]) for _, h, i in order}
+        paired = [i for k, _, i in order if poly(k)]
+        for i0, i1 in zip(paired[::2], paired[1::2]):
+            out[i0], out[i1] = exp2_fma_x2(b, xs[i0], xs[i1])
+        if len(paired) % 2:
+            out[paired[-1]] = exp2_fma(b, xs[paired[-1]])
+        for _, _, i in order:
+            if i not in paired:
+                out[i] = b.exp2(xs[i])
+        return out
+
+    def _masked(self, vals: list, ch, ctx: RoleState, tile: int) -> list:
+        """A chunk's scores with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA
+        filled with zeros) and, when causal, keys > row + Sk - Sq (bottom-right). Only a block that may hold such a
+        column pays: the block condition is uniform over the Q tile (its first row has the smallest causal limit);
+        the thread's rows and first column (`_thread_rows`) are computed inside that branch only."""
+        b, c = self.b, self.b.const
+        a = self.args
+        kt = self._key_block(ctx.loop)
+        kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
+        may = b.cmp("sgt", kv_end, a["Sk"])
+        shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
+        if self.causal:
+            may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self._tile_row0(tile), shift), c(1))))
+        op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            rows, col = self._thread_rows(ctx, tile)
+            first = b.mul(kt, c(self.BN))                                  # key of the thread's first column
+            if col is not None:
+                first = b.add(first, col)
+            out = list(vals)
+            for row, columns in zip(rows, ch.rows):
+                limit = a["Sk"]                                            # keys < limit are seen
+                if self.causal:
+                    limit = b.mins(limit, b.add(b.add(row, shift), c(1)))
+                room = b.sub(limit, first)                                 # column offsets < room are seen
+                for i, offset in columns:
+                    out[i] = b.select(b.cmp("slt", c(offset), room), vals[i], b.constf(float("-inf")))
+            scf.YieldOp(out)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(vals)
+        return list(op.results)
+
+    def _tile_row0(self, tile: int) -> ir.Value:
+        """The first query row of Q tile `tile` of the CTA's (the smallest causal limit of the tile)."""
+        raise NotImplementedError
+
+    def _thread_rows(self, ctx: RoleState, tile: int) -> tuple[list, ir.Value | None]:
+        """The query rows (global in the head) of the scores the thread holds, one per row of its `ScoreChunk`s, and
+        the key column its column offsets count from, past the block's first (None: the block's first)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _trees(rows: list, combine) -> list:
+        """`combine` over each of `rows` (lists of one length) as a pairwise tree, the rows' trees built level by
+        level and op by op side by side: the same tree per row (so the same rounding) with twice the independent
+        work at each level, for a softmax that runs on one warp per SM sub-partition: a row at a time leaves its
+        max and sum chains waiting on each other's latency (benchmarks/NOTES.md, run 36)."""
+        while len(rows[0]) > 1:
+            level = [[] for _ in rows]
+            for i in range(0, len(rows[0]), 2):
+                for r, out in zip(rows, level):
+                    out.append(combine(r[i], r[i + 1]) if i + 1 < len(r) else r[i])
+            rows = level
+        return [r[0] for r in rows]
 
     def _pack(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
         """Two f32 -> one b32 of two 16-bit values (cvt.rn.{bf16,f16}x2.f32), `lo` in the low half."""

@@ -2,8 +2,8 @@
 
 Input: the kernel program of `tests/emulate/fa3_plan.py::planned_fa3` (what the attention planning passes
 produce); docs/attention-sm90.md is the contract (schedule, fragments, parameters). What every attention has
-(configuration, parameters, tensor maps, the prologue, the tile walks and Q's ring) comes from
-`warploom.lowering.attention.AttentionLowering`, what every kernel has (plan checks, the kernel function, the smem
+(configuration, parameters, tensor maps, the prologue, the tile walks, Q's ring and the online softmax of a key
+block over the score atoms) comes from `warploom.lowering.attention.AttentionLowering`, what every kernel has (plan checks, the kernel function, the smem
 base, mbarrier init, role dispatch with setmaxnreg, ring stage and phase, waits, arrivals, TMA box loops,
 descriptors) from `warploom.lowering.core.KernelLowering`, the MMA instructions from the target's atoms. What
 the consumer warpgroups do with their registers is here:
@@ -30,13 +30,12 @@ from mlir import ir
 from mlir.dialects import llvm, scf
 
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Store, Sync, Wait
-from warploom.kernel.contract import EXP2_POLY_GROUP, STREAMK_SLOTS
+from warploom.kernel.contract import STREAMK_SLOTS
 from warploom.layout.descriptors import k_block_steps
 from warploom.layout.fragments import FRAGMENT_HALF_ROWS, fragment_col, fragment_row
 from warploom.lowering.attention import LN2, AttentionLowering, flatten
 from warploom.lowering.core import RoleState
 from warploom.lowering.emit import sync, tma
-from warploom.lowering.emit.exp2 import exp2_fma
 from warploom.runtime import rules
 
 # loop-carried values other than MMA accumulators: their value before the first key block
@@ -184,26 +183,13 @@ class RegisterAttention(AttentionLowering):
             ctx.values["_rows"] = rows
         return ctx.values["_rows"]
 
-    def _quad(self, values: list, combine) -> list:
-        """`combine` over the 4 lanes of a quad (one fragment row), for each of `values` (one a row): shfl.bfly
-        xor 1, then xor 2, the rows' shuffles side by side so one's latency hides behind the other's."""
-        for x in (1, 2):
-            values = [combine(v, o) for v, o in zip(values, [sync.shfl_bfly(self.b, v, x) for v in values])]
-        return values
+    def _thread_rows(self, ctx: RoleState, tile: int) -> tuple[list, ir.Value]:
+        """The thread's two fragment rows and its quad's first column (`_rows`)."""
+        rows = self._rows(ctx)
+        return rows["rows"], rows["col"]
 
-    @staticmethod
-    def _trees(rows: list, combine) -> list:
-        """`combine` over each of `rows` (lists of one length) as a pairwise tree, the rows' trees built level by
-        level and op by op side by side: the same tree per row (so the same rounding) with twice the independent
-        work at each level, for a softmax that runs on one warp per SM sub-partition: a row at a time leaves its
-        max and sum chains waiting on each other's latency (benchmarks/NOTES.md, run 36)."""
-        while len(rows[0]) > 1:
-            level = [[] for _ in rows]
-            for i in range(0, len(rows[0]), 2):
-                for r, out in zip(rows, level):
-                    out.append(combine(r[i], r[i + 1]) if i + 1 < len(r) else r[i])
-            rows = level
-        return [r[0] for r in rows]
+    def _tile_row0(self, tile: int) -> ir.Value:
+        return self.row0
 
     # ---- Compute ----------------------------------------------------------------------------------
     def _op_compute(self, op: Compute, ctx: RoleState) -> None:
@@ -219,44 +205,11 @@ class RegisterAttention(AttentionLowering):
             self._fail(f"Compute {op.kind!r}: the attention lowering knows online_softmax, softmax, rescale and "
                        "normalize")
 
-    def _masked(self, vals: list, ctx: RoleState) -> list:
-        """S with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA filled
-        with zeros) and, when causal, keys > row + Sk - Sq. Only a block that may hold such a column pays: the
-        block condition is uniform over the CTA (its first row has the smallest causal limit)."""
-        b, c = self.b, self.b.const
-        a = self.args
-        loop = ctx.loop
-        n = len(vals) * 2
-        kt = self._key_block(loop)
-        kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
-        may = b.cmp("sgt", kv_end, a["Sk"])
-        shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
-        if self.causal:
-            may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self.row0, shift), c(1))))
-        op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
-        with ir.InsertionPoint(op.then_block):
-            rows = self._rows(ctx)
-            first = b.add(b.mul(kt, c(self.BN)), rows["col"])           # key of this lane's column 0
-            out = list(vals)
-            for h in range(2):
-                limit = a["Sk"]                                            # keys < limit are seen
-                if self.causal:
-                    limit = b.mins(limit, b.add(b.add(rows["rows"][h], shift), c(1)))
-                room = b.sub(limit, first)                                 # column offsets < room are seen
-                for cc in range(n // 8):
-                    for e in range(2):
-                        i = 4 * cc + 2 * h + e
-                        seen = b.cmp("slt", c(8 * cc + e), room)
-                        out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
-            scf.YieldOp(out)
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp(vals)
-        return list(op.results)
-
     def _online_softmax(self, op: Compute, ctx: RoleState) -> None:
         """online_softmax: S, statistics, O -> P, statistics, O rescaled; softmax (the overlapped schedule): S,
-        statistics -> P, statistics, corr (O is rescaled later, by `rescale`, once the P V in flight retired)."""
-        b = self.b
+        statistics -> P, statistics, corr (O is rescaled later, by `rescale`, once the P V in flight retired). The
+        block's softmax is `AttentionLowering._softmax_block`; here the warp's vote on whether any row moved its max
+        and the anchor that keeps the softmax beside the MMAs in flight, before P is packed."""
         if op.kind == "online_softmax":
             s_name, max_name, sum_name, o_name = op.reads
             want = ("p", max_name, sum_name, o_name)
@@ -268,45 +221,22 @@ class RegisterAttention(AttentionLowering):
             self._fail(f"Compute {op.kind} writes {list(op.writes)}: expected {', '.join(want)}")
         if ctx.loop is None:
             self._fail(f"Compute {op.kind} outside the key loop")
-        s = ctx.values[s_name]
-        nreg = self.BN // 2
-        vals = [b.extractvalue(s, i, b.f32, "s") for i in range(nreg)]
-        vals = self._masked(vals, ctx)
-        sl2 = self.args["scale_log2"]
-        m_old, l_old = ctx.values[max_name], ctx.values[sum_name]
-        # the two rows a thread holds (register 4c + 2h + e is row h), each step for both rows side by side
-        idx = [[4 * cc + 2 * h + e for cc in range(nreg // 4) for e in range(2)] for h in range(2)]
-        own = self._trees([[vals[i] for i in row] for row in idx], b.maxnumf)     # the thread's own columns
-        m_new = [b.maxnumf(m_old[h], q) for h, q in enumerate(self._quad(own, b.maxnumf))]
-        # a row with every column so far masked has max -inf: use 0 so that exp2 gives 0, not NaN
-        safe = [b.select(b.cmpf("oeq", mx, b.constf(float("-inf"))), b.constf(0.0), mx) for mx in m_new]
-        neg = [b.negf(b.mulf(sf, sl2)) for sf in safe]
-        p = list(vals)
-        for k, pair in enumerate(zip(*idx)):                    # k: the column's place among the thread's of a row
-            for h, i in enumerate(pair):
-                p[i] = self._exp2(b.fma(vals[i], sl2, neg[h]), k)
-        corr = [b.exp2(b.mulf(b.subf(m_old[h], safe[h]), sl2)) for h in range(2)]
-        total = self._trees([[p[i] for i in row] for row in idx], b.addf)
-        l_new = [b.fma(l_old[h], corr[h], total[h]) for h in range(2)]
-        moved = self._moved(corr)
-        if self.in_flight:              # MMA groups run beside this softmax: keep it before the wait that ends them
-            self._anchor(l_new, moved)
-        # P as the register-A fragments of the P V wgmma: k-block t = S columns 16t..16t+15
-        frags = []
-        for t in range(nreg // 8):
-            frags.append([b.bitcast(self._pack(p[8 * t + 2 * q], p[8 * t + 2 * q + 1]), b.i32) for q in range(4)])
+        voted = []
+
+        def anchored(l_new: list, corr: list) -> None:
+            voted.append(self._moved(corr))
+            if self.in_flight:          # MMA groups run beside this softmax: keep it before the wait that ends them
+                self._anchor(l_new, voted[0])
+
+        m_new, l_new, corr, (frags,) = self._softmax_block(ctx, 0, ctx.values[s_name], None, ctx.values[max_name],
+                                                           ctx.values[sum_name], before_write=anchored)
+        moved = voted[0]
         ctx.values.update({"p": frags, max_name: m_new, sum_name: l_new})
         if o_name is None:
             ctx.values[op.writes[-1]] = corr
             ctx.values[MOVED] = (corr, moved)
         else:
             ctx.values[o_name] = self._scaled(ctx.values[o_name], corr, moved)
-
-    def _exp2(self, x: ir.Value, k: int) -> ir.Value:
-        """2^x for the k-th score a thread holds of a row: of each EXP2_POLY_GROUP, the last `poly` by the polynomial
-        on the FMA units (emit.exp2.exp2_fma: FA4's unloading of MUFU), the others by ex2.approx (MUFU.EX2)."""
-        poly = k % EXP2_POLY_GROUP >= EXP2_POLY_GROUP - self.poly
-        return exp2_fma(self.b, x) if poly else self.b.exp2(x)
 
     def _moved(self, corr: list) -> ir.Value:
         """i1, warp-uniform: whether any row of the warp moved its max in this block (a corr not exactly 1)."""
@@ -372,15 +302,13 @@ class RegisterAttention(AttentionLowering):
         sl2 = self.args["scale_log2"]
         zero = b.constf(0.0)
         inv, lse = [], []
-        totals = self._quad(ctx.values[sum_name], b.addf)
+        totals = self.atoms.row_reduce(b, ctx.values[sum_name], b.addf)
         for h in range(2):
             total = totals[h]
             empty = b.cmpf("oeq", total, zero)                 # the row saw no key: O = 0, lse = -inf
             inv.append(b.select(empty, zero, b.divf(b.constf(1.0), total)))
-            m = ctx.values[max_name][h]
-            safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), zero, m)
             # lse = max * scale + ln(sum) = (max * scale_log2 + log2(sum)) * ln 2; log2(0) = -inf
-            lse.append(b.mulf(b.fma(safe, sl2, b.log2(total)), b.constf(LN2)))
+            lse.append(b.mulf(self.max_rule.log2_norm(b, ctx.values[max_name][h], total, sl2), b.constf(LN2)))
         o = ctx.values[o_name]
         for i in range(self.D // 2):
             o = b.insertvalue(o, b.mulf(b.extractvalue(o, i, b.f32, "o"), inv[(i // 2) % 2]), i)

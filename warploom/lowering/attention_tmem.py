@@ -26,8 +26,8 @@ Input: the program the attention planning passes make for sm_100a (wl-tile{targe
 
 Fences (PTX ISA 9.7.16.6 "tcgen05-memory-consistency-model"): tcgen05.fence::after_thread_sync after every wait or
 barrier a TMEM role passes, ::before_thread_sync before every arrive or barrier that publishes its TMEM work.
-What every attention has (parameters, 4-D tensor maps, GQA heads, the causal trip rule) comes from
-`warploom.lowering.attention.AttentionLowering`, what every kernel has (the role dispatch, ring states, waits,
+What every attention has (parameters, 4-D tensor maps, GQA heads, the causal trip rule, the online softmax of a key
+block: `_softmax_block` over the score atoms) comes from `warploom.lowering.attention.AttentionLowering`, what every kernel has (the role dispatch, ring states, waits,
 arrivals and named barriers with their fences, TMEM allocation and freeing, the drain, TMA box loops, smem
 descriptors, elected one-thread roles) from `warploom.lowering.core.KernelLowering`; the MMA, TMEM and fence
 instructions from the target's atoms (`warploom.lowering.atoms.tcgen05`). No Blackwell GPU exists here: these
@@ -40,13 +40,12 @@ from mlir.dialects import llvm, nvvm, scf
 
 from warploom import targets
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Store, Sync, Wait
-from warploom.kernel.contract import ATTENTION_MAP_DIMS, EXP2_POLY_GROUP
+from warploom.kernel.contract import ATTENTION_MAP_DIMS
 from warploom.layout.descriptors import k_block_steps
 from warploom.layout.tmem import lane_offset
 from warploom.lowering.attention import LN2, AttentionLowering
 from warploom.lowering.core import RoleState
 from warploom.lowering.emit import sync, tma
-from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
 from warploom.runtime.artifact import TensorMapSpec
 
 CHUNK = 32                  # TMEM columns per load/store of O (the correction warpgroup's 80 registers)
@@ -82,7 +81,6 @@ class TensorMemoryAttention(AttentionLowering):
         missing = [key for key in ("rescale_threshold", "exp2_poly") if key not in a]
         if missing:
             self._fail(f"the kernel has no {missing} attributes (wl-tile{{target=sm_100a}} sets them)")
-        self.threshold = float(a["rescale_threshold"])      # (exp2_poly: read by the base class, as self.poly)
         if self.BN % CHUNK or self.D % CHUNK:
             self._fail(f"block_n {self.BN} and head dim {self.D} must be multiples of {CHUNK} (TMEM columns per load)")
 
@@ -260,94 +258,32 @@ class TensorMemoryAttention(AttentionLowering):
         """The thread's query row (global in the head): row0 + 128 tile + its lane."""
         return self.b.add(self.row0, self.b.add(self.b.const(tile * self.rows), ctx.row))
 
-    def _mask_of(self, tile: int, ctx: RoleState) -> tuple[ir.Value, ir.Value]:
-        """(may, room) of this key block for the thread's row: columns < room are seen (keys < Sk and, when causal,
-        keys <= row + Sk - Sq: bottom-right); `may` says whether the block holds an unseen key for any row of the Q
-        tile (uniform over it: its first row has the smallest causal limit), so only such blocks pay for the mask."""
-        b, c = self.b, self.b.const
-        a, kt = self.args, ctx.loop.kt
-        kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
-        may = b.cmp("sgt", kv_end, a["Sk"])
-        limit = a["Sk"]
-        if self.causal:
-            shift = b.sub(a["Sk"], a["Sq"])
-            tile_row0 = b.add(self.row0, c(tile * self.rows))
-            may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(tile_row0, shift), c(1))))
-            limit = b.mins(limit, b.add(b.add(self._row_index(tile, ctx), shift), c(1)))
-        return may, b.sub(limit, b.mul(kt, c(self.BN)))
+    def _thread_rows(self, ctx: RoleState, tile: int) -> tuple[list, None]:
+        """The thread's one row (its TMEM lane of Q tile `tile`); its columns count from the block's first."""
+        return [self._row_index(tile, ctx)], None
 
-    def _masked(self, vals: list, first: int, mask: tuple) -> list:
-        """`vals` (columns first ..) with the unseen ones at -inf, in the blocks that may hold some."""
-        b, c = self.b, self.b.const
-        may, room = mask
-        if_op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
-        with ir.InsertionPoint(if_op.then_block):
-            ninf = b.constf(float("-inf"))
-            scf.YieldOp([b.select(b.cmp("slt", c(first + j), room), v, ninf) for j, v in enumerate(vals)])
-        with ir.InsertionPoint(if_op.else_block):
-            scf.YieldOp(vals)
-        return list(if_op.results)
-
-    def _tree(self, vals: list, combine) -> ir.Value:
-        while len(vals) > 1:
-            vals = [combine(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
-        return vals[0]
-
-    def _s_chunk(self, s_col: int, h: int, mask: tuple, ctx: RoleState) -> list:
-        """Columns h * CHUNK .. of the thread's row of S (tcgen05.ld, wait::ld), masked."""
-        b = self.b
-        raw = self.atoms.tmem_load(b, b.add(ctx.lane_addr, b.const(s_col + h * CHUNK)), CHUNK)
-        self.atoms.tmem_wait_load()
-        return self._masked([b.bitcast(b.extractelement(raw, j, "s"), b.f32) for j in range(CHUNK)], h * CHUNK, mask)
+    def _tile_row0(self, tile: int) -> ir.Value:
+        return self.b.add(self.row0, self.b.const(tile * self.rows))
 
     def _softmax(self, op: Compute, ctx: RoleState) -> None:
-        """One key block of row `ctx.row` of Q tile i (module docstring, softmax<i>), CHUNK columns of S at a time in
-        two passes (the whole row would not fit the kernel's 128 registers a thread): the row max, then P. P's
-        chunk h lands on S columns h * CHUNK / 2 .., which the second pass has already read."""
-        b, c = self.b, self.b.const
+        """One key block of row `ctx.row` of Q tile i (module docstring, softmax<i>): `_softmax_block` on the
+        thread's TMEM lane of S_i, CHUNK columns at a time in two passes (the whole row would not fit the role's
+        128 registers a thread), P chunk by chunk into S_i's columns (P's chunk h lands on S columns h * CHUNK / 2 ..,
+        which the second pass has already read), the max rule FA4's thresholded one. Then the factor and the running
+        row sum go to the correction rows in smem, once the P stores are done."""
+        b = self.b
         s_name, max_name, sum_name = op.reads
         if ctx.loop is None or len(op.writes) != 4:
             self._fail(f"Compute online_softmax {list(op.writes)} outside the key loop or not P, max, sum, factor")
         i = self._tile_index(s_name)
         s, p = self._tmem(s_name), self._tmem(op.writes[0])
-        mask = self._mask_of(i, ctx)
-        chunks = range(self.BN // CHUNK)
-        block_max = self._tree([self._tree(self._s_chunk(s.offset, h, mask, ctx), b.maxnumf) for h in chunks],
-                               b.maxnumf)
-        sl2 = self.args["scale_log2"]
-        ninf = b.constf(float("-inf"))
-        m_old, l_old = ctx.values[max_name], ctx.values[sum_name]
-        m_cand = b.maxnumf(m_old, b.mulf(block_max, sl2))                         # in scaled log2 units
-        grow = b.cmpf("ogt", m_cand, b.addf(m_old, b.constf(self.threshold)))   # m_old = -inf: any finite max
-        m_new = b.select(grow, m_cand, m_old)
-        moved = b.and_(grow, b.cmpf("one", m_old, ninf))      # O holds something to rescale only then
-        factor = b.select(moved, b.exp2(b.subf(m_old, m_new)), b.constf(1.0))
-        neg = b.negf(b.select(b.cmpf("oeq", m_new, ninf), b.constf(0.0), m_new))  # all masked so far: exp2(-inf) = 0
-        sums = []
-        for h in chunks:
-            xs = [b.fma(v, sl2, neg) for v in self._s_chunk(s.offset, h, mask, ctx)]
-            probs = self._exp2_row(xs)
-            sums.append(self._tree(probs, b.addf))
-            packed = b.undef(ir.VectorType.get([CHUNK // 2], b.i32))
-            for j in range(CHUNK // 2):
-                packed = b.insertelement(packed, b.bitcast(self._pack(probs[2 * j], probs[2 * j + 1]), b.i32), c(j))
-            self.atoms.tmem_store(b, b.add(ctx.lane_addr, c(p.offset + h * CHUNK // 2)), packed)
-        l_new = b.fma(l_old, factor, self._tree(sums, b.addf))
+        (m_new,), (l_new,), (factor,), _ = self._softmax_block(
+            ctx, i, (ctx.lane_addr, s.offset), (ctx.lane_addr, p.offset), [ctx.values[max_name]],
+            [ctx.values[sum_name]], chunk=CHUNK)
         self.atoms.tmem_wait_store()
         b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
         b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
         ctx.values.update({max_name: m_new, sum_name: l_new})
-
-    def _exp2_row(self, xs: list) -> list:
-        """2^x of a chunk's columns: the polynomial's columns (the last `poly` of each EXP2_POLY_GROUP) two at a
-        time on packed f32x2 FMAs (emit.exp2.exp2_fma_x2; an odd one left alone), the others on MUFU.EX2."""
-        out = [None] * len(xs)
-        poly = [j for j in range(len(xs)) if j % EXP2_POLY_GROUP >= EXP2_POLY_GROUP - self.poly]
-        for j0, j1 in zip(poly[::2], poly[1::2]):
-            out[j0], out[j1] = exp2_fma_x2(self.b, xs[j0], xs[j1])
-        if len(poly) % 2:
-            out[poly[-1]] = exp2_fma(self.b, xs[poly[-1]])
-        return [self.b.exp2(x) if y is None else y for x, y in zip(xs, out)]
 
     def _rescale(self, op: Compute, ctx: RoleState) -> None:
         """O_i *= the row's factor, by the warp's quadrant, only when one of its 32 rows has a factor != 1 (a
@@ -375,9 +311,8 @@ class TensorMemoryAttention(AttentionLowering):
         """lse = (m + log2(sum)) ln 2 with m in scaled log2 units; -inf for a row that saw no key."""
         b = self.b
         max_name, sum_name = op.reads
-        m = ctx.values[max_name]
-        safe = b.select(b.cmpf("oeq", m, b.constf(float("-inf"))), b.constf(0.0), m)
-        ctx.values[op.writes[0]] = b.mulf(b.addf(safe, b.log2(ctx.values[sum_name])), b.constf(LN2))
+        log2_norm = self.max_rule.log2_norm(b, ctx.values[max_name], ctx.values[sum_name], self.args["scale_log2"])
+        ctx.values[op.writes[0]] = b.mulf(log2_norm, b.constf(LN2))
 
     def _normalize(self, op: Compute, ctx: RoleState) -> None:
         """1 / row sum (0 for a row that saw no key), from the correction rows: the store scales O by it."""

@@ -107,6 +107,9 @@ class Target:
     named_barrier_ids: tuple[int, int] = (1, 15)
     tma: TmaLimits = TMA_LIMITS
     tmem: TmemGeometry | None = None
+    # packed f32x2 add and fma (add.rn.f32x2, fma.rn.f32x2: PTX ISA 8.6, sm_100 and later; FADD2/FFMA2): two floats'
+    # work an issue, which the exp2 polynomial takes in pairs (warploom.lowering.emit.exp2.exp2_fma_x2)
+    packed_f32x2: bool = False
     # SMs of the arch's largest part, for planning without a GPU at hand (the runtime asks the device it launches on)
     sm_count: int = 0
     # L2 bytes of its smallest common part (what the causal attention's deal keeps K/V within: rules.causal_tile_table)

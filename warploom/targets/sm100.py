@@ -39,5 +39,6 @@ SM100 = Target(
     # tcgen05.mma: A from smem (descriptor) or TMEM, B from smem, D in TMEM
     mma_sources=MappingProxyType({"a": ("smem", "tmem"), "b": ("smem",), "acc": ("tmem",)}),
     tmem=TmemGeometry(),
+    packed_f32x2=True,
     sm_count=148,              # B200
 )

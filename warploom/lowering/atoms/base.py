@@ -2,7 +2,20 @@
 names; the sets (wgmma.py, tcgen05.py) and `atoms_for` are in this package's __init__ (warploom.lowering.atoms)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from warploom.targets import Target
+
+
+@dataclass(frozen=True)
+class ScoreChunk:
+    """A share of the score tile S one thread reads at a time (`Atoms.score_chunks`): `rows[h]` lists, for the h-th
+    row the thread holds, (the value's index in what `read_scores` returns, its key column counted from the thread's
+    first column), in the order the row's reductions take them; `first` is the chunk's first column (for a chunk
+    of whole rows), `size` how many values `read_scores` returns."""
+    rows: tuple[tuple[tuple[int, int], ...], ...]
+    first: int
+    size: int
 
 
 class AtomMissing(NotImplementedError):
@@ -29,4 +42,5 @@ class Atoms:
 # every atom a target may provide (docs/design.md, "Adding a target")
 ATOM_NAMES = ("smem_descriptor", "acc_type", "zero_acc", "undef_acc", "mma_smem", "mma_regs_a", "mma_tmem_a",
               "mma_wait", "commit", "after_sync", "before_sync", "tmem_alloc", "tmem_relinquish", "tmem_dealloc",
-              "tmem_load", "tmem_wait_load", "tmem_store", "tmem_wait_store", "instr_descriptor")
+              "tmem_load", "tmem_wait_load", "tmem_store", "tmem_wait_store", "instr_descriptor",
+              "score_chunks", "scores_resident", "read_scores", "row_reduce", "write_probs")

@@ -15,9 +15,10 @@ from __future__ import annotations
 from mlir import ir
 
 from warploom.layout import WgmmaSmemDescriptor
-from warploom.lowering.emit import wgmma
+from warploom.layout.fragments import FRAGMENT_QUAD, a_fragment_pairs, accumulator_rows
+from warploom.lowering.emit import sync, wgmma
 
-from .base import Atoms
+from .base import Atoms, ScoreChunk
 
 # wgmma's operand layouts are MMALayout names: A "row" = K-major, "col" = MN-major (imm-trans-a); B "col" = K-major,
 # "row" = MN-major
@@ -68,6 +69,34 @@ class WarpgroupAtoms(Atoms):
             acc = wgmma.mma_async_reg_a(b, acc, fragments[kk], db, n, elem, trans_b=1 if b_major == "MN" else 0)
         wgmma.commit()
         return acc
+
+    # ---- scores: the accumulator fragment as rows (the attention's softmax) ------------------------------------
+    scores_resident = True          # the fragment is the thread's registers: a second pass reads them again for free
+
+    def score_chunks(self, n: int, chunk: int | None = None) -> list[ScoreChunk]:
+        """One chunk, the whole m64nN fragment: the thread's two rows (r0 and r0 + 8), n / 4 values each
+        (layout.fragments.accumulator_rows); `chunk` does not apply (the registers hold it all anyway)."""
+        return [ScoreChunk(accumulator_rows(n), 0, n // 2)]
+
+    def read_scores(self, b, acc: ir.Value, chunk: ScoreChunk) -> list:
+        """The fragment's registers as f32 values, in register order."""
+        return [b.extractvalue(acc, i, b.f32, "s") for i in range(chunk.size)]
+
+    def row_reduce(self, b, values: list, combine) -> list:
+        """`combine` over the lanes of a quad, which share a fragment row, for each of `values` (one a row): shfl.bfly
+        xor 1, then xor 2, the rows' shuffles side by side so one's latency hides behind the other's."""
+        lane_xor = 1
+        while lane_xor < FRAGMENT_QUAD:
+            shuffled = [sync.shfl_bfly(b, v, lane_xor) for v in values]
+            values = [combine(v, o) for v, o in zip(values, shuffled)]
+            lane_xor *= 2
+        return values
+
+    def write_probs(self, b, dest, chunk: ScoreChunk, probs: list, pack) -> list:
+        """P as the register-A fragments of the P V wgmma (layout.fragments.a_fragment_pairs): k-block t holds S
+        columns 16t .. 16t + 15, 4 b32 of two 16-bit values (`pack`) a thread. `dest` does not apply: returned."""
+        return [[b.bitcast(pack(probs[lo], probs[hi]), b.i32) for lo, hi in block]
+                for block in a_fragment_pairs(2 * chunk.size)]
 
     def mma_wait(self, pending: int) -> None:
         """Until at most `pending` committed MMA groups of this warpgroup are in flight (wgmma.wait_group)."""
