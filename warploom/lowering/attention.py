@@ -16,7 +16,10 @@ B), the prologue and the tile walks:
              wl-pipeline{q-stages=2}: tile t's stage t % 2 and phase (t / 2) & 1, t counting the CTA's tiles with key
              blocks), then K and V per key block; 4-D TMA boxes (64, rows, 1, 1) at (64j, row0, head, batch).
 
-The online softmax of one key block (`_softmax_block`: mask, row max, the max rule, exp2 with the polynomial's
+The key loop (`_op_loop`) is scf.for over the key blocks carrying the MMA accumulators held in registers and the
+softmax's row statistics (one value per row a thread holds); a software-pipelined loop (sections first / last: FA3's
+intra-warpgroup overlap) becomes `if (n > 0) { first; for 1 .. n-1 { body }; last }`, and ops with a lag use
+iteration - lag's stage and phase. The online softmax of one key block (`_softmax_block`: mask, row max, the max rule, exp2 with the polynomial's
 share, row sum, P) is written here once, over the score atoms (`warploom.lowering.atoms`: how a thread holds rows
 of S, reads them, combines a row across threads and writes P) and a max rule (`ExactMax`, FA3's; `ThresholdMax`,
 FA4's conditional rescaling, where the plan gives `rescale_threshold`).
@@ -43,6 +46,9 @@ from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
 LN2 = math.log(2.0)
+# loop-carried values other than MMA accumulators (a Q tile's own may end in its index: row_max0): their value before
+# the first key block
+CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
 
 
 class ExactMax:
@@ -166,7 +172,8 @@ def flatten(values: dict, names) -> tuple[list, object]:
 
 class AttentionLowering(KernelLowering):
     """The attention kernel on any target: configuration, parameters, tensor maps, prologue, tile walks, ring
-    plumbing of the rings loaded once a tile, TMA coordinates."""
+    plumbing of the rings loaded once a tile, TMA coordinates, the key loop and the online softmax of a block."""
+    SCORE_CHUNK: int | None = None      # columns of S a thread reads at a time where they are streamed (None: a row)
 
     # ---- configuration ------------------------------------------------------------------------
     def _read_config(self) -> None:
@@ -451,11 +458,85 @@ class AttentionLowering(KernelLowering):
         else:
             self._fail(f"Store to {op.output!r}: attention stores out and lse")
 
+    # ---- the key loop -----------------------------------------------------------------------------------------
+    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
+        """scf.for over the key blocks. A software-pipelined loop (sections first / last) becomes
+        `if (trips > 0) { first at block 0; for blocks 1 ..: body; last at block trips }`: with no key block
+        (causal rows before the first key) nothing runs and the carried values keep their initial ones."""
+        b, c = self.b, self.b.const
+        if ctx.loop is not None:
+            self._fail("nested loops")
+        if ctx.values is None:
+            ctx.values = {}
+        if not (op.first or op.last):
+            for name in op.carries:
+                if name not in ctx.values:
+                    ctx.values[name] = self._initial(name, op)
+            self._for(op, c(0), ctx)
+            return
+        # the values that live on after the loop start from their initial values; the others (P) are made by
+        # the first section and carried through the body only
+        outer = [n for n in op.carries if self._has_initial(n, op)]
+        for name in outer:
+            if name not in ctx.values:
+                ctx.values[name] = self._initial(name, op)
+        flat, unflatten = flatten(ctx.values, outer)
+        if_op = scf.IfOp(b.cmp("sgt", self.trips, c(0)), [v.type for v in flat], has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            start = c(0)
+            if op.first:
+                ctx.loop = self._loop_state(c(0), self._ring_it(c(0)))
+                self._ops(op.first, ctx)
+                ctx.loop = None
+                start = c(1)
+            missing = [n for n in op.carries if n not in ctx.values]
+            if missing:
+                self._fail(f"loop carries {missing}, which no initial value and no first section gives")
+            self._for(op, start, ctx)
+            if op.last:             # iteration `trips`: its ops carry a lag, acting on the last block's stages
+                ctx.loop = self._loop_state(self.trips, self._ring_it(self.trips))
+                self._ops(op.last, ctx)
+                ctx.loop = None
+            scf.YieldOp(flatten(ctx.values, outer)[0])
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp(flat)
+        ctx.values.update(unflatten(list(if_op.results)))
+
+    def _for(self, op: Loop, start: ir.Value, ctx: RoleState) -> None:
+        """scf.for over blocks start .. trips - 1 running op.body, carrying op.carries."""
+        b, c = self.b, self.b.const
+        flat, unflatten = flatten(ctx.values, op.carries)
+        with b.for_(start, self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
+            ctx.values.update(unflatten(loop.args))
+            ctx.loop = self._loop_state(loop.iv, self._ring_it(loop.iv))
+            self._ops(op.body, ctx)
+            ctx.loop = None
+            loop.yield_(*flatten(ctx.values, op.carries)[0])
+        if op.carries:
+            ctx.values.update(unflatten(loop.results))
+
+    def _accumulator(self, name: str, loop: Loop) -> Mma | None:
+        return next((o for _, ops in loop.sections for o in ops if isinstance(o, Mma) and o.acc.name == name), None)
+
+    def _has_initial(self, name: str, loop: Loop) -> bool:
+        return name.rstrip("0123456789") in CARRY_INIT or self._accumulator(name, loop) is not None
+
+    def _initial(self, name: str, loop: Loop):
+        """The value of a loop-carried register before the first iteration."""
+        b = self.b
+        mma = self._accumulator(name, loop)
+        if mma is not None:
+            return self.atoms.zero_acc(b, mma.shape[1])
+        if name.rstrip("0123456789") in CARRY_INIT:           # one per row the thread holds of S
+            rows = len(self.atoms.score_chunks(self.BN, self.SCORE_CHUNK)[0].rows)
+            return [b.constf(CARRY_INIT[name.rstrip("0123456789")])] * rows
+        self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
+
     # ---- the online softmax of one key block, written once over the score atoms -----------------------------------
-    def _softmax_block(self, ctx: RoleState, tile: int, source, dest, m_old: list, l_old: list, chunk: int | None = None,
+    def _softmax_block(self, ctx: RoleState, tile: int, source, dest, m_old: list, l_old: list,
                        before_write=None) -> tuple[list, list, list, list]:
         """One key block of the online softmax over the rows of S a thread holds (the atoms' `score_chunks`: sm_90a
-        two rows of the wgmma fragment, sm_100a one TMEM lane in chunks of `chunk` columns), in the exp2 domain with
+        two rows of the wgmma fragment, sm_100a one TMEM lane in chunks of SCORE_CHUNK columns), in the exp2 domain with
         the scale folded into one FMA:
 
             pass 1   each chunk of S read (`read_scores`) and masked (`_masked`); each row's max over its values (a
@@ -470,7 +551,7 @@ class AttentionLowering(KernelLowering):
         `source` / `dest` say where S is read and P written (the atoms' business); m_old and l_old are one value per
         row. Returns (m_new, l_new, corr, what write_probs returned per chunk)."""
         b, atoms = self.b, self.atoms
-        chunks = atoms.score_chunks(self.BN, chunk)
+        chunks = atoms.score_chunks(self.BN, self.SCORE_CHUNK)
         resident = atoms.scores_resident
         nrows = len(chunks[0].rows)
         sl2 = self.args["scale_log2"]

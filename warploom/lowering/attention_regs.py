@@ -12,11 +12,10 @@ the consumer warpgroups do with their registers is here:
              at run time from the warpgroup index); Mma on smem x smem (S = Q K^T, scale-d 0 on the first
              k-block) or registers x smem (O += P V, `emit.wgmma.mma_async_reg_a`); Compute "online_softmax"
              (serial schedule), "softmax" and "rescale" (overlapped schedule) and "normalize" in registers;
-             Store of O rows < Sq through the out strides, and of the LSE when its pointer is not null. A
-             software-pipelined loop (sections first / last: FA3's intra-warpgroup overlap) becomes
-             `if (n > 0) { first; for 1 .. n-1 { body }; last }`; ops with a lag use iteration - lag's stage
-             and phase; a softmax run while MMA groups are in flight ends with an anchor load (`_anchor`) that
-             keeps it before the wgmma.wait_group ending the overlap.
+             Store of O rows < Sq through the out strides, and of the LSE when its pointer is not null. The key
+             loop is AttentionLowering's (a software-pipelined one: FA3's intra-warpgroup overlap); a softmax run
+             while MMA groups are in flight ends with an anchor load (`_anchor`) that keeps it before the
+             wgmma.wait_group ending the overlap.
 
 Register values of the consumer (per thread, the m64nN wgmma fragment: rows r0 = 16*warp + lane/4 and
 r0 + 8; register 4c + 2h + e holds (r0 + 8h, 8c + 2(lane % 4) + e)): s (the S accumulator struct), p (the
@@ -33,13 +32,11 @@ from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, MmaWait, Store, Sy
 from warploom.kernel.contract import STREAMK_SLOTS
 from warploom.layout.descriptors import k_block_steps
 from warploom.layout.fragments import FRAGMENT_HALF_ROWS, fragment_col, fragment_row
-from warploom.lowering.attention import LN2, AttentionLowering, flatten
+from warploom.lowering.attention import LN2, AttentionLowering
 from warploom.lowering.core import RoleState
 from warploom.lowering.emit import sync, tma
 from warploom.runtime import rules
 
-# loop-carried values other than MMA accumulators: their value before the first key block
-CARRY_INIT = {"row_max": float("-inf"), "row_sum": 0.0}
 MOVED = "_moved"        # (corr, its warp vote) from the softmax, for the rescale of the same block
 
 
@@ -50,78 +47,6 @@ class RegisterAttention(AttentionLowering):
     OP_NAMES = ("Loop", "Wait", "Arrive", "Copy", "Mma", "MmaWait", "Store", "Compute", "Sync")
 
     # ---- ops ----------------------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
-        """scf.for over the key blocks. A software-pipelined loop (sections first / last) becomes
-        `if (trips > 0) { first at block 0; for blocks 1 ..: body; last at block trips }`: with no key block
-        (causal rows before the first key) nothing runs and the carried values keep their initial ones."""
-        b, c = self.b, self.b.const
-        if ctx.loop is not None:
-            self._fail("nested loops")
-        if ctx.values is None:
-            ctx.values = {}
-        if not (op.first or op.last):
-            for name in op.carries:
-                if name not in ctx.values:
-                    ctx.values[name] = self._initial(name, op)
-            self._for(op, c(0), ctx)
-            return
-        # the values that live on after the loop start from their initial values; the others (P) are made by
-        # the first section and carried through the body only
-        outer = [n for n in op.carries if self._has_initial(n, op)]
-        for name in outer:
-            if name not in ctx.values:
-                ctx.values[name] = self._initial(name, op)
-        flat, unflatten = flatten(ctx.values, outer)
-        if_op = scf.IfOp(b.cmp("sgt", self.trips, c(0)), [v.type for v in flat], has_else=True)
-        with ir.InsertionPoint(if_op.then_block):
-            start = c(0)
-            if op.first:
-                ctx.loop = self._loop_state(c(0), self._ring_it(c(0)))
-                self._ops(op.first, ctx)
-                ctx.loop = None
-                start = c(1)
-            missing = [n for n in op.carries if n not in ctx.values]
-            if missing:
-                self._fail(f"loop carries {missing}, which no initial value and no first section gives")
-            self._for(op, start, ctx)
-            if op.last:             # iteration `trips`: its ops carry a lag, acting on the last block's stages
-                ctx.loop = self._loop_state(self.trips, self._ring_it(self.trips))
-                self._ops(op.last, ctx)
-                ctx.loop = None
-            scf.YieldOp(flatten(ctx.values, outer)[0])
-        with ir.InsertionPoint(if_op.else_block):
-            scf.YieldOp(flat)
-        ctx.values.update(unflatten(list(if_op.results)))
-
-    def _for(self, op: Loop, start: ir.Value, ctx: RoleState) -> None:
-        """scf.for over blocks start .. trips - 1 running op.body, carrying op.carries."""
-        b, c = self.b, self.b.const
-        flat, unflatten = flatten(ctx.values, op.carries)
-        with b.for_(start, self.trips, c(1), iter_args=flat, iv=b.fresh("kb")) as loop:
-            ctx.values.update(unflatten(loop.args))
-            ctx.loop = self._loop_state(loop.iv, self._ring_it(loop.iv))
-            self._ops(op.body, ctx)
-            ctx.loop = None
-            loop.yield_(*flatten(ctx.values, op.carries)[0])
-        if op.carries:
-            ctx.values.update(unflatten(loop.results))
-
-    def _accumulator(self, name: str, loop: Loop) -> Mma | None:
-        return next((o for _, ops in loop.sections for o in ops if isinstance(o, Mma) and o.acc.name == name), None)
-
-    def _has_initial(self, name: str, loop: Loop) -> bool:
-        return name in CARRY_INIT or self._accumulator(name, loop) is not None
-
-    def _initial(self, name: str, loop: Loop):
-        """The value of a loop-carried register before the first iteration."""
-        b = self.b
-        mma = self._accumulator(name, loop)
-        if mma is not None:
-            return self.atoms.zero_acc(b, mma.shape[1])
-        if name in CARRY_INIT:
-            return [b.constf(CARRY_INIT[name])] * 2       # one per row the thread holds
-        self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
-
     def _op_mma(self, op: Mma, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
         loop = self._lagged(self._need_loop(op, ctx), op.lag)      # lag: an earlier block's stage (P_{j-1} V_{j-1})

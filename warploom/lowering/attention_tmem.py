@@ -56,6 +56,7 @@ class TensorMemoryAttention(AttentionLowering):
     # ptxas 13.0 ignores setmaxnreg in this 512-thread kernel unless it also knows one CTA fills an SM (C7508:
     # "unable to determine register count at entry"); with .minnctapersm 1 it allocates each role's budget
     MIN_CTAS_PER_SM = 1
+    SCORE_CHUNK = CHUNK
 
     ISSUES = ("thread", "warpgroup", "warp")
     OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",
@@ -129,38 +130,6 @@ class TensorMemoryAttention(AttentionLowering):
     def _ring_iterations(self, name: str) -> ir.Value:
         """The slots the key loop took: trips x the ring's slots a block."""
         return self.b.mul(self.trips, self.b.const(self.p.ring_of_barrier(name).uses))
-
-    # ---- the key loop and barrier states --------------------------------------------------------------------
-    def _op_loop(self, op: Loop, ctx: RoleState) -> None:
-        """scf.for over the key blocks, carrying the softmax's row max and sum (one row per thread); the last
-        section runs once after it at iteration `trips` when there was a block."""
-        b, c = self.b, self.b.const
-        if ctx.loop is not None:
-            self._fail("nested loops")
-        if op.first:
-            self._fail("a first section: the sm_100a attention's loops are not software pipelined")
-        names = list(op.carries)
-        for name in names:
-            if name.rstrip("0123456789") == "row_max":
-                ctx.values[name] = b.constf(float("-inf"))
-            elif name.rstrip("0123456789") == "row_sum":
-                ctx.values[name] = b.constf(0.0)
-            else:
-                self._fail(f"loop carries {name!r}: only row_max and row_sum")
-        with b.for_(c(0), self.trips, c(1), iter_args=[ctx.values[n] for n in names], iv=b.fresh("kb")) as loop:
-            ctx.values.update(zip(names, loop.args))
-            ctx.loop = self._loop_state(loop.iv, loop.iv)
-            self._ops(op.body, ctx)
-            ctx.loop = None
-            if names:
-                loop.yield_(*[ctx.values[n] for n in names])
-        if names:
-            ctx.values.update(zip(names, loop.results))
-        if op.last:
-            with b.if_(b.cmp("sgt", self.trips, c(0))):
-                ctx.loop = self._loop_state(self.trips, self.trips)
-                self._ops(op.last, ctx)
-                ctx.loop = None
 
     # ---- TMA loads: Q tile i starts at row row0 + 128 i --------------------------------------------------------
     def _op_copy(self, op: Copy, ctx: RoleState) -> None:
@@ -277,12 +246,11 @@ class TensorMemoryAttention(AttentionLowering):
             self._fail(f"Compute online_softmax {list(op.writes)} outside the key loop or not P, max, sum, factor")
         i = self._tile_index(s_name)
         s, p = self._tmem(s_name), self._tmem(op.writes[0])
-        (m_new,), (l_new,), (factor,), _ = self._softmax_block(
-            ctx, i, (ctx.lane_addr, s.offset), (ctx.lane_addr, p.offset), [ctx.values[max_name]],
-            [ctx.values[sum_name]], chunk=CHUNK)
+        m_new, l_new, (factor,), _ = self._softmax_block(ctx, i, (ctx.lane_addr, s.offset), (ctx.lane_addr, p.offset),
+                                                         ctx.values[max_name], ctx.values[sum_name])
         self.atoms.tmem_wait_store()
         b.store(factor, self._corr_ptr(i, 0, ctx), alignment=4)
-        b.store(l_new, self._corr_ptr(i, 1, ctx), alignment=4)
+        b.store(l_new[0], self._corr_ptr(i, 1, ctx), alignment=4)
         ctx.values.update({max_name: m_new, sum_name: l_new})
 
     def _rescale(self, op: Compute, ctx: RoleState) -> None:
@@ -311,7 +279,8 @@ class TensorMemoryAttention(AttentionLowering):
         """lse = (m + log2(sum)) ln 2 with m in scaled log2 units; -inf for a row that saw no key."""
         b = self.b
         max_name, sum_name = op.reads
-        log2_norm = self.max_rule.log2_norm(b, ctx.values[max_name], ctx.values[sum_name], self.args["scale_log2"])
+        (m,), (total,) = ctx.values[max_name], ctx.values[sum_name]          # the thread's one row
+        log2_norm = self.max_rule.log2_norm(b, m, total, self.args["scale_log2"])
         ctx.values[op.writes[0]] = b.mulf(log2_norm, b.constf(LN2))
 
     def _normalize(self, op: Compute, ctx: RoleState) -> None:
