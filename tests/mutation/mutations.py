@@ -353,7 +353,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("fa4-p-alias-offset",
              "the softmax writes P into the upper half of S's columns while the P V MMA reads it from P's planned "
              "offset (the lower half): the MMA multiplies S's leftover bits by V",
-             FA4, "(ctx.lane_addr, p.offset), [ctx.values[max_name]]", "(ctx.lane_addr, s.offset + self.BN // 2), [ctx.values[max_name]]",
+             FA4, "(ctx.lane_addr, s.offset), (ctx.lane_addr, p.offset),", "(ctx.lane_addr, s.offset), (ctx.lane_addr, s.offset + self.BN // 2),",
              ("fa4",)),
     Mutation("fa4-correction-phase",
              "the correction warpgroup waits for the phase of o_full the current key block completes (not the one "

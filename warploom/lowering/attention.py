@@ -173,7 +173,7 @@ def flatten(values: dict, names) -> tuple[list, object]:
 class AttentionLowering(KernelLowering):
     """The attention kernel on any target: configuration, parameters, tensor maps, prologue, tile walks, ring
     plumbing of the rings loaded once a tile, TMA coordinates, the key loop and the online softmax of a block."""
-    SCORE_CHUNK: int | None = None      # columns of S a thread reads at a time where they are streamed (None: a row)
+    ROW_CHUNK: int | None = None      # columns of S a thread reads at a time where they are streamed (None: a row)
 
     # ---- configuration ------------------------------------------------------------------------
     def _read_config(self) -> None:
@@ -528,22 +528,22 @@ class AttentionLowering(KernelLowering):
         if mma is not None:
             return self.atoms.zero_acc(b, mma.shape[1])
         if name.rstrip("0123456789") in CARRY_INIT:           # one per row the thread holds of S
-            rows = len(self.atoms.score_chunks(self.BN, self.SCORE_CHUNK)[0].rows)
+            rows = len(self.atoms.row_chunks(self.BN, self.ROW_CHUNK)[0].rows)
             return [b.constf(CARRY_INIT[name.rstrip("0123456789")])] * rows
         self._fail(f"loop carries {name!r}, which has no initial value (an MMA accumulator, row_max or row_sum)")
 
     # ---- the online softmax of one key block, written once over the score atoms -----------------------------------
     def _softmax_block(self, ctx: RoleState, tile: int, source, dest, m_old: list, l_old: list,
                        before_write=None) -> tuple[list, list, list, list]:
-        """One key block of the online softmax over the rows of S a thread holds (the atoms' `score_chunks`: sm_90a
-        two rows of the wgmma fragment, sm_100a one TMEM lane in chunks of SCORE_CHUNK columns), in the exp2 domain with
+        """One key block of the online softmax over the rows of S a thread holds (the atoms' `row_chunks`: sm_90a
+        two rows of the wgmma fragment, sm_100a one TMEM lane in chunks of ROW_CHUNK columns), in the exp2 domain with
         the scale folded into one FMA:
 
-            pass 1   each chunk of S read (`read_scores`) and masked (`_masked`); each row's max over its values (a
+            pass 1   each chunk of S read (`read_rows`) and masked (`_masked`); each row's max over its values (a
                      pairwise tree, the rows side by side), over the chunks, over the threads sharing the row
                      (`row_reduce`); the max rule (`self.max_rule`) gives the new max and the exp2 bias
             pass 2   P = 2^(s scale_log2 + bias) of each chunk (the scores kept from pass 1 where they stay in
-                     registers, `scores_resident`, else read and masked again), a share `poly` by the FMA polynomial;
+                     registers, `rows_resident`, else read and masked again), a share `poly` by the FMA polynomial;
                      each row's sum; l_new = l_old corr + sum, corr from the max rule
             P        written where the P V MMA reads its A operand (`write_probs`): chunk by chunk as it is made when
                      the scores are streamed, else after `before_write(l_new, corr)` (the register form's hook)
@@ -551,13 +551,13 @@ class AttentionLowering(KernelLowering):
         `source` / `dest` say where S is read and P written (the atoms' business); m_old and l_old are one value per
         row. Returns (m_new, l_new, corr, what write_probs returned per chunk)."""
         b, atoms = self.b, self.atoms
-        chunks = atoms.score_chunks(self.BN, self.SCORE_CHUNK)
-        resident = atoms.scores_resident
+        chunks = atoms.row_chunks(self.BN, self.ROW_CHUNK)
+        resident = atoms.rows_resident
         nrows = len(chunks[0].rows)
         sl2 = self.args["scale_log2"]
 
         def scores(ch):
-            return self._masked(atoms.read_scores(b, source, ch), ch, ctx, tile)
+            return self._masked(atoms.read_rows(b, source, ch), ch, ctx, tile)
 
         def per_row(values: list, ch, combine) -> list:
             return self._trees([[values[i] for i, _ in row] for row in ch.rows], combine)
@@ -653,7 +653,7 @@ class AttentionLowering(KernelLowering):
         raise NotImplementedError
 
     def _thread_rows(self, ctx: RoleState, tile: int) -> tuple[list, ir.Value | None]:
-        """The query rows (global in the head) of the scores the thread holds, one per row of its `ScoreChunk`s, and
+        """The query rows (global in the head) of the scores the thread holds, one per row of its `RowChunk`s, and
         the key column its column offsets count from, past the block's first (None: the block's first)."""
         raise NotImplementedError
 

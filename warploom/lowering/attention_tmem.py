@@ -56,7 +56,7 @@ class TensorMemoryAttention(AttentionLowering):
     # ptxas 13.0 ignores setmaxnreg in this 512-thread kernel unless it also knows one CTA fills an SM (C7508:
     # "unable to determine register count at entry"); with .minnctapersm 1 it allocates each role's budget
     MIN_CTAS_PER_SM = 1
-    SCORE_CHUNK = CHUNK
+    ROW_CHUNK = CHUNK
 
     ISSUES = ("thread", "warpgroup", "warp")
     OPS = {Loop: "loop", Wait: "wait", Arrive: "arrive", Copy: "copy", Mma: "mma", Compute: "compute", Store: "store",

@@ -16,11 +16,11 @@ behind one `Atoms` object per target:
                             the fences that order the MMA unit's work around a thread barrier or mbarrier
     tmem_alloc / tmem_relinquish / tmem_dealloc / tmem_load / tmem_wait_load
                             Tensor Memory management and read-out
-    score_chunks(n, chunk)  how a thread holds an MMA accumulator of n columns as rows of scores (`ScoreChunk`s)
-    scores_resident         whether those scores stay in registers between the softmax's passes (else re-read)
-    read_scores / write_probs / row_reduce
-                            read a chunk of S as f32 values, write P (16-bit) where the P V MMA reads its A operand,
-                            combine a value over the threads that share its row
+    row_chunks(n, chunk)    how a thread holds an MMA accumulator of n columns, as rows (`RowChunk`s)
+    rows_resident           whether those rows stay in registers between two reads (else each read loads them)
+    read_rows / row_reduce / write_probs
+                            read a chunk of an accumulator (S, O) as f32 values, combine a value over the threads
+                            that share its row, write P (16-bit) where the P V MMA reads its A operand
 
 `atoms_for(target)` picks the set from the target's capabilities (where its MMA keeps the accumulator), never from
 its name. An atom a target lacks raises `AtomMissing` (a NotImplementedError) naming the atom and the target, so a new
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from warploom.targets import Target
 
-from .base import ATOM_NAMES, AtomMissing, Atoms, ScoreChunk  # noqa: F401  (the interface, for the lowering and new sets)
+from .base import ATOM_NAMES, AtomMissing, Atoms, RowChunk  # noqa: F401  (the interface, for the lowering, new sets)
 from .tcgen05 import TensorMemoryAtoms
 from .wgmma import WarpgroupAtoms
 

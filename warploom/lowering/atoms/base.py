@@ -8,11 +8,11 @@ from warploom.targets import Target
 
 
 @dataclass(frozen=True)
-class ScoreChunk:
-    """A share of the score tile S one thread reads at a time (`Atoms.score_chunks`): `rows[h]` lists, for the h-th
-    row the thread holds, (the value's index in what `read_scores` returns, its key column counted from the thread's
-    first column), in the order the row's reductions take them; `first` is the chunk's first column (for a chunk
-    of whole rows), `size` how many values `read_scores` returns."""
+class RowChunk:
+    """A share of an MMA accumulator (S, O) one thread reads at a time (`Atoms.row_chunks`): `rows[h]` lists, for the
+    h-th row the thread holds, (the value's index in what `read_rows` returns, its column counted from the thread's
+    first column), columns ascending (the order a row's reductions take them); `first` is the chunk's first column
+    (for a chunk of whole rows), `size` how many values `read_rows` returns."""
     rows: tuple[tuple[tuple[int, int], ...], ...]
     first: int
     size: int
@@ -43,4 +43,4 @@ class Atoms:
 ATOM_NAMES = ("smem_descriptor", "acc_type", "zero_acc", "undef_acc", "mma_smem", "mma_regs_a", "mma_tmem_a",
               "mma_wait", "commit", "after_sync", "before_sync", "tmem_alloc", "tmem_relinquish", "tmem_dealloc",
               "tmem_load", "tmem_wait_load", "tmem_store", "tmem_wait_store", "instr_descriptor",
-              "score_chunks", "scores_resident", "read_scores", "row_reduce", "write_probs")
+              "row_chunks", "rows_resident", "read_rows", "row_reduce", "write_probs")

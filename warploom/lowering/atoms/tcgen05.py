@@ -19,7 +19,7 @@ from mlir import ir
 from warploom.layout import Sm100InstrDescriptor, Sm100SmemDescriptor
 from warploom.lowering.emit import tcgen05
 
-from .base import Atoms, ScoreChunk
+from .base import Atoms, RowChunk
 
 
 class TensorMemoryAtoms(Atoms):
@@ -89,31 +89,31 @@ class TensorMemoryAtoms(Atoms):
     def tmem_wait_store(self) -> None:
         tcgen05.wait_st()
 
-    # ---- scores: an accumulator in Tensor Memory as rows (the attention's softmax) ------------------------------
-    scores_resident = False         # a row is read from TMEM chunk by chunk; a second pass reads it again
+    # ---- an accumulator in Tensor Memory as rows (the attention's softmax and epilogue) -------------------------
+    rows_resident = False         # a row is read from TMEM chunk by chunk; a second pass reads it again
 
-    def score_chunks(self, n: int, chunk: int | None = None) -> list[ScoreChunk]:
+    def row_chunks(self, n: int, chunk: int | None = None) -> list[RowChunk]:
         """A thread's row (its TMEM lane) of an n-column accumulator in chunks of `chunk` columns (what the role's
         registers hold at once; the whole row without one)."""
         chunk = chunk or n
         if n % chunk:
             raise ValueError(f"{n} columns do not split into chunks of {chunk}")
-        return [ScoreChunk((tuple((j, first + j) for j in range(chunk)),), first, chunk)
+        return [RowChunk((tuple((j, first + j) for j in range(chunk)),), first, chunk)
                 for first in range(0, n, chunk)]
 
-    def read_scores(self, b, source: tuple, chunk: ScoreChunk) -> list:
-        """`source` = (the thread's lane address, S's first column): the chunk's columns as f32 (tcgen05.ld and its
-        wait)."""
+    def read_rows(self, b, source: tuple, chunk: RowChunk, name: str = "s") -> list:
+        """`source` = (the thread's lane address, the accumulator's first column): the chunk's columns as f32
+        (tcgen05.ld and its wait)."""
         lane_addr, column = source
         raw = self.tmem_load(b, b.add(lane_addr, b.const(column + chunk.first)), chunk.size)
         self.tmem_wait_load()
-        return [b.bitcast(b.extractelement(raw, j, "s"), b.f32) for j in range(chunk.size)]
+        return [b.bitcast(b.extractelement(raw, j, name), b.f32) for j in range(chunk.size)]
 
     def row_reduce(self, b, values: list, combine) -> list:
         """Nothing to combine: a thread holds its whole row."""
         return values
 
-    def write_probs(self, b, dest: tuple, chunk: ScoreChunk, probs: list, pack) -> None:
+    def write_probs(self, b, dest: tuple, chunk: RowChunk, probs: list, pack) -> None:
         """`dest` = (the thread's lane address, P's first column): the chunk's probabilities as 16-bit pairs (`pack`),
         two a 32-bit column, tcgen05.st at P's column first / 2 (the P V MMA reads A from there). Not waited for
         here (tmem_wait_store)."""

@@ -18,7 +18,7 @@ from warploom.layout import WgmmaSmemDescriptor
 from warploom.layout.fragments import FRAGMENT_QUAD, a_fragment_pairs, accumulator_rows
 from warploom.lowering.emit import sync, wgmma
 
-from .base import Atoms, ScoreChunk
+from .base import Atoms, RowChunk
 
 # wgmma's operand layouts are MMALayout names: A "row" = K-major, "col" = MN-major (imm-trans-a); B "col" = K-major,
 # "row" = MN-major
@@ -70,17 +70,17 @@ class WarpgroupAtoms(Atoms):
         wgmma.commit()
         return acc
 
-    # ---- scores: the accumulator fragment as rows (the attention's softmax) ------------------------------------
-    scores_resident = True          # the fragment is the thread's registers: a second pass reads them again for free
+    # ---- an accumulator fragment as rows (the attention's softmax and epilogue) ----------------------------------
+    rows_resident = True          # the fragment is the thread's registers: a second pass reads them again for free
 
-    def score_chunks(self, n: int, chunk: int | None = None) -> list[ScoreChunk]:
+    def row_chunks(self, n: int, chunk: int | None = None) -> list[RowChunk]:
         """One chunk, the whole m64nN fragment: the thread's two rows (r0 and r0 + 8), n / 4 values each
         (layout.fragments.accumulator_rows); `chunk` does not apply (the registers hold it all anyway)."""
-        return [ScoreChunk(accumulator_rows(n), 0, n // 2)]
+        return [RowChunk(accumulator_rows(n), 0, n // 2)]
 
-    def read_scores(self, b, acc: ir.Value, chunk: ScoreChunk) -> list:
-        """The fragment's registers as f32 values, in register order."""
-        return [b.extractvalue(acc, i, b.f32, "s") for i in range(chunk.size)]
+    def read_rows(self, b, acc: ir.Value, chunk: RowChunk, name: str = "s") -> list:
+        """The fragment's registers as f32 values, in register order (`name`: the values' name in the IR)."""
+        return [b.extractvalue(acc, i, b.f32, name) for i in range(chunk.size)]
 
     def row_reduce(self, b, values: list, combine) -> list:
         """`combine` over the lanes of a quad, which share a fragment row, for each of `values` (one a row): shfl.bfly
@@ -92,7 +92,7 @@ class WarpgroupAtoms(Atoms):
             lane_xor *= 2
         return values
 
-    def write_probs(self, b, dest, chunk: ScoreChunk, probs: list, pack) -> list:
+    def write_probs(self, b, dest, chunk: RowChunk, probs: list, pack) -> list:
         """P as the register-A fragments of the P V wgmma (layout.fragments.a_fragment_pairs): k-block t holds S
         columns 16t .. 16t + 15, 4 b32 of two 16-bit values (`pack`) a thread. `dest` does not apply: returned."""
         return [[b.bitcast(pack(probs[lo], probs[hi]), b.i32) for lo, hi in block]

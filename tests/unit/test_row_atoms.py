@@ -18,7 +18,7 @@ N = (64, 80, 128, 176)
 def test_wgmma_score_rows_are_the_fragments_rows(n):
     """Each (register, column) of row h of the one chunk is, in the accumulator table, row r0 + 8h and column
     fragment_col + the given column, for every thread; the rows hold every register once, columns ascending."""
-    (chunk,) = atoms_for(targets.get("sm_90a")).score_chunks(n)
+    (chunk,) = atoms_for(targets.get("sm_90a")).row_chunks(n)
     rows, cols = wgmma_accumulator(n)
     assert chunk.size == n // 2 and len(chunk.rows) == 2
     seen = sorted(i for row in chunk.rows for i, _ in row)
@@ -36,7 +36,7 @@ def test_wgmma_probs_land_where_the_register_a_operand_reads(n):
     """write_probs packs P into k-block t's register-A fragments: register i's two halves must be the accumulator
     registers holding the element (row, 16t + col) that wgmma_a_k16 says register i, half e, holds."""
     atoms = atoms_for(targets.get("sm_90a"))
-    (chunk,) = atoms.score_chunks(n)
+    (chunk,) = atoms.row_chunks(n)
     rows, cols = wgmma_accumulator(n)
     a_rows, a_cols = wgmma_a_k16()
 
@@ -56,11 +56,11 @@ def test_wgmma_probs_land_where_the_register_a_operand_reads(n):
                 np.testing.assert_array_equal(cols[:, reg], a_cols[:, 2 * i + e] + 16 * t)
 
 
-def test_tmem_score_chunks_cover_the_row_once():
+def test_tmem_row_chunks_cover_the_row_once():
     atoms = atoms_for(targets.get("sm_100a"))
-    chunks = atoms.score_chunks(128, 32)
-    assert [c.first for c in chunks] == [0, 32, 64, 96] and not atoms.scores_resident
+    chunks = atoms.row_chunks(128, 32)
+    assert [c.first for c in chunks] == [0, 32, 64, 96] and not atoms.rows_resident
     assert [col for c in chunks for (row,) in [c.rows] for _, col in row] == list(range(128))
     assert all([i for i, _ in c.rows[0]] == list(range(32)) for c in chunks)
     with pytest.raises(ValueError, match="do not split"):
-        atoms.score_chunks(80, 32)
+        atoms.row_chunks(80, 32)
