@@ -277,7 +277,7 @@ MUTATIONS: list[Mutation] = [
     Mutation("attn-store-wait-dropped",
              "a persistent attention's O store never waits for the previous tile's TMA store to read the staging "
              "tile: the next tile's writes land in smem the store is still reading",
-             FA3, "        if deferred:\n            with b.if_(ctx.wg_leader):", "        if False:\n            with b.if_(ctx.wg_leader):", ("attention",)),
+             FA3, "        if not region.aliases:\n            with self.b.if_(ctx.wg_leader):", "        if False:\n            with self.b.if_(ctx.wg_leader):", ("attention",)),
     Mutation("attn-persistent-turns-per-tile",
              "the turns' first and last hand-overs run at every tile, not once per CTA: warpgroup 1 may hand over "
              "twice before warpgroup 0 took the first",
@@ -384,6 +384,11 @@ MUTATIONS: list[Mutation] = [
              "P's chunk is stored at its S column instead of half of it (16-bit P packs two a 32-bit TMEM column): "
              "the later chunks land past P's columns, where the P V MMA does not read",
              TCGEN05, "b.const(column + chunk.first // 2)), packed)", "b.const(column + chunk.first)), packed)", ("fa4",)),
+    Mutation("epilogue-run-unswizzled",
+             "O's staging writes skip the swizzle of their 16-byte granule while the TMA store reads the tile as "
+             "128B-swizzled: rows other than every eighth come out with their granules permuted",
+             ATTN, "at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))", "at = b.add(row_at, c(within))",
+             ("attention", "fa4")),
     Mutation("fa4-lane-quadrant",
              "the softmax (and correction) warp w reads TMEM lanes 32 ((w + 1) % 4): a warp may reach only the "
              "quadrant of w % 4",

@@ -22,7 +22,9 @@ intra-warpgroup overlap) becomes `if (n > 0) { first; for 1 .. n-1 { body }; las
 iteration - lag's stage and phase. The online softmax of one key block (`_softmax_block`: mask, row max, the max rule, exp2 with the polynomial's
 share, row sum, P) is written here once, over the score atoms (`warploom.lowering.atoms`: how a thread holds rows
 of S, reads them, combines a row across threads and writes P) and a max rule (`ExactMax`, FA3's; `ThresholdMax`,
-FA4's conditional rescaling, where the plan gives `rescale_threshold`).
+FA4's conditional rescaling, where the plan gives `rescale_threshold`); so is O's epilogue (`_store_out`: each
+thread's rows of O, read by the atoms' `read_rows`, written in runs of a 16-byte granule at most into the 128B-swizzled
+staging tile, fenced, synced and stored by TMA), the forms saying only where their rows and staging tiles are.
 
 Where the accumulators live decides the rest (the target's atoms: `atoms.accumulator`; `warploom.lowering`
 picks): `warploom.lowering.attention_regs` (FA3-style: consumer warpgroups holding S, P and O in registers) and
@@ -41,6 +43,7 @@ from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
                                       fa4_kernel_name)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
+from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
@@ -168,6 +171,23 @@ def flatten(values: dict, names) -> tuple[list, object]:
             return next(it) if shape is None else [build(x) for x in shape]
         return {name: build(shape) for name, shape in shapes}
     return flat, unflatten
+
+
+def _granule_runs(columns, elem_bytes: int, granule: int = 16) -> list[list[tuple[int, int]]]:
+    """A row's (value index, column) pairs, columns ascending, cut into runs of adjacent columns that stay inside one
+    `granule`-byte granule of the row (what one st.shared writes), each an even number of 16-bit values from an even
+    column (pairs pack into 32-bit words)."""
+    runs: list[list[tuple[int, int]]] = []
+    for i, col in columns:
+        last = runs[-1] if runs else None
+        if last and col == last[-1][1] + 1 and col * elem_bytes // granule == last[0][1] * elem_bytes // granule:
+            last.append((i, col))
+        else:
+            runs.append([(i, col)])
+    for run in runs:
+        if len(run) % 2 or run[0][1] % 2:
+            raise ValueError(f"columns {[col for _, col in run]} do not pack into 16-bit pairs")
+    return runs
 
 
 class AttentionLowering(KernelLowering):
@@ -445,6 +465,93 @@ class AttentionLowering(KernelLowering):
 
     def _outer_coords(self, op: Copy) -> list[ir.Value]:
         return [self.head if op.source == "q" else self.kv_head, self.batch]
+
+    # ---- O's epilogue, written once: the accumulator's rows through swizzled smem and TMA ------------------------
+    def _store_out(self, op: Store, ctx: RoleState) -> None:
+        """O through smem and TMA, for both forms. The warpgroup first makes the staging tile free
+        (`_before_out_writes`); then, chunk by chunk of its rows (the atoms' `row_chunks`), each thread reads its
+        values of O (`_out_values`: the accumulator's load path: fragment registers, or tcgen05.ld) and writes them,
+        each run of adjacent columns inside one 16-byte granule as one st.shared of packed 16-bit pairs (a pair: 4
+        bytes; a whole granule: 16), at the address the staging tile's 128B-swizzled layout gives its row and
+        columns; fence.proxy.async, the warpgroup syncs (with the atoms' fences), and its first thread stores the
+        rows box by box (one per 64 columns) at (box column, row, head, batch): rows past Sq fall outside the tensor
+        and are dropped. It commits the bulk group, and waits for its reads at once where the staging tile lies on
+        bytes another ring frees after the store (`_out_wait_after`)."""
+        b, c = self.b, self.b.const
+        region, nb, tile = self._out_staging(op)
+        bar = self._out_barrier(nb, ctx)
+        self._before_out_writes(ctx, region, bar, nb)
+        elem_bytes = tile.elem_bits // 8
+        rows = None
+        for ch in self.atoms.row_chunks(self.D, self.ROW_CHUNK):
+            vals = self._out_values(op, ctx, ch)
+            if rows is None:
+                rows = self._out_rows(ctx)
+            row_of, col = rows
+            for h, columns in enumerate(ch.rows):
+                row_at = b.mul(row_of(h), c(tile.span))
+                if col is not None:
+                    row_at = b.add(row_at, b.mul(col, c(elem_bytes)))
+                for run in _granule_runs(columns, elem_bytes):
+                    # the run's place: logical byte box * box_bytes + row * span + within; the swizzle moves a
+                    # 16-byte granule within its row only, so it applies to the row's first byte plus the run's
+                    # offset in its box (the box offset, a multiple of the repeat, passes through)
+                    box, within = divmod(run[0][1] * elem_bytes, tile.span)
+                    at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
+                    addr = b.add(at, c(region.offset + box * tile.box_bytes))
+                    words = [b.bitcast(self._pack(vals[run[k][0]], vals[run[k + 1][0]]), b.i32)
+                             for k in range(0, len(run), 2)]
+                    value = words[0]
+                    if len(words) > 1:
+                        value = b.undef(ir.VectorType.get([len(words)], b.i32))
+                        for k, w in enumerate(words):
+                            value = b.insertelement(value, w, c(k))
+                    b.store(value, b.gep(self.base, addr), alignment=4 * len(words))
+        sync.fence_proxy_async_smem()                            # the writes, for the TMA store's async reads
+        self.atoms.before_sync()
+        sync.named_barrier_sync(b, bar, nb.threads)
+        self.atoms.after_sync()
+        with b.if_(ctx.wg_leader):
+            row, rows_at = self._out_box(op, ctx, tile)
+            coords = [None, row, self.head, self.batch]
+            for j in range(tile.num_boxes):
+                src = c(region.offset + tile.box_offset(j))
+                if rows_at is not None:
+                    src = b.add(src, rows_at())
+                coords[0] = c(tile.box_start(j))
+                tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, src), list(coords))
+            tma.bulk_commit_group()
+            if self._out_wait_after(region):
+                tma.bulk_wait_group(0, read=True)
+
+    def _out_staging(self, op: Store) -> tuple:
+        """(the staging region, its named barrier, its SmemTile), checked against what the form stores."""
+        raise NotImplementedError
+
+    def _out_barrier(self, nb, ctx: RoleState):
+        """The id of the warpgroup's instance of the staging barrier (an int, or an i32 value picked at run time)."""
+        raise NotImplementedError
+
+    def _before_out_writes(self, ctx: RoleState, region, bar, nb) -> None:
+        """Whatever makes the staging tile free for this warpgroup's writes."""
+
+    def _out_values(self, op: Store, ctx: RoleState, ch) -> list:
+        """The thread's values of O in chunk `ch`, as f32 in the chunk's value order, normalized."""
+        raise NotImplementedError
+
+    def _out_rows(self, ctx: RoleState) -> tuple:
+        """(row_of(h): the staging tile's row of the thread's h-th row, built when called; the thread's first column,
+        or None for the chunk's first)."""
+        raise NotImplementedError
+
+    def _out_box(self, op: Store, ctx: RoleState, tile) -> tuple:
+        """(the TMA row coordinate of the warpgroup's rows; a function building their byte offset in the staging
+        tile, or None for 0)."""
+        raise NotImplementedError
+
+    def _out_wait_after(self, region) -> bool:
+        """Whether the storing thread waits for the store's smem reads right after it."""
+        return False
 
     def _op_store(self, op: Store, ctx: RoleState) -> None:
         """O (`_store_out`) or the LSE (`_store_lse`) of a warpgroup role, after its key loop; each form writes them

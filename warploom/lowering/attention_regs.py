@@ -322,16 +322,8 @@ class RegisterAttention(AttentionLowering):
         return results[5]
 
     # ---- Store ------------------------------------------------------------------------------------
-    def _store_out(self, op: Store, ctx: RoleState) -> None:
-        """O through smem and TMA: the warpgroup syncs on its epilogue barrier (the previous tile's store, waited for
-        with wait_group.read by its issuing thread, has read the staging tile), each thread writes its fragment
-        rows (pairs of columns as one 4-byte st.shared at the 128B-swizzled address of the tile's layout) into the
-        warpgroup's 64 rows of the staging region, fences them for the async proxy, syncs again, and the
-        warpgroup's first thread stores its rows with one TMA box per 64 columns at (64j, row0 + 64w, head,
-        batch): rows past Sq fall outside the tensor and are dropped. It commits the bulk group; it waits until
-        the smem has been read (so the region may be written again, and the CTA may exit) before the next store
-        writes it, or right away where the region is another's bytes (O over Q's)."""
-        b, c = self.b, self.b.const
+    # ---- O's epilogue (AttentionLowering._store_out): each warpgroup its 64 rows of the CTA's staging tile ----------
+    def _out_staging(self, op: Store) -> tuple:
         if list(op.tile) != [self.mma_m, self.D]:
             self._fail(f"Store tile {list(op.tile)}: the O fragment is [{self.mma_m}, {self.D}]")
         if op.region is None or op.barrier is None:
@@ -345,49 +337,47 @@ class RegisterAttention(AttentionLowering):
         tile = self.tiles[region.name]
         if tile.rows != self.BM or tile.shape[1] != self.D:
             self._fail(f"staging region {region.name!r} {tile.shape}: it holds the CTA's [{self.BM}, {self.D}] O")
-        bar = b.add(c(nb.id), ctx.wg_index)
-        # On its own bytes the staging tile is written only by the next store, so the issuing thread waits for the
-        # previous store's reads here, a tile later (and once more before the CTA exits: KernelLowering._role), not
-        # right after issuing it: the warpgroup goes on to the next tile meanwhile. On another region's bytes (O
-        # over Q's), what follows the store (q_empty's arrival) may free them, so the wait stays at the store.
-        deferred = not region.aliases
-        if deferred:
-            with b.if_(ctx.wg_leader):
+        return region, nb, tile
+
+    def _out_barrier(self, nb, ctx: RoleState) -> ir.Value:
+        return self.b.add(self.b.const(nb.id), ctx.wg_index)
+
+    def _before_out_writes(self, ctx: RoleState, region, bar, nb) -> None:
+        """On its own bytes the staging tile is written only by the next store, so the issuing thread waits for the
+        previous store's reads here, a tile later (and once more before the CTA exits: KernelLowering._role), not
+        right after issuing it: the warpgroup goes on to the next tile meanwhile. On another region's bytes (O over
+        Q's), what follows the store (q_empty's arrival) may free them, so the wait stays at the store
+        (`_out_wait_after`). Then the warpgroup syncs: the previous store has read the region."""
+        if not region.aliases:
+            with self.b.if_(ctx.wg_leader):
                 tma.bulk_wait_group(0, read=True)
-        sync.named_barrier_sync(b, bar, nb.threads)              # the previous store has read the region
-        o = ctx.values[op.value]
-        vals = [b.extractvalue(o, i, b.f32, "o") for i in range(self.D // 2)]
+        sync.named_barrier_sync(self.b, bar, nb.threads)
+
+    def _out_wait_after(self, region) -> bool:
+        return bool(region.aliases)
+
+    def _out_values(self, op: Store, ctx: RoleState, ch) -> list:
+        """The O fragment's registers (normalized by `normalize`)."""
+        return self.atoms.read_rows(self.b, ctx.values[op.value], ch, "o")
+
+    def _out_rows(self, ctx: RoleState) -> tuple:
+        """The thread's fragment rows in the warpgroup's 64 rows of the staging tile, and its quad's first column."""
+        b, c = self.b, self.b.const
         rows = self._rows(ctx)
         lane, wg_row = rows["lane"], b.mul(ctx.wg_index, c(self.mma_m))
         warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
-        elem_bytes = tile.elem_bits // 8
-        for h in range(2):
-            row = b.add(wg_row, fragment_row(warp, lane, b, half=h))
-            # the thread's pair of row `row`, columns 8cc + col: logical byte box * box_bytes + row * span + within;
-            # the swizzle moves the 16-byte granule within its row only, so it is applied to the row's first
-            # byte plus the pair's offset in its box (the box offset, a multiple of the repeat, passes through)
-            row_at = b.add(b.mul(row, c(tile.span)), b.mul(rows["col"], c(elem_bytes)))
-            for cc in range(self.D // 8):
-                box, within = divmod(8 * cc * elem_bytes, tile.span)      # the pair stays in its 16-byte granule
-                at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
-                addr = b.add(at, c(region.offset + box * tile.box_bytes))
-                pair = self._pack(vals[4 * cc + 2 * h], vals[4 * cc + 2 * h + 1])
-                b.store(b.bitcast(pair, b.i32), b.gep(self.base, addr), alignment=4)
-        sync.fence_proxy_async_smem()                            # the writes, for the TMA store's async reads
-        sync.named_barrier_sync(b, bar, nb.threads)
-        with b.if_(ctx.wg_leader):
-            # stream-K: a piece that did not merge its tile stores nothing: its box starts at row Sq, past the end,
-            # and TMA drops every element of it. (Not a branch around the store: ptxas 13.0 then keeps the key
-            # loop's ring arithmetic off the uniform datapath, +68 SASS instructions a key block at head dim 128.)
-            row0 = self.row0 if self.store_flag is None else b.select(self.store_flag, self.row0, self.args["Sq"])
-            coords = [None, b.add(row0, wg_row), self.head, self.batch]
-            for j in range(tile.num_boxes):
-                src = b.add(c(region.offset + tile.box_offset(j)), b.mul(wg_row, c(tile.span)))
-                coords[0] = c(tile.box_start(j))
-                tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, src), list(coords))
-            tma.bulk_commit_group()
-            if not deferred:
-                tma.bulk_wait_group(0, read=True)
+        ctx.values["_wg_row"] = wg_row
+        return (lambda h: b.add(wg_row, fragment_row(warp, lane, b, half=h))), rows["col"]
+
+    def _out_box(self, op: Store, ctx: RoleState, tile) -> tuple:
+        """The warpgroup's rows: row0 + 64 w (stream-K: a piece that did not merge its tile stores nothing: its box
+        starts at row Sq, past the end, and TMA drops every element of it. Not a branch around the store: ptxas
+        13.0 then keeps the key loop's ring arithmetic off the uniform datapath, +68 SASS instructions a key block at
+        head dim 128), at byte 64 w x span of the staging tile."""
+        b, c = self.b, self.b.const
+        wg_row = ctx.values["_wg_row"]
+        row0 = self.row0 if self.store_flag is None else b.select(self.store_flag, self.row0, self.args["Sq"])
+        return b.add(row0, wg_row), (lambda: b.mul(wg_row, c(tile.span)))
 
     def _store_lse(self, op: Store, ctx: RoleState) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq] contiguous) for rows < Sq, by lane 0 of each quad, when the lse

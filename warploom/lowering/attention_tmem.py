@@ -45,7 +45,6 @@ from warploom.layout.descriptors import k_block_steps
 from warploom.layout.tmem import lane_offset
 from warploom.lowering.attention import LN2, AttentionLowering
 from warploom.lowering.core import RoleState
-from warploom.lowering.emit import sync, tma
 from warploom.runtime.artifact import TensorMapSpec
 
 CHUNK = 32                  # TMEM columns per load/store of O (the correction warpgroup's 80 registers)
@@ -293,15 +292,9 @@ class TensorMemoryAttention(AttentionLowering):
         ctx.values[f"inv{i}"] = b.select(empty, b.constf(0.0), b.divf(b.constf(1.0), total))
 
     # ---- stores --------------------------------------------------------------------------------------------
-    def _store_out(self, op: Store, ctx: RoleState) -> None:
-        """O_i / row sum -> Q_i's smem (O's staging region on Q_i's bytes) -> TMA. Each thread reads its row of O_i
-        32 columns at a time (none when the tile had no key block: O is then 0), scales and converts them, and
-        writes 16-byte granules at the 128B-swizzled address of the row; fence.proxy.async, the warpgroup syncs on
-        `epilogue`, its first thread stores the tile box by box at (box column, row0 + 128 i, head, batch)."""
-        b, c = self.b, self.b.const
-        i = self._tile_index(op.value)
-        o, region = self._tmem(op.value), self._region(op.region)
-        nb = self.p.named_barriers.get(op.barrier)
+    # ---- O's epilogue (AttentionLowering._store_out): O_i / row sum staged on Q_i's bytes ---------------------------
+    def _out_staging(self, op: Store) -> tuple:
+        region, nb = self._region(op.region), self.p.named_barriers.get(op.barrier)
         tile = self.tiles[region.name]
         if list(op.tile) != [self.rows, self.D] or tile.shape != (self.rows, self.D):
             self._fail(f"Store tile {list(op.tile)} through {region.name!r} {tile.shape}: O_i is "
@@ -309,44 +302,33 @@ class TensorMemoryAttention(AttentionLowering):
         if nb is None or nb.threads != self.T.warpgroup_threads:
             self._fail(f"Store of out syncs on {op.barrier!r}: a named barrier of the warpgroup's "
                        f"{self.T.warpgroup_threads} threads")
+        return region, nb, tile
+
+    def _out_barrier(self, nb, ctx: RoleState) -> int:
+        return nb.id
+
+    def _out_values(self, op: Store, ctx: RoleState, ch) -> list:
+        """The thread's row of O_i, CHUNK columns at a time by tcgen05.ld (none when the tile had no key block: O is
+        then 0), times 1 / row sum (`normalize`)."""
+        b = self.b
+        i = self._tile_index(op.value)
         inv = ctx.values.get(f"inv{i}")
         if inv is None:
             self._fail(f"Store of {op.value!r} before its normalize")
-        has_keys = b.cmp("sgt", self.trips, c(0))
-        vec = ir.VectorType.get([CHUNK], b.i32)
-        quad = ir.VectorType.get([4], b.i32)
-        elem_bytes = tile.elem_bits // 8
-        row_at = b.mul(ctx.row, c(tile.span))
-        for h in range(self.D // CHUNK):
-            if_op = scf.IfOp(has_keys, [vec], has_else=True)
-            with ir.InsertionPoint(if_op.then_block):
-                raw = self.atoms.tmem_load(b, b.add(ctx.lane_addr, c(o.offset + h * CHUNK)), CHUNK)
-                self.atoms.tmem_wait_load()
-                scf.YieldOp([raw])
-            with ir.InsertionPoint(if_op.else_block):
-                scf.YieldOp([b.zero(vec)])
-            raw = if_op.results[0]
-            vals = [b.mulf(b.bitcast(b.extractelement(raw, j, "o"), b.f32), inv) for j in range(CHUNK)]
-            per_granule = 16 // elem_bytes
-            for g in range(CHUNK // per_granule):
-                q = b.undef(quad)
-                for e in range(per_granule // 2):
-                    j = g * per_granule + 2 * e
-                    q = b.insertelement(q, b.bitcast(self._pack(vals[j], vals[j + 1]), b.i32), c(e))
-                col_bytes = (h * CHUNK + g * per_granule) * elem_bytes
-                box, within = divmod(col_bytes, tile.span)
-                at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
-                b.store(q, b.gep(self.base, b.add(at, c(region.offset + box * tile.box_bytes))), alignment=16)
-        sync.fence_proxy_async_smem()
-        self.atoms.before_sync()
-        sync.named_barrier_sync(b, nb.id, nb.threads)
-        self.atoms.after_sync()
-        with b.if_(ctx.wg_leader):
-            row = b.add(self.row0, c(i * self.rows))
-            for j in range(tile.num_boxes):
-                tma.tma_store(b, self.tmap_args["out"], b.gep(self.base, c(region.offset + tile.box_offset(j))),
-                              [c(tile.box_start(j)), row, self.head, self.batch])
-            tma.bulk_commit_group()
+        if_op = scf.IfOp(b.cmp("sgt", self.trips, b.const(0)), [b.f32] * ch.size, has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            scf.YieldOp(self.atoms.read_rows(b, (ctx.lane_addr, self._tmem(op.value).offset), ch, "o"))
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp([b.constf(0.0)] * ch.size)
+        return [b.mulf(v, inv) for v in if_op.results]
+
+    def _out_rows(self, ctx: RoleState) -> tuple:
+        """The thread's row of O_i (its TMEM lane) is the staging tile's row; its columns count from the chunk's."""
+        return (lambda h: ctx.row), None
+
+    def _out_box(self, op: Store, ctx: RoleState, tile) -> tuple:
+        """Q tile i's rows: row0 + 128 i, the staging tile's whole."""
+        return self.b.add(self.row0, self.b.const(self._tile_index(op.value) * self.rows)), None
 
     def _store_lse(self, op: Store, ctx: RoleState) -> None:
         """lse[b, h, row] (float32 [B, Hq, Sq]) for the thread's row when < Sq and the lse pointer is not null."""
