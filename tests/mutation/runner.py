@@ -28,15 +28,26 @@ from .mutations import Mutation
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Tests that read the lowered code or the plan it comes from; pytest -x stops at the first failure,
-# so the lit files go first (they check the protocol lines), the unit tests after them.
-SELECTION = (
+# Tests that read the lowered code or the plan it comes from, per target; pytest -x stops at the first failure,
+# so the lit files go first (they check the protocol lines), the unit tests after them. A mutation runs those of the
+# targets its probe families reach (selection_for: an sm_100a-only bug is not run past the sm_90a tests, which cannot
+# catch it, before the first sm_100a one); the control runs them all (SELECTION).
+SM90_SELECTION = (
     "tests/lit/lower-sm90",
     "tests/lit/plan-barriers",
     "tests/lit/attention",
     "tests/unit/test_lowering_sm90.py",
     "tests/emulate/test_attention.py",
 )
+SM100_SELECTION = (
+    "tests/lit/lower-sm100",
+    "tests/lit/attention-sm100",
+    "tests/unit/test_attention_sm100_lowering.py",
+    "tests/emulate/test_attention_sm100.py",
+    "tests/emulate/test_gemm_sm100.py",
+)
+SM100_FAMILIES = frozenset({"sm100", "fa4"})     # the probe's sm_100a kernel families (tests/emulate/probe.py)
+SELECTION = SM90_SELECTION + SM100_SELECTION
 
 # Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.
 IGNORED = ("__pycache__", "Output", ".lit_test_times.txt", "mutation", "gpu", "*.pyc")
@@ -194,6 +205,16 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
         return outcome
 
 
+def selection_for(m: Mutation) -> tuple[str, ...]:
+    """The default selection of mutation `m`: the tests of the targets its probe families reach (every target's when
+    it names none)."""
+    families = set(m.families)
+    if not families:
+        return SELECTION
+    return ((SM90_SELECTION if families - SM100_FAMILIES else ()) +
+            (SM100_SELECTION if families & SM100_FAMILIES else ()))
+
+
 def default_jobs(most: int = 2) -> int:
     """Mutations at once: `most`, or fewer where the cores are shared with other pytest-xdist workers (a job per
     core this worker has: the suite's other tests run beside it)."""
@@ -201,23 +222,27 @@ def default_jobs(most: int = 2) -> int:
     return max(1, min(most, cores // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
-def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
+def run_all(mutations: list[Mutation], selection: tuple[str, ...] | None = None,
             jobs: int = 2) -> tuple[Outcome, list[Outcome]]:
-    """The control and every mutation, `jobs` at a time; raises StaleAnchor / HarnessError."""
+    """The control and every mutation, `jobs` at a time; raises StaleAnchor / HarnessError. selection: the tests each
+    runs after its probe (None: each mutation its own, selection_for, and the control all of them, SELECTION; (): the
+    probe alone)."""
     for m in mutations:            # every anchor is checked before anything runs
         apply_to = REPO / m.path
         if not apply_to.is_file():
             raise StaleAnchor(f"mutation {m.id}: no file {m.path}")
         anchored(apply_to.read_text(), m)
-    key = copy_key(selection)
+    control_selection = SELECTION if selection is None else selection
+    key = copy_key(control_selection)
     cached = load_control(key)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        control = pool.submit(run_one, None, selection) if cached is None else None
-        outcomes = list(pool.map(lambda m: run_one(m, selection), mutations))
+        control = pool.submit(run_one, None, control_selection) if cached is None else None
+        outcomes = list(pool.map(lambda m: run_one(m, selection_for(m) if selection is None else selection),
+                                 mutations))
         if cached is not None:
             return cached, outcomes
         result = control.result()
-        if control_ok(result) and copy_key(selection) == key:      # no file changed while it ran
+        if control_ok(result) and copy_key(control_selection) == key:      # no file changed while it ran
             save_control(key, result)
         return result, outcomes
 
