@@ -4,22 +4,27 @@ The copy holds `warploom/`, `tests/` and `pyproject.toml`, so everything the tes
 run resolves to it: pytest imports `warploom` through PYTHONPATH (which comes before
 the editable install of /work/main in the venv), and lit's config derives the
 PYTHONPATH of `warploom-opt` from its own location, which is inside the copy.
-`check_isolation` verifies both, and the console script, before a test selection runs; the emulator probe runs under
-`python -v` and its own import log must name the copy's warploom only (run_probe), before its verdict counts.
+`check_isolation` verifies both, and the console script, before a test selection runs; the emulator probe runs in a
+fresh fork of a server that has imported numpy, ml_dtypes and the MLIR bindings and nothing of warploom or the tests,
+and the modules it loaded must be the copy's files only (run_probe), before its verdict counts.
 
 An anchor (the mutation's old text) must occur exactly once in its file; anything
 else is a StaleAnchor error, never a silent pass.
 """
 from __future__ import annotations
 
+import importlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,22 +172,93 @@ def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome
 
 PROBE_TIMEOUT_S = 300
 
+# What every probe would import first, and what takes most of its start (about 1.5 s a probe: ml_dtypes 0.7 alone
+# about 1 s): the probes fork from a server that has these imported, and none of warploom or the tests.
+PROBE_PRELOAD = ("numpy", "ml_dtypes", "mlir.ir")
+_probe_server = None
+_probe_server_lock = threading.Lock()
+
+
+def _probe_context():
+    global _probe_server
+    with _probe_server_lock:
+        if _probe_server is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(list(PROBE_PRELOAD))
+            _probe_server = context
+        return _probe_server
+
+
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in ("warploom", "tests")
+
+
+def _probe_child(root: str, argv: list[str], env: dict, out: str, err: str, loaded: str) -> None:
+    """In the fork: `python -m tests.emulate.probe ARGV` as the copy in `root` would run it (its cwd, environment and
+    sys.path), its stdout and stderr in the files `out` and `err`, the files of every warploom and tests module it
+    loaded listed in `loaded`."""
+    for fd, path in ((1, out), (2, err)):
+        f = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(f, fd)
+        os.close(f)
+    for name in [n for n in sys.modules if _ours(n)]:      # the harness's own (this function came with them)
+        del sys.modules[name]
+    repo = REPO.resolve()
+    sys.path[:] = [root] + [p for p in sys.path if p and Path(p).resolve() != repo]
+    os.chdir(root)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = True
+    importlib.invalidate_caches()
+    code = 3
+    try:
+        from tests.emulate import probe
+        code = probe.main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        files = sorted({f for n, m in list(sys.modules.items()) if _ours(n) and (f := getattr(m, "__file__", None))})
+        Path(loaded).write_text(json.dumps(files))
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def check_probe_imports(what: str, files: list[str], root: Path) -> None:
+    """The probe loaded warploom, and every warploom and tests module it loaded is a file of the copy."""
+    if not any("/warploom/" in f for f in files) or any(not f.startswith(f"{root}{os.sep}") for f in files):
+        raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
+
 
 def run_probe(root: Path, label: str, families: tuple[str, ...] = ()) -> dict:
     """tests/emulate/probe.py in the copy: the emulator's verdict on a few standard kernels (of `families`; all when
-    empty). Run under `python -v`: its own import log shows that it loaded the copy's warploom, and nothing else."""
-    cmd = [sys.executable, "-v", "-m", "tests.emulate.probe", "--json"] + (["--only", ",".join(families)] if families
-                                                                           else [])
+    empty). Run in a fresh fork of the probe server (numpy, ml_dtypes and MLIR imported, nothing of warploom or the
+    tests): the modules it loaded show that it ran the copy's warploom and probe, and nothing else."""
+    argv = ["--json"] + (["--only", ",".join(families)] if families else [])
+    paths = []
+    for what in ("out", "err", "loaded"):
+        fd, path = tempfile.mkstemp(prefix=f"wl-probe-{what}-")
+        os.close(fd)
+        paths.append(path)
     try:
-        proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "check": "exception Timeout", "where": "",
-                "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
-    check_ran_the_copy(f"{label}: the emulator probe", proc.stderr, root)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode not in (0, 1) or not lines:
-        raise HarnessError(f"{label}: the emulator probe exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        child = _probe_context().Process(target=_probe_child, args=(str(root), argv, env_for(root), *paths))
+        child.start()
+        child.join(PROBE_TIMEOUT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            return {"ok": False, "check": "exception Timeout", "where": "",
+                    "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
+        out, err, loaded = (Path(p).read_text(errors="replace") for p in paths)
+    finally:
+        for path in paths:
+            os.unlink(path)
+    check_probe_imports(f"{label}: the emulator probe", json.loads(loaded) if loaded else [], root)
+    lines = out.strip().splitlines()
+    if child.exitcode not in (0, 1) or not lines:
+        raise HarnessError(f"{label}: the emulator probe exited {child.exitcode}:\n{(out + err)[-3000:]}")
     return json.loads(lines[-1])
 
 
