@@ -1,7 +1,7 @@
 """The emulator as a bug detector: emulate a few standard sm_90a and sm_100a GEMMs and attention kernels and say
 whether (and how) they fail.
 
-    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,cluster,group,swap]
+    python -m tests.emulate.probe [--json] [--only gemm,sm100,attention,fa4,streamk,attention-streamk,cluster,group,swap]
 
 The mutation harness (tests/mutation) runs this in each mutated copy of the repository, so that every
 deliberate bug must be caught by the emulator itself, not only by a lit or unit test. The kernels
@@ -85,7 +85,8 @@ ATTENTION_CASES = [
     # its phases wrap
     ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
 ]
-# the stream-K attention (non-causal; run with the "streamk" family): 8 tiles on 3 CTAs = 3 whole tiles, then 5
+# the stream-K attention (non-causal; the "attention-streamk" family, apart from the stream-K GEMMs' "streamk", so
+# that a bug in the attention's own code is not first run past the GEMM cases, which cannot catch it): 8 tiles on 3 CTAs = 3 whole tiles, then 5
 # tiles' 20 key-block iterations in runs of 6, 7, 7: split tiles of 2, 3 and 4 pieces' worth, one run of a partial,
 # a whole and a partial piece; GQA 2; the ragged last key block in every piece that ends a tile
 STREAMK_ATTENTION_CASES = [
@@ -104,9 +105,9 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "cluster", "group", "swap")   # what `--only` picks from:
-#   sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K, sm_90a 2x1 clusters, the banded
-#   walk, the swap-AB GEMMs
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap")
+#   what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K GEMMs,
+#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs
 
 
 def probe(families=FAMILIES) -> dict:
@@ -156,8 +157,8 @@ def probe(families=FAMILIES) -> dict:
     from warploom.build import planned_attention_program, planned_sm100_attention
     attention = [("sm_90a", *case[:-1], False, case[-1]) for case in (ATTENTION_CASES if "attention" in families
                                                                       else ())]
-    attention += [("sm_90a", *case[:-1], False, case[-1]) for case in (STREAMK_ATTENTION_CASES if "streamk" in
-                                                                       families else ())]
+    attention += [("sm_90a", *case[:-1], False, case[-1]) for case in (STREAMK_ATTENTION_CASES if "attention-streamk"
+                                                                       in families else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention

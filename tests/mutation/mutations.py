@@ -420,11 +420,11 @@ MUTATIONS: list[Mutation] = [
              GEMM, "index = b.add(b.mul(cta, c(STREAMK_SLOTS)), slot)", "index = b.add(cta, slot)", ("streamk",)),
     Mutation("streamk-pieces-short",
              "the tile's piece count misses its last CTA: the second-to-last piece sums before the last one is in",
-             CORE, "first), c(1))\n", "first), c(0))\n", ("streamk",)),
+             CORE, "first), c(1))\n", "first), c(0))\n", ("streamk", "attention-streamk")),
     Mutation("streamk-counter-not-reset",
              "the summing CTA leaves the tile's counter at its piece count: the next launch on the same buffers "
              "miscounts every shared tile",
-             CORE, "                b.store(c(0), counter, alignment=4)\n", "", ("streamk",)),
+             CORE, "                b.store(c(0), counter, alignment=4)\n", "", ("streamk", "attention-streamk")),
     Mutation("streamk-partial-as-whole",
              "a piece that starts the tile but ends before its last K tile is stored as if it were the whole tile",
              GEMM, 'whole = b.and_(b.cmp("eq", pc.lo, c(0)), b.cmp("eq", pc.hi, self.trips))',
@@ -439,25 +439,26 @@ MUTATIONS: list[Mutation] = [
              "partial sums are neither written nor read, and those rows come out as zero",
              GEMM, "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h)), self.M) for h in range(2)]",
              "row_ok = [b.cmp(\"slt\", b.add(row0, c(8 * h + 8)), self.M) for h in range(2)]", ("streamk",)),
-    # ---- stream-K attention (sm_90a, non-causal; the probe's stream-K family) ----
+    # ---- stream-K attention (sm_90a, non-causal; the probe's attention-streamk family: the attention's own code, which
+    # the stream-K GEMMs never run) ----
     Mutation("streamk-attn-key-offset",
              "a stream-K piece's key loop starts at the tile's key block 0 instead of the piece's first block: the "
              "pieces of a split tile all read the first keys (and the masking of the ragged last block misses)",
              ATTN, "return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)", "return loop.kt",
-             ("streamk",)),
+             ("attention-streamk",)),
     Mutation("streamk-attn-merge-weight",
              "the merge adds the pieces' O and row sums unweighted, as if every piece had the tile's row maximum",
              FA3, "w = [b.exp2(b.mulf(b.subf(b.extractelement(stats, h), top[h]), sl2)) for h in range(2)]",
-             "w = [b.constf(1.0)] * 2", ("streamk",)),
+             "w = [b.constf(1.0)] * 2", ("attention-streamk",)),
     Mutation("streamk-attn-stats-slot",
              "a piece writes its (max, sum) vector over the last vector of its O fragment in the workspace slot",
              FA3, "b.store(pack(mx + sm), vector(mine, n_vec), alignment=16)",
-             "b.store(pack(mx + sm), vector(mine, n_vec - 1), alignment=16)", ("streamk",)),
+             "b.store(pack(mx + sm), vector(mine, n_vec - 1), alignment=16)", ("attention-streamk",)),
     Mutation("streamk-attn-next-piece",
              "a run's next piece starts at x + the piece's end block instead of at the tile's start + its end block: "
              "after a piece that starts mid-tile the run skips iterations",
              ATTN, "next_x = b.select(whole_tile, x, b.add(t0, end))",
-             "next_x = b.select(whole_tile, x, b.add(x, end))", ("streamk",)),
+             "next_x = b.select(whole_tile, x, b.add(x, end))", ("attention-streamk",)),
     # ---- 2x1 clusters sharing B by TMA multicast (sm_90a) ----
     Mutation("cluster-mask-own",
              "the B copy multicasts into its own CTA only (ctaMask 1): the other CTA's half of B never lands there",

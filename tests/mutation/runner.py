@@ -4,22 +4,27 @@ The copy holds `warploom/`, `tests/` and `pyproject.toml`, so everything the tes
 run resolves to it: pytest imports `warploom` through PYTHONPATH (which comes before
 the editable install of /work/main in the venv), and lit's config derives the
 PYTHONPATH of `warploom-opt` from its own location, which is inside the copy.
-`check_isolation` verifies both, and the console script, before a test selection runs; the emulator probe runs under
-`python -v` and its own import log must name the copy's warploom only (run_probe), before its verdict counts.
+`check_isolation` verifies both, and the console script, before a test selection runs; the emulator probe runs in a
+fresh fork of a server that has imported numpy, ml_dtypes and the MLIR bindings and nothing of warploom or the tests,
+and the modules it loaded must be the copy's files only (run_probe), before its verdict counts.
 
 An anchor (the mutation's old text) must occur exactly once in its file; anything
 else is a StaleAnchor error, never a silent pass.
 """
 from __future__ import annotations
 
+import importlib
 import json
+import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,15 +33,26 @@ from .mutations import Mutation
 
 REPO = Path(__file__).resolve().parents[2]
 
-# Tests that read the lowered code or the plan it comes from; pytest -x stops at the first failure,
-# so the lit files go first (they check the protocol lines), the unit tests after them.
-SELECTION = (
+# Tests that read the lowered code or the plan it comes from, per target; pytest -x stops at the first failure,
+# so the lit files go first (they check the protocol lines), the unit tests after them. A mutation runs those of the
+# targets its probe families reach (selection_for: an sm_100a-only bug is not run past the sm_90a tests, which cannot
+# catch it, before the first sm_100a one); the control runs them all (SELECTION).
+SM90_SELECTION = (
     "tests/lit/lower-sm90",
     "tests/lit/plan-barriers",
     "tests/lit/attention",
     "tests/unit/test_lowering_sm90.py",
     "tests/emulate/test_attention.py",
 )
+SM100_SELECTION = (
+    "tests/lit/lower-sm100",
+    "tests/lit/attention-sm100",
+    "tests/unit/test_attention_sm100_lowering.py",
+    "tests/emulate/test_attention_sm100.py",
+    "tests/emulate/test_gemm_sm100.py",
+)
+SM100_FAMILIES = frozenset({"sm100", "fa4"})     # the probe's sm_100a kernel families (tests/emulate/probe.py)
+SELECTION = SM90_SELECTION + SM100_SELECTION
 
 # Not copied: this harness (no recursion), the GPU tests and their logs, build and lit outputs.
 IGNORED = ("__pycache__", "Output", ".lit_test_times.txt", "mutation", "gpu", "*.pyc")
@@ -156,22 +172,93 @@ def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome
 
 PROBE_TIMEOUT_S = 300
 
+# What every probe would import first, and what takes most of its start (about 1.5 s a probe: ml_dtypes 0.7 alone
+# about 1 s): the probes fork from a server that has these imported, and none of warploom or the tests.
+PROBE_PRELOAD = ("numpy", "ml_dtypes", "mlir.ir")
+_probe_server = None
+_probe_server_lock = threading.Lock()
+
+
+def _probe_context():
+    global _probe_server
+    with _probe_server_lock:
+        if _probe_server is None:
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(list(PROBE_PRELOAD))
+            _probe_server = context
+        return _probe_server
+
+
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in ("warploom", "tests")
+
+
+def _probe_child(root: str, argv: list[str], env: dict, out: str, err: str, loaded: str) -> None:
+    """In the fork: `python -m tests.emulate.probe ARGV` as the copy in `root` would run it (its cwd, environment and
+    sys.path), its stdout and stderr in the files `out` and `err`, the files of every warploom and tests module it
+    loaded listed in `loaded`."""
+    for fd, path in ((1, out), (2, err)):
+        f = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(f, fd)
+        os.close(f)
+    for name in [n for n in sys.modules if _ours(n)]:      # the harness's own (this function came with them)
+        del sys.modules[name]
+    repo = REPO.resolve()
+    sys.path[:] = [root] + [p for p in sys.path if p and Path(p).resolve() != repo]
+    os.chdir(root)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = True
+    importlib.invalidate_caches()
+    code = 3
+    try:
+        from tests.emulate import probe
+        code = probe.main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        files = sorted({f for n, m in list(sys.modules.items()) if _ours(n) and (f := getattr(m, "__file__", None))})
+        Path(loaded).write_text(json.dumps(files))
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)
+
+
+def check_probe_imports(what: str, files: list[str], root: Path) -> None:
+    """The probe loaded warploom, and every warploom and tests module it loaded is a file of the copy."""
+    if not any("/warploom/" in f for f in files) or any(not f.startswith(f"{root}{os.sep}") for f in files):
+        raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
+
 
 def run_probe(root: Path, label: str, families: tuple[str, ...] = ()) -> dict:
     """tests/emulate/probe.py in the copy: the emulator's verdict on a few standard kernels (of `families`; all when
-    empty). Run under `python -v`: its own import log shows that it loaded the copy's warploom, and nothing else."""
-    cmd = [sys.executable, "-v", "-m", "tests.emulate.probe", "--json"] + (["--only", ",".join(families)] if families
-                                                                           else [])
+    empty). Run in a fresh fork of the probe server (numpy, ml_dtypes and MLIR imported, nothing of warploom or the
+    tests): the modules it loaded show that it ran the copy's warploom and probe, and nothing else."""
+    argv = ["--json"] + (["--only", ",".join(families)] if families else [])
+    paths = []
+    for what in ("out", "err", "loaded"):
+        fd, path = tempfile.mkstemp(prefix=f"wl-probe-{what}-")
+        os.close(fd)
+        paths.append(path)
     try:
-        proc = subprocess.run(cmd, cwd=root, env=env_for(root), capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "check": "exception Timeout", "where": "",
-                "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
-    check_ran_the_copy(f"{label}: the emulator probe", proc.stderr, root)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode not in (0, 1) or not lines:
-        raise HarnessError(f"{label}: the emulator probe exited {proc.returncode}:\n{(proc.stdout + proc.stderr)[-3000:]}")
+        child = _probe_context().Process(target=_probe_child, args=(str(root), argv, env_for(root), *paths))
+        child.start()
+        child.join(PROBE_TIMEOUT_S)
+        if child.is_alive():
+            child.kill()
+            child.join()
+            return {"ok": False, "check": "exception Timeout", "where": "",
+                    "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
+        out, err, loaded = (Path(p).read_text(errors="replace") for p in paths)
+    finally:
+        for path in paths:
+            os.unlink(path)
+    check_probe_imports(f"{label}: the emulator probe", json.loads(loaded) if loaded else [], root)
+    lines = out.strip().splitlines()
+    if child.exitcode not in (0, 1) or not lines:
+        raise HarnessError(f"{label}: the emulator probe exited {child.exitcode}:\n{(out + err)[-3000:]}")
     return json.loads(lines[-1])
 
 
@@ -194,6 +281,16 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
         return outcome
 
 
+def selection_for(m: Mutation) -> tuple[str, ...]:
+    """The default selection of mutation `m`: the tests of the targets its probe families reach (every target's when
+    it names none)."""
+    families = set(m.families)
+    if not families:
+        return SELECTION
+    return ((SM90_SELECTION if families - SM100_FAMILIES else ()) +
+            (SM100_SELECTION if families & SM100_FAMILIES else ()))
+
+
 def default_jobs(most: int = 2) -> int:
     """Mutations at once: `most`, or fewer where the cores are shared with other pytest-xdist workers (a job per
     core this worker has: the suite's other tests run beside it)."""
@@ -201,23 +298,27 @@ def default_jobs(most: int = 2) -> int:
     return max(1, min(most, cores // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
 
 
-def run_all(mutations: list[Mutation], selection: tuple[str, ...] = SELECTION,
+def run_all(mutations: list[Mutation], selection: tuple[str, ...] | None = None,
             jobs: int = 2) -> tuple[Outcome, list[Outcome]]:
-    """The control and every mutation, `jobs` at a time; raises StaleAnchor / HarnessError."""
+    """The control and every mutation, `jobs` at a time; raises StaleAnchor / HarnessError. selection: the tests each
+    runs after its probe (None: each mutation its own, selection_for, and the control all of them, SELECTION; (): the
+    probe alone)."""
     for m in mutations:            # every anchor is checked before anything runs
         apply_to = REPO / m.path
         if not apply_to.is_file():
             raise StaleAnchor(f"mutation {m.id}: no file {m.path}")
         anchored(apply_to.read_text(), m)
-    key = copy_key(selection)
+    control_selection = SELECTION if selection is None else selection
+    key = copy_key(control_selection)
     cached = load_control(key)
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        control = pool.submit(run_one, None, selection) if cached is None else None
-        outcomes = list(pool.map(lambda m: run_one(m, selection), mutations))
+        control = pool.submit(run_one, None, control_selection) if cached is None else None
+        outcomes = list(pool.map(lambda m: run_one(m, selection_for(m) if selection is None else selection),
+                                 mutations))
         if cached is not None:
             return cached, outcomes
         result = control.result()
-        if control_ok(result) and copy_key(selection) == key:      # no file changed while it ran
+        if control_ok(result) and copy_key(control_selection) == key:      # no file changed while it ran
             save_control(key, result)
         return result, outcomes
 

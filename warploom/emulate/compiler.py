@@ -40,11 +40,20 @@ INT_VECTOR_ELEMS = {"i8": np.uint8, "i16": np.uint16, "i32": np.uint32, "i64": n
 
 
 class TypeInfo:
-    """What the interpreter needs of an MLIR type, parsed once from its printed form."""
+    """What the interpreter needs of an MLIR type, parsed once from its printed form (each form once per process:
+    _PARSED)."""
     __slots__ = ("kind", "width", "space", "count", "elem")
 
     def __init__(self, t: ir.Type):
         s = str(t)
+        parsed = _PARSED.get(s)
+        if parsed is None:
+            self._parse(s)
+            _PARSED[s] = (self.kind, self.width, self.space, self.count, self.elem)
+        else:
+            self.kind, self.width, self.space, self.count, self.elem = parsed
+
+    def _parse(self, s: str) -> None:
         self.kind, self.width, self.space, self.count, self.elem = s, 0, 0, 0, None
         if m := re.fullmatch(r"i(\d+)", s):
             self.kind, self.width = "int", int(m.group(1))
@@ -62,6 +71,9 @@ class TypeInfo:
     @property
     def mask(self) -> int:
         return (1 << self.width) - 1
+
+
+_PARSED: dict[str, tuple] = {}      # a type's printed form -> TypeInfo's fields
 
 
 def signed(v, bits: int):

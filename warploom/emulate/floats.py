@@ -47,7 +47,7 @@ def as_f32(v):
 def canonical(v, elem: str):
     """v with every NaN replaced by PTX's canonical NaN of `elem`."""
     nan = np.isnan(v)
-    if np.any(nan):
+    if nan.any():
         return scalar(np.where(nan, CANONICAL_NAN[elem], v))
     return v
 
@@ -93,7 +93,7 @@ def to_elem(x32, elem: str):
 def flush(v, elem: str):
     """.ftz: subnormal values of `elem` become zero of the same sign."""
     sub = (v != 0) & (np.abs(as_f32(v)) < MIN_NORMAL[elem])
-    if np.any(sub):
+    if sub.any():
         return scalar(np.where(sub, np.copysign(np.zeros_like(v), v), v))
     return v
 
