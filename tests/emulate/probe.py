@@ -86,9 +86,9 @@ ATTENTION_CASES = [
     ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
 ]
 # the stream-K attention (non-causal; the "attention-streamk" family, apart from the stream-K GEMMs' "streamk", so
-# that a bug in the attention's own code is not first run past the GEMM cases, which cannot catch it): 8 tiles on 3 CTAs = 3 whole tiles, then 5
-# tiles' 20 key-block iterations in runs of 6, 7, 7: split tiles of 2, 3 and 4 pieces' worth, one run of a partial,
-# a whole and a partial piece; GQA 2; the ragged last key block in every piece that ends a tile
+# that a bug in the attention's own code is not first run past the GEMM cases, which cannot catch it): 8 tiles on 3
+# CTAs = 3 whole tiles, then 5 tiles' 20 key-block iterations in runs of 6, 7, 7: split tiles of 2, 3 and 4
+# pieces' worth, one run of a partial, a whole and a partial piece; GQA 2; the ragged last key block in every piece that ends a tile
 STREAMK_ATTENTION_CASES = [
     ("bf16", 64, False, 1, 250, 450, 4, 2, "bshd", {"schedule": "streamk"}),
 ]

@@ -6,7 +6,8 @@ run the rest of the suite), in a module fixture (each on its own temporary copy 
 kernel families its `families` name); each test then reads its outcome. Here only the
 emulator's verdict counts, so no lit or unit selection runs per mutant (the main suite runs them on the
 unmutated code); `python -m tests.mutation` also runs a test selection (the lit and unit tests of the targets the
-mutation's families reach: runner.selection_for) and names the first lit or unit test that fails on each mutant. The mutations (tests/mutation/mutations.py: the lowering's core and families, the per-target
+mutation's families reach: runner.selection_for) and names the first lit or unit test that fails on each mutant.
+The mutations (tests/mutation/mutations.py: the lowering's core and families, the per-target
 atoms, the shared layout formulas, the planners and rules) and the control take a few minutes on 2 cores (each
 mutation probes the kernel families its bug can reach). Deselect with `-m "not mutation"`.
 """
