@@ -67,15 +67,16 @@ def test_tmem_row_chunks_cover_the_row_once():
 
 
 def test_epilogue_runs_are_pairs_of_a_fragment_and_granules_of_a_row():
-    """O's staging writes (AttentionLowering._store_out): a fragment row's columns 8j, 8j + 1 are one 4-byte pair
-    each; a TMEM row's 32 columns are four 16-byte granules of 8 16-bit values; a run never crosses a granule."""
-    from warploom.lowering.attention import _granule_runs
+    """The staging writes of O and C (emit.staging.granule_runs: AttentionLowering._store_out, GemmLowering.
+    _store_staged): a fragment row's columns 8j, 8j + 1 are one 4-byte pair each; a TMEM row's 32 columns are four
+    16-byte granules of 8 16-bit values; a run never crosses a granule."""
+    from warploom.lowering.emit.staging import granule_runs
     (frag,) = atoms_for(targets.get("sm_90a")).row_chunks(64)
-    runs = _granule_runs(frag.rows[1], 2)
+    runs = granule_runs(frag.rows[1], 2)
     assert [[c for _, c in r] for r in runs] == [[8 * j, 8 * j + 1] for j in range(8)]
     assert [[i for i, _ in r] for r in runs] == [[4 * j + 2, 4 * j + 3] for j in range(8)]
     (row,) = atoms_for(targets.get("sm_100a")).row_chunks(64, 32)[1].rows
-    assert [[c for _, c in r] for r in _granule_runs(row, 2)] == [list(range(g, g + 8)) for g in range(32, 64, 8)]
-    assert [len(r) for r in _granule_runs([(k, 6 + k) for k in range(4)], 2)] == [2, 2]     # 6, 7 | 8, 9
+    assert [[c for _, c in r] for r in granule_runs(row, 2)] == [list(range(g, g + 8)) for g in range(32, 64, 8)]
+    assert [len(r) for r in granule_runs([(k, 6 + k) for k in range(4)], 2)] == [2, 2]     # 6, 7 | 8, 9
     with pytest.raises(ValueError, match="16-bit pairs"):
-        _granule_runs([(0, 1), (1, 2)], 2)
+        granule_runs([(0, 1), (1, 2)], 2)

@@ -45,6 +45,7 @@ from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
 from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
+from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
@@ -171,23 +172,6 @@ def flatten(values: dict, names) -> tuple[list, object]:
             return next(it) if shape is None else [build(x) for x in shape]
         return {name: build(shape) for name, shape in shapes}
     return flat, unflatten
-
-
-def _granule_runs(columns, elem_bytes: int, granule: int = 16) -> list[list[tuple[int, int]]]:
-    """A row's (value index, column) pairs, columns ascending, cut into runs of adjacent columns that stay inside one
-    `granule`-byte granule of the row (what one st.shared writes), each an even number of 16-bit values from an even
-    column (pairs pack into 32-bit words)."""
-    runs: list[list[tuple[int, int]]] = []
-    for i, col in columns:
-        last = runs[-1] if runs else None
-        if last and col == last[-1][1] + 1 and col * elem_bytes // granule == last[0][1] * elem_bytes // granule:
-            last.append((i, col))
-        else:
-            runs.append([(i, col)])
-    for run in runs:
-        if len(run) % 2 or run[0][1] % 2:
-            raise ValueError(f"columns {[col for _, col in run]} do not pack into 16-bit pairs")
-    return runs
 
 
 class AttentionLowering(KernelLowering):
@@ -492,7 +476,7 @@ class AttentionLowering(KernelLowering):
                 row_at = b.mul(row_of(h), c(tile.span))
                 if col is not None:
                     row_at = b.add(row_at, b.mul(col, c(elem_bytes)))
-                for run in _granule_runs(columns, elem_bytes):
+                for run in granule_runs(columns, elem_bytes):
                     # the run's place: logical byte box * box_bytes + row * span + within; the swizzle moves a
                     # 16-byte granule within its row only, so it applies to the row's first byte plus the run's
                     # offset in its box (the box offset, a multiple of the repeat, passes through)
