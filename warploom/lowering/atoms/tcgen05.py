@@ -101,13 +101,17 @@ class TensorMemoryAtoms(Atoms):
         return [RowChunk((tuple((j, first + j) for j in range(chunk)),), first, chunk)
                 for first in range(0, n, chunk)]
 
-    def read_rows(self, b, source: tuple, chunk: RowChunk, name: str = "s") -> list:
+    def read_rows(self, b, source: tuple, chunk: RowChunk, name: str = "s", load: int | None = None) -> list:
         """`source` = (the thread's lane address, the accumulator's first column): the chunk's columns as f32
-        (tcgen05.ld and its wait)."""
+        (tcgen05.ld, `load` columns each, the whole chunk in one without it; one wait::ld after them all)."""
         lane_addr, column = source
-        raw = self.tmem_load(b, b.add(lane_addr, b.const(column + chunk.first)), chunk.size)
+        load = load or chunk.size
+        if chunk.size % load:
+            raise ValueError(f"a chunk of {chunk.size} columns does not split into loads of {load}")
+        raw = [self.tmem_load(b, b.add(lane_addr, b.const(column + chunk.first + k)), load)
+               for k in range(0, chunk.size, load)]
         self.tmem_wait_load()
-        return [b.bitcast(b.extractelement(raw, j, name), b.f32) for j in range(chunk.size)]
+        return [b.bitcast(b.extractelement(r, j, name), b.f32) for r in raw for j in range(load)]
 
     def row_reduce(self, b, values: list, combine) -> list:
         """Nothing to combine: a thread holds its whole row."""

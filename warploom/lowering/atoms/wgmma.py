@@ -78,8 +78,9 @@ class WarpgroupAtoms(Atoms):
         (layout.fragments.accumulator_rows); `chunk` does not apply (the registers hold it all anyway)."""
         return [RowChunk(accumulator_rows(n), 0, n // 2)]
 
-    def read_rows(self, b, acc: ir.Value, chunk: RowChunk, name: str = "s") -> list:
-        """The fragment's registers as f32 values, in register order (`name`: the values' name in the IR)."""
+    def read_rows(self, b, acc: ir.Value, chunk: RowChunk, name: str = "s", load: int | None = None) -> list:
+        """The fragment's registers as f32 values, in register order (`name`: the values' name in the IR; `load`
+        does not apply)."""
         return [b.extractvalue(acc, i, b.f32, name) for i in range(chunk.size)]
 
     def row_reduce(self, b, values: list, combine) -> list:
