@@ -187,8 +187,10 @@ MUTATIONS: list[Mutation] = [
              CORE, "            sync.fence_mbarrier_init()", "            pass"),
     Mutation("epilogue-register-order",
              "the staged epilogue packs registers 4j+h and 4j+h+2 instead of 4j+2h and 4j+2h+1: the second row "
-             "half and the odd column swap",
-             GEMM, "vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1]", "vals[4 * j8 + h], vals[4 * j8 + h + 2]"),
+             "half and the odd column swap (the epilogue is shared: a TMEM row's values 4g+1 and 4g+2 swap too)",
+             GEMM, "[(run[p][0], run[p + 1][0]) for p in range(0, len(run), 2)]",
+             "[(v & ~3 | v >> 1 & 1 | (v & 1) << 1, w & ~3 | w >> 1 & 1 | (w & 1) << 1)\n"
+             "                             for v, w in ((run[p][0], run[p + 1][0]) for p in range(0, len(run), 2))]"),
     Mutation("epilogue-column",
              "the staged epilogue puts lane l's columns at 8j + (l % 4) instead of 8j + 2 (l % 4)",
              GEMM, "b.mul(fragment_col(lane, b), c(elem_bytes))", "b.mul(b.remu(lane, c(4)), c(elem_bytes))"),
@@ -196,7 +198,7 @@ MUTATIONS: list[Mutation] = [
              "before writing a staging chunk the warpgroup's storer lets two TMA stores stay pending instead of one "
              "(none at a tile's first chunk): the chunk is overwritten while the store of two chunks ago still "
              "reads it",
-             GEMM, "tma.bulk_wait_group(0 if j == 0 else 1, read=True)", "tma.bulk_wait_group(2, read=True)"),
+             GEMM, "return 0 if j == 0 else 1", "return 2"),
     Mutation("epilogue-no-proxy-fence",
              "the consumers write their chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
              "between: the async proxy may read stale bytes",
@@ -299,8 +301,8 @@ MUTATIONS: list[Mutation] = [
              DESC, "| _SM100_VERSION << 46", "| 0 << 46", ("sm100",)),
     Mutation("sm100-no-wait-ld",
              "the epilogue converts the registers of a tcgen05.ld without tcgen05.wait::ld: they may not hold the "
-             "accumulator yet",
-             GEMM, "            self.atoms.tmem_wait_load()\n", "", ("sm100",)),
+             "accumulator yet (the Tensor Memory atoms' read_rows, which the GEMM epilogue reads its chunks with)",
+             TCGEN05, "        self.tmem_wait_load()\n", "", ("sm100",)),
     Mutation("sm100-commit-to-full",
              "the MMA thread commits a finished operand stage to ab_full instead of ab_empty: the TMA warp never "
              "gets the stage back, and ab_full gets an arrival nobody expects",
@@ -326,16 +328,35 @@ MUTATIONS: list[Mutation] = [
     Mutation("sm100-no-fence-before-sync",
              "the epilogue warps sync on the staging barrier after their tcgen05.ld with no tcgen05.fence::before_"
              "thread_sync: the loads are not ordered before what the barrier releases (ending with acc_empty)",
-             GEMM, "        def sync_epilogue():\n            self.atoms.before_sync()\n", "        def sync_epilogue():\n",
+             GEMM, "        def sync_role():\n            self.atoms.before_sync()\n", "        def sync_role():\n",
              ("sm100",)),
     Mutation("sm100-store-no-proxy-fence",
              "the epilogue writes its chunk of C to smem and the TMA store reads it with no fence.proxy.async in "
-             "between: the async proxy may read stale bytes",
-             GEMM, "            sync.fence_proxy_async_smem()\n            sync_epilogue()\n", "            sync_epilogue()\n", ("sm100",)),
+             "between: the async proxy may read stale bytes (the staged epilogue both forms share, on the sm_100a "
+             "probe: epilogue-no-proxy-fence is the same bug on sm_90a's)",
+             GEMM, "            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads\n"
+             "            sync_role()\n", "            sync_role()\n", ("sm100",)),
     Mutation("sm100-staging-reuse",
              "the storing thread does not wait for the store of two chunks ago before the warps rewrite its buffer "
-             "(no wait_group.read 1)",
-             GEMM, "                tma.bulk_wait_group(1, read=True)", "                pass", ("sm100",)),
+             "(wait_group.read 2: two stores may stay pending, that one among them)",
+             GEMM, "return 0 if j == 0 and count % 2 else 1", "return 2", ("sm100",)),
+    Mutation("staged-run-unswizzled",
+             "C's staging writes (the staged epilogue both GEMM forms share) skip the swizzle of their run while the "
+             "TMA store reads the chunk as 128B-swizzled: rows other than every eighth come out with their 16-byte "
+             "granules permuted",
+             GEMM, "at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))", "at = b.add(row_at, c(within))",
+             ("sm100",)),
+    Mutation("staged-chunk-column",
+             "the staged epilogue TMA-stores every chunk at the tile's first column (n0 instead of n0 + the chunk's "
+             "first column): the later chunks overwrite the first one's columns and the tile's other columns are "
+             "never written",
+             GEMM, "[b.add(n0, c(lo)), m0 if", "[n0, m0 if", ("sm100",)),
+    Mutation("staged-one-buffer",
+             "the staged epilogue writes every chunk into the staging region's first buffer, while the wait before "
+             "it still lets the previous chunk's TMA store read that buffer: the store may read the next chunk's "
+             "values",
+             GEMM, "base = staging.offset + (j % staging.stages) * chunk_bytes", "base = staging.offset",
+             ("sm100",)),
     Mutation("sm100-no-drain",
              "the producer exits without waiting for the operand ring's last releases: the MMA thread's last "
              "tcgen05.commit arrivals may land in the smem of a CTA that has exited",

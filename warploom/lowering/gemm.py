@@ -21,8 +21,8 @@ TMA coordinates of a K tile. Where the accumulator lives decides the rest, and t
                           commit -> ab_empty; after the K loop commit -> acc_full. At the CTA's last tile the whole
                           warp syncs on tmem_free with the epilogue, then frees TMEM
     warps 2-5  epilogue   per tile: wait acc_full, each warp loads its lane quadrant (warp % 4) of the accumulator 32
-                          columns at a time (waiting for each load), converts and stores its rows of C; then each
-                          thread arrives on acc_empty; at the last tile bar.arrive on tmem_free
+                          columns a load (one wait::ld per staging chunk), converts and stores its rows of C; then
+                          each thread arrives on acc_empty; at the last tile bar.arrive on tmem_free
 
 The role dispatch, the ring states, waits, arrivals, named barriers, TMEM allocation and the drain are
 `KernelLowering`'s (core.py), the same for both forms. Code shape of the register GEMM:
@@ -35,6 +35,9 @@ The role dispatch, the ring states, waits, arrivals, named barriers, TMEM alloca
              Arrive -> mbarrier.arrive,
              Store -> the accumulator fragment stored to C: through the staging smem and TMA stores, in
              64-column chunks, when the plan stages C (the default); from registers otherwise.
+C's staged epilogue is written once, for both forms (`GemmLowering._store_staged`, over the atoms' `row_chunks` and
+`read_rows`: the fragment's registers, or the thread's TMEM lane 32 columns a load); the forms say only what differs
+(`_staged_plan`, `_staged_rows`, `_staged_barrier`, `_staged_depth`).
 sm_100a code built here has no Blackwell GPU to run on: it is checked by ptxas, its SASS and the emulator only.
 """
 from __future__ import annotations
@@ -51,6 +54,7 @@ from warploom.layout.fragments import accumulator_register, fragment_col, fragme
 from warploom.layout.tmem import lane_offset
 from warploom.lowering.core import CTAID, ELEM_TYPES, KernelLowering, LoopState, LoweredKernel, RoleState
 from warploom.lowering.emit import sync, tma
+from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 
@@ -334,6 +338,104 @@ class GemmLowering(KernelLowering):
     def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
         return self._k_origin(loop) if dim == "K" else self.origin[dim]
 
+    # ---- C's staged epilogue, written once: the accumulator's rows through swizzled smem and TMA ------------------
+    def _store_staged(self, op: Store, ctx: RoleState) -> None:
+        """C through smem and TMA, for both forms: one chunk of columns at a time (the staging tile: one 128-byte
+        swizzle span of columns by the role's rows, one TMA box), the staging region's two buffers in turn.
+
+        Per chunk: the role's storing thread waits until the buffer's last TMA store has read it (wait_group.read
+        `_staged_depth`), the role syncs on its named barrier (`_staged_barrier`, with the atoms' fences); each thread
+        reads its values of the chunk (the atoms' `row_chunks` / `read_rows`: the fragment's registers, held from
+        before the first chunk, or its TMEM lane's chunk by tcgen05.ld, LD_COLUMNS columns a load, and wait::ld) and
+        writes each of its rows (`_staged_rows`) run by run (`emit.staging.granule_runs`: a fragment's 4-byte pair,
+        a TMEM row's 16-byte granule; the rows' k-th runs side by side), each run one st.shared of packed 16-bit pairs
+        at the address the staging tile's swizzled layout gives; fence.proxy.async, the role syncs again, and the
+        storing thread TMA-stores the role's rows of the chunk at (n0 + the chunk's first column, m0 + the role's
+        first row) and commits it. The tensor map drops rows past M and columns past N."""
+        b, c = self.b, self.b.const
+        staging, tile, nb, n, acc = self._staged_plan(op, ctx)
+        cols = tile.shape[1]
+        chunks = self.atoms.row_chunks(n, cols)
+        held = [self.atoms.read_rows(b, acc, ch, "f") for ch in chunks] if self.atoms.rows_resident else None
+        source, rows, first_row = self._staged_rows(ctx, tile, acc)
+        bar = self._staged_barrier(nb, ctx)
+        elem_bytes = tile.elem_bits // 8
+        chunk_bytes = staging.size // staging.stages
+        m0, n0 = self.origin["M"], self.origin["N"]
+        rows_at = None if first_row is None else b.mul(first_row, c(tile.span))   # the role's rows in the chunk
+
+        def sync_role():
+            self.atoms.before_sync()
+            sync.named_barrier_sync(b, bar, nb.threads)
+            self.atoms.after_sync()
+
+        for j in range(n // cols):
+            lo, hi = j * cols, (j + 1) * cols
+            with b.if_(ctx.storer):              # the buffer's last store has read it
+                tma.bulk_wait_group(self._staged_depth(j, n // cols), read=True)
+            sync_role()
+            mine = [k for k, ch in enumerate(chunks) if any(lo <= col < hi for row in ch.rows for _, col in row)]
+            if len(mine) != 1:
+                self._fail(f"the accumulator's row chunks {[ch.first for ch in chunks]} do not give columns "
+                           f"{lo} .. {hi - 1} (one staging chunk) in one read")
+            ch = chunks[mine[0]]
+            vals = held[mine[0]] if held is not None else self.atoms.read_rows(b, source, ch, "f", LD_COLUMNS)
+            base = staging.offset + (j % staging.stages) * chunk_bytes
+            runs = [granule_runs([(i, col - lo) for i, col in columns if lo <= col < hi], elem_bytes)
+                    for columns in ch.rows]
+            for k in range(max(len(r) for r in runs)):      # the k-th run of each row in turn
+                for row_at, row_runs in zip(rows, runs):
+                    if k >= len(row_runs):
+                        continue
+                    run = row_runs[k]
+                    # the swizzle moves a 16-byte granule within its row only: the run's first byte places it all
+                    box, within = divmod(run[0][1] * elem_bytes, tile.span)
+                    at = tile.swizzle.apply_with(b, b.add(row_at, c(within)))
+                    pairs = [(run[p][0], run[p + 1][0]) for p in range(0, len(run), 2)]     # values of each word
+                    if len(pairs) == 1:
+                        value = b.bitcast(self._pack_pair(vals[pairs[0][0]], vals[pairs[0][1]]), b.i32)
+                    else:
+                        value = b.undef(ir.VectorType.get([len(pairs)], b.i32))
+                        for p, (v0, v1) in enumerate(pairs):
+                            value = b.insertelement(value, b.bitcast(self._pack_pair(vals[v0], vals[v1]), b.i32),
+                                                    c(p))
+                    b.store(value, b.gep(self.base, b.add(at, c(base + box * tile.box_bytes))),
+                            alignment=4 * len(pairs))
+            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads
+            sync_role()
+            with b.if_(ctx.storer):
+                src = b.gep(self.base, c(base) if rows_at is None else b.add(rows_at, c(base)))
+                tma.tma_store(b, self.tmap_args["c"], src,
+                              [b.add(n0, c(lo)), m0 if first_row is None else b.add(m0, first_row)])
+                tma.bulk_commit_group()
+
+    def _pack_pair(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
+        """Two f32 values as one i32 holding the pair in the output type (cvt.rn.{ty}x2.f32), lo first."""
+        b, c = self.b, self.b.const
+        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
+        u = b.insertelement(b.undef(ir.VectorType.get([2], b.f32)), lo, c(0))
+        u = b.insertelement(u, hi, c(1))
+        return b.fptrunc(u, ir.VectorType.get([2], ty))
+
+    def _staged_plan(self, op: Store, ctx: RoleState) -> tuple:
+        """The staged store's plan, checked against what the form stores: (the staging region, its SmemTile, the
+        named barrier, the accumulator's columns, the accumulator: what `_staged_rows` and the atoms read)."""
+        raise NotImplementedError
+
+    def _staged_rows(self, ctx: RoleState, tile: SmemTile, acc) -> tuple:
+        """(what the atoms' `read_rows` reads a streamed chunk from; the byte offset in a staging chunk of each row
+        the thread holds, at its first column; the role's first row of the tile, or None for 0)."""
+        raise NotImplementedError
+
+    def _staged_barrier(self, nb, ctx: RoleState):
+        """The id of the role's instance of the staging barrier (an int, or an i32 value picked at run time)."""
+        raise NotImplementedError
+
+    def _staged_depth(self, j: int, count: int) -> int:
+        """The TMA stores that may stay pending (still reading smem) when the role writes the buffer of chunk j of
+        the tile's `count`."""
+        raise NotImplementedError
+
 
 class RegisterGemm(GemmLowering):
     """The GEMM whose accumulator is a warpgroup's register fragment (atoms.accumulator == "regs"): one K loop per
@@ -551,23 +653,9 @@ class RegisterGemm(GemmLowering):
         ctx.accs[op.value] = total
         return store
 
-    def _pack_pair(self, lo: ir.Value, hi: ir.Value) -> ir.Value:
-        """Two f32 values as one i32 holding the pair in the output type (cvt.rn.{ty}x2.f32), lo first."""
-        b, c = self.b, self.b.const
-        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
-        u = b.insertelement(b.undef(ir.VectorType.get([2], b.f32)), lo, c(0))
-        u = b.insertelement(u, hi, c(1))
-        return b.fptrunc(u, ir.VectorType.get([2], ty))
-
-    def _store_staged(self, op: Store, ctx: RoleState) -> None:
-        """C through smem and TMA, one chunk of columns (one 128-byte swizzle span) at a time, the staging region's
-        two buffers in turn. Per chunk: the warpgroup's first thread waits until the buffer's last TMA store has
-        read it (wait_group.read 1, or 0 at a tile's first chunk: the previous tile's stores may use either
-        buffer), the warpgroup syncs on its named barrier, each thread writes its fragment's pairs of the chunk
-        (one 4-byte st.shared each, at the swizzled address of the layout) into the warpgroup's 64 rows, fences
-        them for the async proxy, the warpgroup syncs again, and the first thread TMA-stores the 64 x 64 box at
-        (n0 + 64 j, m0 + 64 w) and commits it. The tensor map drops rows past M and columns past N."""
-        b, c = self.b, self.b.const
+    def _staged_plan(self, op: Store, ctx: RoleState) -> tuple:
+        """Two buffers of [warpgroups x 64 rows, one swizzle span dividing the fragment's n columns], one TMA box
+        each; a named barrier of 128 threads per consumer warpgroup. The accumulator: the warpgroup's fragment."""
         n = ctx.acc_n[op.value]
         staging = self._region(op.region)
         tile = self.tiles[staging.name]
@@ -580,8 +668,12 @@ class RegisterGemm(GemmLowering):
         if nb is None or nb.count != n_wgs or nb.threads != self.T.warpgroup_threads:
             self._fail(f"wl.store_tile syncs on {op.barrier!r}: a named barrier of {self.T.warpgroup_threads} "
                        f"threads per consumer warpgroup ({n_wgs})")
-        res = ctx.accs[op.value]
-        vals = [b.extractvalue(res, i, b.f32, "f") for i in range(n // 2)]
+        return staging, tile, nb, n, ctx.accs[op.value]
+
+    def _staged_rows(self, ctx: RoleState, tile: SmemTile, acc) -> tuple:
+        """The fragment's rows r0 and r0 + 8 of the warpgroup's 64 (warp w: 16w + lane / 4), at the thread's first
+        column 2 (lane % 4); the warpgroup's rows start at 64 wg. The registers are held: nothing is streamed."""
+        b, c = self.b, self.b.const
         lane = b.remu(self.tid, c(self.T.warp_size))
         warp = b.divu(ctx.thread_in_wg, c(self.T.warp_size))
         wg_row = b.mul(ctx.wg_index, c(self.mma_m))
@@ -591,27 +683,16 @@ class RegisterGemm(GemmLowering):
         for h in range(2):     # the thread's rows r0 and r0 + 8 of the tile, as byte offsets of their first pair
             row = b.add(wg_row, fragment_row(warp, lane, b, half=h))
             row_at.append(b.add(b.mul(row, c(tile.span)), col_byte))
-        chunk_bytes = staging.size // staging.stages
-        bar = b.add(c(nb.id), ctx.wg_index)
-        m0, n0 = self.origin["M"], self.origin["N"]
-        wg_src = b.mul(wg_row, c(tile.span))
-        for j in range(n // cols):
-            with b.if_(ctx.wg_leader):          # the buffer's last store has read it
-                tma.bulk_wait_group(0 if j == 0 else 1, read=True)
-            sync.named_barrier_sync(b, bar, nb.threads)
-            base = staging.offset + (j % staging.stages) * chunk_bytes
-            for q in range(cols // 8):          # fragment columns 8q .. 8q + 7 of the chunk: registers of j8 = 8j/8 + q
-                j8 = j * cols // 8 + q
-                for h in range(2):
-                    at = tile.swizzle.apply_with(b, b.add(row_at[h], c(8 * q * elem_bytes)))
-                    pair = self._pack_pair(vals[4 * j8 + 2 * h], vals[4 * j8 + 2 * h + 1])
-                    b.store(b.bitcast(pair, b.i32), b.gep(self.base, b.add(at, c(base))), alignment=4)
-            sync.fence_proxy_async_smem()       # the writes, for the TMA store's async reads
-            sync.named_barrier_sync(b, bar, nb.threads)
-            with b.if_(ctx.wg_leader):
-                src = b.gep(self.base, b.add(wg_src, c(base)))
-                tma.tma_store(b, self.tmap_args["c"], src, [b.add(n0, c(j * cols)), b.add(m0, wg_row)])
-                tma.bulk_commit_group()
+        return acc, row_at, wg_row
+
+    def _staged_barrier(self, nb, ctx: RoleState):
+        """The warpgroup's own instance of the barrier: id + warpgroup index."""
+        return self.b.add(self.b.const(nb.id), ctx.wg_index)
+
+    def _staged_depth(self, j: int, count: int) -> int:
+        """One (the store of two chunks ago, which read this buffer, is done), but none at a tile's first chunk: the
+        previous tile's last store may be in either buffer (a fragment of one chunk uses buffer 0 every tile)."""
+        return 0 if j == 0 else 1
 
     def _store_direct(self, op: Store, ctx: RoleState) -> None:
         """Store a warpgroup's m64nN f32 fragment to C (row-major [M, N]) from registers.
@@ -852,20 +933,17 @@ class TensorMemoryGemm(GemmLowering):
         self.atoms.mma_smem(b, d, desc_a, desc_b, a_steps, b_steps, idesc, first_k, self.cta_group)
 
     def _op_store(self, op: Store, ctx: RoleState) -> None:
-        """C from the accumulator, through smem and TMA, one chunk (the staging tile: the tile's 128 rows by one
-        128-byte swizzle span of columns) at a time, alternating the staging region's two buffers. Warp w reads
-        TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1), thread i the row 32 (w % 4) + i, 32
-        columns per tcgen05.ld (tcgen05.wait::ld before use), converts them and writes its row of the chunk as
-        16-byte stores at the swizzled addresses the layout gives; then fence.proxy.async, a sync of the epilogue
-        warps, and the role's first thread TMA-stores the chunk (rows past M and columns past N are dropped by the
-        tensor map) and commits it. Before a buffer is written again that thread waits until at most one store is
-        pending (wait_group.read 1: the store that read it two chunks ago is done) and the warps sync."""
-        b, c = self.b, self.b.const
+        """C from this tile's accumulator stage, through smem and TMA (`_store_staged`), by the epilogue warps."""
         if ctx.issue != "warp" or ctx.loop is not None:
             self._fail(f"wl.store_tile in role {ctx.name!r}: the epilogue warps store, outside the K loop")
         if op.output != "c" or op.region is None or op.barrier is None:
             self._fail(f"wl.store_tile of {op.output!r}: the sm_100a GEMM stores c through a staging smem region "
                        "(wl-pipeline) with a named barrier (wl-specialize)")
+        self._store_staged(op, ctx)
+
+    def _staged_plan(self, op: Store, ctx: RoleState) -> tuple:
+        """Two buffers of [the CTA's rows, n] with n dividing BN (a multiple of the 32 columns of a load); one warp per
+        TMEM lane quadrant; a named barrier of the epilogue warps. The accumulator: its stage's TMEM address."""
         taddr, per_stage = self._acc_columns(op.value, ctx)
         acc, staging = self._region(op.value), self._region(op.region)
         bm = self.BM // self.cta_group                # a pair's CTA stores its own rows
@@ -883,45 +961,24 @@ class TensorMemoryGemm(GemmLowering):
             self._fail(f"staging region {staging.name!r} ({staging.stages} x {list(tile.shape)}) and barrier "
                        f"{op.barrier!r}: expected 2 chunks of [{bm}, n] with n dividing {self.BN}, synced by "
                        f"the {ctx.role.warps * self.T.warp_size} epilogue threads")
+        return staging, tile, nb, self.BN, taddr
+
+    def _staged_rows(self, ctx: RoleState, tile: SmemTile, acc) -> tuple:
+        """Warp w reads TMEM lanes 32 (w % 4) .. + 31 (its quadrant: PTX ISA 9.7.16.8.1), thread i the row 32 (w % 4)
+        + i of the CTA's tile: its lane's address is what a chunk is read from; the role holds every row."""
+        b, c = self.b, self.b.const
+        quadrants = self.T.tmem.lanes // self.T.tmem.lanes_per_warp
         quadrant = b.remu(self.warp, c(quadrants))
         lane0 = b.mul(quadrant, c(self.T.tmem.lanes_per_warp))
-        row_addr = b.add(taddr, lane_offset(lane0, b))
+        row_addr = b.add(acc, lane_offset(lane0, b))
         row = b.add(lane0, ctx.lane)                                 # the thread's row of the tile
-        row_at = b.mul(row, c(tile.span))
-        ty = {"bf16": ir.BF16Type, "f16": ir.F16Type}[self.elem].get()
-        pair_f32, pair_ty = ir.VectorType.get([2], b.f32), ir.VectorType.get([2], ty)
-        quad_i32 = ir.VectorType.get([4], b.i32)
-        elem_bytes = tile.elem_bits // 8
-        granule = 16 // elem_bytes                                   # elements per 16-byte store
-        m0, n0 = self.origin["M"], self.origin["N"]
-        chunk_bytes = staging.size // staging.stages
+        return (row_addr, 0), [b.mul(row, c(tile.span))], None
 
-        def sync_epilogue():
-            self.atoms.before_sync()
-            sync.named_barrier_sync(b, nb.id, nb.threads)
-            self.atoms.after_sync()
+    def _staged_barrier(self, nb, ctx: RoleState):
+        """One barrier for the four epilogue warps."""
+        return nb.id
 
-        for j in range(self.BN // cols):
-            with b.if_(ctx.storer):              # this buffer's previous store (two chunks ago) has read it
-                tma.bulk_wait_group(1, read=True)
-            sync_epilogue()
-            vals = []
-            for h in range(cols // LD_COLUMNS):
-                v = self.atoms.tmem_load(b, b.add(row_addr, c(j * cols + h * LD_COLUMNS)), LD_COLUMNS)
-                vals.append(v)
-            self.atoms.tmem_wait_load()
-            f32 = [b.bitcast(b.extractelement(v, i, "d"), b.f32) for v in vals for i in range(LD_COLUMNS)]
-            base = staging.offset + (j % staging.stages) * chunk_bytes
-            for g in range(cols // granule):
-                quad = b.undef(quad_i32)
-                for p in range(granule // 2):
-                    u = b.insertelement(b.undef(pair_f32), f32[g * granule + 2 * p], c(0))
-                    u = b.insertelement(u, f32[g * granule + 2 * p + 1], c(1))
-                    quad = b.insertelement(quad, b.bitcast(b.fptrunc(u, pair_ty), b.i32), c(p))
-                at = tile.swizzle.apply_with(b, b.add(row_at, c(g * 16)))
-                b.store(quad, b.gep(self.base, b.add(at, c(base))), alignment=16)
-            sync.fence_proxy_async_smem()
-            sync_epilogue()
-            with b.if_(ctx.storer):
-                tma.tma_store(b, self.tmap_args["c"], b.gep(self.base, c(base)), [b.add(n0, c(j * cols)), m0])
-                tma.bulk_commit_group()
+    def _staged_depth(self, j: int, count: int) -> int:
+        """One: the store of two chunks ago, which read this buffer, is done; none at the first chunk of a tile of an
+        odd count, whose buffer the previous tile's last store read."""
+        return 0 if j == 0 and count % 2 else 1

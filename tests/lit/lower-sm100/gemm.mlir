@@ -83,11 +83,12 @@
 
 // The epilogue warps: wait for the stage (acc_full, consumer parity), read their lane quadrant (warp % 4) x 32 at
 // lane << 16, 32 columns per load, a 64-column chunk per tcgen05.wait::ld; each thread writes its row of the chunk
-// (16-byte stores at the 128B-swizzled address: byte ^ ((byte & 896) >> 3)) into the staging buffer (c at 131072,
-// two 16 KiB chunks), fence.proxy.async, the warps sync on named barrier 2 (128 threads), and the role's first
-// thread TMA-stores the chunk at (n0 + 64 j, m0) and commits it; before the second buffer is reused it waits until
-// one store is left (wait_group.read 1). Then every thread frees the stage (acc_empty) and, at the last tile, tells
-// the MMA warp on named barrier 1; after its last tile the storing thread waits for its stores to read smem.
+// (16-byte stores at the 128B-swizzled address: byte ^ ((byte & 896) >> 3), computed before the granule's four packed
+// pairs) into the staging buffer (c at 131072, two 16 KiB chunks), fence.proxy.async, the warps sync on named barrier
+// 2 (128 threads), and the role's first thread TMA-stores the chunk at (n0 + 64 j, m0) and commits it; before the
+// second buffer is reused it waits until one store is left (wait_group.read 1). Then every thread frees the stage
+// (acc_empty) and, at the last tile, tells the MMA warp on named barrier 1; after its last tile the storing thread
+// waits for its stores to read smem.
 // CHECK: scf.for
 // CHECK: [[ESTAGE:%[0-9]+]] = arith.remui {{%[0-9]+}}, %c2_i32
 // CHECK: [[EPH:%[0-9]+]] = arith.andi {{%[0-9]+}}, %c1_i32
@@ -126,7 +127,8 @@
 // CHECK-NEXT: [[SW0:%[0-9]+]] = arith.andi [[G0]], %c896_i32
 // CHECK-NEXT: [[SW1:%[0-9]+]] = arith.shrui [[SW0]], %c3_i32
 // CHECK-NEXT: [[SW:%[0-9]+]] = arith.xori [[G0]], [[SW1]]
-// CHECK-NEXT: [[AT:%[0-9]+]] = arith.addi [[SW]], %c131072_i32
+// CHECK-NEXT: llvm.mlir.undef : vector<4xi32>
+// CHECK: [[AT:%[0-9]+]] = arith.addi [[SW]], %c131072_i32
 // CHECK-NEXT: [[ST:%[0-9]+]] = llvm.getelementptr [[BASE]][[[AT]]]
 // CHECK-NEXT: llvm.store {{%[0-9]+}}, [[ST]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
 // CHECK-COUNT-7: llvm.store {{.*}} {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<3>
