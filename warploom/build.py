@@ -397,14 +397,15 @@ class CompiledKernel:
         """What the graph declared that the kernel takes at run time (an attention's layout and scale)."""
         return dict(self._graph_attrs)
 
-    def __call__(self, *tensors, out=None):
+    def __call__(self, *tensors, out=None, scalars: dict | None = None):
         """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v) and returns
-        out, in the layout, mask and scale its graph declared (warploom.ops.run_compiled)."""
+        out, in the layout, mask and scale its graph declared, with `scalars` the values of its modifiers' runtime
+        scalars (warploom.ops.run_compiled)."""
         if self._runner is None:
             raise TypeError(f"kernel {self.name!r} was built by warploom.build.compile_graph, which launches nothing: "
                             "build it with warploom.compile(graph) to run it, or call "
                             "warploom.ops.run_compiled(kernel, *tensors)")
-        return self._runner(self, *tensors, out=out)
+        return self._runner(self, *tensors, out=out, scalars=scalars)
 
 
 def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) -> CompiledKernel:

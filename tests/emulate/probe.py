@@ -105,9 +105,28 @@ FA4_CASES = [
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap")
+# the attention with score and mask modifiers (warploom.score; the "mods" family), on both targets: an ALiBi bias
+# from the head index under a softcap (scalars cap, heads) and a prefix-LM mask (scalar prefix) that leaves rows
+# 0..2 with no key; GQA 4/2. (target, dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
+MODS_CASES = [
+    ("sm_90a", "bf16", 64, False, 1, 70, 140, 4, 2, "bshd"),
+    ("sm_100a", "f16", 64, False, 1, 70, 140, 4, 2, "bhsd"),
+]
+MODS_SCALARS = {"cap": 6.0, "heads": 4, "prefix": 41, "first_row": 3}
+
+
+def _mods_score(score, b, h, q_idx, kv_idx, cap, heads):
+    from warploom.score import exp2, tanh
+    return cap * tanh((score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx)) / cap)
+
+
+def _mods_mask(b, h, q_idx, kv_idx, prefix, first_row):
+    return ((kv_idx <= q_idx) | (kv_idx < prefix)) & (q_idx >= first_row)
+
+
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods")
 #   what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K GEMMs,
-#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs
+#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs, the modified attention
 
 
 def probe(families=FAMILIES) -> dict:
@@ -160,6 +179,7 @@ def probe(families=FAMILIES) -> dict:
     attention += [("sm_90a", *case[:-1], False, case[-1]) for case in (STREAMK_ATTENTION_CASES if "attention-streamk"
                                                                        in families else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
+    attention += [(*case, False, "mods") for case in (MODS_CASES if "mods" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -175,20 +195,26 @@ def probe(families=FAMILIES) -> dict:
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
         where = (f"{target} attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
                  f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}{' shared K/V ring' if shared else ''}"
-                 f"{''.join(f' {k} {v}' for k, v in (options or {}).items())}")
-        plan = (functools.partial(planned_sm100_attention, shared_kv=shared) if target == "sm_100a" else
-                functools.partial(planned_attention_program, **options))
+                 f"{''.join(f' {k} {v}' for k, v in (options if isinstance(options, dict) else {}).items())}")
+        mods, scalars = None, None
+        if options == "mods":
+            from warploom.score import trace_mods
+            mods, _ = trace_mods(_mods_score, _mods_mask, MODS_SCALARS)
+            scalars, options = MODS_SCALARS, {"mods": mods}
+            where += " score/mask modifiers"
+        plan = (functools.partial(planned_sm100_attention, shared_kv=shared, **(options or {})) if target == "sm_100a"
+                else functools.partial(planned_attention_program, **(options or {})))
         for seed, order in INTERLEAVINGS:
             label = f"{where} seed {seed} {order}"
             try:
                 out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
-                                             program=plan(dtype, d, causal), order=order)
+                                             program=plan(dtype, d, causal), order=order, scalars=scalars)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the planning, the lowering or the harness broke
                 tb = traceback.format_exc(limit=-3)
                 return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
-            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
+            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout, mods=mods, scalars=scalars)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
     return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(INTERLEAVINGS)} "

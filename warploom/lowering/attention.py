@@ -760,9 +760,9 @@ class AttentionLowering(KernelLowering):
         score, mask = self.mods.score, self.mods.mask
         scale = b.mulf(self.args["scale_log2"], b.constf(LN2)) if score is not None else None
         out = list(vals)
-        for row, columns in zip(rows, ch.rows):
-            for i, offset in columns:
-                at = {**env, "q_idx": row, "kv_idx": b.add(first, c(offset))}
+        for q_row, row_columns in zip(rows, ch.rows):
+            for i, offset in row_columns:
+                at = {**env, "q_idx": q_row, "kv_idx": b.add(first, c(offset))}
                 s = vals[i]
                 if score is not None:
                     s = evaluate(score, {**at, "score": b.mulf(s, scale)}, ops)
