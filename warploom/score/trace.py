@@ -132,18 +132,33 @@ class Traced:
         return fn(*args)
 
 
+def _library(*xs):
+    """The array library of the first operand that is an array (torch or numpy), else None (Python numbers)."""
+    for x in xs:
+        module = type(x).__module__.split(".")[0]
+        if module in ("torch", "numpy"):
+            import importlib
+            return importlib.import_module(module)
+    return None
+
+
 def where(cond, x, y):
-    """x where cond holds, else y (per score)."""
-    if not isinstance(cond, Traced):
-        return x if cond else y
-    return _op("where", cond, x, y)
+    """x where cond holds, else y (per score); on torch or numpy arrays, their where (so a modifier also runs
+    eagerly, e.g. to build a reference)."""
+    if any(isinstance(a, Traced) for a in (cond, x, y)):
+        return _op("where", cond, x, y)
+    lib = _library(cond, x, y)
+    return lib.where(cond, x, y) if lib is not None else (x if cond else y)
 
 
 def _unary(name: str, on_number):
     def fn(x):
-        return _op(name, x) if isinstance(x, Traced) else on_number(x)
+        if isinstance(x, Traced):
+            return _op(name, x)
+        lib = _library(x)
+        return getattr(lib, name)(x) if lib is not None else on_number(x)
     fn.__name__ = name
-    fn.__doc__ = f"{name} of a traced value (or of a number, at once)"
+    fn.__doc__ = f"{name} of a traced value (or at once of a number, a torch or a numpy array)"
     return fn
 
 
@@ -155,11 +170,21 @@ log = _unary("log", math.log)
 
 
 def minimum(x, y):
-    return _op("minimum", x, y) if isinstance(x, Traced) or isinstance(y, Traced) else min(x, y)
+    if isinstance(x, Traced) or isinstance(y, Traced):
+        return _op("minimum", x, y)
+    lib = _library(x, y)
+    if lib is not None and lib.__name__ == "torch":
+        x, y = lib.as_tensor(x), lib.as_tensor(y)
+    return lib.minimum(x, y) if lib is not None else min(x, y)
 
 
 def maximum(x, y):
-    return _op("maximum", x, y) if isinstance(x, Traced) or isinstance(y, Traced) else max(x, y)
+    if isinstance(x, Traced) or isinstance(y, Traced):
+        return _op("maximum", x, y)
+    lib = _library(x, y)
+    if lib is not None and lib.__name__ == "torch":
+        x, y = lib.as_tensor(x), lib.as_tensor(y)
+    return lib.maximum(x, y) if lib is not None else max(x, y)
 
 
 TORCH_FUNCTIONS = {
