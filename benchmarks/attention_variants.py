@@ -24,10 +24,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from attention import time_cuda  # noqa: E402
 from common import commit  # noqa: E402
 
 D, HEADS, TOKENS, SEQLENS = 128, 16, 16384, (4096, 16384)
 WINDOW = 1024
+WARMUP, ITERS = 5, 20          # calls before timing; timed calls (the median is kept)
 
 # variant -> (mod_variants' name, warploom scalars, causal)
 VARIANTS = {
@@ -106,20 +108,6 @@ def _compiled(fn):
     return _COMPILED[fn]
 
 
-def time_cuda(fn, warmup: int = 5, iters: int = 20) -> float:
-    import torch
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    return statistics.median(a.elapsed_time(b) for a, b in ev)
-
-
 def run(args) -> list[dict]:
     import torch
     import torch.nn.functional as F
@@ -143,13 +131,14 @@ def run(args) -> list[dict]:
                 row["rel_error_vs_flex"] = err
                 if not err <= 2e-2:
                     raise AssertionError(f"warploom differs from flex by {err:.3g} (relative)")
-                row["warploom_ms"] = time_cuda(ours)
-                row["flex_ms"] = time_cuda(fcall)
+                row["warploom_ms"] = time_cuda(ours, WARMUP, ITERS)
+                row["flex_ms"] = time_cuda(fcall, WARMUP, ITERS)
                 row["flex_over_warploom"] = row["flex_ms"] / row["warploom_ms"]
                 if variant == "causal":
                     from torch.nn.attention import SDPBackend, sdpa_kernel
                     with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                        row["cudnn_ms"] = time_cuda(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True))
+                        row["cudnn_ms"] = time_cuda(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                                   WARMUP, ITERS)
                     row["cudnn_over_warploom"] = row["cudnn_ms"] / row["warploom_ms"]
             except Exception as e:              # recorded, and the next variant runs
                 row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"

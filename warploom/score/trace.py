@@ -49,7 +49,6 @@ def _op(name: str, *xs) -> "Traced":
 class Traced:
     """A traced value of a modifier: Python operators record `Expr` nodes."""
     __slots__ = ("expr",)
-    __hash__ = None                 # == records a comparison, so a Traced is no dict key
 
     def __init__(self, expr):
         self.expr = expr
@@ -57,27 +56,9 @@ class Traced:
     def __repr__(self) -> str:
         return f"<traced {self.expr.type} {self.expr.text}>"
 
-    __add__ = lambda s, o: _op("add", s, o)                         # noqa: E731
-    __radd__ = lambda s, o: _op("add", o, s)                        # noqa: E731
-    __sub__ = lambda s, o: _op("sub", s, o)                         # noqa: E731
-    __rsub__ = lambda s, o: _op("sub", o, s)                        # noqa: E731
-    __mul__ = lambda s, o: _op("mul", s, o)                         # noqa: E731
-    __rmul__ = lambda s, o: _op("mul", o, s)                        # noqa: E731
-    __truediv__ = lambda s, o: _op("div", s, o)                     # noqa: E731
-    __rtruediv__ = lambda s, o: _op("div", o, s)                    # noqa: E731
-    __neg__ = lambda s: _op("neg", s)                               # noqa: E731
     __pos__ = lambda s: s                                           # noqa: E731
+    __neg__ = lambda s: _op("neg", s)                               # noqa: E731
     __abs__ = lambda s: _op("abs", s)                               # noqa: E731
-    __lt__ = lambda s, o: _op("lt", s, o)                           # noqa: E731
-    __le__ = lambda s, o: _op("le", s, o)                           # noqa: E731
-    __gt__ = lambda s, o: _op("gt", s, o)                           # noqa: E731
-    __ge__ = lambda s, o: _op("ge", s, o)                           # noqa: E731
-    __eq__ = lambda s, o: _op("eq", s, o)                           # noqa: E731
-    __ne__ = lambda s, o: _op("ne", s, o)                           # noqa: E731
-    __and__ = lambda s, o: _op("and", s, o)                         # noqa: E731
-    __rand__ = lambda s, o: _op("and", o, s)                        # noqa: E731
-    __or__ = lambda s, o: _op("or", s, o)                           # noqa: E731
-    __ror__ = lambda s, o: _op("or", o, s)                          # noqa: E731
     __invert__ = lambda s: _op("not", s)                            # noqa: E731
 
     def __bool__(self):
@@ -142,6 +123,20 @@ def _library(*xs):
     return None
 
 
+def _binary(op: str, reflected: bool = False):
+    return (lambda s, o: _op(op, o, s)) if reflected else (lambda s, o: _op(op, s, o))
+
+
+# Python's binary operators on a Traced (and reflected: 1 + t), and the comparisons, record their operator
+for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("and", "and"),
+                       ("or", "or")):
+    setattr(Traced, f"__{_dunder}__", _binary(_name))
+    setattr(Traced, f"__r{_dunder}__", _binary(_name, reflected=True))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
+    setattr(Traced, f"__{_name}__", _binary(_name))
+Traced.__hash__ = None              # == records a comparison, so a Traced is no dict key
+
+
 def where(cond, x, y):
     """x where cond holds, else y (per score); on torch or numpy arrays, their where (so a modifier also runs
     eagerly, e.g. to build a reference)."""
@@ -190,13 +185,10 @@ def maximum(x, y):
 TORCH_FUNCTIONS = {
     "where": where, "tanh": tanh, "exp2": exp2, "log2": log2, "exp": exp, "log": log,
     "minimum": minimum, "maximum": maximum, "abs": lambda x: _op("abs", x), "neg": lambda x: _op("neg", x),
-    "add": lambda x, y: _op("add", x, y), "radd": lambda x, y: _op("add", y, x),
-    "sub": lambda x, y: _op("sub", x, y), "rsub": lambda x, y: _op("sub", y, x),
-    "mul": lambda x, y: _op("mul", x, y), "rmul": lambda x, y: _op("mul", y, x),
-    "div": lambda x, y: _op("div", x, y), "rdiv": lambda x, y: _op("div", y, x),
-    "lt": lambda x, y: _op("lt", x, y), "le": lambda x, y: _op("le", x, y), "gt": lambda x, y: _op("gt", x, y),
-    "ge": lambda x, y: _op("ge", x, y), "eq": lambda x, y: _op("eq", x, y), "ne": lambda x, y: _op("ne", x, y),
-    "and_": lambda x, y: _op("and", x, y), "or_": lambda x, y: _op("or", x, y), "not_": lambda x: _op("not", x),
+    "not_": lambda x: _op("not", x),
+    **{name: _binary(name) for name in ("add", "sub", "mul", "div", "lt", "le", "gt", "ge", "eq", "ne")},
+    **{f"r{name}": _binary(name, reflected=True) for name in ("add", "sub", "mul", "div")},
+    "and_": _binary("and"), "or_": _binary("or"),
 }
 
 
