@@ -3,11 +3,12 @@ reference (warploom.reference.ops.attention: bottom-right causal mask, LSE). No 
 ptxas and the SASS checks (tests/unit/test_assemble_sm100.py) are how these kernels are verified.
 
 Every standard sm_100a attention kernel (bf16 and f16, head dims 64 and 128, causal or not) at small ragged sizes
-(Sq, Sk not multiples of the CTA's 256 query rows or of the 128-key block; Sq > Sk and Sq < Sk), GQA 1 and 4, both
-layouts, three interleavings each, bit-equal across them. Then the FA4 specifics: the conditional rescaling (a row
-whose max grows past the threshold mid-row is rescaled by the correction warpgroup, one that grows by less is not,
-and both match the reference), the polynomial exp2 (the kernel with every column by the polynomial still matches),
-and rows that see no key.
+(Sq, Sk not multiples of the CTA's 256 query rows or of the 128-key block; Sq > Sk and Sq < Sk), GQA 1, 2 and 4,
+both layouts, three interleavings each, bit-equal across them. GQA with 1 < Hkv < Hq (4 query heads on 2 kv heads:
+a kv head other than q_head / (Hq / Hkv), e.g. q_head % Hkv, changes the output) runs causal and not, and on the
+shared K/V ring. Then the FA4 specifics: the conditional rescaling (a row whose max grows past the threshold mid-row
+is rescaled by the correction warpgroup, one that grows by less is not, and both match the reference), the
+polynomial exp2 (the kernel with every column by the polynomial still matches), and rows that see no key.
 """
 import dataclasses
 
@@ -26,10 +27,11 @@ SEEDS = [(0, 4), (1, 8), (2, 16)]            # (interleaving seed, most schedule
 CASES = [
     ("bf16", 64, False, 130, 300, 1, 1, "bshd", 1),     # 3 key blocks: the 2-stage K/V rings wrap; ragged last
     ("bf16", 64, True, 300, 130, 4, 1, "bhsd", 1),      # Sq > Sk: the first 170 rows see no key; GQA 4; 2 CTAs
-    ("bf16", 128, False, 60, 129, 4, 4, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block
+    ("bf16", 128, False, 60, 129, 4, 2, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block; 4 q heads
+                                                        # on 2 kv heads (q heads 1, 2 read other keys under h % Hkv)
     ("bf16", 128, True, 200, 260, 2, 1, "bshd", 1),     # the diagonal crosses both Q tiles and all 3 blocks
     ("f16", 64, False, 257, 64, 1, 1, "bhsd", 1),       # 2 CTAs, the second with one row; one key block
-    ("f16", 64, True, 100, 350, 4, 1, "bshd", 1),       # Sq < Sk, GQA 4
+    ("f16", 64, True, 100, 350, 4, 2, "bshd", 1),       # Sq < Sk; 4 query heads on 2 kv heads (1 < Hkv < Hq)
     ("f16", 128, False, 129, 200, 1, 1, "bshd", 2),     # 2 batches
     ("f16", 128, True, 130, 130, 1, 1, "bhsd", 1),
 ]
@@ -115,8 +117,9 @@ def test_scale_and_no_lse_pointer():
     assert verdict.ok, verdict.problem
 
 
-SHARED_KV = [("bf16", 64, True, 300, 500, 2, 1, "bshd", 1),        # 4-6 key blocks through 3 slots: K and V turn
+SHARED_KV = [("bf16", 64, True, 200, 500, 4, 2, "bshd", 1),        # 3-4 key blocks through 3 slots: K and V turn
              ("f16", 128, False, 130, 520, 1, 1, "bhsd", 1)]       # over the ring in every slot, phases wrap
+# the causal case: 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq on the shared ring)
 
 
 @pytest.mark.parametrize("case", SHARED_KV, ids=[f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}"
