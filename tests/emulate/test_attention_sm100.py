@@ -68,7 +68,7 @@ def test_attention_matches_the_reference(case):
             np.testing.assert_array_equal(lse, first[1])
 
 
-def _growing(d, sk, jump, rng):
+def _growing(d, sk, jump, rng, elem="bf16"):
     """One head; keys of the second block score `jump` (in log2 units after the scale) above those of the first:
     the running max of every row grows by about `jump` at block 1."""
     q = np.abs(rng.standard_normal((1, 1, 100, d))) / np.sqrt(d)
@@ -76,20 +76,28 @@ def _growing(d, sk, jump, rng):
     k[:, :, 128:] += 1.0                            # block 1: s = q . k about sum(q) larger
     q *= jump / (np.log2(np.e) / np.sqrt(d)) / q.sum(axis=-1, keepdims=True)   # sum(q) * scale_log2 = jump
     v = rng.standard_normal((1, 1, sk, d))
-    return (round_to(x, "bf16") for x in (q, k, v))
+    return (round_to(x, elem) for x in (q, k, v))
 
 
-@pytest.mark.parametrize("jump, rescales", [(20.0, True), (4.0, False)], ids=["past-threshold", "within"])
-def test_conditional_rescaling(jump, rescales):
-    """FA4 rescales O only when a row's max grew past the threshold (8 in log2 units): with a jump of 20 at the
-    second key block the correction warpgroup rescales O in TMEM (its tcgen05.st show in the count), with a jump of 4
-    it does not (P then reaches 2^4, still exact after the final normalization); both match the reference."""
-    program = planned_sm100_attention("bf16", 64, False)
+# (elem, jump, rescales). The last two: a wrong rescale decision changes the judged output, not only the store count
+# (an inverted threshold test never moves the max off -inf, so P = 2^s): f16, a jump of 20 puts P of the stale max at
+# 2^20, past f16's 65504; bf16, a jump of 160 puts it past f32's range (exp2 = inf, then inf / inf)
+RESCALE_CASES = [("bf16", 20.0, True), ("bf16", 4.0, False), ("f16", 20.0, True), ("bf16", 160.0, True)]
+
+
+@pytest.mark.parametrize("elem, jump, rescales", RESCALE_CASES,
+                         ids=["past-threshold", "within", "f16-past-threshold", "bf16-far-past-threshold"])
+def test_conditional_rescaling(elem, jump, rescales):
+    """FA4 rescales O only when a row's max grew past the threshold (8 in log2 units): with a jump of 20 (or 160) at
+    the second key block the correction warpgroup rescales O in TMEM (its tcgen05.st show in the count), with a jump
+    of 4 it does not (P then reaches 2^4, still exact after the final normalization); all match the reference. With
+    the max kept where it should move, P of the second block overflows f16 at a jump of 20 and f32 at 160."""
+    program = planned_sm100_attention(elem, 64, False)
     assert program.attrs["rescale_threshold"] == 8.0
-    q, k, v = _growing(64, 200, jump, np.random.default_rng(3))
+    q, k, v = _growing(64, 200, jump, np.random.default_rng(3), elem)
     report: list = []
     out, lse = emulate_attention(q, k, v, layout="bhsd", program=program, report=report)
-    check(out, lse, q, k, v, "bf16", False, "bhsd")
+    check(out, lse, q, k, v, elem, False, "bhsd")
     # the softmax warpgroups store P: 2 Q tiles x 4 warps x (128 keys / 32 columns a load) x 2 key blocks; the
     # correction adds D / 32 per warp whose quadrant holds a rescaled row (Q tile 1 is past Sq = 100: zero scores)
     softmax_stores = 2 * 4 * 4 * 2
