@@ -164,6 +164,40 @@ def test_three_consumer_warpgroups_match_two_bit_for_bit(case):
         np.testing.assert_array_equal(lse, ref_lse)
 
 
+def _large_logits(elem, d, sq, sk, layout, rng):
+    """Scores of magnitude 50-100 in log2 units (s * scale_log2): row r's score of key j is sign_r (50 + 50 j / Sk)
+    plus noise of a few units, sign_r alternating by row, so the max of a + row grows by about 20 a key block (O
+    rescaled by about 2^-20 each time) and a - row's stays at its first keys while the others fall to -100 (P down
+    to 2^-50: 0 in f16). Without the max subtracted P would overflow f16 (2^16) and f32 (2^128)."""
+    sl2 = np.log2(np.e) / np.sqrt(d)
+    shape = (lambda s, h: (1, s, h, d)) if layout == "bshd" else (lambda s, h: (1, h, s, d))
+    q = np.abs(rng.standard_normal((sq, d)))
+    q *= (np.where(np.arange(sq) % 2, -1.0, 1.0) / (sl2 * q.sum(axis=-1)))[:, None]   # sum(q) scale_log2 = sign
+    k = 50 + 50 * np.arange(sk)[:, None] / sk + 16 * rng.standard_normal((sk, d))       # s scale_log2: k's mean
+    v = rng.standard_normal((sk, d))
+    as_input = (lambda x: x[None, :, None]) if layout == "bshd" else (lambda x: x[None, None])
+    return tuple(round_to(as_input(x), elem) for x in (q, k, v))
+
+
+# large logits (sm_90a, grid): (elem, D, causal, Sq, Sk, layout); scores of magnitude 50-100 in log2 units, rows whose
+# max grows by about 20 a key block over 3 blocks and rows whose max stays while the rest fall to -100
+LARGE_CASES = [("f16", 64, True, 130, 300, "bshd"), ("bf16", 128, False, 70, 400, "bhsd")]
+
+
+@pytest.mark.parametrize("case", LARGE_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}"
+                                                   for c in LARGE_CASES])
+def test_large_logits_match_the_reference(case):
+    """The FA3 kernel's online softmax (the exact max, O *= 2^(m_old - m_new) at each growth) on scores far past
+    the 16-bit types' and f32's exp2 range: within the reference's bound."""
+    elem, d, causal, sq, sk, layout = case
+    q, k, v = _large_logits(elem, d, sq, sk, layout, np.random.default_rng(sq + sk))
+    sl2 = np.log2(np.e) / np.sqrt(d)
+    s = np.einsum("qd,kd->qk", *(x.reshape(-1, d).astype(np.float64) for x in (q, k))) * sl2
+    assert np.abs(s).max() > 90 and np.abs(s).min() > 25          # the inputs are what the case says
+    out, lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=planned_fa3(elem, d, causal))
+    check(out, lse, q, k, v, elem, causal, layout)
+
+
 def test_scale_and_no_lse_pointer():
     """A scale other than 1/sqrt(D) goes through scale_log2; a null lse pointer stores no LSE (any access through
     it would be out of bounds in the emulator)."""
