@@ -170,7 +170,6 @@ def _large_logits(elem, d, sq, sk, layout, rng):
     rescaled by about 2^-20 each time) and a - row's stays at its first keys while the others fall to -100 (P down
     to 2^-50: 0 in f16). Without the max subtracted P would overflow f16 (2^16) and f32 (2^128)."""
     sl2 = np.log2(np.e) / np.sqrt(d)
-    shape = (lambda s, h: (1, s, h, d)) if layout == "bshd" else (lambda s, h: (1, h, s, d))
     q = np.abs(rng.standard_normal((sq, d)))
     q *= (np.where(np.arange(sq) % 2, -1.0, 1.0) / (sl2 * q.sum(axis=-1)))[:, None]   # sum(q) scale_log2 = sign
     k = 50 + 50 * np.arange(sk)[:, None] / sk + 16 * rng.standard_normal((sk, d))       # s scale_log2: k's mean
