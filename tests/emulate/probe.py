@@ -82,8 +82,8 @@ ATTENTION_CASES = [
     ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd", {"exp2_poly": 0.25}),
     ("bf16", 64, True, 1, 250, 300, 2, 1, "bshd", {"block_m": 192}),    # three consumer warpgroups taking turns
     # two Q stages (the next tile's Q loads during this one): 8 tiles over 3 CTAs, so Q's stages turn over and
-    # its phases wrap
-    ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
+    # its phases wrap; 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq: a kv head of q_head % Hkv differs)
+    ("bf16", 64, False, 1, 250, 140, 4, 2, "bshd", {"q_stages": 2}),
 ]
 # the stream-K attention (non-causal; the "attention-streamk" family, apart from the stream-K GEMMs' "streamk", so
 # that a bug in the attention's own code is not first run past the GEMM cases, which cannot catch it): 8 tiles on 3
@@ -99,7 +99,7 @@ STREAMK_ATTENTION_CASES = [
 # keys past the first block about 13 higher again, so every row's max grows past the rescaling threshold mid-row and
 # the correction warpgroup rescales O in TMEM; "skv": the shared K/V ring instead
 FA4_CASES = [
-    ("bf16", 64, True, 1, 300, 130, 4, 1, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; GQA 4
+    ("bf16", 64, True, 1, 300, 130, 4, 2, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; 4 q heads, 2 kv heads
     ("f16", 128, False, 1, 130, 300, 1, 1, "bhsd", True),   # 3 key blocks over the 2-stage rings; rescaled rows
     ("bf16", 64, False, 1, 100, 520, 1, 1, "bshd", "skv"),  # K and V through one ring of 3 slots (use_shared_kv)
 ]

@@ -230,6 +230,11 @@ MUTATIONS: list[Mutation] = [
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
              ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head", ("attention",)),
+    Mutation("attn-kv-head-modulo",
+             "GQA's kv head is q_head % Hkv instead of q_head / (Hq / Hkv): with 1 < Hkv < Hq (4 query heads on 2 kv "
+             "heads) query heads 1 and 2 read each other's keys and values",
+             ATTN, "self.kv_head = b.divu(head, self.group)", 'self.kv_head = b.remu(head, a["Hkv"])',
+             ("attention", "fa4")),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
              WGMMA, "while lane_xor < FRAGMENT_QUAD:", "while lane_xor < FRAGMENT_QUAD // 2:", ("attention",)),
