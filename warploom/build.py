@@ -23,6 +23,8 @@ import math
 from warploom.kernel.contract import (AttentionSpec, GemmSpec, check_attention_artifact, default_attention_exp2_poly,
                                       default_attention_q_stages, default_attention_stages)
 from warploom.runtime.artifact import KernelArtifact
+from warploom.score import NONE as NO_MODS
+from warploom.score import ScoreMods
 from warploom.runtime.cache import cache_key
 
 SASS_OPCODES = ("HGMMA", "UTCHMMA", "LDTM", "UTCBAR", "UTMALDG", "SYNCS", "BAR", "USETMAXREG", "LDL", "STL")
@@ -214,7 +216,7 @@ def attention_graph(spec: AttentionSpec):
     it uses at run time, as scale_log2)."""
     g = warploom.Graph(ATTENTION_GRAPH)
     q, k, v = attention_inputs(g, spec)
-    g.output(g.attention(q, k, v, causal=spec.causal, layout="bhsd"))
+    g.output(g.attention(q, k, v, causal=spec.causal, layout="bhsd", mods=spec.mods))
     return g
 
 
@@ -266,7 +268,7 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
                          str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)),
                          q_stages=q.stages if q is not None and targets.get(target).accumulator == "regs" else 1,
-                         exp2_poly=float(program.attrs.get("exp2_poly", 0.0)))
+                         exp2_poly=float(program.attrs.get("exp2_poly", 0.0)), mods=ScoreMods.from_attrs(program.attrs))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -282,12 +284,12 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
                               schedule: str | None = None, block_m: int | None = None, q_stages: int | None = None,
-                              exp2_poly: float | None = None):
+                              exp2_poly: float | None = None, mods: ScoreMods = NO_MODS):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
-    given): what warploom.emulate.emulate_attention runs by default."""
+    given; `mods`: its score/mask modifiers): what warploom.emulate.emulate_attention runs by default."""
     spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,
                          overlap=overlap, schedule=schedule or AttentionSpec.schedule, q_stages=q_stages,
-                         exp2_poly=exp2_poly)
+                         exp2_poly=exp2_poly, mods=mods)
     return planned_attention(attention_graph(spec), spec)[0]
 
 
@@ -395,14 +397,15 @@ class CompiledKernel:
         """What the graph declared that the kernel takes at run time (an attention's layout and scale)."""
         return dict(self._graph_attrs)
 
-    def __call__(self, *tensors, out=None):
+    def __call__(self, *tensors, out=None, scalars: dict | None = None):
         """Run the kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v) and returns
-        out, in the layout, mask and scale its graph declared (warploom.ops.run_compiled)."""
+        out, in the layout, mask and scale its graph declared, with `scalars` the values of its modifiers' runtime
+        scalars (warploom.ops.run_compiled)."""
         if self._runner is None:
             raise TypeError(f"kernel {self.name!r} was built by warploom.build.compile_graph, which launches nothing: "
                             "build it with warploom.compile(graph) to run it, or call "
                             "warploom.ops.run_compiled(kernel, *tensors)")
-        return self._runner(self, *tensors, out=out)
+        return self._runner(self, *tensors, out=out, scalars=scalars)
 
 
 def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) -> CompiledKernel:
@@ -436,10 +439,10 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) 
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,
-                            stages: int | None = None):
+                            stages: int | None = None, mods: ScoreMods = NO_MODS):
     """The sm_100a (FA4-style) attention's typed Program after the planning passes (everything but wl-lower-sm100):
     its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md). shared_kv: K and V share one ring of
     `stages` slots (default: the standard kernel's stages; 3 for a shared ring)."""
     stages = stages or default_attention_stages(shared_kv)
-    spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv)
+    spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv, mods=mods)
     return planned_attention(attention_graph(spec), spec)[0]

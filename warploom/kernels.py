@@ -159,6 +159,8 @@ def write_index(cache: KernelCache, spec: GemmSpec | AttentionSpec, key: str) ->
     path = index_path(cache, spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     doc = {"spec": asdict(spec), "key": key, "compiler": compiler_hash()}
+    if getattr(spec, "mods", None) is not None:
+        doc["spec"]["mods"] = spec.mods.text            # the modifiers' canonical text, not their trees
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, indent=1)

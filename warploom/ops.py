@@ -277,9 +277,10 @@ def compile_kernel(graph, target: str = "sm_90a", *, dump_dir=None):
     return compile_graph(graph, target, dump_dir=dump_dir, runner=run_compiled)
 
 
-def run_compiled(kernel, *tensors, out=None):
+def run_compiled(kernel, *tensors, out=None, scalars: dict | None = None):
     """Run a warploom.compile kernel on the tensors' GPU: a GEMM kernel takes (a, b), an attention kernel (q, k, v)
-    and returns out, in the layout, mask and scale its graph declared (warploom.ops.attention with its spec)."""
+    and returns out, in the layout, mask and scale its graph declared (warploom.ops.attention with its spec; `scalars`:
+    the values of its modifiers' runtime scalars, by name)."""
     program = kernel.program
     if program is not None and program.kind == "attention":
         if len(tensors) != 3:
@@ -288,7 +289,9 @@ def run_compiled(kernel, *tensors, out=None):
         spec = attention_spec_of(program, kernel.target)
         a = kernel.graph_attrs
         return attention(*tensors, causal=spec.causal, scale=a.get("scale"), layout=a.get("layout", "bshd"), out=out,
-                         spec=spec)
+                         spec=spec, scalars=scalars)
+    if scalars:
+        raise ValueError("scalars= is for attention kernels with score/mask modifiers; a GEMM takes none")
     if program is None or program.kind != "gemm":
         raise ValueError(f"kernel(*tensors) runs GEMM and attention kernels; this is "
                          f"{program.kind if program else 'no'} kernel")

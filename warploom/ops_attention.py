@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
 from warploom.runtime.tensors import DeviceTensor, current_stream, empty_like_framework
+from warploom.score import NONE as NO_MODS
+from warploom.score import ModError, ScoreMods, trace_mods
+from warploom.score.expr import param_name
 
 LAYOUTS = ("bshd", "bhsd")
 LAYOUT_HELP = {"bshd": "[batch, seqlen, heads, head_dim] as flash_attn_func takes it",
@@ -252,9 +255,11 @@ def copy_reason(t: DeviceTensor, map_spec, layout: str) -> str | None:
 
 
 def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = False, scale=None,
-         layout: str = "bshd", target: str | None = "sm_90a", spec: AttentionSpec | None = None) -> AttentionPlan:
+         layout: str = "bshd", target: str | None = "sm_90a", spec: AttentionSpec | None = None,
+         mods: ScoreMods = NO_MODS) -> AttentionPlan:
     """Check the inputs and decide the kernel for a GPU of `target` (None: the inputs' GPU's, asked after the
-    inputs are checked) and the copies (nothing is allocated or launched)."""
+    inputs are checked) and the copies (nothing is allocated or launched); `mods`: the call's traced score/mask
+    modifiers (the standard kernel's tile and schedule, stream-K excepted, with them compiled in)."""
     if TILE_ORDER is not None and TILE_ORDER not in rules.TILE_ORDERS:
         raise ValueError(f"ops_attention.TILE_ORDER = {TILE_ORDER!r}: use None (the standard deal) or one of the "
                          f"snake deals' tile orders {', '.join(map(str, rules.TILE_ORDERS))}")
@@ -267,9 +272,14 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
         sms = _sm_count(problem.device)
     else:                                            # planning for a GPU not at hand: its arch's largest part
         sms = targets.get(target).sm_count
-    if spec is None:
+    if spec is None and mods:
+        spec = replace(pick_spec(problem.elem, problem.head_dim, bool(causal), target), mods=mods)
+    elif spec is None:
         spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target, seqlen_q=problem.seqlen_q,
                          seqlen_k=problem.seqlen_k, pairs=problem.heads_q * problem.batch, sms=sms)
+    elif spec.mods != mods:
+        raise ValueError(f"attention: the kernel is a {spec.describe()}; the call's modifiers are "
+                         f"[{mods.text or 'none'}]: compile a graph with the call's modifiers")
     elif (spec.elem, spec.head_dim, spec.causal, spec.target) != (problem.elem, problem.head_dim, bool(causal), target):
         raise ValueError(f"attention: the kernel is a {spec.describe()}; the call is {problem.elem}, head dim "
                          f"{problem.head_dim}, {'causal' if causal else 'non-causal'}, on a {target} GPU: compile a "
@@ -331,12 +341,16 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
 
 
 def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_log2: float,
-                   spec: AttentionSpec | None = None, sms: int | None = None) -> dict:
+                   spec: AttentionSpec | None = None, sms: int | None = None, scalars: tuple = ()) -> dict:
     """The kernel's arguments by name (docs/attention-sm90.md, "Kernel parameters"); pack_params orders them. A
-    persistent kernel (spec) also takes the batch and its tile order, chosen for `sms` SMs."""
+    persistent kernel (spec) also takes the batch and its tile order, chosen for `sms` SMs; a kernel with modifiers
+    the values of their runtime scalars (`scalars`, in the spec's order)."""
     args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "scale_log2": scale_log2}
+    if spec is not None:
+        for (name, type_), value in zip(spec.mods.scalars, scalars):
+            args[param_name(name)] = float(value) if type_ == "f32" else int(value)
     if spec is not None and spec.schedule == "persistent" and spec.causal:
         args["B"] = problem.batch
         args["tiles"] = causal_tiles(problem, spec, sms)
@@ -387,12 +401,14 @@ def _kernel(spec: AttentionSpec):
 _FAST = host.Lru(64)            # a torch call's identity -> (PreparedLaunch, device)
 
 
-def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None) -> tuple | None:
+def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None, mods=NO_MODS,
+                    scalars: tuple = ()) -> tuple | None:
     """What every check of a call on torch tensors and its prepared launch depend on: each tensor's address, shape,
-    strides, dtype and device (out: None when the call allocates it), the options and the target's choice
-    (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they take the checked path)."""
+    strides, dtype and device (out: None when the call allocates it), the options (the modifiers and their scalars'
+    values included) and the target's choice (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they
+    take the checked path)."""
     try:
-        return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER, spec) + tuple(
+        return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER, spec, mods, scalars) + tuple(
             None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in (q, k, v, out))
     except (AttributeError, TypeError):
         return None
@@ -432,9 +448,78 @@ def _torch_f32():
     return torch.float32
 
 
+_TRACES = host.Lru(64)          # the modifiers' identity -> (ScoreMods, the scalars' names)
+
+
+def _function_key(fn):
+    """What a traced function's result depends on: the function, its code, defaults and the values its closure
+    captured; None where one of those cannot be a key (the function is traced at every call then)."""
+    if fn is None:
+        return ()
+    try:
+        cells = tuple(c.cell_contents for c in (getattr(fn, "__closure__", None) or ()))
+        key = (fn, getattr(fn, "__code__", None), getattr(fn, "__defaults__", None), cells)
+        hash(key)
+        return key
+    except (TypeError, ValueError):
+        return None
+
+
+def traced_mods(score_mod, mask_mod, scalars: dict | None) -> tuple[ScoreMods, tuple]:
+    """(ScoreMods, the scalars' values in the kernel's order) of a call's modifiers, traced once per function (and
+    scalar types): another value of a scalar, or another problem size, reuses the trace and the kernel."""
+    if score_mod is None and mask_mod is None:
+        if scalars:
+            raise ValueError("attention: scalars= without a score_mod or mask_mod that reads them")
+        return NO_MODS, ()
+    scalars = dict(scalars or {})
+    fkeys = (_function_key(score_mod), _function_key(mask_mod))
+    key = None if None in fkeys else fkeys + (tuple(sorted((n, type(v).__name__) for n, v in scalars.items())),)
+    hit = _TRACES.get(key) if key is not None else None
+    if hit is None:
+        try:
+            mods, _ = trace_mods(score_mod, mask_mod, scalars)
+        except ModError as e:
+            raise ValueError(f"attention: {e}") from None
+        hit = (mods, tuple(n for n, _ in mods.scalars))
+        if key is not None:
+            _TRACES.keep(key, hit)
+    mods, names = hit
+    for name, type_ in mods.scalars:
+        value = scalars[name]
+        if type_ == "i32" and not -2**31 <= int(value) < 2**31:
+            raise ValueError(f"attention: scalar {name!r} = {value}: outside the i32 range")
+    return mods, tuple(scalars[n] for n in names)
+
+
+def scalar_values(mods: ScoreMods, scalars: dict | None) -> tuple:
+    """The values of `mods`' runtime scalars from `scalars` (by name), in the kernel's order."""
+    scalars = dict(scalars or {})
+    missing = [n for n, _ in mods.scalars if n not in scalars]
+    extra = sorted(set(scalars) - {n for n, _ in mods.scalars})
+    if missing or extra:
+        raise ValueError(f"attention: the kernel's modifiers read the scalars {[n for n, _ in mods.scalars]}; "
+                         f"{f'missing {missing}' if missing else ''}{'; ' if missing and extra else ''}"
+                         f"{f'not read: {extra}' if extra else ''}: pass scalars={{name: value}} for exactly those")
+    for name, type_ in mods.scalars:
+        v = scalars[name]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or (type_ == "i32" and not
+                                                                      isinstance(v, numbers.Integral)):
+            raise ValueError(f"attention: scalar {name!r} = {v!r}: the kernel takes it as {type_} (a Python "
+                             f"{'int' if type_ == 'i32' else 'float'})")
+    return tuple(scalars[n] for n, _ in mods.scalars)
+
+
 def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = False, out=None,
-              layout: str = "bshd", spec: AttentionSpec | None = None):
+              layout: str = "bshd", spec: AttentionSpec | None = None, score_mod=None, mask_mod=None,
+              scalars: dict | None = None):
     """softmax(q kᵀ · scale [+ causal mask]) v per batch and query head; `out`, or `(out, lse)` with return_lse.
+
+    score_mod(score, b, h, q_idx, kv_idx, *scalars) and mask_mod(b, h, q_idx, kv_idx, *scalars): Python functions
+    traced once into the kernel (warploom.score; FlexAttention's convention: the score is q·k scale, h the query
+    head, q_idx and kv_idx positions from 0; a key is seen where mask_mod is True and, if causal, under the
+    diagonal). `scalars`: {name: value} of the parameters after the standard ones, passed to the kernel at each call:
+    another value (a softcap, a window size) runs the same compiled kernel.
 
     A repeated call on the same torch tensors (same addresses, shapes, strides, dtypes, out= or none, and options)
     launches the kernel prepared by the first call without checking anything again, a fresh out (and lse) put into
@@ -442,14 +527,18 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     ~0.1 ms of host time, as long as a short attention takes on the GPU (benchmarks/NOTES.md). `spec`: run that
     kernel instead of the one this picks (warploom.compile(graph)(q, k, v) passes its own); it must take the call's
     dtype, head dim, mask and GPU (ValueError naming both otherwise)."""
-    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec)
+    if spec is not None and spec.mods and score_mod is None and mask_mod is None:   # a compiled graph's modifiers
+        mods, mod_values = spec.mods, scalar_values(spec.mods, scalars)
+    else:
+        mods, mod_values = traced_mods(score_mod, mask_mod, scalars)
+    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec, mods, mod_values)
     hit = _FAST.get(fast_key) if fast_key is not None else None
     if hit is not None:
         done = _fast(hit, q, out)
         if done is not None:
             return done
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
-    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None, spec=spec)
+    p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None, spec=spec, mods=mods)
     problem = p.problem
     inputs = {"q": tq, "k": tk, "v": tv}
     to = (check_out(out, problem, inputs) if out is not None
@@ -469,7 +558,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     streamk = p.spec.schedule == "streamk"
     only_stream = stream if streamk else None         # its fix-up buffers are this stream's (host.fixup_buffers)
     plan_key = (artifact.key, artifact.name, layout, host.layout_key(tq), host.layout_key(tk), host.layout_key(tv),
-                host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER)
+                host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER, mod_values)
     if p.zero_copy:
         prepared = _PREPARED.hit(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
@@ -487,7 +576,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
     maps["out"] = _tensor_map(artifact.tensor_maps["out"], to, layout)   # check_out kept it TMA-writable
     sms = _sm_count(problem.device)
-    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms)
+    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms, mod_values)
     sizes = {**problem.sizes, "SMS": sms}
     if streamk:
         need = attention_streamk_buffers(p.spec.block_m, p.spec.head_dim, rules.evaluate(artifact.grid[0], sizes))

@@ -82,8 +82,8 @@ ATTENTION_CASES = [
     ("f16", 128, False, 2, 70, 400, 2, 1, "bhsd", {"exp2_poly": 0.25}),
     ("bf16", 64, True, 1, 250, 300, 2, 1, "bshd", {"block_m": 192}),    # three consumer warpgroups taking turns
     # two Q stages (the next tile's Q loads during this one): 8 tiles over 3 CTAs, so Q's stages turn over and
-    # its phases wrap
-    ("bf16", 64, False, 2, 250, 140, 2, 1, "bshd", {"q_stages": 2}),
+    # its phases wrap; 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq: a kv head of q_head % Hkv differs)
+    ("bf16", 64, False, 1, 250, 140, 4, 2, "bshd", {"q_stages": 2}),
 ]
 # the stream-K attention (non-causal; the "attention-streamk" family, apart from the stream-K GEMMs' "streamk", so
 # that a bug in the attention's own code is not first run past the GEMM cases, which cannot catch it): 8 tiles on 3
@@ -99,15 +99,34 @@ STREAMK_ATTENTION_CASES = [
 # keys past the first block about 13 higher again, so every row's max grows past the rescaling threshold mid-row and
 # the correction warpgroup rescales O in TMEM; "skv": the shared K/V ring instead
 FA4_CASES = [
-    ("bf16", 64, True, 1, 300, 130, 4, 1, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; GQA 4
+    ("bf16", 64, True, 1, 300, 130, 4, 2, "bshd", False),   # 2 CTAs; Sq > Sk: rows with no key; 4 q heads, 2 kv heads
     ("f16", 128, False, 1, 130, 300, 1, 1, "bhsd", True),   # 3 key blocks over the 2-stage rings; rescaled rows
     ("bf16", 64, False, 1, 100, 520, 1, 1, "bshd", "skv"),  # K and V through one ring of 3 slots (use_shared_kv)
 ]
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap")
+# the attention with score and mask modifiers (warploom.score; the "mods" family), on both targets: an ALiBi bias
+# from the head index under a softcap (scalars cap, heads) and a prefix-LM mask (scalar prefix) that leaves rows
+# 0..2 with no key; GQA 4/2. (target, dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
+MODS_CASES = [
+    ("sm_90a", "bf16", 64, False, 1, 70, 140, 4, 2, "bshd"),
+    ("sm_100a", "f16", 64, False, 1, 70, 140, 4, 2, "bhsd"),
+]
+MODS_SCALARS = {"cap": 6.0, "heads": 4, "prefix": 41, "first_row": 3}
+
+
+def _mods_score(score, b, h, q_idx, kv_idx, cap, heads):
+    from warploom.score import exp2, tanh
+    return cap * tanh((score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx)) / cap)
+
+
+def _mods_mask(b, h, q_idx, kv_idx, prefix, first_row):
+    return ((kv_idx <= q_idx) | (kv_idx < prefix)) & (q_idx >= first_row)
+
+
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods")
 #   what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K GEMMs,
-#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs
+#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs, the modified attention
 
 
 def probe(families=FAMILIES) -> dict:
@@ -160,6 +179,7 @@ def probe(families=FAMILIES) -> dict:
     attention += [("sm_90a", *case[:-1], False, case[-1]) for case in (STREAMK_ATTENTION_CASES if "attention-streamk"
                                                                        in families else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
+    attention += [(*case, False, "mods") for case in (MODS_CASES if "mods" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -175,20 +195,26 @@ def probe(families=FAMILIES) -> dict:
         q, k, v = (round_to(x, dtype) for x in (q, k, v))
         where = (f"{target} attention {dtype} D={d} {'causal' if causal else 'full'} B={bsz} Sq={sq} Sk={sk} "
                  f"H={hq}/{hkv} {layout}{' growing max' if grow else ''}{' shared K/V ring' if shared else ''}"
-                 f"{''.join(f' {k} {v}' for k, v in (options or {}).items())}")
-        plan = (functools.partial(planned_sm100_attention, shared_kv=shared) if target == "sm_100a" else
-                functools.partial(planned_attention_program, **options))
+                 f"{''.join(f' {k} {v}' for k, v in (options if isinstance(options, dict) else {}).items())}")
+        mods, scalars = None, None
+        if options == "mods":
+            from warploom.score import trace_mods
+            mods, _ = trace_mods(_mods_score, _mods_mask, MODS_SCALARS)
+            scalars, options = MODS_SCALARS, {"mods": mods}
+            where += " score/mask modifiers"
+        plan = (functools.partial(planned_sm100_attention, shared_kv=shared, **(options or {})) if target == "sm_100a"
+                else functools.partial(planned_attention_program, **(options or {})))
         for seed, order in INTERLEAVINGS:
             label = f"{where} seed {seed} {order}"
             try:
                 out, lse = emulate_attention(q, k, v, causal=causal, seed=seed, delay=DELAY, layout=layout,
-                                             program=plan(dtype, d, causal), order=order)
+                                             program=plan(dtype, d, causal), order=order, scalars=scalars)
             except EmulationError as e:
                 return verdict(False, type(e).__name__, label, str(e), start)
             except Exception as e:     # the planning, the lowering or the harness broke
                 tb = traceback.format_exc(limit=-3)
                 return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
-            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout)
+            judged = judge_attention(out, lse, q, k, v, dtype, causal, layout, mods=mods, scalars=scalars)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
     return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(INTERLEAVINGS)} "

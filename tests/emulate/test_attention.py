@@ -2,7 +2,9 @@
 by thread against the float64 reference (warploom.reference.ops.attention, bottom-right causal mask, LSE).
 
 Ragged sizes (Sq, Sk not multiples of the 128-row query block or of the key block; Sq > Sk and Sq < Sk), causal
-and not, GQA ratios 1 and 4, head dims 64 / 128 / 256, bf16 and f16, both layouts (the tensor maps see each input
+and not, GQA ratios 1, 2 and 4 (4 query heads on 2 kv heads in the grid, persistent, causal table walk, stream-K,
+192-row, two-Q-stage and polynomial kernels: a kv head other than q_head / (Hq / Hkv), e.g. q_head % Hkv, changes
+the output), head dims 64 / 128 / 256, bf16 and f16, both layouts (the tensor maps see each input
 through its (D, S, H, B) view; out is written through its strides), three interleavings each (seed and async
 delay). Both consumer schedules: the overlapped one (planned_fa3's default: the softmax of key block j beside
 the P V of block j - 1, a peeled first block and a last P V after the loop; the cases include CTAs with no key
@@ -39,8 +41,8 @@ CASES = [
     ("bf16", 64, False, 130, 200, 1, 1, "bshd", 1),      # 2 query blocks, ragged last key block
     ("bf16", 64, True, 200, 63, 4, 1, "bhsd", 1),        # Sq > Sk: the first 137 rows see no key; GQA 4
     ("bf16", 64, True, 63, 300, 1, 1, "bshd", 2),        # Sq < Sk: 3 key blocks (ring wraps), 2 batches
-    ("bf16", 128, False, 63, 130, 4, 4, "bhsd", 1),
-    ("bf16", 128, True, 130, 130, 4, 1, "bshd", 1),      # the diagonal crosses both query blocks
+    ("bf16", 128, False, 63, 130, 4, 2, "bhsd", 1),      # 4 q heads on 2 kv heads: heads 1, 2 differ under h % Hkv
+    ("bf16", 128, True, 130, 130, 4, 2, "bshd", 1),      # the diagonal crosses both query blocks; GQA 4 on 2 kv heads
     ("bf16", 128, True, 100, 400, 2, 1, "bshd", 1),      # 3 key blocks of 176 (ring wraps, ragged last); GQA 2
     ("bf16", 256, False, 1, 200, 1, 1, "bshd", 1),       # 3 key blocks of 80
     ("bf16", 256, True, 130, 63, 2, 1, "bhsd", 1),
@@ -109,8 +111,9 @@ def test_persistent_schedule_matches_the_grid_bit_for_bit(case):
 # two Q stages (wl-pipeline{q-stages=2}): (elem, D, causal, Sq, Sk, Hq, Hkv, layout, B); 3 CTAs walk 6 to 8 tiles, so
 # each CTA's Q stages turn over (phases wrap) and, causal, tiles with no key block leave the stage count alone; the
 # last element is block_m (None: the standard 128 rows; 192: three consumer warpgroups, head dim 64's tall tile)
+# the 192-row case has 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq, on the tall tile and the two Q stages)
 Q2_CASES = [("bf16", 64, False, 250, 140, 2, 1, "bshd", 2, None), ("f16", 128, True, 300, 200, 2, 2, "bhsd", 1, None),
-            ("bf16", 64, False, 450, 140, 2, 1, "bshd", 2, 192)]
+            ("bf16", 64, False, 450, 140, 4, 2, "bshd", 1, 192)]
 
 
 @pytest.mark.parametrize("case", Q2_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}-m{c[9] or 128}"
@@ -159,6 +162,39 @@ def test_three_consumer_warpgroups_match_two_bit_for_bit(case):
         check(out, lse, q, k, v, elem, causal, layout)
         np.testing.assert_array_equal(out.view(np.uint16), ref_out.view(np.uint16))
         np.testing.assert_array_equal(lse, ref_lse)
+
+
+def _large_logits(elem, d, sq, sk, layout, rng):
+    """Scores of magnitude 50-100 in log2 units (s * scale_log2): row r's score of key j is sign_r (50 + 50 j / Sk)
+    plus noise of a few units, sign_r alternating by row, so the max of a + row grows by about 20 a key block (O
+    rescaled by about 2^-20 each time) and a - row's stays at its first keys while the others fall to -100 (P down
+    to 2^-50: 0 in f16). Without the max subtracted P would overflow f16 (2^16) and f32 (2^128)."""
+    sl2 = np.log2(np.e) / np.sqrt(d)
+    q = np.abs(rng.standard_normal((sq, d)))
+    q *= (np.where(np.arange(sq) % 2, -1.0, 1.0) / (sl2 * q.sum(axis=-1)))[:, None]   # sum(q) scale_log2 = sign
+    k = 50 + 50 * np.arange(sk)[:, None] / sk + 16 * rng.standard_normal((sk, d))       # s scale_log2: k's mean
+    v = rng.standard_normal((sk, d))
+    as_input = (lambda x: x[None, :, None]) if layout == "bshd" else (lambda x: x[None, None])
+    return tuple(round_to(as_input(x), elem) for x in (q, k, v))
+
+
+# large logits (sm_90a, grid): (elem, D, causal, Sq, Sk, layout); scores of magnitude 50-100 in log2 units, rows whose
+# max grows by about 20 a key block over 3 blocks and rows whose max stays while the rest fall to -100
+LARGE_CASES = [("f16", 64, True, 130, 300, "bshd"), ("bf16", 128, False, 70, 400, "bhsd")]
+
+
+@pytest.mark.parametrize("case", LARGE_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}"
+                                                   for c in LARGE_CASES])
+def test_large_logits_match_the_reference(case):
+    """The FA3 kernel's online softmax (the exact max, O *= 2^(m_old - m_new) at each growth) on scores far past
+    the 16-bit types' and f32's exp2 range: within the reference's bound."""
+    elem, d, causal, sq, sk, layout = case
+    q, k, v = _large_logits(elem, d, sq, sk, layout, np.random.default_rng(sq + sk))
+    sl2 = np.log2(np.e) / np.sqrt(d)
+    s = np.einsum("qd,kd->qk", *(x.reshape(-1, d).astype(np.float64) for x in (q, k))) * sl2
+    assert np.abs(s).max() > 90 and np.abs(s).min() > 25          # the inputs are what the case says
+    out, lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=planned_fa3(elem, d, causal))
+    check(out, lse, q, k, v, elem, causal, layout)
 
 
 def test_scale_and_no_lse_pointer():
@@ -327,7 +363,8 @@ def test_wrong_mask_row_gives_a_mismatch():
 # a share of exp2 on the FMA units (wl-tile{exp2-poly}; warploom.lowering.emit.exp2): (elem, D, causal, Sq, Sk, Hq,
 # Hkv, layout, B, share); persistent, 3 CTAs; Sq > Sk (rows that see no key: every score masked, P = 0 from the
 # polynomial too) and a ragged last key block
-POLY_CASES = [("bf16", 64, True, 300, 140, 2, 1, "bshd", 1, 0.25), ("f16", 128, False, 130, 300, 2, 2, "bhsd", 1, 1.0)]
+# the second case: 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq on the polynomial kernel)
+POLY_CASES = [("bf16", 64, True, 300, 140, 2, 1, "bshd", 1, 0.25), ("f16", 128, False, 100, 300, 4, 2, "bhsd", 1, 1.0)]
 
 
 @pytest.mark.parametrize("case", POLY_CASES, ids=[f"{c[0]}-d{c[1]}-{'causal' if c[2] else 'full'}-p{c[9]:g}"
@@ -364,7 +401,7 @@ def test_polynomial_exp2_share_matches_the_reference(case):
 # piece); 6 x 3 on 4 CTAs: fewer than two waves, so every tile is stream-K (runs of 4-5 blocks); 2 x 5 on 4 CTAs:
 # fewer tiles than CTAs, runs shorter than a tile; 4 x 6 on 3 CTAs: 3 whole, one tile in 3 pieces.
 STREAMK_CASES = [
-    ("bf16", 64, 250, 450, 4, 2, "bshd", 1, 3),
+    ("bf16", 64, 250, 450, 4, 2, "bshd", 1, 3),        # 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq)
     ("f16", 128, 130, 300, 3, 1, "bhsd", 1, 4),
     ("bf16", 128, 63, 600, 1, 1, "bshd", 2, 4),
     ("f16", 64, 100, 700, 2, 2, "bhsd", 2, 3),

@@ -3,11 +3,12 @@ reference (warploom.reference.ops.attention: bottom-right causal mask, LSE). No 
 ptxas and the SASS checks (tests/unit/test_assemble_sm100.py) are how these kernels are verified.
 
 Every standard sm_100a attention kernel (bf16 and f16, head dims 64 and 128, causal or not) at small ragged sizes
-(Sq, Sk not multiples of the CTA's 256 query rows or of the 128-key block; Sq > Sk and Sq < Sk), GQA 1 and 4, both
-layouts, three interleavings each, bit-equal across them. Then the FA4 specifics: the conditional rescaling (a row
-whose max grows past the threshold mid-row is rescaled by the correction warpgroup, one that grows by less is not,
-and both match the reference), the polynomial exp2 (the kernel with every column by the polynomial still matches),
-and rows that see no key.
+(Sq, Sk not multiples of the CTA's 256 query rows or of the 128-key block; Sq > Sk and Sq < Sk), GQA 1, 2 and 4,
+both layouts, three interleavings each, bit-equal across them. GQA with 1 < Hkv < Hq (4 query heads on 2 kv heads:
+a kv head other than q_head / (Hq / Hkv), e.g. q_head % Hkv, changes the output) runs causal and not, and on the
+shared K/V ring. Then the FA4 specifics: the conditional rescaling (a row whose max grows past the threshold mid-row
+is rescaled by the correction warpgroup, one that grows by less is not, and both match the reference), the
+polynomial exp2 (the kernel with every column by the polynomial still matches), and rows that see no key.
 """
 import dataclasses
 
@@ -26,10 +27,11 @@ SEEDS = [(0, 4), (1, 8), (2, 16)]            # (interleaving seed, most schedule
 CASES = [
     ("bf16", 64, False, 130, 300, 1, 1, "bshd", 1),     # 3 key blocks: the 2-stage K/V rings wrap; ragged last
     ("bf16", 64, True, 300, 130, 4, 1, "bhsd", 1),      # Sq > Sk: the first 170 rows see no key; GQA 4; 2 CTAs
-    ("bf16", 128, False, 60, 129, 4, 4, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block
+    ("bf16", 128, False, 60, 129, 4, 2, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block; 4 q heads
+                                                        # on 2 kv heads (q heads 1, 2 read other keys under h % Hkv)
     ("bf16", 128, True, 200, 260, 2, 1, "bshd", 1),     # the diagonal crosses both Q tiles and all 3 blocks
     ("f16", 64, False, 257, 64, 1, 1, "bhsd", 1),       # 2 CTAs, the second with one row; one key block
-    ("f16", 64, True, 100, 350, 4, 1, "bshd", 1),       # Sq < Sk, GQA 4
+    ("f16", 64, True, 100, 350, 4, 2, "bshd", 1),       # Sq < Sk; 4 query heads on 2 kv heads (1 < Hkv < Hq)
     ("f16", 128, False, 129, 200, 1, 1, "bshd", 2),     # 2 batches
     ("f16", 128, True, 130, 130, 1, 1, "bhsd", 1),
 ]
@@ -66,7 +68,7 @@ def test_attention_matches_the_reference(case):
             np.testing.assert_array_equal(lse, first[1])
 
 
-def _growing(d, sk, jump, rng):
+def _growing(d, sk, jump, rng, elem="bf16"):
     """One head; keys of the second block score `jump` (in log2 units after the scale) above those of the first:
     the running max of every row grows by about `jump` at block 1."""
     q = np.abs(rng.standard_normal((1, 1, 100, d))) / np.sqrt(d)
@@ -74,20 +76,28 @@ def _growing(d, sk, jump, rng):
     k[:, :, 128:] += 1.0                            # block 1: s = q . k about sum(q) larger
     q *= jump / (np.log2(np.e) / np.sqrt(d)) / q.sum(axis=-1, keepdims=True)   # sum(q) * scale_log2 = jump
     v = rng.standard_normal((1, 1, sk, d))
-    return (round_to(x, "bf16") for x in (q, k, v))
+    return (round_to(x, elem) for x in (q, k, v))
 
 
-@pytest.mark.parametrize("jump, rescales", [(20.0, True), (4.0, False)], ids=["past-threshold", "within"])
-def test_conditional_rescaling(jump, rescales):
-    """FA4 rescales O only when a row's max grew past the threshold (8 in log2 units): with a jump of 20 at the
-    second key block the correction warpgroup rescales O in TMEM (its tcgen05.st show in the count), with a jump of 4
-    it does not (P then reaches 2^4, still exact after the final normalization); both match the reference."""
-    program = planned_sm100_attention("bf16", 64, False)
+# (elem, jump, rescales). The last two: a wrong rescale decision changes the judged output, not only the store count
+# (an inverted threshold test never moves the max off -inf, so P = 2^s): f16, a jump of 20 puts P of the stale max at
+# 2^20, past f16's 65504; bf16, a jump of 160 puts it past f32's range (exp2 = inf, then inf / inf)
+RESCALE_CASES = [("bf16", 20.0, True), ("bf16", 4.0, False), ("f16", 20.0, True), ("bf16", 160.0, True)]
+
+
+@pytest.mark.parametrize("elem, jump, rescales", RESCALE_CASES,
+                         ids=["past-threshold", "within", "f16-past-threshold", "bf16-far-past-threshold"])
+def test_conditional_rescaling(elem, jump, rescales):
+    """FA4 rescales O only when a row's max grew past the threshold (8 in log2 units): with a jump of 20 (or 160) at
+    the second key block the correction warpgroup rescales O in TMEM (its tcgen05.st show in the count), with a jump
+    of 4 it does not (P then reaches 2^4, still exact after the final normalization); all match the reference. With
+    the max kept where it should move, P of the second block overflows f16 at a jump of 20 and f32 at 160."""
+    program = planned_sm100_attention(elem, 64, False)
     assert program.attrs["rescale_threshold"] == 8.0
-    q, k, v = _growing(64, 200, jump, np.random.default_rng(3))
+    q, k, v = _growing(64, 200, jump, np.random.default_rng(3), elem)
     report: list = []
     out, lse = emulate_attention(q, k, v, layout="bhsd", program=program, report=report)
-    check(out, lse, q, k, v, "bf16", False, "bhsd")
+    check(out, lse, q, k, v, elem, False, "bhsd")
     # the softmax warpgroups store P: 2 Q tiles x 4 warps x (128 keys / 32 columns a load) x 2 key blocks; the
     # correction adds D / 32 per warp whose quadrant holds a rescaled row (Q tile 1 is past Sq = 100: zero scores)
     softmax_stores = 2 * 4 * 4 * 2
@@ -115,8 +125,9 @@ def test_scale_and_no_lse_pointer():
     assert verdict.ok, verdict.problem
 
 
-SHARED_KV = [("bf16", 64, True, 300, 500, 2, 1, "bshd", 1),        # 4-6 key blocks through 3 slots: K and V turn
+SHARED_KV = [("bf16", 64, True, 200, 500, 4, 2, "bshd", 1),        # 3-4 key blocks through 3 slots: K and V turn
              ("f16", 128, False, 130, 520, 1, 1, "bhsd", 1)]       # over the ring in every slot, phases wrap
+# the causal case: 4 query heads on 2 kv heads (GQA with 1 < Hkv < Hq on the shared ring)
 
 
 @pytest.mark.parametrize("case", SHARED_KV, ids=[f"{e}-d{d}-{'causal' if c else 'full'}-{sq}x{sk}"

@@ -5,7 +5,8 @@ with a share of exp2 by the FMA polynomial;
 and the direct-epilogue twin of every
 standard 128-row sm_90a GEMM (C stored from registers: `benchmarks/gemm.py --compare`), small-M tiles with
 deeper rings (the same comparison, for M <= 128), and the 2x1-cluster 128 x 256 kernels walking the tiles in bands
-(`GROUPS`: the comparison's `c2/n256/g…` columns), and the one in bands of 2 that `calibrate.py --cluster` records.
+(`GROUPS`: the comparison's `c2/n256/g…` columns), and the one in bands of 2 that `calibrate.py --cluster` records;
+and the attention kernels with score/mask modifiers that tests/gpu/test_attention_mods.py runs (mod_variants.py).
 
     warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
 """
@@ -24,7 +25,8 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    return out + q1_specs() + poly_specs()
+    from tests.gpu.mod_variants import gpu_specs       # the attention variants of tests/gpu/test_attention_mods.py
+    return out + q1_specs() + poly_specs() + gpu_specs()
 
 
 def poly_specs() -> list[AttentionSpec]:

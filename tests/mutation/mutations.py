@@ -232,6 +232,11 @@ MUTATIONS: list[Mutation] = [
              "K and V are read at the query head h instead of the kv head h / (Hq / Hkv): GQA heads read another "
              "head's keys, or none (out of bounds: zeros)",
              ATTN, "self.kv_head = b.divu(head, self.group)", "self.kv_head = head", ("attention",)),
+    Mutation("attn-kv-head-modulo",
+             "GQA's kv head is q_head % Hkv instead of q_head / (Hq / Hkv): with 1 < Hkv < Hq (4 query heads on 2 kv "
+             "heads) query heads 1 and 2 read each other's keys and values",
+             ATTN, "self.kv_head = b.divu(head, self.group)", 'self.kv_head = b.remu(head, a["Hkv"])',
+             ("attention", "fa4")),
     Mutation("attn-quad-half",
              "the row max and row sum are reduced over 2 of the 4 lanes that hold a row (shfl.bfly xor 1 only)",
              WGMMA, "while lane_xor < FRAGMENT_QUAD:", "while lane_xor < FRAGMENT_QUAD // 2:", ("attention",)),
@@ -405,6 +410,29 @@ MUTATIONS: list[Mutation] = [
              "P's chunk is stored at its S column instead of half of it (16-bit P packs two a 32-bit TMEM column): "
              "the later chunks land past P's columns, where the P V MMA does not read",
              TCGEN05, "b.const(column + chunk.first // 2)), packed)", "b.const(column + chunk.first)), packed)", ("fa4",)),
+    # ---- score and mask modifiers (warploom.score; the probe's mods family, both targets) ----
+    Mutation("mods-key-offset-dropped",
+             "a modifier's kv_idx is the thread's first key of the block, not each column's: masks and biases that "
+             "read the key position see one key per thread",
+             ATTN, '"kv_idx": b.add(first, c(offset))}', '"kv_idx": first}', ("mods",)),
+    Mutation("mods-score-unscaled",
+             "the score modifier reads q·k without the scale (FlexAttention's score is q·k scale): a softcap or bias "
+             "acts on scores sqrt(D) times too large",
+             ATTN, 'b.mulf(s, scale)}, ops)', 's}, ops)', ("mods",)),
+    Mutation("mods-log2-unit-raw",
+             "after a score modifier the softmax still multiplies by scale_log2 (the scale applied twice) instead of "
+             "log2(e)",
+             ATTN, "return self.b.constf(LOG2E) if self.mods.score is not None else self.args[\"scale_log2\"]",
+             "return self.args[\"scale_log2\"]", ("mods",)),
+    Mutation("mods-head-is-batch",
+             "the modifiers' head index reads the batch index: per-head biases (ALiBi's slopes) are head 0's for "
+             "every head",
+             ATTN, 'env = {"b": self.batch, "h": self.head,', 'env = {"b": self.batch, "h": self.batch,', ("mods",)),
+    Mutation("mods-tanh-sign-lost",
+             "the modifiers' tanh forgets the sign of its argument: tanh(-x) = tanh(x), a softcap maps every score "
+             "to a positive one",
+             "warploom/lowering/emit/score.py", "return b.select(b.cmpf(\"olt\", x, b.constf(0.0)), b.negf(r), r)",
+             "return r", ("mods",)),
     Mutation("epilogue-run-unswizzled",
              "O's staging writes skip the swizzle of their 16-byte granule while the TMA store reads the tile as "
              "128B-swizzled: rows other than every eighth come out with their granules permuted",

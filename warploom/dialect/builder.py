@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 from warploom.runtime.dtypes import canonical
+from warploom.score import NONE, ScoreMods, trace_mods
 
 from .definition import GRAPH_OPS
 from .shapes import ShapeError, TensorType, infer
@@ -99,13 +100,22 @@ class Graph:
         return self._op("matmul", (a, b), transpose_a=transpose_a, transpose_b=transpose_b)
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: float | None = None,
-                  layout: str = "bshd") -> Tensor:
+                  layout: str = "bshd", score_mod=None, mask_mod=None, scalars: dict | None = None,
+                  mods: ScoreMods | None = None) -> Tensor:
+        """softmax(score_mod(scale q kᵀ) [causal] [mask_mod]) v. score_mod(score, b, h, q_idx, kv_idx, *scalars) and
+        mask_mod(b, h, q_idx, kv_idx, *scalars) are Python functions traced once (warploom.score); `scalars` names
+        their runtime scalars with an example value of each (an int: i32, a float: f32); the values themselves are
+        kernel arguments. `mods`: modifiers already traced (warploom.score.ScoreMods), instead of the functions."""
         if scale is None:
             d = q.shape[-1]
             if d is None:
                 raise ShapeError("attention: the head dim of q is dynamic, so pass scale= explicitly")
             scale = 1.0 / math.sqrt(d)
-        return self._op("attention", (q, k, v), causal=causal, scale=scale, layout=layout)
+        if mods is not None and (score_mod is not None or mask_mod is not None or scalars):
+            raise ValueError("attention: pass mods= (already traced) or score_mod=/mask_mod=/scalars=, not both")
+        if mods is None:
+            mods = trace_mods(score_mod, mask_mod, scalars)[0] if (score_mod or mask_mod or scalars) else NONE
+        return self._op("attention", (q, k, v), causal=causal, scale=scale, layout=layout, **mods.attrs())
 
     def add(self, a, b): return self._op("add", (a, b))
     def mul(self, a, b): return self._op("mul", (a, b))

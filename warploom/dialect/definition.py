@@ -40,13 +40,19 @@ class OpDef:
     summary: str = ""
     results: int = 1               # 0 or 1 tensor result; -1: one, then any number more (a kernel's further outputs, of one type)
     region: bool = False           # one region, ended by `gpu.yield` (IRDL ops cannot be terminators)
+    # attributes that may be absent (IRDL has none: these are not declared to it, which allows extra attributes);
+    # name -> kind, emitted when given
+    optional: dict[str, str] = field(default_factory=dict)
 
 
 GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("matmul", ("lhs", "rhs"), {"transpose_a": "bool", "transpose_b": "bool"},
           "lhs @ rhs over the last two axes (optional transposes), identical leading batch dims"),
     OpDef("attention", ("q", "k", "v"), {"causal": "bool", "scale": "float", "layout": "str"},
-          "softmax(scale * q k^T [causal]) v; layout bhsd or bshd; GQA when q has more heads than k/v"),
+          "softmax(score_mod(scale * q k^T) [causal] [mask_mod]) v; layout bhsd or bshd; GQA when q has more heads "
+          "than k/v; the modifiers (warploom.score: the canonical text of each, and the runtime scalars they read) "
+          "only when given",
+          optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str"}),
     OpDef("add", ("lhs", "rhs"), {}, "elementwise sum"),
     OpDef("mul", ("lhs", "rhs"), {}, "elementwise product"),
     OpDef("max", ("lhs", "rhs"), {}, "elementwise maximum"),

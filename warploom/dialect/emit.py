@@ -31,6 +31,8 @@ def emit_graph(graph) -> ir.Module:
                     continue
                 opdef = GRAPH_OPS[node.op]
                 attrs = {name: make_attr(kind, node.attrs[name]) for name, kind in opdef.attrs.items()}
+                attrs.update({name: make_attr(kind, node.attrs[name]) for name, kind in opdef.optional.items()
+                              if node.attrs.get(name) is not None})
                 with ir.Location.file(node.where[0], node.where[1], 1):
                     op = ir.Operation.create(f"wl.{node.op}", results=[mlir_tensor_type(node.type)],
                                              operands=[values[i] for i in node.operands], attributes=attrs)

@@ -18,6 +18,8 @@ from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers
 from warploom.runtime import rules
 from warploom.runtime.deal import causal_table
 from warploom.targets import get as get_target
+from warploom.score import ScoreMods
+from warploom.score.expr import param_name
 
 from .errors import OutOfBoundsError
 from .launch import EmulatedKernel, emulate_launch
@@ -143,7 +145,7 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
                       layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
                       delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
                       sms: int = 3, tile_order: int | None = None, order: str = "random",
-                      cta_order: str = "forward", fixup: dict | None = None):
+                      cta_order: str = "forward", fixup: dict | None = None, scalars: dict | None = None):
     """(out, lse) of softmax(q k^T * scale [+ bottom-right causal mask]) v by the emulated sm_90a attention kernel.
 
     q [B, Sq, Hq, D], k and v [B, Sk, Hkv, D] ("bshd"), or [B, H, S, D] ("bhsd"); cast to `elem` (default: the
@@ -158,7 +160,8 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     runtime.deal.causal_table's, or with `tile_order` the snake deal of that order); order: the
     warp interleaving (emulate_launch's). A stream-K kernel (schedule "streamk") runs its CTAs in `cta_order` (as
     emulate_gemm's: which piece of a split tile finishes last) with a NaN-filled workspace and zeroed counters, or
-    `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise)."""
+    `fixup`'s; the counters must be zero again afterwards (OutOfBoundsError otherwise). scalars: the values of the
+    runtime scalars the program's score/mask modifiers read (warploom.score), by name."""
     if layout not in LAYOUTS:
         raise ValueError(f"layout {layout!r}: one of {LAYOUTS}")
     if elem is None:
@@ -185,6 +188,13 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": to_bhsd(out), "lse": lse,
             "scale_log2": np.float32(scale * np.log2(np.e))}
     sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
+    mods = ScoreMods.from_attrs(program.attrs)
+    missing = sorted(n for n, _ in mods.scalars if n not in (scalars or {}))
+    if missing:
+        raise ValueError(f"emulate_attention: the program's modifiers read the runtime scalars {missing}: pass "
+                         "scalars={name: value}")
+    for name, type_ in mods.scalars:
+        args[param_name(name)] = (np.float32 if type_ == "f32" else np.int32)(scalars[name])
     schedule = program.attrs.get("schedule")
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]

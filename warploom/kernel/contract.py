@@ -5,7 +5,7 @@ read: the parameters of each kernel family (names, kinds, launch order), the ten
 defaults (stages, block sizes, Q stages, the exp2 polynomial's share, the FA4 constants), the kernel names (the PTX
 entry points) and the kernel specs (`GemmSpec`, `AttentionSpec`: a kernel's identity, plain data).
 
-Imports only targets and runtime.artifact (no MLIR): an offline machine reads it to launch cached kernels.
+Imports only targets, runtime.artifact and score (no MLIR): an offline machine reads it to launch cached kernels.
 Which kernels are standard, the measured heuristics that pick one and the cache index live in warploom/kernels.py,
 which nothing in the compiler core imports.
 """
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from warploom import targets
 from warploom.runtime.artifact import KernelArtifact, TensorMapSpec
+from warploom.score import NONE as NO_MODS
+from warploom.score import ScoreMods
 
 # ---- GEMM ---------------------------------------------------------------------------------
 # the GEMM tile and ring when none is asked for (wl-tile, wl-pipeline and GemmSpec all default to these)
@@ -146,12 +148,15 @@ ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of e
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
 
-def attention_params(schedule: str, causal: bool) -> tuple[tuple[str, str], ...]:
-    """An attention kernel's parameters (name, kind) in launch order, by schedule: the runtime contract."""
+def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS) -> tuple[tuple[str, str], ...]:
+    """An attention kernel's parameters (name, kind) in launch order, by schedule: the runtime contract; the runtime
+    scalars of its score/mask modifiers last (`mod_<name>`, f32 or i32, sorted by name)."""
     if schedule == "persistent" and causal:
-        return ATTENTION_CAUSAL_PERSISTENT_PARAMS
-    return {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(schedule,
-                                                                                                ATTENTION_PARAMS)
+        base = ATTENTION_CAUSAL_PERSISTENT_PARAMS
+    else:
+        base = {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(schedule,
+                                                                                                    ATTENTION_PARAMS)
+    return base + mods.params()
 
 
 # keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,
@@ -261,6 +266,12 @@ def default_attention_stages(shared_kv: bool = False) -> int:
     return FA4_SHARED_KV_SLOTS if shared_kv else ATTENTION_STAGES
 
 
+def mods_suffix(mods: ScoreMods) -> str:
+    """_m{8 hex digits of the modifiers' canonical text} for an attention kernel with score/mask modifiers (the
+    traced graph is the kernel's identity: another scalar value or size runs the same kernel), else ''."""
+    return f"_m{mods.key}" if mods else ""
+
+
 def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
                     shared_kv: bool = False, rescale_threshold: float = FA4_RESCALE_THRESHOLD,
                     exp2_poly: float = FA4_EXP2_POLY) -> str:
@@ -298,6 +309,8 @@ class AttentionSpec:
     #                                 one (wl-pipeline{q-stages=2}). None: default_attention_q_stages
     exp2_poly: float | None = None  # the softmax's share of exp2 by the FMA polynomial (wl-tile{exp2-poly}), a multiple
     #                                 of 1/8; None: default_attention_exp2_poly
+    mods: ScoreMods = NO_MODS       # score and mask modifiers (warploom.score): compiled in as expressions, their
+    #                                 scalars runtime arguments
 
     def __post_init__(self):
         fa4 = targets.get(self.target).accumulator == "tmem"
@@ -336,19 +349,26 @@ class AttentionSpec:
         if check_exp2_poly(self.exp2_poly):
             raise ValueError(f"AttentionSpec: exp2_poly = {self.exp2_poly!r}: {check_exp2_poly(self.exp2_poly)}")
         object.__setattr__(self, "exp2_poly", float(self.exp2_poly))
+        if not isinstance(self.mods, ScoreMods):
+            raise ValueError(f"AttentionSpec: mods = {self.mods!r}: a warploom.score.ScoreMods")
+        if self.mods and self.schedule == "streamk":
+            raise ValueError("AttentionSpec: score/mask modifiers with schedule = 'streamk': the stream-K walk is "
+                             "built for the plain attention; take 'persistent' or 'grid'")
 
     @property
     def kernel_name(self) -> str:
         if targets.get(self.target).accumulator == "tmem":
-            return fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
+            name = fa4_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
                                    self.shared_kv, exp2_poly=self.exp2_poly)
-        return attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages, self.causal,
-                                     self.overlap, self.schedule, self.q_stages, self.exp2_poly)
+        else:
+            name = attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages,
+                                         self.causal, self.overlap, self.schedule, self.q_stages, self.exp2_poly)
+        return name + mods_suffix(self.mods)
 
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """The kernel's parameters (name, kind) in launch order: the runtime contract."""
-        return attention_params(self.schedule, self.causal)
+        return attention_params(self.schedule, self.causal, self.mods)
 
     @property
     def lookup_id(self) -> str:
@@ -361,7 +381,8 @@ class AttentionSpec:
                 f"{'persistent (a CTA per SM), ' if self.schedule == 'persistent' else ''}"
                 f"{'stream-K (a CTA per SM; the last waves split over the key blocks), ' if self.schedule == 'streamk' else ''}"
                 f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}"
-                f"{f'{self.exp2_poly:g} of exp2 by the FMA polynomial, ' if self.exp2_poly else ''}{self.target}")
+                f"{f'{self.exp2_poly:g} of exp2 by the FMA polynomial, ' if self.exp2_poly else ''}"
+                f"{f'modifiers [{self.mods.text}], ' if self.mods else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
         """The q, k, v and out tensor maps the contract promises: dims (D, S, H, B) innermost first, box (64, rows,

@@ -41,13 +41,16 @@ from mlir.dialects import nvvm, scf
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
 from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
-                                      fa4_kernel_name)
+                                      fa4_kernel_name, mods_suffix)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
 from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
+from warploom.lowering.emit.score import LOG2E, ModOps
 from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
+from warploom.score import ModError, ScoreMods, evaluate
+from warploom.score.expr import param_name
 
 LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators (a Q tile's own may end in its index: row_max0): their value before
@@ -137,7 +140,7 @@ def kernel_name(program: Program) -> str:
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
                                  bool(program.attrs.get("causal")), overlapped(program),
                                  program.attrs.get("schedule", "grid"), q.stages if q is not None else 1,
-                                 float(program.attrs.get("exp2_poly", 0.0)))
+                                 float(program.attrs.get("exp2_poly", 0.0))) + mods_suffix(_mods(program))
 
 
 
@@ -148,7 +151,14 @@ def fa4_name(program: Program) -> str:
     a = program.attrs
     return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
                            bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
-                           float(a.get("exp2_poly", FA4_EXP2_POLY)))
+                           float(a.get("exp2_poly", FA4_EXP2_POLY))) + mods_suffix(_mods(program))
+
+
+def _mods(program: Program) -> ScoreMods:
+    try:
+        return ScoreMods.from_attrs(program.attrs)
+    except ModError as e:
+        raise ValueError(f"the attention kernel's modifiers: {e}") from None
 
 
 def flatten(values: dict, names) -> tuple[list, object]:
@@ -193,6 +203,13 @@ class AttentionLowering(KernelLowering):
         self.BM, self.BN, self.D = a["tile"]
         self.stages, self.threads, self.smem_bytes = a["stages"], p.threads, p.smem_bytes
         self.causal = bool(a.get("causal", False))
+        try:
+            self.mods = ScoreMods.from_attrs(a)          # score and mask modifiers (`_modified`), or none
+        except ModError as e:
+            self._fail(f"the attention's modifiers: {e}")
+        if self.mods and a.get("schedule") == "streamk":
+            self._fail("score/mask modifiers with schedule streamk: the stream-K walk is lowered for the plain "
+                       "attention only")
         share = a.get("exp2_poly", 0.0)
         if check_exp2_poly(share):
             self._fail(f"exp2_poly = {share}: {check_exp2_poly(share)}")
@@ -250,7 +267,7 @@ class AttentionLowering(KernelLowering):
     def _param_list(self) -> list[tuple[str, str]]:
         """The contract's parameters of the kernel's schedule (kernel.contract.attention_params), checked against the
         tensor maps the plan's copies and stores need."""
-        params = list(attention_params(self.p.attrs.get("schedule", "grid"), self.causal))
+        params = list(attention_params(self.p.attrs.get("schedule", "grid"), self.causal, self.mods))
         maps = [n for n, kind in params if kind == "tensormap"]
         if maps != list(self.tmaps):
             self._fail(f"the plan loads and stores through tensor maps {list(self.tmaps)}; the attention contract's "
@@ -645,7 +662,7 @@ class AttentionLowering(KernelLowering):
         chunks = atoms.row_chunks(self.BN, self.ROW_CHUNK)
         resident = atoms.rows_resident
         nrows = len(chunks[0].rows)
-        sl2 = self.args["scale_log2"]
+        sl2 = self._log2_unit()
 
         def scores(ch):
             return self._masked(atoms.read_rows(b, source, ch), ch, ctx, tile)
@@ -707,13 +724,49 @@ class AttentionLowering(KernelLowering):
                 out[i] = b.exp2(xs[i])
         return out
 
+    def _log2_unit(self) -> ir.Value:
+        """The factor that takes the softmax's scores to log2 units: scale_log2 for the raw q·k scores, log2(e) where a
+        score modifier has already scaled them (`_modified`)."""
+        return self.b.constf(LOG2E) if self.mods.score is not None else self.args["scale_log2"]
+
+    def _modified(self, vals: list, ch, ctx: RoleState, tile: int) -> list:
+        """A chunk's scores through the attention's modifiers (warploom.score, evaluated on IR values by the same
+        code as the reference's): with a score modifier each score is scaled (s scale, scale = scale_log2 ln 2) and
+        replaced by the modifier's value at (batch, query head, query row, key); where the mask modifier is false the
+        score is -inf. Every block pays (no block is known to be free of the mask yet)."""
+        b, c = self.b, self.b.const
+        rows, col = self._thread_rows(ctx, tile)
+        first = b.mul(self._key_block(ctx.loop), c(self.BN))          # key of the thread's first column
+        if col is not None:
+            first = b.add(first, col)
+        ops = ModOps(b)
+        env = {"b": self.batch, "h": self.head, **{n: self.args[param_name(n)] for n, _ in self.mods.scalars}}
+        score, mask = self.mods.score, self.mods.mask
+        scale = b.mulf(self.args["scale_log2"], b.constf(LN2)) if score is not None else None
+        out = list(vals)
+        for q_row, row_columns in zip(rows, ch.rows):
+            for i, offset in row_columns:
+                at = {**env, "q_idx": q_row, "kv_idx": b.add(first, c(offset))}
+                s = vals[i]
+                if score is not None:
+                    s = evaluate(score, {**at, "score": b.mulf(s, scale)}, ops)
+                    if score.type != "f32":
+                        s = ops.to_f32(s, score.type)
+                if mask is not None:
+                    s = b.select(evaluate(mask, at, ops), s, b.constf(float("-inf")))
+                out[i] = s
+        return out
+
     def _masked(self, vals: list, ch, ctx: RoleState, tile: int) -> list:
         """A chunk's scores with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA
         filled with zeros) and, when causal, keys > row + Sk - Sq (bottom-right). Only a block that may hold such a
         column pays: the block condition is uniform over the Q tile (its first row has the smallest causal limit);
-        the thread's rows and first column (`_thread_rows`) are computed inside that branch only."""
+        the thread's rows and first column (`_thread_rows`) are computed inside that branch only. The modifiers
+        (`_modified`) come first, where the kernel has them."""
         b, c = self.b, self.b.const
         a = self.args
+        if self.mods:
+            vals = self._modified(vals, ch, ctx, tile)
         kt = self._key_block(ctx.loop)
         kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
         may = b.cmp("sgt", kv_end, a["Sk"])

@@ -224,7 +224,7 @@ class RegisterAttention(AttentionLowering):
             self._fail(f"Compute normalize writes {list(op.writes)}: expected {o_name}, lse")
         if self.piece is not None:
             self.store_flag = self._streamk_merge(ctx, o_name, max_name, sum_name)
-        sl2 = self.args["scale_log2"]
+        sl2 = self._log2_unit()
         zero = b.constf(0.0)
         inv, lse = [], []
         totals = self.atoms.row_reduce(b, ctx.values[sum_name], b.addf)
@@ -255,7 +255,7 @@ class RegisterAttention(AttentionLowering):
         n_wgs = self.BM // self.mma_m
         n_vec = self.D // 8                                   # the O fragment: D / 2 f32 a thread, 4 a vector
         f32x4 = ir.VectorType.get([4], b.f32)
-        sl2 = self.args["scale_log2"]
+        sl2 = self._log2_unit()
         store = next((o for o in ctx.role.walk() if isinstance(o, Store) and o.output == "out"), None)
         nb = self.p.named_barriers.get(store.barrier) if store is not None and store.barrier else None
         if nb is None or nb.threads != threads:

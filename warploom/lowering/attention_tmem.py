@@ -279,7 +279,7 @@ class TensorMemoryAttention(AttentionLowering):
         b = self.b
         max_name, sum_name = op.reads
         (m,), (total,) = ctx.values[max_name], ctx.values[sum_name]          # the thread's one row
-        log2_norm = self.max_rule.log2_norm(b, m, total, self.args["scale_log2"])
+        log2_norm = self.max_rule.log2_norm(b, m, total, self._log2_unit())
         ctx.values[op.writes[0]] = b.mulf(log2_norm, b.constf(LN2))
 
     def _normalize(self, op: Compute, ctx: RoleState) -> None:

@@ -56,6 +56,7 @@ from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATT
                                       GEMM_BLOCK_N, check_exp2_poly, default_attention_exp2_poly)
 from warploom.kernel.contract import default_attention_block_n as default_block_n
 from warploom.runtime import rules
+from warploom.score import ModError, ScoreMods
 
 from .registry import PassError, edit_program, register
 
@@ -313,6 +314,14 @@ def check_attention(attention, head_dims: tuple[int, ...], target: str) -> tuple
     return elem, d
 
 
+def attention_mods(attention) -> dict:
+    """The wl.attention's score/mask modifiers (warploom.score), checked, as the kernel's attributes."""
+    try:
+        return ScoreMods.from_attrs(op_attrs(attention)).attrs()
+    except ModError as e:
+        raise PassError(f"wl-tile: the attention's modifiers: {e}", attention) from None
+
+
 def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
                    exp2_poly: float | None = None) -> None:
     attrs = op_attrs(attention)
@@ -342,7 +351,7 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
             # for the launch only (scale_log2 and the strides are runtime arguments): the program ignores them
             "scale": attrs["scale"], "layout": attrs["layout"],
             # the softmax's share of exp2 by the FMA polynomial: only when it has one
-            **({"exp2_poly": poly} if poly else {})},
+            **({"exp2_poly": poly} if poly else {}), **attention_mods(attention)},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -431,7 +440,7 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
             "rescale_threshold": threshold, "exp2_poly": poly, "shared_kv": shared_kv,
-            "rope_depth": rope_depth, "scale_dtype": scale_dtype},
+            "rope_depth": rope_depth, "scale_dtype": scale_dtype, **attention_mods(attention)},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)

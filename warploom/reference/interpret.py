@@ -19,15 +19,19 @@ def evaluate_op(kind: str, args: list[np.ndarray], attrs: dict, result_elem: str
     if kind == "matmul":
         return ref.matmul(*args, transpose_a=attrs["transpose_a"], transpose_b=attrs["transpose_b"])
     if kind == "attention":
-        return ref.attention(*args, causal=attrs["causal"], scale=attrs["scale"], layout=attrs["layout"])
+        from warploom.score import ScoreMods
+        return ref.attention(*args, causal=attrs["causal"], scale=attrs["scale"], layout=attrs["layout"],
+                             mods=ScoreMods.from_attrs(attrs), scalars=attrs.get("_scalars"))
     if kind == "cast":
         return ref.round_to(args[0], result_elem)
     fn = ref.OPS[RENAMED.get(kind, kind)]
     return fn(*args, **{k: v for k, v in attrs.items()})
 
 
-def evaluate(module, inputs: dict[str, np.ndarray] | list[np.ndarray], func_name: str | None = None) -> list[np.ndarray]:
-    """Run the func.func (the first, or `func_name`) on numpy inputs, by name or position."""
+def evaluate(module, inputs: dict[str, np.ndarray] | list[np.ndarray], func_name: str | None = None,
+             scalars: dict | None = None) -> list[np.ndarray]:
+    """Run the func.func (the first, or `func_name`) on numpy inputs, by name or position; `scalars`: the values of
+    the runtime scalars an attention's modifiers read, by name."""
     funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
     if func_name is not None:
         funcs = [f for f in funcs if f.attributes["sym_name"].value == func_name]
@@ -64,5 +68,8 @@ def evaluate(module, inputs: dict[str, np.ndarray] | list[np.ndarray], func_name
             raise ValueError(f"the reference interpreter cannot run {name}")
         args_ = [env[v] for v in op.operation.operands]
         result = op.operation.results[0]
-        env[result] = evaluate_op(kind, args_, op_attrs(op), tensor_type(result.type).elem)
+        attrs = op_attrs(op)
+        if kind == "attention":
+            attrs["_scalars"] = scalars
+        env[result] = evaluate_op(kind, args_, attrs, tensor_type(result.type).elem)
     raise ValueError("func.func has no return")

@@ -77,7 +77,7 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> np.nda
 
 
 def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
-              layout: str = "bhsd", return_lse: bool = False):
+              layout: str = "bhsd", return_lse: bool = False, mods=None, scalars: dict | None = None):
     """softmax(q k^T * scale [+ causal mask]) v, per batch and query head, in float64.
 
     layout "bhsd": q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv].
@@ -94,6 +94,10 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
 
     return_lse: also return the log-sum-exp of each row of scaled scores,
     [B, Hq, Sq] in either layout (natural log; -inf for a row that sees no key).
+
+    mods (warploom.score.ScoreMods): the score modifier replaces each scaled score by its value at (b, h, q_idx,
+    kv_idx) (query head h, positions from 0), the mask modifier drops the keys where it is false (as the causal
+    mask does, both apply); `scalars`: the values of the runtime scalars they read, by name.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown attention layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
@@ -115,6 +119,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     if scale is None:
         scale = 1.0 / math.sqrt(d)
     scores = (q @ _swap_last_two(k)) * scale
+    if mods:
+        scores = apply_mods(scores, mods, scalars or {})
     if causal:
         scores = causal_mask(scores)
     out = softmax(scores, axis=-1) @ v
@@ -123,6 +129,27 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     if not return_lse:
         return out
     return out, logsumexp(scores, axis=-1)
+
+
+def apply_mods(scores: np.ndarray, mods, scalars: dict) -> np.ndarray:
+    """[B, H, Sq, Sk] scaled scores with a score modifier and a mask modifier (warploom.score.ScoreMods) applied:
+    each evaluated in float64 over the index grids; a dropped key's score is -inf."""
+    from warploom.score import evaluate
+    from warploom.score.expr import NumpyOps
+    missing = sorted(name for name, _ in mods.scalars if name not in scalars)
+    if missing:
+        raise ValueError(f"attention: the modifiers read the runtime scalars {missing}: pass scalars={{name: value}}")
+    b_, h_, sq, sk = scores.shape
+    env = {"b": np.arange(b_).reshape(-1, 1, 1, 1), "h": np.arange(h_).reshape(1, -1, 1, 1),
+           "q_idx": np.arange(sq).reshape(1, 1, -1, 1), "kv_idx": np.arange(sk).reshape(1, 1, 1, -1),
+           **{name: scalars[name] for name, _ in mods.scalars}}
+    if mods.score is not None:
+        scores = np.broadcast_to(evaluate(mods.score, {**env, "score": scores}, NumpyOps), scores.shape)
+        scores = np.asarray(scores, dtype=np.float64)
+    if mods.mask is not None:
+        keep = np.broadcast_to(evaluate(mods.mask, env, NumpyOps), scores.shape)
+        scores = np.where(keep, scores, -np.inf)
+    return scores
 
 
 def _check_attention_shapes(qs, ks, vs, layout: str) -> None:

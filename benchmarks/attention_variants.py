@@ -1,0 +1,209 @@
+"""Attention variants side by side (issue 34, acceptance 2): warploom.ops.attention with score/mask modifiers beside
+torch's flex_attention (compiled, with its block mask) and, for the plain causal mask, cuDNN SDPA; one process, the
+same inputs, head dim 128, bf16, [B, H, S, D] with 16 heads and 16k tokens a batch, S = 4096 and 16384.
+
+    python3 benchmarks/attention_variants.py --build --cache .wlcache          # CPU host: the kernels into the cache
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 benchmarks/attention_variants.py --out DIR
+
+warploom's modifiers are the Python functions of tests/gpu/mod_variants.py (the same kernel for every scalar value);
+flex's are the same functions written with torch (its block mask built once per shape, outside the timing, and its
+build time recorded). warploom has no block sparsity yet: a window or prefix mask is applied on every key block, so
+those variants cost what the dense (causal) kernel costs. Every output is checked against flex's before timing.
+Writes attention-variants-TAG-DATE.json and .png (time per call, ratio flex / warploom, > 1: warploom faster).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+from attention import time_cuda  # noqa: E402
+from common import commit  # noqa: E402
+
+D, HEADS, TOKENS, SEQLENS = 128, 16, 16384, (4096, 16384)
+WINDOW = 1024
+WARMUP, ITERS = 5, 20          # calls before timing; timed calls (the median is kept)
+
+# variant -> (mod_variants' name, warploom scalars, causal)
+VARIANTS = {
+    "causal": (None, {}, True),
+    "softcap30-causal": ("softcap30-causal", {"cap": 30.0}, True),
+    "alibi-causal": ("alibi-causal", {"heads": HEADS}, True),
+    "window1k-causal": ("window1024-causal", {"size": WINDOW}, True),
+    "prefix-lm": ("prefix-lm", None, False),       # prefix: S / 4
+}
+
+
+def warploom_mods(variant: str, s: int):
+    """(score_mod, mask_mod, scalars, causal) for ops.attention."""
+    from tests.gpu.mod_variants import VARIANTS as MODS
+    name, scalars, causal = VARIANTS[variant]
+    if name is None:
+        return None, None, None, causal
+    score_mod, mask_mod, _, _ = MODS[name]
+    return score_mod, mask_mod, (scalars if scalars is not None else {"prefix": s // 4}), causal
+
+
+def specs() -> list:
+    from dataclasses import replace
+
+    from warploom.ops_attention import pick_spec
+    from warploom.score import trace_mods
+    out = []
+    for variant in VARIANTS:
+        score_mod, mask_mod, scalars, causal = warploom_mods(variant, SEQLENS[0])
+        spec = pick_spec("bf16", D, causal, "sm_90a")
+        if score_mod or mask_mod:
+            spec = replace(spec, mods=trace_mods(score_mod, mask_mod, scalars)[0])
+        out.append(spec)
+    return out
+
+
+def flex_call(variant: str, s: int, q, k, v):
+    """(call, seconds to build the block mask) of torch's compiled flex_attention for `variant`."""
+    import torch
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    flex = _compiled(flex_attention)
+    slopes = torch.exp2(-8.0 * (torch.arange(HEADS, device="cuda") + 1) / HEADS)
+
+    def causal(b, h, q_idx, kv_idx):
+        return q_idx >= kv_idx
+
+    def window(b, h, q_idx, kv_idx):
+        return (q_idx >= kv_idx) & (q_idx - kv_idx <= WINDOW)
+
+    def prefix(b, h, q_idx, kv_idx):
+        return (kv_idx <= q_idx) | (kv_idx < s // 4)
+
+    def softcap(score, b, h, q_idx, kv_idx):
+        return 30.0 * torch.tanh(score / 30.0)
+
+    def alibi(score, b, h, q_idx, kv_idx):
+        return score - slopes[h] * (q_idx - kv_idx).abs()
+
+    mask, score_mod = {"causal": (causal, None), "softcap30-causal": (causal, softcap), "alibi-causal": (causal, alibi),
+                       "window1k-causal": (window, None), "prefix-lm": (prefix, None)}[variant]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    block_mask = create_block_mask(mask, B=None, H=None, Q_LEN=s, KV_LEN=s, device="cuda")
+    torch.cuda.synchronize()
+    built = time.perf_counter() - t0
+    return (lambda: flex(q, k, v, score_mod=score_mod, block_mask=block_mask)), built
+
+
+_COMPILED = {}
+
+
+def _compiled(fn):
+    import torch
+    if fn not in _COMPILED:
+        _COMPILED[fn] = torch.compile(fn)
+    return _COMPILED[fn]
+
+
+def run(args) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+    from warploom import ops
+    rows = []
+    for s in args.seqlens:
+        b = max(TOKENS // s, 1)
+        g = torch.Generator(device="cuda").manual_seed(s)
+        q, k, v = (torch.randn(b, HEADS, s, D, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        for variant in args.variants:
+            row = {"variant": variant, "S": s, "B": b, "H": HEADS, "D": D}
+            score_mod, mask_mod, scalars, causal = warploom_mods(variant, s)
+
+            def ours():
+                return ops.attention(q, k, v, causal=causal, layout="bhsd", score_mod=score_mod, mask_mod=mask_mod,
+                                     scalars=scalars)
+            try:
+                fcall, row["flex_block_mask_s"] = flex_call(variant, s, q, k, v)
+                ref = fcall().float()
+                err = (ours().float() - ref).abs().max().item() / ref.abs().max().item()
+                row["rel_error_vs_flex"] = err
+                if not err <= 2e-2:
+                    raise AssertionError(f"warploom differs from flex by {err:.3g} (relative)")
+                row["warploom_ms"] = time_cuda(ours, WARMUP, ITERS)
+                row["flex_ms"] = time_cuda(fcall, WARMUP, ITERS)
+                row["flex_over_warploom"] = row["flex_ms"] / row["warploom_ms"]
+                if variant == "causal":
+                    from torch.nn.attention import SDPBackend, sdpa_kernel
+                    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                        row["cudnn_ms"] = time_cuda(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                                   WARMUP, ITERS)
+                    row["cudnn_over_warploom"] = row["cudnn_ms"] / row["warploom_ms"]
+            except Exception as e:              # recorded, and the next variant runs
+                row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    dense = {r["S"]: r.get("warploom_ms") for r in rows if r["variant"] == "causal"}
+    for r in rows:
+        if r.get("warploom_ms") and dense.get(r["S"]):
+            r["over_dense_causal"] = r["warploom_ms"] / dense[r["S"]]
+    return rows
+
+
+def plot(rows: list[dict], path: str, title: str) -> None:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    labels = [f"{r['variant']}\nS={r['S']}" for r in rows if r.get("flex_over_warploom")]
+    vals = [r["flex_over_warploom"] for r in rows if r.get("flex_over_warploom")]
+    fig, ax = plt.subplots(figsize=(max(6, len(vals) * 0.9), 4))
+    ax.bar(range(len(vals)), vals)
+    ax.axhline(1.5, color="r", ls="--", label="target 1.5x")
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(range(len(vals)), labels, fontsize=7)
+    ax.set_ylabel("flex time / warploom time")
+    ax.set_title(title, fontsize=9)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=".")
+    p.add_argument("--tag", default="")
+    p.add_argument("--cache", help="the kernel cache folder (sets WARPLOOM_CACHE_DIR)")
+    p.add_argument("--build", action="store_true", help="CPU host: compile the variants' kernels into the cache")
+    p.add_argument("--seqlens", type=int, nargs="+", default=list(SEQLENS))
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    args = p.parse_args(argv)
+    if args.cache:
+        os.environ["WARPLOOM_CACHE_DIR"] = args.cache
+    if args.build:
+        from warploom.kernels import get_kernel
+        for spec in specs():
+            print(" ", get_kernel(spec).name)
+        return 0
+    import torch
+    rows = run(args)
+    date = datetime.date.today().isoformat()
+    name = f"attention-variants{'-' + args.tag if args.tag else ''}-{date}"
+    meta = {"commit": commit(), "date": date, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "D": D, "heads": HEADS, "tokens": TOKENS}
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, name + ".json"), "w") as f:
+        json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    plot(rows, os.path.join(args.out, name + ".png"), f"warploom variants vs flex_attention, {meta['gpu']}, "
+         f"{meta['commit']}")
+    ok = [r for r in rows if "error" not in r]
+    print(f"{len(ok)} of {len(rows)} rows measured; geomean flex/warploom "
+          f"{math.exp(statistics.fmean(math.log(r['flex_over_warploom']) for r in ok)) if ok else float('nan'):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

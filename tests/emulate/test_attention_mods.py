@@ -1,0 +1,116 @@
+"""Attention with score and mask modifiers (warploom.score; issue 34), emulated on both targets against the float64
+reference of the same graph (warploom.reference.ops.attention with the same ScoreMods).
+
+Each variant is traced from Python once, lowered into the shared softmax of the sm_90a (FA3-style) and sm_100a
+(FA4-style) kernels, and run with its runtime scalars as kernel arguments: softcap (tanh from ex2.approx and
+div.rn) with the causal mask, a symmetric sliding window with an ALiBi bias whose slopes come from the head index,
+and a prefix-LM mask that also leaves some rows with no key (their output exactly 0, LSE -inf). GQA with
+1 < Hkv < Hq, Sq != Sk, ragged sizes, both element types and layouts. The sm_100a kernels have never run on
+hardware here: this, ptxas and the SASS checks are how they are verified.
+"""
+import numpy as np
+import pytest
+
+from warploom.build import planned_attention_program, planned_sm100_attention
+from warploom.emulate import emulate_attention
+from warploom.emulate.judge import judge_attention
+from warploom.reference.ops import attention as reference_attention
+from warploom.reference.ops import round_to
+from warploom.score import exp2, tanh, trace_mods, where
+
+
+def softcap(score, b, h, q_idx, kv_idx, cap):
+    return cap * tanh(score / cap)
+
+
+def alibi(score, b, h, q_idx, kv_idx, heads):
+    slope = exp2(-8.0 * (h + 1) / heads)                     # ALiBi's geometric slopes, from the head index
+    return score - slope * abs(q_idx - kv_idx)
+
+
+def window(b, h, q_idx, kv_idx, size):                       # symmetric: |q - kv| <= size
+    return (q_idx - kv_idx <= size) & (kv_idx - q_idx <= size)
+
+
+def prefix_lm(b, h, q_idx, kv_idx, prefix, first_row):       # the prefix is bidirectional; rows < first_row see none
+    return ((kv_idx <= q_idx) | (kv_idx < prefix)) & (q_idx >= first_row)
+
+
+VARIANTS = {
+    "softcap": (softcap, None, {"cap": 20.0}),
+    "alibi-window": (alibi, window, {"heads": 4, "size": 50}),
+    "prefix-lm": (None, prefix_lm, {"prefix": 37, "first_row": 5}),
+}
+
+# (target, elem, D, causal, variant, B, Sq, Sk, Hq, Hkv, layout)
+CASES = [
+    ("sm_90a", "bf16", 64, True, "softcap", 1, 200, 260, 4, 2, "bshd"),
+    ("sm_90a", "f16", 128, False, "alibi-window", 2, 130, 300, 4, 2, "bhsd"),
+    ("sm_90a", "bf16", 64, False, "prefix-lm", 1, 150, 140, 2, 1, "bshd"),
+    ("sm_100a", "bf16", 64, True, "softcap", 1, 200, 260, 4, 2, "bshd"),
+    ("sm_100a", "f16", 128, False, "alibi-window", 1, 130, 300, 4, 2, "bhsd"),
+    ("sm_100a", "bf16", 64, False, "prefix-lm", 1, 150, 140, 2, 1, "bshd"),
+]
+IDS = [f"{t}-{e}-d{d}-{'causal' if c else 'full'}-{var}-{sq}x{sk}-h{hq}/{hkv}-{lay}"
+       for t, e, d, c, var, _, sq, sk, hq, hkv, lay in CASES]
+
+
+def inputs(elem, d, bsz, sq, sk, hq, hkv, layout, rng):
+    shape = (lambda s, h: (bsz, s, h, d)) if layout == "bshd" else (lambda s, h: (bsz, h, s, d))
+    # scores of a few units: softcap 20 bends them, and the mask and bias decide which keys dominate
+    return tuple(round_to(rng.standard_normal(shape(s, h)) * scale, elem)
+                 for (s, h), scale in (((sq, hq), 1.5), ((sk, hkv), 1.5), ((sk, hkv), 1.0)))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_modified_attention_matches_the_reference(case):
+    target, elem, d, causal, variant, bsz, sq, sk, hq, hkv, layout = case
+    score_mod, mask_mod, scalars = VARIANTS[variant]
+    mods, values = trace_mods(score_mod, mask_mod, scalars)
+    assert values == tuple(scalars[n] for n, _ in mods.scalars)
+    plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+    program = plan(elem, d, causal, mods=mods)
+    q, k, v = inputs(elem, d, bsz, sq, sk, hq, hkv, layout, np.random.default_rng(sq + sk))
+    out, lse = emulate_attention(q, k, v, causal=causal, layout=layout, program=program, scalars=scalars)
+    verdict = judge_attention(out, lse, q, k, v, elem, causal, layout, mods=mods, scalars=scalars)
+    assert verdict.ok, verdict.problem
+    # the modifiers changed the result: the same call without them is far off
+    plain = reference_attention(q, k, v, causal=causal, layout=layout)
+    assert np.abs(out.astype(np.float64) - plain).max() > 0.05
+    if variant == "prefix-lm":           # rows 0..4 see no key: exactly 0 and LSE -inf, never NaN
+        rows = out[:, :5] if layout == "bshd" else out[:, :, :5]
+        assert (rows == 0).all() and np.isneginf(lse[:, :, :5]).all()
+
+
+def test_another_scalar_value_runs_the_same_kernel_and_changes_the_result():
+    """The softcap value is a kernel argument: one program, two values, each matching its own reference."""
+    mods, _ = trace_mods(softcap, None, {"cap": 20.0})
+    assert trace_mods(softcap, None, {"cap": 3.0})[0] == mods
+    program = planned_attention_program("bf16", 64, False, mods=mods)
+    q, k, v = inputs("bf16", 64, 1, 70, 90, 1, 1, "bshd", np.random.default_rng(7))
+    outs = []
+    for cap in (20.0, 3.0):
+        out, lse = emulate_attention(q, k, v, layout="bshd", program=program, scalars={"cap": cap})
+        verdict = judge_attention(out, lse, q, k, v, "bf16", False, "bshd", mods=mods, scalars={"cap": cap})
+        assert verdict.ok, (cap, verdict.problem)
+        outs.append(out.astype(np.float64))
+    assert np.abs(outs[0] - outs[1]).max() > 0.01
+
+
+def test_the_emulator_refuses_a_missing_scalar():
+    mods, _ = trace_mods(None, window, {"size": 4})
+    program = planned_attention_program("bf16", 64, False, mods=mods)
+    q, k, v = inputs("bf16", 64, 1, 10, 10, 1, 1, "bshd", np.random.default_rng(1))
+    with pytest.raises(ValueError, match="size"):
+        emulate_attention(q, k, v, layout="bshd", program=program)
+
+
+def test_where_on_the_score_masks_like_a_mask_mod():
+    """A score modifier returning -inf where a condition holds drops those keys, as the same mask_mod would."""
+    def causal_by_score(score, b, h, q_idx, kv_idx):
+        return where(kv_idx <= q_idx, score, -float("inf"))
+    mods, _ = trace_mods(causal_by_score, None, {})
+    q, k, v = inputs("f16", 64, 1, 90, 90, 1, 1, "bhsd", np.random.default_rng(3))
+    out, lse = emulate_attention(q, k, v, layout="bhsd", program=planned_attention_program("f16", 64, False, mods=mods))
+    verdict = judge_attention(out, lse, q, k, v, "f16", True, "bhsd")         # the plain causal reference
+    assert verdict.ok, verdict.problem

@@ -1,0 +1,87 @@
+"""The attention variants of issue 34 that the GPU tests run (tests/gpu/test_attention_mods.py) and whose kernels
+`python3 -m tests.gpu.extra_kernels` builds into the AOT cache: each a score and/or mask modifier written with
+warploom.score's functions (which trace on the CPU host and compute eagerly on torch tensors for the reference), its
+runtime scalars, and whether the kernel is causal. No torch import here: the CPU host traces these.
+"""
+from __future__ import annotations
+
+from warploom.score import exp2, tanh, trace_mods
+
+
+def softcap(score, b, h, q_idx, kv_idx, cap):
+    return cap * tanh(score / cap)
+
+
+def alibi(score, b, h, q_idx, kv_idx, heads):
+    return score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx)
+
+
+def left_window(b, h, q_idx, kv_idx, size):             # with causal: the last `size` + 1 keys of each query
+    return q_idx - kv_idx <= size
+
+
+def symmetric_window(b, h, q_idx, kv_idx, size):
+    return (q_idx - kv_idx <= size) & (kv_idx - q_idx <= size)
+
+
+def prefix_lm(b, h, q_idx, kv_idx, prefix):              # bidirectional over the first `prefix` keys, causal after
+    return (kv_idx <= q_idx) | (kv_idx < prefix)
+
+
+def per_head(b, h, q_idx, kv_idx):                       # heads 0 and 1 see every key, the others are causal
+    return (h < 2) | (kv_idx <= q_idx)
+
+
+def empty_rows(b, h, q_idx, kv_idx, first_row):          # rows before first_row see no key: 0 out, -inf LSE
+    return q_idx >= first_row
+
+
+# name -> (score_mod, mask_mod, scalars, causal)
+VARIANTS = {
+    "softcap30-causal": (softcap, None, {"cap": 30.0}, True),
+    "softcap50-causal": (softcap, None, {"cap": 50.0}, True),
+    "window256-causal": (None, left_window, {"size": 256}, True),
+    "window1024-causal": (None, left_window, {"size": 1024}, True),
+    "window256-symmetric": (None, symmetric_window, {"size": 256}, False),
+    "alibi-causal": (alibi, None, {"heads": 8}, True),
+    "prefix-lm": (None, prefix_lm, {"prefix": 300}, False),
+    "per-head": (None, per_head, {}, False),
+    "empty-rows": (None, empty_rows, {"first_row": 40}, False),
+}
+
+
+def traced(name: str):
+    """(ScoreMods, scalars, causal) of variant `name`."""
+    score_mod, mask_mod, scalars, causal = VARIANTS[name]
+    return trace_mods(score_mod, mask_mod, scalars)[0], scalars, causal
+
+# (variant, head dim, dtype, B, Sq, Sk, Hq, Hkv, layout): tests/gpu/test_attention_mods.py's cases
+GPU_CASES = [
+    ("softcap30-causal", 128, "bf16", 2, 1000, 1000, 8, 2, "bshd"),
+    ("softcap30-causal", 64, "f16", 1, 17, 4097, 8, 8, "bhsd"),
+    ("softcap50-causal", 128, "bf16", 1, 4097, 4097, 8, 1, "bshd"),         # the softcap-30 kernel, cap 50
+    ("window256-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),
+    ("window256-causal", 256, "bf16", 1, 1000, 1000, 8, 4, "bhsd"),
+    ("window1024-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),       # the window-256 kernel, size 1024
+    ("window256-symmetric", 64, "bf16", 1, 4097, 1000, 8, 2, "bshd"),
+    ("alibi-causal", 128, "f16", 1, 1000, 1000, 8, 2, "bhsd"),
+    ("alibi-causal", 64, "bf16", 2, 1, 17, 8, 8, "bshd"),
+    ("prefix-lm", 128, "bf16", 2, 1000, 1000, 8, 2, "bshd"),
+    ("per-head", 64, "f16", 1, 1000, 4097, 8, 4, "bhsd"),
+    ("empty-rows", 128, "bf16", 1, 1000, 1000, 8, 2, "bshd"),
+    ("softcap30-causal", 64, "bf16", 1, 300, 300, 2, 2, "bshd"),           # test_another_scalar_value_compiles_nothing
+]
+
+
+def gpu_specs() -> list:
+    """The AttentionSpecs ops.attention picks for GPU_CASES on sm_90a (the standard kernel with the modifiers)."""
+    from dataclasses import replace
+
+    from warploom.ops_attention import pick_spec
+    out = []
+    for variant, d, dtype, *_ in GPU_CASES:
+        mods, _, causal = traced(variant)
+        spec = replace(pick_spec(dtype, d, causal, "sm_90a"), mods=mods)
+        if spec not in out:
+            out.append(spec)
+    return out

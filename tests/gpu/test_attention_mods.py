@@ -1,0 +1,100 @@
+"""warploom.ops.attention with score and mask modifiers (issue 34) on the GPU, against a float32 torch reference of
+the same modifiers: the variants of tests/gpu/mod_variants.py (softcap 30 and 50 with causal, sliding windows of 256
+and 1024 keys causal and symmetric, ALiBi-causal, prefix-LM, a per-head mask, rows that see no key), head dims 64,
+128 and 256, bf16 and fp16, GQA 1 < Hkv < Hq and MQA, Sq != Sk, ragged sizes (1, 17, 1000, 4097), outputs poisoned
+(NaN) before the launch.
+
+The reference calls the same Python functions eagerly on torch index grids (warploom.score's functions compute on
+torch tensors as well as trace), so it shares no code with the kernel's lowering of them. Error: max |out - ref| /
+max |ref| <= TOL; LSE absolute <= LSE_TOL, -inf exactly where a row sees no key (whose output must be exactly 0).
+
+    warploom precompile --target sm_90a --cache .wlcache && python3 -m tests.gpu.extra_kernels --cache .wlcache
+    PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 -m pytest -m gpu tests/gpu/test_attention_mods.py
+"""
+import math
+
+import pytest
+
+try:
+    import torch
+except ImportError:       # tests/gpu/conftest.py skips every test without a GPU
+    torch = None
+pytestmark = pytest.mark.gpu
+
+from tests.gpu.mod_variants import GPU_CASES, VARIANTS, traced  # noqa: E402
+from warploom import ops  # noqa: E402
+
+TOL = 2e-2
+LSE_TOL = 2e-3
+
+CASES = GPU_CASES
+
+
+def torch_dtype(name):
+    return {"bf16": torch.bfloat16, "f16": torch.float16}[name]
+
+
+def reference(q, k, v, variant, layout):
+    """(out in q's layout, lse [B, Hq, Sq]) in float32 of the variant's modifiers, evaluated eagerly."""
+    score_mod, mask_mod, scalars, causal = VARIANTS[variant]
+    to_bhsd = (lambda t: t.transpose(1, 2)) if layout == "bshd" else (lambda t: t)
+    q, k, v = (to_bhsd(t).float() for t in (q, k, v))
+    b, hq, sq, d = q.shape
+    hkv, sk = k.shape[1], k.shape[2]
+    k, v = (t.repeat_interleave(hq // hkv, dim=1) for t in (k, v))
+    s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+    dev = q.device
+    bi, hi = torch.arange(b, device=dev).view(-1, 1, 1, 1), torch.arange(hq, device=dev).view(1, -1, 1, 1)
+    qi, ki = torch.arange(sq, device=dev).view(1, 1, -1, 1), torch.arange(sk, device=dev).view(1, 1, 1, -1)
+    if score_mod is not None:
+        s = score_mod(s, bi, hi, qi, ki, **scalars).expand(s.shape).float()
+    keep = torch.ones_like(s, dtype=torch.bool)
+    if mask_mod is not None:
+        keep = keep & mask_mod(bi, hi, qi, ki, **scalars)
+    if causal:
+        keep = keep & (ki <= qi + sk - sq)
+    s = s.masked_fill(~keep, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse.unsqueeze(-1)).nan_to_num(0.0)          # rows with no key: 0
+    out = torch.matmul(p, v)
+    return (out.transpose(1, 2) if layout == "bshd" else out), lse
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-d{c[1]}-{c[2]}-b{c[3]}-{c[4]}x{c[5]}-h{c[6]}/{c[7]}-{c[8]}"
+                                             for c in CASES])
+def test_modified_attention_matches_float32_reference(case):
+    variant, d, dtype, b, sq, sk, hq, hkv, layout = case
+    score_mod, mask_mod, scalars, causal = VARIANTS[variant]
+    g = torch.Generator(device="cuda").manual_seed(sq * 7 + sk)
+    shape = (lambda s, h: (b, s, h, d)) if layout == "bshd" else (lambda s, h: (b, h, s, d))
+    # scores of tens of units: softcap 30 bends them, the windows and biases decide which keys dominate
+    q, k, v = (torch.randn(shape(s, h), generator=g, device="cuda", dtype=torch.float32).mul(m).to(torch_dtype(dtype))
+               for (s, h), m in (((sq, hq), 2.5), ((sk, hkv), 2.5), ((sk, hkv), 1.0)))
+    out = torch.full(shape(sq, hq), float("nan"), device="cuda", dtype=torch_dtype(dtype))
+    got, lse = ops.attention(q, k, v, causal=causal, layout=layout, out=out, return_lse=True,
+                             score_mod=score_mod, mask_mod=mask_mod, scalars=scalars)
+    torch.cuda.synchronize()
+    ref, ref_lse = reference(q, k, v, variant, layout)
+    assert got is out and not torch.isnan(out).any()
+    err = (out.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-6)
+    assert err <= TOL, f"relative error {err:.3g} > {TOL}"
+    blind = torch.isneginf(ref_lse)
+    assert torch.equal(torch.isneginf(lse), blind)
+    rows = out.transpose(1, 2) if layout == "bshd" else out
+    assert (rows[blind] == 0).all()
+    if (~blind).any():
+        lerr = (lse[~blind] - ref_lse[~blind]).abs().max().item()
+        assert lerr <= LSE_TOL, f"LSE error {lerr:.3g} > {LSE_TOL}"
+
+
+def test_another_scalar_value_compiles_nothing():
+    """softcap 30 and 50 (and windows 256 and 1024) run one kernel each: the traced graph is the kernel's identity."""
+    assert traced("softcap30-causal")[0] == traced("softcap50-causal")[0]
+    assert traced("window256-causal")[0] == traced("window1024-causal")[0]
+    from warploom import kernels
+    q, k, v = (torch.randn(1, 300, 2, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    score_mod, _, _, causal = VARIANTS["softcap30-causal"]
+    a = ops.attention(q, k, v, causal=causal, score_mod=score_mod, scalars={"cap": 30.0})
+    before = len(kernels._memo)
+    c = ops.attention(q, k, v, causal=causal, score_mod=score_mod, scalars={"cap": 5.0})
+    assert len(kernels._memo) == before and not torch.equal(a, c)
