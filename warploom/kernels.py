@@ -41,7 +41,8 @@ from warploom.tuning import (CLUSTER_GROUP_M, CLUSTER_KERNELS, STREAMK_KERNELS, 
 PACKAGE = Path(__file__).parent
 # what a compiled kernel depends on (the contract is kernel/contract.py; this module's sets and heuristics choose
 # kernels but build none)
-COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowering", "runtime/rules.py", "build.py")
+COMPILER_SOURCES = ("dialect", "kernel", "layout", "targets", "passes", "lowering", "score", "runtime/rules.py",
+                    "build.py")   # score: the modifiers' expressions, which the lowering evaluates into the kernel
 
 
 # The GEMM kernels `warploom precompile` builds: what warploom.ops.matmul may pick.
