@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver
 
-from warploom import ops, ops_attention as oa
+from warploom import ops_attention as oa
 from warploom.build import compile_attention, planned_attention_program
 from warploom.emulate.judge import judge_attention
 from warploom.emulate.front import attention_kernel

@@ -6,7 +6,6 @@ this way, even on a whole tile with no fix-up (logs/run24-debug_streamk.log).
 
 (default 64x64x8 128x128x6; the kernels must be in the cache)"""
 import sys
-import numpy as np
 import torch
 sys.path.insert(0, __file__.rsplit("/tests/", 1)[0])
 from warploom.kernels import GemmSpec, get_kernel

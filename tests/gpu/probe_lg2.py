@@ -4,7 +4,7 @@
 
 Run 2026-12-06 on an H100: RZ is exact for e >= 0 and misses for e < 0 (benchmarks/NOTES.md, "The tensor core's
 and MUFU's arithmetic"); the emulator does not model lg2.approx bit for bit yet."""
-import json, os, time
+import json, os
 import numpy as np
 import torch
 import triton

@@ -16,7 +16,7 @@ from warploom import kernels, ops, ops_attention as oa
 from warploom.kernels import (ATTENTION_PARAMS, CLUSTER_KERNELS, STANDARD_ATTENTION_KERNELS, STANDARD_KERNELS, STREAMK_KERNELS,
                               SWAP_KERNELS,
                               AttentionSpec, GemmSpec, check_attention_artifact, precompile_set)
-from warploom.runtime import host, rules
+from warploom.runtime import host
 from warploom.runtime.artifact import KernelArtifact, ParamSpec, TensorMapSpec
 from warploom.runtime.cache import KernelCache, MissingKernelError
 from warploom.runtime.launch import pack_params
