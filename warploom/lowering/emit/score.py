@@ -3,10 +3,10 @@
     value = warploom.score.evaluate(mods.score, env, ModOps(b))     # env: the score, indices and scalars as IR values
 
 f32 arithmetic is arith's (add, sub, mul, div.rn, min/max with NaN propagating as torch's), i32 is arith's signed
-integer ops, booleans are i1. The f32 functions use only instructions the emulator computes bit for bit as the GPU
-does: exp2 is ex2.approx.ftz (MUFU.EX2), log2 lg2.approx (MUFU.LG2), exp and log through them with log2(e) and
-ln 2, and tanh(x) = sign(x) (1 - t) / (1 + t) with t = 2^(-2 |x| log2(e)) (t underflows to 0 for |x| > 44, where
-tanh is 1 in f32).
+integer ops, booleans are i1. The f32 functions: exp2 is ex2.approx.ftz (MUFU.EX2), log2 lg2.approx (MUFU.LG2), exp
+and log through them with log2(e) and ln 2, and tanh(x) = sign(x) (1 - t) / (1 + t) with t = 2^(-2 |x| log2(e))
+(t underflows to 0 for |x| > 44, where tanh is 1 in f32). The emulator computes ex2.approx and div.rn bit for bit
+as the GPU does; lg2.approx only for arguments >= 1 (warploom/emulate/mufu.py).
 """
 from __future__ import annotations
 
