@@ -44,11 +44,11 @@ VARIANTS = {
 
 # (target, elem, D, causal, variant, B, Sq, Sk, Hq, Hkv, layout)
 CASES = [
-    ("sm_90a", "bf16", 64, True, "softcap", 1, 200, 260, 4, 2, "bshd"),
-    ("sm_90a", "f16", 128, False, "alibi-window", 2, 130, 300, 4, 2, "bhsd"),
+    ("sm_90a", "bf16", 64, True, "softcap", 1, 130, 200, 4, 2, "bshd"),
+    ("sm_90a", "f16", 128, False, "alibi-window", 1, 100, 200, 4, 2, "bhsd"),
     ("sm_90a", "bf16", 64, False, "prefix-lm", 1, 150, 140, 2, 1, "bshd"),
-    ("sm_100a", "bf16", 64, True, "softcap", 1, 200, 260, 4, 2, "bshd"),
-    ("sm_100a", "f16", 128, False, "alibi-window", 1, 130, 300, 4, 2, "bhsd"),
+    ("sm_100a", "bf16", 64, True, "softcap", 1, 130, 200, 4, 2, "bshd"),
+    ("sm_100a", "f16", 128, False, "alibi-window", 1, 100, 200, 4, 2, "bhsd"),
     ("sm_100a", "bf16", 64, False, "prefix-lm", 1, 150, 140, 2, 1, "bshd"),
 ]
 IDS = [f"{t}-{e}-d{d}-{'causal' if c else 'full'}-{var}-{sq}x{sk}-h{hq}/{hkv}-{lay}"
