@@ -114,3 +114,31 @@ def test_where_on_the_score_masks_like_a_mask_mod():
     out, lse = emulate_attention(q, k, v, layout="bhsd", program=planned_attention_program("f16", 64, False, mods=mods))
     verdict = judge_attention(out, lse, q, k, v, "f16", True, "bhsd")         # the plain causal reference
     assert verdict.ok, verdict.problem
+
+
+def left_window(b, h, q_idx, kv_idx, size):
+    return q_idx - kv_idx <= size
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_a_window_walks_only_the_blocks_it_keeps(target):
+    """Block sparsity: with a causal left window of 100 keys over 640 rows and keys (tiles of 128 keys), each query
+    tile loads only the key blocks holding a key some row of it keeps, counted here from the mask at every
+    (row, key): the emulator's TMA load count is Q's boxes per tile plus K and V per walked block (the plain causal
+    kernel walks 15 blocks, the window 9 on the 128-row tiles, 7 on the FA4 kernel's 256-row ones)."""
+    values = {"size": 100}
+    mods, _ = trace_mods(None, left_window, values)
+    plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+    program = plan("bf16", 64, True, mods=mods)
+    bm = program.attrs["tile"][0]
+    q, k, v = inputs("bf16", 64, 1, 640, 640, 1, 1, "bshd", np.random.default_rng(5))
+    report = []
+    out, lse = emulate_attention(q, k, v, causal=True, layout="bshd", program=program, scalars=values, report=report)
+    verdict = judge_attention(out, lse, q, k, v, "bf16", True, "bshd", mods=mods, scalars=values)
+    assert verdict.ok, verdict.problem
+    rows, keys = np.meshgrid(np.arange(640), np.arange(640), indexing="ij")
+    kept = (keys <= rows) & (rows - keys <= 100)
+    walked = sum(kept[i:i + bm, j:j + 128].any() for i in range(0, 640, bm) for j in range(0, 640, 128))
+    assert walked == {128: 9, 256: 7}[bm]
+    tiles = -(-640 // bm)
+    assert report[0].stats["tma_loads"] == tiles * (bm // 128) + 2 * walked, report[0]

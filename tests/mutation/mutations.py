@@ -414,11 +414,11 @@ MUTATIONS: list[Mutation] = [
     Mutation("mods-key-offset-dropped",
              "a modifier's kv_idx is the thread's first key of the block, not each column's: masks and biases that "
              "read the key position see one key per thread",
-             ATTN, '"kv_idx": b.add(first, c(offset))}', '"kv_idx": first}', ("mods",)),
+             ATTN, '"kv_idx": b.add(first, c(offset)), "score"', '"kv_idx": first, "score"', ("mods",)),
     Mutation("mods-score-unscaled",
              "the score modifier reads q·k without the scale (FlexAttention's score is q·k scale): a softcap or bias "
              "acts on scores sqrt(D) times too large",
-             ATTN, 'b.mulf(s, scale)}, ops)', 's}, ops)', ("mods",)),
+             ATTN, '"score": b.mulf(vals[i], scale)}', '"score": vals[i]}', ("mods",)),
     Mutation("mods-log2-unit-raw",
              "after a score modifier the softmax still multiplies by scale_log2 (the scale applied twice) instead of "
              "log2(e)",
@@ -427,7 +427,31 @@ MUTATIONS: list[Mutation] = [
     Mutation("mods-head-is-batch",
              "the modifiers' head index reads the batch index: per-head biases (ALiBi's slopes) are head 0's for "
              "every head",
-             ATTN, 'env = {"b": self.batch, "h": self.head,', 'env = {"b": self.batch, "h": self.batch,', ("mods",)),
+             ATTN, 'return {"b": self.batch, "h": self.head,', 'return {"b": self.batch, "h": self.batch,', ("mods",)),
+    Mutation("mask-key-offset-dropped",
+             "the mask modifier's kv_idx is the thread's first key of the block, not each column's: a prefix or window "
+             "boundary inside a block keeps or drops whole runs of keys",
+             ATTN, '"kv_idx": b.add(first, c(offset))},', '"kv_idx": first},', ("mods",)),
+    # ---- block sparsity (the key range a mask modifier keeps; warploom.score.bounds) ----
+    Mutation("sparse-range-last-block-dropped",
+             "the tile's key range stops one block short of its last non-empty block: the keys a mask keeps there "
+             "are never loaded",
+             ATTN, "b.select(some, b.add(b.sub(last, first), c(1)), c(0))", "b.select(some, b.sub(last, first), c(0))",
+             ("mods",)),
+    Mutation("sparse-lower-end-by-must",
+             "the lower end of the key range moves right past every half that is not full (must) instead of every "
+             "half that may keep nothing: partial blocks at the start of the range are skipped",
+             ATTN, "may = self._block_class(lo, b.sub(mid, c(1)))[0]", "may = self._block_class(lo, b.sub(mid, c(1)))[1]",
+             ("mods",)),
+    Mutation("sparse-partial-block-unmasked",
+             "a block that may keep a key is taken as full: the mask modifier is skipped on partial blocks",
+             ATTN, "may = b.or_(may, b.xor(self._block_class(kt, kt)[1], self._true()))",
+             "may = b.or_(may, b.xor(self._block_class(kt, kt)[0], self._true()))", ("mods",)),
+    Mutation("bounds-compare-ends-swapped",
+             "the bounds of x <= y over a box compare x's upper end with y's lower for may (and the other two for "
+             "must) instead of the reverse: a block whose smallest key is past some row's limit is called empty",
+             "warploom/score/bounds.py", 'return o.compare(op, x0, y1, "i32"), o.compare(op, x1, y0, "i32")',
+             'return o.compare(op, x1, y0, "i32"), o.compare(op, x0, y1, "i32")', ("mods",)),
     Mutation("mods-tanh-sign-lost",
              "the modifiers' tanh forgets the sign of its argument: tanh(-x) = tanh(x), a softcap maps every score "
              "to a positive one",

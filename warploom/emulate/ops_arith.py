@@ -163,6 +163,20 @@ def _cast_int(name, src, dst):
 handles("arith.trunci", "arith.index_cast", "arith.index_castui")(_int_unary(_cast_int))
 
 
+def _ctlz(name, src, dst):
+    """llvm.intr.ctlz / math.ctlz (PTX clz.b32, 9.7.1 "clz"): the count of leading zero bits, the width for 0 (the
+    lowering asks for is_zero_poison = false)."""
+    def f(x):
+        v = np.asarray(x, dtype=np.uint64)
+        length = sum(((v >> np.uint64(k)) != 0).astype(np.uint64) for k in range(src))   # the bit length
+        out = np.uint64(src) - length
+        return out if isinstance(x, np.ndarray) else int(out)
+    return f
+
+
+handles("math.ctlz", "llvm.intr.ctlz")(_int_unary(_ctlz))
+
+
 def _int_binary(compute):
     def handler(c, op, info):
         a, b = operand_slots(c, op)

@@ -50,6 +50,7 @@ from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 from warploom.score import ModError, ScoreMods, evaluate
+from warploom.score.bounds import classify
 from warploom.score.expr import param_name
 
 LN2 = math.log(2.0)
@@ -310,6 +311,59 @@ class AttentionLowering(KernelLowering):
         self.row0 = b.mul(m_block, b.const(self.BM))
         self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
         self.kv_head = b.divu(head, self.group)
+        self.kb0 = None                                  # the tile's first key block: 0 unless a mask narrows it
+        if self.mods.mask is not None:
+            self._key_range()
+
+    # ---- block sparsity: the key blocks a mask modifier keeps ------------------------------------------------------
+    def _block_class(self, first: ir.Value, last: ir.Value, rows: tuple | None = None) -> tuple:
+        """(may, must) of the mask modifier over key blocks first .. last (inclusive) of the tile's query rows
+        (`rows`: (first row, last row), the tile's by default), by warploom.score.bounds: may false where no key
+        of those blocks is kept for any of the rows (the blocks are empty), must true where every one is (full)."""
+        b, c = self.b, self.b.const
+        q0, q1 = rows if rows is not None else (self.row0, b.add(self.row0, c(self.BM - 1)))
+        box = {"q_idx": (q0, q1), "kv_idx": (b.mul(first, c(self.BN)), b.add(b.mul(last, c(self.BN)), c(self.BN - 1)))}
+        env = self._mod_env()
+        box.update({n: (env[n], env[n]) for n in ("b", "h")})
+        return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ModOps(b))
+
+    def _mod_env(self) -> dict:
+        """The modifiers' leaves that hold over the tile (IR values): its batch and query head, and the runtime
+        scalars (kernel parameters mod_<name>)."""
+        return {"b": self.batch, "h": self.head, **{n: self.args[param_name(n)] for n, _ in self.mods.scalars}}
+
+    def _key_range(self) -> None:
+        """Block sparsity (docs/attention-variants.md "Block sparsity"): the tile walks only key blocks lo .. hi of
+        the trip rule's 0 .. trips - 1, every block outside them empty under the mask modifier. Each end is found
+        by bisection over boxes of blocks (`_block_class`): the lower end moves right past a half only where the
+        half may keep nothing (so every block before lo is empty), the upper end left likewise; ceil(log2(trips))
+        steps each, computed by every thread of every role alike (no collective: a one-thread role runs it too),
+        so all roles agree on the tile's blocks. A tile whose blocks lo .. hi all may keep nothing walks none."""
+        b, c = self.b, self.b.const
+        n = self.trips
+        steps = b.sub(c(32), b.clz(b.maxs(b.sub(n, c(1)), c(0))))         # ceil(log2(n)); 0 for n <= 1
+        ends = []
+        for upper in (False, True):
+            with b.for_(c(0), steps, c(1), iter_args=[c(0), n], iv=b.fresh("bisect")) as loop:
+                lo, hi = loop.args                                          # the end is in lo .. hi - 1
+                mid = b.shru(b.add(lo, hi), c(1))
+                wide = b.cmp("sgt", b.sub(hi, lo), c(1))
+                if upper:                                                   # the end moves right where mid .. may keep
+                    may = self._block_class(mid, b.sub(hi, c(1)))[0]
+                    go = b.and_(wide, may)
+                    loop.yield_(b.select(go, mid, lo), b.select(b.and_(wide, b.xor(may, self._true())), mid, hi))
+                else:                                                       # left where lo .. mid - 1 may keep
+                    may = self._block_class(lo, b.sub(mid, c(1)))[0]
+                    loop.yield_(b.select(b.and_(wide, b.xor(may, self._true())), mid, lo),
+                                b.select(b.and_(wide, may), mid, hi))
+            ends.append(loop.results[0])
+        first, last = ends
+        some = b.and_(b.cmp("sle", first, last), self._block_class(first, last)[0])
+        self.kb0 = first
+        self.trips = b.select(some, b.add(b.sub(last, first), c(1)), c(0))
+
+    def _true(self) -> ir.Value:
+        return self.b.const(1, ir.IntegerType.get_signless(1))
 
     def _tile_loop(self, ops, ctx: RoleState) -> None:
         """The role's ops, once (grid schedule), once per piece of this CTA's stream-K walk (`_streamk_walk`), or
@@ -730,55 +784,55 @@ class AttentionLowering(KernelLowering):
         return self.b.constf(LOG2E) if self.mods.score is not None else self.args["scale_log2"]
 
     def _modified(self, vals: list, ch, ctx: RoleState, tile: int) -> list:
-        """A chunk's scores through the attention's modifiers (warploom.score, evaluated on IR values by the same
-        code as the reference's): with a score modifier each score is scaled (s scale, scale = scale_log2 ln 2) and
-        replaced by the modifier's value at (batch, query head, query row, key); where the mask modifier is false the
-        score is -inf. Every block pays (no block is known to be free of the mask yet)."""
+        """A chunk's scores through the attention's score modifier (warploom.score, evaluated on IR values by the same
+        code as the reference's): each score is scaled (s scale, scale = scale_log2 ln 2) and replaced by the
+        modifier's value at (batch, query head, query row, key). Every block pays."""
         b, c = self.b, self.b.const
-        rows, col = self._thread_rows(ctx, tile)
-        first = b.mul(self._key_block(ctx.loop), c(self.BN))          # key of the thread's first column
-        if col is not None:
-            first = b.add(first, col)
+        rows, first = self._thread_keys(ctx, tile)
         ops = ModOps(b)
-        env = {"b": self.batch, "h": self.head, **{n: self.args[param_name(n)] for n, _ in self.mods.scalars}}
-        score, mask = self.mods.score, self.mods.mask
-        scale = b.mulf(self.args["scale_log2"], b.constf(LN2)) if score is not None else None
+        env = self._mod_env()
+        score = self.mods.score
+        scale = b.mulf(self.args["scale_log2"], b.constf(LN2))
         out = list(vals)
         for q_row, row_columns in zip(rows, ch.rows):
             for i, offset in row_columns:
-                at = {**env, "q_idx": q_row, "kv_idx": b.add(first, c(offset))}
-                s = vals[i]
-                if score is not None:
-                    s = evaluate(score, {**at, "score": b.mulf(s, scale)}, ops)
-                    if score.type != "f32":
-                        s = ops.to_f32(s, score.type)
-                if mask is not None:
-                    s = b.select(evaluate(mask, at, ops), s, b.constf(float("-inf")))
-                out[i] = s
+                at = {**env, "q_idx": q_row, "kv_idx": b.add(first, c(offset)), "score": b.mulf(vals[i], scale)}
+                s = evaluate(score, at, ops)
+                out[i] = ops.to_f32(s, score.type) if score.type != "f32" else s
         return out
+
+    def _thread_keys(self, ctx: RoleState, tile: int, kt: ir.Value | None = None) -> tuple[list, ir.Value]:
+        """The thread's query rows (`_thread_rows`) and the key of its first column in key block `kt` (the loop's)."""
+        b = self.b
+        rows, col = self._thread_rows(ctx, tile)
+        first = b.mul(self._key_block(ctx.loop) if kt is None else kt, b.const(self.BN))
+        return rows, (first if col is None else b.add(first, col))
 
     def _masked(self, vals: list, ch, ctx: RoleState, tile: int) -> list:
         """A chunk's scores with the columns no row may see set to -inf: keys >= Sk (the ragged last block, which TMA
-        filled with zeros) and, when causal, keys > row + Sk - Sq (bottom-right). Only a block that may hold such a
-        column pays: the block condition is uniform over the Q tile (its first row has the smallest causal limit);
-        the thread's rows and first column (`_thread_rows`) are computed inside that branch only. The modifiers
-        (`_modified`) come first, where the kernel has them."""
+        filled with zeros), when causal keys > row + Sk - Sq (bottom-right), and where the mask modifier is false.
+        Only a block that may hold such a column pays: the block condition is uniform over the Q tile (its first row
+        has the smallest causal limit; the mask modifier's bounds over the tile's rows and the block's keys,
+        `_block_class`, say whether every key is kept); the thread's rows and keys are computed inside that branch
+        only. A score modifier (`_modified`) comes first, where the kernel has one."""
         b, c = self.b, self.b.const
         a = self.args
-        if self.mods:
+        if self.mods.score is not None:
             vals = self._modified(vals, ch, ctx, tile)
+        mask = self.mods.mask
         kt = self._key_block(ctx.loop)
         kv_end = b.mul(b.add(kt, c(1)), c(self.BN))
         may = b.cmp("sgt", kv_end, a["Sk"])
         shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
         if self.causal:
             may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self._tile_row0(tile), shift), c(1))))
+        if mask is not None:
+            may = b.or_(may, b.xor(self._block_class(kt, kt)[1], self._true()))
         op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
         with ir.InsertionPoint(op.then_block):
-            rows, col = self._thread_rows(ctx, tile)
-            first = b.mul(kt, c(self.BN))                                  # key of the thread's first column
-            if col is not None:
-                first = b.add(first, col)
+            rows, first = self._thread_keys(ctx, tile, kt)
+            ops = ModOps(b)
+            env = self._mod_env()
             out = list(vals)
             for row, columns in zip(rows, ch.rows):
                 limit = a["Sk"]                                            # keys < limit are seen
@@ -786,7 +840,11 @@ class AttentionLowering(KernelLowering):
                     limit = b.mins(limit, b.add(b.add(row, shift), c(1)))
                 room = b.sub(limit, first)                                 # column offsets < room are seen
                 for i, offset in columns:
-                    out[i] = b.select(b.cmp("slt", c(offset), room), vals[i], b.constf(float("-inf")))
+                    seen = b.cmp("slt", c(offset), room)
+                    if mask is not None:
+                        seen = b.and_(seen, evaluate(mask, {**env, "q_idx": row, "kv_idx": b.add(first, c(offset))},
+                                                     ops))
+                    out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
             scf.YieldOp(out)
         with ir.InsertionPoint(op.else_block):
             scf.YieldOp(vals)

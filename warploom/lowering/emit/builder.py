@@ -191,6 +191,10 @@ class Builder:
     def maxs(self, a, b):
         return self._binary(arith.MaxSIOp, a, b)
 
+    def clz(self, a):
+        """llvm.intr.ctlz (PTX clz.b32): the number of leading zero bits of `a` (its width for 0: not poison)."""
+        return llvm.CountLeadingZerosOp(a, False, loc=self.loc()).result
+
     def cmp(self, pred: str, a: ir.Value, b: ir.Value) -> ir.Value:
         """arith.cmpi with a predicate name ('eq', 'ule', 'slt', ...)."""
         return arith.CmpIOp(getattr(arith.CmpIPredicate, pred), a, b, loc=self.loc()).result
