@@ -42,5 +42,9 @@ fi
   compute-sanitizer --tool memcheck --report-api-errors no python3 tests/gpu/sanitize_attention.py causal 2>&1 | tail -n 3
   step "compute-sanitizer racecheck (causal attention)"
   compute-sanitizer --tool racecheck python3 tests/gpu/sanitize_attention.py causal 2>&1 | tail -n 3
+  step "compute-sanitizer memcheck (attention with mask modifiers: block-sparse key ranges)"
+  compute-sanitizer --tool memcheck --report-api-errors no python3 tests/gpu/sanitize_attention_mods.py 2>&1 | tail -n 6
+  step "compute-sanitizer racecheck (attention with mask modifiers)"
+  compute-sanitizer --tool racecheck python3 tests/gpu/sanitize_attention_mods.py 2>&1 | tail -n 3
   step "done"
 } 2>&1 | tee "$OUT/check.log"
