@@ -257,6 +257,10 @@ class Builder:
         sum or rescale of O can see."""
         return self.intrinsic("llvm.nvvm.ex2.approx.ftz.f", [a], self.f32)
 
+    def rcp(self, a):
+        """1/a, f32: rcp.approx.ftz.f32 (one MUFU.RCP; at most 1 ulp from 1/a; a subnormal input counts as 0)."""
+        return nvvm.RcpApproxFtzF32Op(self.f32, a, loc=self.loc()).res
+
     def log2(self, a):
         """log2(a), f32: lg2.approx.f32 (llvm.nvvm.lg2.approx.f)."""
         return self.intrinsic("llvm.nvvm.lg2.approx.f", [a], self.f32)

@@ -2,11 +2,14 @@
 
     value = warploom.score.evaluate(mods.score, env, ModOps(b))     # env: the score, indices and scalars as IR values
 
-f32 arithmetic is arith's (add, sub, mul, div.rn, min/max with NaN propagating as torch's), i32 is arith's signed
-integer ops, booleans are i1. The f32 functions: exp2 is ex2.approx.ftz (MUFU.EX2), log2 lg2.approx (MUFU.LG2), exp
-and log through them with log2(e) and ln 2, and tanh(x) = sign(x) (1 - t) / (1 + t) with t = 2^(-2 |x| log2(e))
-(t underflows to 0 for |x| > 44, where tanh is 1 in f32). The emulator computes ex2.approx and div.rn bit for bit
-as the GPU does; lg2.approx only for arguments >= 1 (warploom/emulate/mufu.py).
+f32 arithmetic is arith's (add, sub, mul, min/max with NaN propagating as torch's), and x / y is x rcp.approx(y)
+(MUFU.RCP, at most 1 ulp from 1/y, then a rounded multiply: within 2 ulp of the quotient; a divisor that is a
+scalar or a constant gets one reciprocal for all scores); i32 is arith's signed integer ops, booleans are i1. The
+f32 functions: exp2 is ex2.approx.ftz (MUFU.EX2), log2 lg2.approx (MUFU.LG2), exp and log through them with log2(e)
+and ln 2, and tanh(x) = sign(x) (1 - t) rcp(1 + t) with t = 2^(-2 |x| log2(e)) (t underflows to 0 for |x| > 44,
+where tanh is 1 in f32). The emulator computes ex2.approx bit for bit as the GPU does and lg2.approx only for
+arguments >= 1 (warploom/emulate/mufu.py); rcp.approx correctly rounded (emulate/semantics.py: within 1 ulp of the
+hardware's).
 """
 from __future__ import annotations
 
@@ -53,7 +56,10 @@ class ModOps:
         return {"add": b.add, "sub": b.sub, "mul": b.mul, "minimum": b.mins, "maximum": b.maxs}[op](x, y)
 
     def div(self, x, y):
-        return self.b.divf(x, y)
+        """x / y as x rcp.approx(y): a MUFU.RCP and a multiply instead of div.rn's subroutine (two of those per
+        score made a softcap cost five plain attentions: benchmarks/NOTES.md, run 65); a divisor that is a scalar or
+        a constant is the same value for every score, so its reciprocal is computed once (cse)."""
+        return self.b.mulf(x, self.b.rcp(y))
 
     def neg(self, x, type_: str):
         return self.b.negf(x) if type_ == "f32" else self.b.sub(self.b.const(0), x)
@@ -89,6 +95,6 @@ class ModOps:
         if op == "tanh":
             t = b.exp2(b.mulf(mathd.AbsFOp(x, loc=b.loc()).result, b.constf(-2.0 * LOG2E)))
             one = b.constf(1.0)
-            r = b.divf(b.subf(one, t), b.addf(one, t))
+            r = b.mulf(b.subf(one, t), b.rcp(b.addf(one, t)))
             return b.select(b.cmpf("olt", x, b.constf(0.0)), b.negf(r), r)
         raise ValueError(f"the lowering has no {op!r} for score modifiers")
