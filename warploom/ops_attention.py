@@ -40,7 +40,7 @@ from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATT
                                       attention_streamk_buffers, check_attention_artifact, default_attention_block_n)
 from warploom.kernels import get_kernel, streamk_attention, tall_attention
 from warploom.runtime import host, rules
-from warploom.runtime.deal import causal_deal, causal_table  # noqa: F401  (ops_attention.causal_deal: tools, tests)
+from warploom.runtime.deal import causal_deal, causal_table, mask_walked  # noqa: F401  (ops_attention.causal_deal: tools, tests)
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.launch import sm_count as _sm_count
 from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
@@ -229,17 +229,22 @@ _TABLES: dict = {}     # (device, problem sizes, tile, CTAs, order) -> DeviceBuf
 #                       a prepared launch may hold its address (a few KB each: (CTAs + tiles + 2) x 4 bytes)
 
 
-def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int) -> int:
+def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scalars: dict | None = None) -> int:
     """The device address of `causal_table` (runtime.deal) for this problem on min(sms, tiles) CTAs (as the kernel's
-    grid rule launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size."""
+    grid rule launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size (and, with a
+    mask modifier, per value of the scalars it reads: the deal balances the key blocks each tile walks,
+    runtime.deal.mask_walked)."""
     sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
              "B": problem.batch}
     ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
+    mask = spec.mods.mask
+    mask_key = (mask.text, *sorted((n, scalars[n]) for n in mask.scalars())) if mask is not None else None
     key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
-           ctas, TILE_ORDER)
+           ctas, TILE_ORDER, mask_key)
     if key not in _TABLES:
+        walked = mask_walked(spec.mods, scalars or {}, sizes, spec.block_m, spec.block_n) if TILE_ORDER is None else None
         _TABLES[key] = host.upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
-                                                problem.elem, spec.target, TILE_ORDER), problem.device)
+                                                problem.elem, spec.target, TILE_ORDER, walked), problem.device)
     return _TABLES[key].ptr
 
 
@@ -353,7 +358,8 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
             args[param_name(name)] = float(value) if type_ == "f32" else int(value)
     if spec is not None and spec.schedule == "persistent" and spec.causal:
         args["B"] = problem.batch
-        args["tiles"] = causal_tiles(problem, spec, sms)
+        named = {name: value for (name, _), value in zip(spec.mods.scalars, scalars)}
+        args["tiles"] = causal_tiles(problem, spec, sms, named)
     elif spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
         args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else 0     # tiles of one length: the L2's order

@@ -16,7 +16,7 @@ import numpy as np
 
 from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers
 from warploom.runtime import rules
-from warploom.runtime.deal import causal_table
+from warploom.runtime.deal import causal_table, mask_walked
 from warploom.targets import get as get_target
 from warploom.score import ScoreMods
 from warploom.score.expr import param_name
@@ -200,7 +200,9 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
         bm, bn, _ = program.attrs["tile"]
         if schedule == "persistent" and causal:          # the host's deal, a table (as ops.attention's)
             launched = rules.evaluate(kernel.grid[0], sizes)
-            args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order), np.int32)
+            walked = mask_walked(mods, scalars or {}, sizes, bm, bn) if tile_order is None else None
+            args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order,
+                                                    walked=walked), np.int32)
         else:
             args["tile_order"] = 0 if tile_order is None else tile_order
     if schedule == "streamk":

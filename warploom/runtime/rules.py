@@ -419,11 +419,14 @@ def snake_tile_table(sizes: dict, bm: int, bn: int, ctas: int, order: int) -> li
     return _table(per_cta)
 
 
-def causal_tile_weights(sizes: dict, bm: int, bn: int) -> list[int]:
-    """Each causal tile's cost (order 0's numbering): its key blocks plus FIXED_COST_BLOCKS, what the deal balances."""
+def causal_tile_weights(sizes: dict, bm: int, bn: int, walked: list[int] | None = None) -> list[int]:
+    """Each causal tile's cost (order 0's numbering): its key blocks plus FIXED_COST_BLOCKS, what the deal balances.
+    `walked`: the key blocks each query block m walks where a mask narrows the causal walk (block sparsity:
+    warploom.score.bounds.block_table), instead of its causal count."""
     blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn)
-    per_i = [evaluate(trip, {**sizes, "m": blocks - 1 - i}) + FIXED_COST_BLOCKS for i in range(blocks)]
+    count = (lambda m: walked[m]) if walked is not None else (lambda m: evaluate(trip, {**sizes, "m": m}))
+    per_i = [count(blocks - 1 - i) + FIXED_COST_BLOCKS for i in range(blocks)]
     return [per_i[t % blocks] for t in range(blocks * pairs)]
 
 
@@ -434,14 +437,15 @@ def deal_loads(table: list[int], weights: list[int]) -> list[int]:
 
 
 def causal_tile_table(sizes: dict, bm: int, bn: int, ctas: int, kv_bytes: int = 0, l2_bytes: int = 0,
-                      group: int | None = None) -> tuple[list[int], int]:
+                      group: int | None = None, walked: list[int] | None = None) -> tuple[list[int], int]:
     """(the table a causal persistent kernel reads, the head group it deals by) for `ctas` CTAs: of the groups of
     TILE_TABLE_GROUPS (or all pairs) whose K and V fit in TILE_TABLE_L2_SHARE of `l2_bytes` (group 1 always; every
     group when l2_bytes is 0), the smallest whose greedy deal is within TILE_TABLE_SLACK of the best; or `group`.
-    `kv_bytes`: one kv head's K and V (2 Sk D element bytes), shared by Hq / Hkv query heads of a batch."""
+    `kv_bytes`: one kv head's K and V (2 Sk D element bytes), shared by Hq / Hkv query heads of a batch; `walked`:
+    as causal_tile_weights'."""
     blocks, pairs = cdiv(sizes["Sq"], bm), sizes["Hq"] * sizes["B"]
     per_kv = sizes["Hq"] // sizes.get("Hkv", sizes["Hq"])
-    weights = causal_tile_weights(sizes, bm, bn)
+    weights = causal_tile_weights(sizes, bm, bn, walked)
     groups = [group] if group is not None else [g for g in sorted({min(g, pairs) for g in TILE_TABLE_GROUPS} | {pairs})
                                                 if g == 1 or not l2_bytes
                                                 or cdiv(g, per_kv) * kv_bytes <= TILE_TABLE_L2_SHARE * l2_bytes]
