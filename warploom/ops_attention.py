@@ -48,6 +48,8 @@ from warploom.runtime.tensors import DeviceTensor, current_stream, empty_like_fr
 from warploom.score import NONE as NO_MODS
 from warploom.score import ModError, ScoreMods, trace_mods
 from warploom.score.expr import param_name
+from warploom.runtime.cache import MissingKernelError
+from warploom.variants import variant_name
 
 LAYOUTS = ("bshd", "bhsd")
 LAYOUT_HELP = {"bshd": "[batch, seqlen, heads, head_dim] as flash_attn_func takes it",
@@ -225,6 +227,12 @@ def pick_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a",
     return AttentionSpec(elem, head_dim, causal, schedule=schedule)
 
 
+def modified_spec(elem: str, head_dim: int, causal: bool, target: str, mods: ScoreMods) -> AttentionSpec:
+    """The kernel a call with score/mask modifiers runs (and `warploom precompile --variant` builds): the standard
+    kernel of (dtype, head dim, causal) with the modifiers, whatever the sequence lengths."""
+    return replace(pick_spec(elem, head_dim, causal, target), mods=mods)
+
+
 _TABLES: dict = {}     # (device, problem sizes, tile, CTAs, order) -> DeviceBuffer of a causal deal's table; kept:
 #                       a prepared launch may hold its address (a few KB each: (CTAs + tiles + 2) x 4 bytes)
 
@@ -278,7 +286,7 @@ def plan(q: DeviceTensor, k: DeviceTensor, v: DeviceTensor, *, causal: bool = Fa
     else:                                            # planning for a GPU not at hand: its arch's largest part
         sms = targets.get(target).sm_count
     if spec is None and mods:
-        spec = replace(pick_spec(problem.elem, problem.head_dim, bool(causal), target), mods=mods)
+        spec = modified_spec(problem.elem, problem.head_dim, bool(causal), target, mods)
     elif spec is None:
         spec = pick_spec(problem.elem, problem.head_dim, bool(causal), target, seqlen_q=problem.seqlen_q,
                          seqlen_k=problem.seqlen_k, pairs=problem.heads_q * problem.batch, sms=sms)
@@ -395,8 +403,20 @@ def _tensor_map(map_spec, t: DeviceTensor, layout: str, memo: bool = True):
     return tmap if tmap is not None else _TENSOR_MAPS.keep(key, encode_tiled(map_spec, t, dims_order(layout)))
 
 
+_ORIGINS: dict = {}     # ScoreMods -> MODULE:FUNCTION[+FUNCTION] of the functions traced into it (None: not nameable)
+
+
 def _kernel(spec: AttentionSpec):
-    artifact = get_kernel(spec)
+    try:
+        artifact = get_kernel(spec)
+    except MissingKernelError as e:
+        if not spec.mods:
+            raise
+        named = _ORIGINS.get(spec.mods)
+        command = (f"{e.command} --variant {named}" if named else
+                   f"{e.command} --variant MODULE:FUNCTION (define the modifiers at a module's top level, each scalar "
+                   "parameter with a default, so the command can import them)")
+        raise MissingKernelError(e.key, e.description, command) from None
     ident = (artifact.key, artifact.name, spec)
     if ident not in _CHECKED:
         check_attention_artifact(artifact, spec)
@@ -490,6 +510,7 @@ def traced_mods(score_mod, mask_mod, scalars: dict | None) -> tuple[ScoreMods, t
         hit = (mods, tuple(n for n, _ in mods.scalars))
         if key is not None:
             _TRACES.keep(key, hit)
+        _ORIGINS[mods] = variant_name(score_mod, mask_mod)
     mods, names = hit
     for name, type_ in mods.scalars:
         value = scalars[name]

@@ -5,27 +5,9 @@ runtime scalars, and whether the kernel is causal. No torch import here: the CPU
 """
 from __future__ import annotations
 
-from warploom.score import exp2, tanh, trace_mods
-
-
-def softcap(score, b, h, q_idx, kv_idx, cap):
-    return cap * tanh(score / cap)
-
-
-def alibi(score, b, h, q_idx, kv_idx, heads):
-    return score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx)
-
-
-def left_window(b, h, q_idx, kv_idx, size):             # with causal: the last `size` + 1 keys of each query
-    return q_idx - kv_idx <= size
-
-
-def symmetric_window(b, h, q_idx, kv_idx, size):
-    return (q_idx - kv_idx <= size) & (kv_idx - q_idx <= size)
-
-
-def prefix_lm(b, h, q_idx, kv_idx, prefix):              # bidirectional over the first `prefix` keys, causal after
-    return (kv_idx <= q_idx) | (kv_idx < prefix)
+from warploom.score import trace_mods
+from warploom.variants import alibi, prefix_lm, softcap, symmetric_window
+from warploom.variants import sliding_window as left_window  # with causal: the last `size` + 1 keys of each query
 
 
 def per_head(b, h, q_idx, kv_idx):                       # heads 0 and 1 see every key, the others are causal

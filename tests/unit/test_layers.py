@@ -32,6 +32,7 @@ LAYER_OF = {
     "warploom.runtime": "base",                 # beside layout: numpy + cuda-python, no MLIR
     "warploom.reference": "base",               # the float64 semantics (numpy)...
     "warploom.score": "base",                   # attention score/mask modifiers: the expression, its tracing
+    "warploom.variants": "base",                # the standard attention variants (modifiers), --variant names
     "warploom.reference.interpret": "dialect",  # ... and their interpreter of graph-level wl IR
     "warploom.kernel.contract": "contract",     # the kernel ABI: passes, lowering, runtime's users, emulator
     "warploom.emulate": "emulate",              # runs lowered kernels: layout, targets, contract, runtime

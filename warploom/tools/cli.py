@@ -337,16 +337,30 @@ def _write(text: str | bytes, path: str | None) -> None:
     print(f"wrote {path}", file=sys.stderr)
 
 
-def precompile_specs(target: str, op: str | None = None, tuning: bool = False) -> list:
+def precompile_specs(target: str, op: str | None = None, tuning: bool = False, variants: list | None = None) -> list:
     """The kernels `warploom precompile` builds: the target's standard set (only one family with --op), plus with
-    --tuning every candidate `warploom tune` may time."""
-    from warploom.kernels import AttentionSpec, precompile_set
+    --tuning every candidate `warploom tune` may time, plus with --variant the attention kernels of each named
+    variant (warploom.variants: its modifiers traced with their parameters' defaults as the scalars' example
+    values) for both dtypes, the target's attention head dims and the variant's causal flags."""
+    from warploom.kernels import ATTENTION_HEAD_DIMS, AttentionSpec, precompile_set
     specs = precompile_set(target)
     if tuning:                          # every candidate `warploom tune` may time, once
         from warploom.tuning import all_candidates
         specs += [s for s in all_candidates(target) if s not in specs]
     if op is not None:
         specs = [s for s in specs if isinstance(s, AttentionSpec) == (op == "attention")]
+    for variant in variants or ():
+        from warploom.kernel.contract import FA4_HEAD_DIMS
+        from warploom.ops_attention import modified_spec
+        from warploom.score import trace_mods
+        mods, _ = trace_mods(variant.score_mod, variant.mask_mod, variant.scalars())
+        dims = FA4_HEAD_DIMS if targets.get(target).accumulator == "tmem" else ATTENTION_HEAD_DIMS
+        for elem in ("bf16", "f16"):
+            for d in dims:
+                for causal in variant.causal:
+                    spec = modified_spec(elem, d, causal, target, mods)
+                    if spec not in specs:
+                        specs.append(spec)
     return specs
 
 
@@ -360,7 +374,27 @@ def cmd_precompile(args) -> int:
         print("warploom precompile: --tuning builds the GEMM kernels `warploom tune` times; --op attention builds "
               "none of them: drop one of the two", file=sys.stderr)
         return 2
-    specs = precompile_specs(args.target, args.op, args.tuning)
+    variants = []
+    if args.variant and args.op == "matmul":
+        print("warploom precompile: --variant builds attention kernels; --op matmul builds none of them: drop one "
+              "of the two", file=sys.stderr)
+        return 2
+    for text in args.variant or ():
+        from warploom.score import ModError
+        from warploom.variants import resolve
+        try:
+            found = resolve(text)
+            for v in found:
+                v.scalars()
+        except (ValueError, ModError) as e:
+            print(f"warploom precompile: {e}", file=sys.stderr)
+            return 2
+        variants += found
+    try:
+        specs = precompile_specs(args.target, args.op, args.tuning, variants)
+    except ValueError as e:               # a modifier that does not trace (ModError names the operation)
+        print(f"warploom precompile: {e}", file=sys.stderr)
+        return 2
     if not specs:
         targets = sorted(set(STANDARD_KERNELS) | set(STANDARD_ATTENTION_KERNELS))
         print(f"warploom precompile: no standard kernels for {args.target!r} yet; targets: "
@@ -616,6 +650,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="also build every GEMM kernel `warploom tune` times (sm_90a), for a tuning run on a GPU")
     sp.add_argument("--op", type=op_name, choices=OPS,
                     help="build only this family's kernels (default: both, matmul and attention)")
+    sp.add_argument("--variant", action="append", metavar="standard|MODULE:FUNCTION[+FUNCTION]",
+                    help="also build the attention kernels of these score/mask modifiers (repeatable): 'standard' "
+                    "(softcap, ALiBi, sliding and symmetric windows, prefix-LM: warploom.variants) or a module's "
+                    "function(s); each scalar parameter needs a default (its example value)")
     sp.set_defaults(fn=cmd_precompile)
     sp = _subparser(sub, "tune", "on a GPU: time each tuning candidate of the given GEMM shapes beside cuBLAS "
                     "and write the fastest per shape bucket to a tuning table")

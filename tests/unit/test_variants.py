@@ -1,0 +1,68 @@
+"""warploom.variants and `warploom precompile --variant`: which kernels a variant names, the refusals, and the
+missing-kernel error that names the command building a call's modifiers (no compiling here)."""
+from __future__ import annotations
+
+import pytest
+
+from warploom.kernels import MissingKernelError
+from warploom.tools.cli import main, precompile_specs
+from warploom.variants import STANDARD, resolve, variant_name
+
+
+def window_without_default(b, h, q_idx, kv_idx, size):
+    return q_idx - kv_idx <= size
+
+
+def test_standard_variants_build_each_dtype_head_dim_and_causal_flag():
+    specs = [s for s in precompile_specs("sm_90a", "attention", False, resolve("standard")) if s.mods]
+    per_variant = {v.name: 2 * 3 * len(v.causal) for v in STANDARD}        # bf16/f16 x head dims 64, 128, 256
+    assert len(specs) == sum(per_variant.values()) == 42
+    window = [s for s in specs if s.mods.mask is not None and "size" in dict(s.mods.scalars)
+              and s.mods.mask.text.count("le") == 1]
+    assert window and all(s.causal for s in window)
+    assert {s.mods.scalars for s in specs if s.mods.score is not None} >= {(("cap", "f32"),), (("heads", "i32"),)}
+
+
+def test_a_module_function_pair_is_one_kernel_per_shape():
+    (v,) = resolve("warploom.variants:softcap+sliding_window")
+    assert v.score_mod.__name__ == "softcap" and v.mask_mod.__name__ == "sliding_window"
+    assert v.scalars() == {"cap": 30.0, "size": 1024}
+    specs = [s for s in precompile_specs("sm_100a", "attention", False, [v]) if s.mods]
+    assert len(specs) == 2 * 2 * 2 and all(s.kernel_name.startswith("wl_fa4_") for s in specs)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("nomodule_here:fn", "cannot import 'nomodule_here'"),
+    ("warploom.variants:nothere", "has no function 'nothere'"),
+    ("justaname", "use 'standard' or MODULE:FUNCTION"),
+    ("warploom.variants:softcap+alibi", "two score modifiers"),
+    ("tests.unit.test_variants:window_without_default", "parameter 'size' of window_without_default has no default"),
+])
+def test_bad_variants_are_refused_with_the_way_out(text, message, capsys):
+    assert main(["precompile", "--cache", "/tmp/wl-variant-refused", "--variant", text]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_variant_with_op_matmul_is_refused(capsys):
+    assert main(["precompile", "--cache", "/tmp/wl-variant-refused", "--op", "matmul", "--variant", "standard"]) == 2
+    assert "--variant builds attention kernels" in capsys.readouterr().err
+
+
+def test_variant_names():
+    from warploom.variants import prefix_lm, softcap
+    assert variant_name(softcap, None) == "warploom.variants:softcap"
+    assert variant_name(softcap, prefix_lm) == "warploom.variants:softcap+prefix_lm"
+    assert variant_name(lambda s, b, h, q, k: s, None) is None
+    assert variant_name(softcap, window_without_default) is None           # two modules: not one --variant
+
+
+def test_a_missing_modified_kernel_names_the_variant_command(tmp_path, monkeypatch):
+    from warploom import ops_attention
+    from warploom.variants import softcap
+    monkeypatch.setenv("WARPLOOM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPLOOM_OFFLINE", "1")
+    mods, _ = ops_attention.traced_mods(softcap, None, {"cap": 20.0})
+    spec = ops_attention.modified_spec("bf16", 128, True, "sm_90a", mods)
+    with pytest.raises(MissingKernelError) as e:
+        ops_attention._kernel(spec)
+    assert "--variant warploom.variants:softcap" in str(e.value)
