@@ -66,3 +66,23 @@ def test_a_missing_modified_kernel_names_the_variant_command(tmp_path, monkeypat
     with pytest.raises(MissingKernelError) as e:
         ops_attention._kernel(spec)
     assert "--variant warploom.variants:softcap" in str(e.value)
+
+
+def test_explain_shows_the_modifiers_and_the_block_density(capsys):
+    assert main(["explain", "--op", "attention", "--causal", "--variant", "warploom.variants:sliding_window",
+                 "--seqlen", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "modifiers: mask (le (sub q_idx kv_idx) (scalar size i32)); size:i32" in out
+    assert "scalar parameters: mod_size (i32)" in out
+    # 32 query tiles of 128 rows: tile m walks blocks max(0, m - 8) .. m (a 1024-key window is 8 blocks plus one)
+    assert "block sparsity at Sq = Sk = 4096 (size = 1024): 252 of 528 key blocks walked (47.7%)" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--op", "attention", "--seqlen", "100"], "give --variant too"),
+    (["--op", "matmul", "--variant", "warploom.variants:softcap"], "--variant applies to the attention"),
+    (["--op", "attention", "--variant", "standard"], "names 5 variants"),
+])
+def test_explain_refuses_variant_options_that_do_not_apply(argv, message, capsys):
+    assert main(["explain", *argv]) == 2
+    assert message in capsys.readouterr().err

@@ -495,9 +495,34 @@ def _attention_spec(args):
     from .options import given
     stages = _given(args.stages, FA4_SHARED_KV_SLOTS if args.shared_kv else ATTENTION_STAGES)
     block_m = args.block_m if "block_m" in given(args) else None        # None: the target's (128 rows on sm_90a)
-    return AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
+    spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
                          block_m=block_m, schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages,
                          exp2_poly=args.exp2_poly)
+    variant = _variant(args)
+    if variant is not None:
+        from dataclasses import replace
+
+        from warploom.score import trace_mods
+        spec = replace(spec, mods=trace_mods(variant.score_mod, variant.mask_mod, variant.scalars())[0])
+    return spec
+
+
+def _variant(args):
+    """The one variant `--variant` names (explain), or None; ValueError for a bad or a multiple one."""
+    text = getattr(args, "variant", None)
+    if text is None:
+        return None
+    from warploom.score import ModError
+    from warploom.variants import resolve
+    try:
+        found = resolve(text)
+        if len(found) != 1:
+            raise ValueError(f"--variant {text!r} names {len(found)} variants; explain shows one: give MODULE:FUNCTION "
+                             f"(the standard ones: {', '.join('warploom.variants:' + v.mask_mod.__name__ if v.mask_mod else 'warploom.variants:' + v.score_mod.__name__ for v in found)})")
+        found[0].scalars()
+        return found[0]
+    except ModError as e:
+        raise ValueError(str(e)) from None
 
 
 def _gemm_spec(args):
@@ -524,6 +549,10 @@ def cmd_explain(args) -> int:
         why = unwritable(args.png, "--png")
     if why is not None:
         print(f"warploom explain: {why}", file=sys.stderr)
+        return 2
+    if args.op == "attention" and args.seqlen is not None and (args.variant is None or args.seqlen < 1):
+        print(f"warploom explain: --seqlen {args.seqlen}: " + ("give a length >= 1" if args.seqlen < 1 else
+              "it shows a mask's block sparsity, so give --variant too"), file=sys.stderr)
         return 2
     if args.op == "attention":
         try:
@@ -570,7 +599,25 @@ def cmd_explain(args) -> int:
     if asm:
         print(f"ptxas: {asm['registers']} registers a thread, {asm['spill_bytes']} B spills, "
               f"{asm['stack_bytes']} B stack")
+    if args.op == "attention" and spec.mods:
+        _explain_mods(spec, _variant(args), args.seqlen)
     return 0
+
+
+def _explain_mods(spec, variant, seqlen: int | None) -> None:
+    """The kernel's score/mask modifiers (their canonical text, the kernel parameters of their scalars) and, with
+    `seqlen`, the key blocks its mask lets each tile walk (warploom.score.bounds.block_table, one batch and head)."""
+    mods = spec.mods
+    print(f"modifiers: {mods.text}")
+    print(f"scalar parameters: {', '.join(f'{n} ({t})' for n, t in mods.params()) or 'none'}")
+    if seqlen is None or mods.mask is None:
+        return
+    from warploom.score.bounds import block_table
+    values = {n: variant.scalars()[n] for n in mods.mask.scalars()}
+    t = block_table(mods.mask, values, seqlen, seqlen, spec.block_m, spec.block_n, 1, 1, spec.causal)
+    print(f"block sparsity at Sq = Sk = {seqlen} ({', '.join(f'{n} = {v}' for n, v in values.items()) or 'no scalars'}): "
+          f"{t['blocks']} of {t['dense']} key blocks walked ({t['density']:.1%}), {t['partial']} of them partial "
+          "(the mask applied); each tile finds its range itself (docs/attention-variants.md \"Block sparsity\")")
 
 
 def cmd_emulate(args) -> int:
@@ -708,6 +755,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 (default: "
                          "0.25 on sm_100a, the standard kernel's on sm_90a)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
+    sp.add_argument("--variant", metavar="MODULE:FUNCTION[+FUNCTION]",
+                    help="attention: the kernel with these score/mask modifiers (warploom.variants' standard ones, e.g. "
+                    "warploom.variants:sliding_window, or a module's); prints the modifiers and their scalar parameters")
+    sp.add_argument("--seqlen", type=int, metavar="S",
+                    help="with --variant: the key blocks its mask lets the kernel walk at Sq = Sk = S (block sparsity)")
     sp.add_argument("--shape", metavar="MxNxK", help="GEMM: explain the kernel warploom.ops.matmul picks for this "
                     "problem, and why (the tuning table or the tile model)")
     sp.set_defaults(fn=cmd_explain)
