@@ -47,7 +47,7 @@ from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_
 from warploom.runtime.tensors import DeviceTensor, current_stream, empty_like_framework
 from warploom.score import NONE as NO_MODS
 from warploom.score import ModError, ScoreMods, trace_mods
-from warploom.score.expr import param_name
+from warploom.score.expr import param_name, stride_name
 from warploom.runtime.cache import MissingKernelError
 from warploom.variants import variant_name
 
@@ -364,6 +364,10 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     if spec is not None:
         for (name, type_), value in zip(spec.mods.scalars, scalars):
             args[param_name(name)] = float(value) if type_ == "f32" else int(value)
+        for (name, _, rank), value in zip(spec.mods.tensors, scalars[len(spec.mods.scalars):]):
+            args[param_name(name)] = value.ptr                      # a Captured (check_captured)
+            for i in range(rank):
+                args[stride_name(name, i)] = int(value.strides[i])
     if spec is not None and spec.schedule == "persistent" and spec.causal:
         args["B"] = problem.batch
         named = {name: value for (name, _), value in zip(spec.mods.scalars, scalars)}
@@ -500,14 +504,15 @@ def traced_mods(score_mod, mask_mod, scalars: dict | None) -> tuple[ScoreMods, t
         return NO_MODS, ()
     scalars = dict(scalars or {})
     fkeys = (_function_key(score_mod), _function_key(mask_mod))
-    key = None if None in fkeys else fkeys + (tuple(sorted((n, type(v).__name__) for n, v in scalars.items())),)
+    key = None if None in fkeys else fkeys + (tuple(sorted((n, type(v).__name__, str(getattr(v, "dtype", "")),
+                                                              len(getattr(v, "shape", ()))) for n, v in scalars.items())),)
     hit = _TRACES.get(key) if key is not None else None
     if hit is None:
         try:
             mods, _ = trace_mods(score_mod, mask_mod, scalars)
         except ModError as e:
             raise ValueError(f"attention: {e}") from None
-        hit = (mods, tuple(n for n, _ in mods.scalars))
+        hit = (mods, tuple(n for n, _ in mods.scalars) + tuple(n for n, _, _ in mods.tensors))
         if key is not None:
             _TRACES.keep(key, hit)
         _ORIGINS[mods] = variant_name(score_mod, mask_mod)
@@ -519,13 +524,72 @@ def traced_mods(score_mod, mask_mod, scalars: dict | None) -> tuple[ScoreMods, t
     return mods, tuple(scalars[n] for n in names)
 
 
+@dataclass(frozen=True)
+class Captured:
+    """A captured tensor as the kernel takes it: its address and its strides in elements."""
+    ptr: int
+    strides: tuple
+
+
+def check_captured(mods: ScoreMods, values: tuple, problem: AttentionProblem) -> tuple:
+    """`values` with each captured tensor (after the scalars) checked and replaced by its Captured: on the problem's
+    GPU, of the traced element type and rank, fewer than 2^31 elements, and large enough for every index its loads
+    can reach (`index_overrun`). ValueError names the tensor, the dimension and the way out."""
+    if not mods.tensors:
+        return values
+    n = len(mods.scalars)
+    out = list(values[:n])
+    for (name, type_, rank), value in zip(mods.tensors, values[n:]):
+        t = _view(value, name)
+        if t.device != problem.device:
+            raise ValueError(f"attention: captured tensor {name!r} is on GPU {t.device}, q on GPU {problem.device}: "
+                             f"move it with .to(q.device)")
+        if t.dtype != type_ or t.ndim != rank:
+            raise ValueError(f"attention: captured tensor {name!r} is {t.dtype} of rank {t.ndim}; the modifiers were "
+                             f"traced with {type_} of rank {rank} (another dtype or rank is another kernel: pass one "
+                             "of those)")
+        if t.numel >= 2**31 or any(abs(st) * max(d - 1, 0) >= 2**31 for st, d in zip(t.strides, t.shape)):
+            raise ValueError(f"attention: captured tensor {name!r} spans 2^31 elements or more; the kernel indexes "
+                             "it with 32-bit offsets")
+        why = index_overrun(mods, values[:n], problem, name, t.shape)
+        if why:
+            raise ValueError(f"attention: {why}")
+        out.append(Captured(t.ptr, t.strides))
+    return tuple(out)
+
+
+def index_overrun(mods: ScoreMods, scalar_values: tuple, problem: AttentionProblem, name: str,
+                  shape: tuple) -> str | None:
+    """Why captured tensor `name` of `shape` is too small for the problem, or None: each index expression of its
+    loads, as an interval over b < B, h < Hq, q_idx < Sq, kv_idx < Sk and the scalars' values (warploom.score.bounds;
+    the kernel clamps the indices of a ragged tile's extra rows and keys into that range), must stay in the
+    dimension's 0 .. size - 1."""
+    from warploom.score import evaluate
+    from warploom.score.bounds import IntervalOps
+    from warploom.score.expr import NumpyOps
+    env = {"b": (0, problem.batch - 1), "h": (0, problem.heads_q - 1), "q_idx": (0, problem.seqlen_q - 1),
+           "kv_idx": (0, problem.seqlen_k - 1), **{n: (v, v) for (n, _), v in zip(mods.scalars, scalar_values)},
+           **{n: None for n, _, _ in mods.tensors}}
+    sizes = f"B={problem.batch}, Hq={problem.heads_q}, Sq={problem.seqlen_q}, Sk={problem.seqlen_k}"
+    for e in (mods.score, mods.mask):
+        for node in (x for x in (e.walk() if e is not None else ()) if x.op == "load" and x.value == name):
+            for dim, index in enumerate(node.args):
+                lo, hi = (int(x) for x in evaluate(index, env, IntervalOps(NumpyOps)))
+                if lo < 0 or hi >= shape[dim]:
+                    return (f"captured tensor {name!r} (shape {list(shape)}) is indexed along dimension {dim} by "
+                            f"{index.text}, which reaches {lo}..{hi} for {sizes}; it must stay within "
+                            f"0..{shape[dim] - 1}: shift the index or give a larger tensor")
+    return None
+
+
 def scalar_values(mods: ScoreMods, scalars: dict | None) -> tuple:
     """The values of `mods`' runtime scalars from `scalars` (by name), in the kernel's order."""
     scalars = dict(scalars or {})
-    missing = [n for n, _ in mods.scalars if n not in scalars]
-    extra = sorted(set(scalars) - {n for n, _ in mods.scalars})
+    names = [n for n, _ in mods.scalars] + [n for n, _, _ in mods.tensors]
+    missing = [n for n in names if n not in scalars]
+    extra = sorted(set(scalars) - set(names))
     if missing or extra:
-        raise ValueError(f"attention: the kernel's modifiers read the scalars {[n for n, _ in mods.scalars]}; "
+        raise ValueError(f"attention: the kernel's modifiers read the scalars {names}; "
                          f"{f'missing {missing}' if missing else ''}{'; ' if missing and extra else ''}"
                          f"{f'not read: {extra}' if extra else ''}: pass scalars={{name: value}} for exactly those")
     for name, type_ in mods.scalars:
@@ -534,7 +598,7 @@ def scalar_values(mods: ScoreMods, scalars: dict | None) -> tuple:
                                                                       isinstance(v, numbers.Integral)):
             raise ValueError(f"attention: scalar {name!r} = {v!r}: the kernel takes it as {type_} (a Python "
                              f"{'int' if type_ == 'i32' else 'float'})")
-    return tuple(scalars[n] for n, _ in mods.scalars)
+    return tuple(scalars[n] for n in names)
 
 
 def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = False, out=None,
@@ -567,6 +631,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
     p = plan(tq, tk, tv, causal=causal, scale=scale, layout=layout, target=None, spec=spec, mods=mods)
     problem = p.problem
+    launch_values = check_captured(mods, mod_values, problem)
     inputs = {"q": tq, "k": tk, "v": tv}
     to = (check_out(out, problem, inputs) if out is not None
           else empty_like_framework(tq, problem.out_shape, problem.elem))
@@ -603,7 +668,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
     maps["out"] = _tensor_map(artifact.tensor_maps["out"], to, layout)   # check_out kept it TMA-writable
     sms = _sm_count(problem.device)
-    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms, mod_values)
+    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms, launch_values)
     sizes = {**problem.sizes, "SMS": sms}
     if streamk:
         need = attention_streamk_buffers(p.spec.block_m, p.spec.head_dim, rules.evaluate(artifact.grid[0], sizes))

@@ -108,17 +108,19 @@ FA4_CASES = [
 # the attention with score and mask modifiers (warploom.score; the "mods" family), on both targets: an ALiBi bias
 # from the head index under a softcap (scalars cap, heads) and a prefix-LM mask (scalar prefix) that leaves rows
 # 0..2 with no key, within a window of 30 keys back (so the diagonal block is partial, the second key block empty:
-# the key range skips it); GQA 4/2. (target, dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
+# the key range skips it); a captured per-(head, key) bias table [4, 140] loaded per score (the ragged second key
+# block's keys past 140 clamp into it); GQA 4/2. (target, dtype, head dim, causal, B, Sq, Sk, Hq, Hkv, layout)
 MODS_CASES = [
     ("sm_90a", "bf16", 64, False, 1, 70, 140, 4, 2, "bshd"),
     ("sm_100a", "f16", 64, False, 1, 70, 140, 4, 2, "bhsd"),
 ]
-MODS_SCALARS = {"cap": 6.0, "heads": 4, "prefix": 41, "first_row": 3, "window": 30}
+MODS_SCALARS = {"cap": 6.0, "heads": 4, "prefix": 41, "first_row": 3, "window": 30,
+                "bias": (np.random.default_rng(4).standard_normal((4, 140)) * 2).astype(np.float32)}
 
 
-def _mods_score(score, b, h, q_idx, kv_idx, cap, heads):
+def _mods_score(score, b, h, q_idx, kv_idx, cap, heads, bias):
     from warploom.score import exp2, tanh
-    return cap * tanh((score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx)) / cap)
+    return cap * tanh((score - exp2(-8.0 * (h + 1) / heads) * abs(q_idx - kv_idx) + bias[h, kv_idx]) / cap)
 
 
 def _mods_mask(b, h, q_idx, kv_idx, prefix, first_row, window):

@@ -142,3 +142,33 @@ def test_a_window_walks_only_the_blocks_it_keeps(target):
     assert walked == {128: 9, 256: 7}[bm]
     tiles = -(-640 // bm)
     assert report[0].stats["tma_loads"] == tiles * (bm // 128) + 2 * walked, report[0]
+
+
+def relative_bias(score, b, h, q_idx, kv_idx, bias, shift):      # T5-style: a learned bias per head and distance
+    return score + bias[h, q_idx - kv_idx + shift]
+
+
+def same_document(b, h, q_idx, kv_idx, doc_id):                 # packed documents: a key of the query's own only
+    return doc_id[q_idx] == doc_id[kv_idx]
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_captured_tensors_bias_table_and_document_ids(target):
+    """Captured tensors: a relative-position bias table [Hq, Sq + Sk - 1] (f32, indexed by the head and the shifted
+    distance) and a document id per token (i32, packed documents of 30, 70, 60 and 40 tokens), loaded per score;
+    their addresses and strides are kernel arguments. Ragged sizes (150 rows and keys: the last block's keys past
+    Sk are clamped into the tables), GQA 2/1; against the float64 reference of the same graph."""
+    sq = sk = 150
+    rng = np.random.default_rng(11)
+    scalars = {"bias": (rng.standard_normal((2, sq + sk - 1)) * 2).astype(np.float32), "shift": sk - 1,
+               "doc_id": np.repeat(np.arange(4), [30, 50, 40, 30]).astype(np.int32)}
+    mods, _ = trace_mods(relative_bias, same_document, scalars)
+    assert [t for t, _, _ in mods.tensors] == ["bias", "doc_id"]
+    plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+    program = plan("bf16", 64, False, mods=mods)
+    q, k, v = inputs("bf16", 64, 1, sq, sk, 2, 1, "bshd", rng)
+    out, lse = emulate_attention(q, k, v, layout="bshd", program=program, scalars=scalars)
+    verdict = judge_attention(out, lse, q, k, v, "bf16", False, "bshd", mods=mods, scalars=scalars)
+    assert verdict.ok, verdict.problem
+    plain = reference_attention(q, k, v, layout="bshd")
+    assert np.abs(out.astype(np.float64) - plain).max() > 0.05

@@ -1,13 +1,24 @@
 """The attention variants of issue 34 that the GPU tests run (tests/gpu/test_attention_mods.py) and whose kernels
 `python3 -m tests.gpu.extra_kernels` builds into the AOT cache: each a score and/or mask modifier written with
 warploom.score's functions (which trace on the CPU host and compute eagerly on torch tensors for the reference), its
-runtime scalars, and whether the kernel is causal. No torch import here: the CPU host traces these.
+runtime scalars (captured tensors among them), and whether the kernel is causal. No torch import here: the CPU
+host traces these.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from warploom.score import trace_mods
 from warploom.variants import alibi, prefix_lm, softcap, symmetric_window
 from warploom.variants import sliding_window as left_window  # with causal: the last `size` + 1 keys of each query
+
+
+def relative_bias(score, b, h, q_idx, kv_idx, bias, shift):      # T5-style: a learned bias per head and distance
+    return score + bias[h, q_idx - kv_idx + shift]
+
+
+def same_document(b, h, q_idx, kv_idx, doc_id):                  # packed documents: a key of the query's own only
+    return doc_id[q_idx] == doc_id[kv_idx]
 
 
 def per_head(b, h, q_idx, kv_idx):                       # heads 0 and 1 see every key, the others are causal
@@ -29,7 +40,22 @@ VARIANTS = {
     "prefix-lm": (None, prefix_lm, {"prefix": 300}, False),
     "per-head": (None, per_head, {}, False),
     "empty-rows": (None, empty_rows, {"first_row": 40}, False),
+    # captured tensors: the arrays here fix only the dtype and rank the kernel is traced with; the tests make tables
+    # of each case's sizes (captured_scalars)
+    "relative-bias": (relative_bias, None, {"bias": np.zeros((1, 1), np.float32), "shift": 0}, False),
+    "document-causal": (None, same_document, {"doc_id": np.zeros(1, np.int32)}, True),
 }
+
+
+def captured_scalars(name: str, sq: int, sk: int, hq: int, rng) -> dict:
+    """The scalars of variant `name` for a case of these sizes (numpy): a bias table [Hq, Sq + Sk - 1] and its shift,
+    or document ids of Sq tokens (packed documents of random lengths; Sq must equal Sk); else the variant's own."""
+    if name == "relative-bias":
+        return {"bias": (rng.standard_normal((hq, sq + sk - 1)) * 2).astype(np.float32), "shift": sk - 1}
+    if name == "document-causal":
+        cuts = np.sort(rng.choice(np.arange(1, sq), size=min(5, sq - 1), replace=False))
+        return {"doc_id": np.searchsorted(cuts, np.arange(sq), side="right").astype(np.int32)}
+    return VARIANTS[name][2]
 
 
 def traced(name: str):
@@ -52,6 +78,10 @@ GPU_CASES = [
     ("per-head", 64, "f16", 1, 1000, 4097, 8, 4, "bhsd"),
     ("empty-rows", 128, "bf16", 1, 1000, 1000, 8, 2, "bshd"),
     ("softcap30-causal", 64, "bf16", 1, 300, 300, 2, 2, "bshd"),           # test_another_scalar_value_compiles_nothing
+    ("relative-bias", 128, "bf16", 2, 1000, 1000, 8, 2, "bshd"),
+    ("relative-bias", 64, "f16", 1, 17, 4097, 8, 4, "bhsd"),
+    ("document-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),
+    ("document-causal", 64, "bf16", 2, 1000, 1000, 4, 4, "bshd"),
 ]
 
 

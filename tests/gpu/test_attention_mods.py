@@ -21,7 +21,7 @@ except ImportError:       # tests/gpu/conftest.py skips every test without a GPU
     torch = None
 pytestmark = pytest.mark.gpu
 
-from tests.gpu.mod_variants import GPU_CASES, VARIANTS, traced  # noqa: E402
+from tests.gpu.mod_variants import GPU_CASES, VARIANTS, captured_scalars, traced  # noqa: E402
 from warploom import ops  # noqa: E402
 
 TOL = 2e-2
@@ -34,9 +34,17 @@ def torch_dtype(name):
     return {"bf16": torch.bfloat16, "f16": torch.float16}[name]
 
 
-def reference(q, k, v, variant, layout):
+def gpu_scalars(variant, sq, sk, hq):
+    """The variant's scalars for these sizes, captured tensors as CUDA tensors (mod_variants.captured_scalars)."""
+    import numpy as np
+    values = captured_scalars(variant, sq, sk, hq, np.random.default_rng(sq + sk + hq))
+    return {n: torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v for n, v in values.items()}
+
+
+def reference(q, k, v, variant, layout, scalars=None):
     """(out in q's layout, lse [B, Hq, Sq]) in float32 of the variant's modifiers, evaluated eagerly."""
-    score_mod, mask_mod, scalars, causal = VARIANTS[variant]
+    score_mod, mask_mod, own, causal = VARIANTS[variant]
+    scalars = own if scalars is None else scalars
     to_bhsd = (lambda t: t.transpose(1, 2)) if layout == "bshd" else (lambda t: t)
     q, k, v = (to_bhsd(t).float() for t in (q, k, v))
     b, hq, sq, d = q.shape
@@ -64,7 +72,8 @@ def reference(q, k, v, variant, layout):
                                              for c in CASES])
 def test_modified_attention_matches_float32_reference(case):
     variant, d, dtype, b, sq, sk, hq, hkv, layout = case
-    score_mod, mask_mod, scalars, causal = VARIANTS[variant]
+    score_mod, mask_mod, _, causal = VARIANTS[variant]
+    scalars = gpu_scalars(variant, sq, sk, hq)
     g = torch.Generator(device="cuda").manual_seed(sq * 7 + sk)
     shape = (lambda s, h: (b, s, h, d)) if layout == "bshd" else (lambda s, h: (b, h, s, d))
     # scores of tens of units: softcap 30 bends them, the windows and biases decide which keys dominate
@@ -74,7 +83,7 @@ def test_modified_attention_matches_float32_reference(case):
     got, lse = ops.attention(q, k, v, causal=causal, layout=layout, out=out, return_lse=True,
                              score_mod=score_mod, mask_mod=mask_mod, scalars=scalars)
     torch.cuda.synchronize()
-    ref, ref_lse = reference(q, k, v, variant, layout)
+    ref, ref_lse = reference(q, k, v, variant, layout, scalars)
     assert got is out and not torch.isnan(out).any()
     err = (out.float() - ref).abs().max().item() / max(ref.abs().max().item(), 1e-6)
     assert err <= TOL, f"relative error {err:.3g} > {TOL}"
@@ -98,3 +107,18 @@ def test_another_scalar_value_compiles_nothing():
     before = len(kernels._memo)
     c = ops.attention(q, k, v, causal=causal, score_mod=score_mod, scalars={"cap": 5.0})
     assert len(kernels._memo) == before and not torch.equal(a, c)
+
+
+def test_captured_tensors_are_checked_before_launch():
+    """A bias table too small for the problem's distances, one on the CPU, and one of another dtype: each refused
+    with a message naming the tensor, before anything runs."""
+    score_mod = VARIANTS["relative-bias"][0]
+    q, k, v = (torch.randn(1, 200, 4, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    small = torch.zeros(4, 300, device="cuda")
+    with pytest.raises(ValueError, match=r"'bias' \(shape \[4, 300\]\) is indexed along dimension 1"):
+        ops.attention(q, k, v, score_mod=score_mod, scalars={"bias": small, "shift": 199})
+    with pytest.raises(ValueError, match="cpu"):
+        ops.attention(q, k, v, score_mod=score_mod, scalars={"bias": torch.zeros(4, 399), "shift": 199})
+    with pytest.raises(ValueError, match="float64"):
+        ops.attention(q, k, v, score_mod=score_mod, scalars={"bias": torch.zeros(4, 399, device="cuda",
+                                                                                   dtype=torch.float64), "shift": 199})

@@ -414,7 +414,8 @@ MUTATIONS: list[Mutation] = [
     Mutation("mods-key-offset-dropped",
              "a modifier's kv_idx is the thread's first key of the block, not each column's: masks and biases that "
              "read the key position see one key per thread",
-             ATTN, '"kv_idx": b.add(first, c(offset)), "score"', '"kv_idx": first, "score"', ("mods",)),
+             ATTN, '"kv_idx": self._mod_index(b.add(first, c(offset)), "Sk"),\n', '"kv_idx": self._mod_index(first, "Sk"),\n',
+             ("mods",)),
     Mutation("mods-score-unscaled",
              "the score modifier reads q·k without the scale (FlexAttention's score is q·k scale): a softcap or bias "
              "acts on scores sqrt(D) times too large",
@@ -427,11 +428,21 @@ MUTATIONS: list[Mutation] = [
     Mutation("mods-head-is-batch",
              "the modifiers' head index reads the batch index: per-head biases (ALiBi's slopes) are head 0's for "
              "every head",
-             ATTN, 'return {"b": self.batch, "h": self.head,', 'return {"b": self.batch, "h": self.batch,', ("mods",)),
+             ATTN, 'env = {"b": self.batch, "h": self.head,', 'env = {"b": self.batch, "h": self.batch,', ("mods",)),
     Mutation("mask-key-offset-dropped",
              "the mask modifier's kv_idx is the thread's first key of the block, not each column's: a prefix or window "
              "boundary inside a block keeps or drops whole runs of keys",
-             ATTN, '"kv_idx": b.add(first, c(offset))},', '"kv_idx": first},', ("mods",)),
+             ATTN, '"kv_idx": self._mod_index(b.add(first, c(offset)), "Sk")}', '"kv_idx": self._mod_index(first, "Sk")}',
+             ("mods",)),
+    Mutation("captured-stride-ignored",
+             "a captured tensor's load ignores the strides: bias[h, kv] reads element h + kv, every head the first "
+             "row's neighbours",
+             "warploom/lowering/emit/score.py", "term = b.mul(i, s)", "term = i", ("mods",)),
+    Mutation("captured-index-unclamped",
+             "the modifiers read a ragged tile's keys past Sk unclamped: their loads of a captured tensor run past "
+             "its end (the host checks the indices over 0 .. Sk - 1 only)",
+             ATTN, "return self.b.mins(value, self.b.sub(self.args[size], self.b.const(1)))", "return value",
+             ("mods",)),
     # ---- block sparsity (the key range a mask modifier keeps; warploom.score.bounds) ----
     Mutation("sparse-range-last-block-dropped",
              "the tile's key range stops one block short of its last non-empty block: the keys a mask keeps there "

@@ -16,7 +16,8 @@ from warploom.tools.cli import SUBPARSERS, _attention_spec, _gemm_spec, build_pa
 VALUES = {"dtype": "f16", "b_layout": "nk", "head_dim": "64", "causal": None, "shared_kv": None, "q_stages": "1",
           "exp2_poly": "0.5", "block_m": "64", "block_n": "128", "stages": "3", "schedule": "persistent",
           "cluster_m": "2", "group_m": "8", "swap_ab": None, "shape": "128x128x128", "exact": None,
-          "timeline": None, "cta": "0,0", "timeline_limit": "5", "layout": "bhsd"}
+          "timeline": None, "cta": "0,0", "timeline_limit": "5", "layout": "bhsd",
+          "variant": "warploom.variants:softcap", "seqlen": "4096"}
 
 BASE = {"explain": ["explain"], "compile": ["compile"], "emulate": ["emulate"]}
 

@@ -113,3 +113,51 @@ def test_the_graph_carries_the_modifiers_into_the_kernel_program():
     assert ScoreMods.from_attrs(program.attrs) == mods
     from warploom.lowering import kernel_name
     assert kernel_name(program).endswith("_m" + mods.key)
+
+
+# ---- captured tensors ----------------------------------------------------------------------------------------
+
+def test_captured_tensor_traces_into_loads_and_parses_back():
+    import numpy as np
+
+    from warploom.score.expr import ScoreMods, parse
+
+    def rel(score, b, h, q_idx, kv_idx, bias, shift):
+        return score + bias[h, q_idx - kv_idx + shift]
+    mods, values = trace_mods(rel, None, {"bias": np.zeros((2, 9), np.float32), "shift": 4})
+    assert mods.score.text == "(add score (load bias f32 h (add (sub q_idx kv_idx) (scalar shift i32))))"
+    assert parse(mods.score.text) == mods.score
+    assert mods.tensors == (("bias", "f32", 2),) and mods.scalars == (("shift", "i32"),)
+    assert mods.params() == (("mod_shift", "i32"), ("mod_bias", "ptr"), ("mod_bias_s0", "i32"), ("mod_bias_s1", "i32"))
+    assert ScoreMods.from_attrs(mods.attrs()) == mods
+    assert values[0] == 4 and values[1].shape == (2, 9)
+
+
+@pytest.mark.parametrize("tensor, index, message", [
+    ("float64", "h, kv_idx", "is float64: a modifier reads float32 or int32 tensors; convert it with .float()"),
+    ("float32", "h", "has 2 dimensions: index it with 2 values"),
+    ("float32", "h, 1:3", "has 2 dimensions: index it with 2 values (no slices)"),
+    ("float32", "h, score", "index 1 is f32, not an integer"),
+])
+def test_captured_tensor_misuse_is_refused(tensor, index, message):
+    import numpy as np
+    fn = eval(f"lambda score, b, h, q_idx, kv_idx, t: score + t[{index}]")
+    with pytest.raises(ModError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        trace_mods(fn, None, {"t": np.zeros((2, 3), dtype=tensor)})
+
+
+def test_index_overrun_names_the_dimension_and_the_reach():
+    import numpy as np
+
+    from warploom.ops_attention import AttentionProblem, index_overrun
+
+    def rel(score, b, h, q_idx, kv_idx, bias, shift):
+        return score + bias[h, q_idx - kv_idx + shift]
+    bias = np.zeros((8, 199), np.float32)
+    mods, values = trace_mods(rel, None, {"bias": bias, "shift": 99})
+    problem = AttentionProblem("bshd", "bf16", 1, 100, 100, 8, 8, 64, 0)
+    assert index_overrun(mods, (99,), problem, "bias", bias.shape) is None
+    why = index_overrun(mods, (98,), problem, "bias", bias.shape)
+    assert "dimension 1" in why and "reaches -1..197" in why and "0..198" in why
+    wide = AttentionProblem("bshd", "bf16", 1, 100, 100, 9, 9, 64, 0)
+    assert "dimension 0 by h, which reaches 0..8" in index_overrun(mods, (99,), wide, "bias", bias.shape)

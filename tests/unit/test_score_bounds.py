@@ -33,7 +33,10 @@ def odd_masks():
 
 
 def cases():
-    out = {name: (mask, scalars) for name, (_, mask, scalars, _) in VARIANTS.items() if mask is not None}
+    from tests.gpu.mod_variants import captured_scalars
+    rng = np.random.default_rng(3)
+    out = {name: (mask, captured_scalars(name, 40, 40, 4, rng)) for name, (_, mask, _, _) in VARIANTS.items()
+           if mask is not None}
     out.update(odd_masks())
     return out
 

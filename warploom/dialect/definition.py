@@ -52,7 +52,7 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
           "softmax(score_mod(scale * q k^T) [causal] [mask_mod]) v; layout bhsd or bshd; GQA when q has more heads "
           "than k/v; the modifiers (warploom.score: the canonical text of each, and the runtime scalars they read) "
           "only when given",
-          optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str"}),
+          optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str", "mod_tensors": "str"}),
     OpDef("add", ("lhs", "rhs"), {}, "elementwise sum"),
     OpDef("mul", ("lhs", "rhs"), {}, "elementwise product"),
     OpDef("max", ("lhs", "rhs"), {}, "elementwise maximum"),

@@ -19,7 +19,7 @@ from warploom.runtime import rules
 from warploom.runtime.deal import causal_table, mask_walked
 from warploom.targets import get as get_target
 from warploom.score import ScoreMods
-from warploom.score.expr import param_name
+from warploom.score.expr import param_name, stride_name
 
 from .errors import OutOfBoundsError
 from .launch import EmulatedKernel, emulate_launch
@@ -189,12 +189,19 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
             "scale_log2": np.float32(scale * np.log2(np.e))}
     sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
     mods = ScoreMods.from_attrs(program.attrs)
-    missing = sorted(n for n, _ in mods.scalars if n not in (scalars or {}))
+    missing = sorted(n for n in [n for n, _ in mods.scalars] + [n for n, _, _ in mods.tensors] if n not in (scalars or {}))
     if missing:
         raise ValueError(f"emulate_attention: the program's modifiers read the runtime scalars {missing}: pass "
                          "scalars={name: value}")
     for name, type_ in mods.scalars:
         args[param_name(name)] = (np.float32 if type_ == "f32" else np.int32)(scalars[name])
+    for name, type_, rank in mods.tensors:      # a captured tensor: its elements in global memory, its strides
+        arr = np.ascontiguousarray(scalars[name], dtype=np.float32 if type_ == "f32" else np.int32)
+        if arr.ndim != rank:
+            raise ValueError(f"emulate_attention: captured tensor {name!r} has rank {arr.ndim}; the program's {rank}")
+        args[param_name(name)] = arr
+        for i, stride in enumerate(arr.strides):
+            args[stride_name(name, i)] = np.int32(stride // arr.itemsize)
     schedule = program.attrs.get("schedule")
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]

@@ -51,7 +51,7 @@ from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 from warploom.score import ModError, ScoreMods, evaluate
 from warploom.score.bounds import classify
-from warploom.score.expr import param_name
+from warploom.score.expr import param_name, stride_name
 
 LN2 = math.log(2.0)
 # loop-carried values other than MMA accumulators (a Q tile's own may end in its index: row_max0): their value before
@@ -330,7 +330,10 @@ class AttentionLowering(KernelLowering):
     def _mod_env(self) -> dict:
         """The modifiers' leaves that hold over the tile (IR values): its batch and query head, and the runtime
         scalars (kernel parameters mod_<name>)."""
-        return {"b": self.batch, "h": self.head, **{n: self.args[param_name(n)] for n, _ in self.mods.scalars}}
+        env = {"b": self.batch, "h": self.head, **{n: self.args[param_name(n)] for n, _ in self.mods.scalars}}
+        for name, _, rank in self.mods.tensors:          # captured tensors: (address, strides), ModOps.load
+            env[name] = (self.args[param_name(name)], [self.args[stride_name(name, i)] for i in range(rank)])
+        return env
 
     def _key_range(self) -> None:
         """Block sparsity (docs/attention-variants.md "Block sparsity"): the tile walks only key blocks lo .. hi of
@@ -795,11 +798,21 @@ class AttentionLowering(KernelLowering):
         scale = b.mulf(self.args["scale_log2"], b.constf(LN2))
         out = list(vals)
         for q_row, row_columns in zip(rows, ch.rows):
+            q_idx = self._mod_index(q_row, "Sq")
             for i, offset in row_columns:
-                at = {**env, "q_idx": q_row, "kv_idx": b.add(first, c(offset)), "score": b.mulf(vals[i], scale)}
+                at = {**env, "q_idx": q_idx, "kv_idx": self._mod_index(b.add(first, c(offset)), "Sk"),
+                      "score": b.mulf(vals[i], scale)}
                 s = evaluate(score, at, ops)
                 out[i] = ops.to_f32(s, score.type) if score.type != "f32" else s
         return out
+
+    def _mod_index(self, value: ir.Value, size: str) -> ir.Value:
+        """A query row or key as the modifiers read it: itself, or where they load from captured tensors, at most
+        `size` - 1 (Sq, Sk). A ragged tile computes rows past Sq and keys past Sk, which are dropped afterwards;
+        their loads must stay inside the tensors, whose bounds the host checks over 0 .. Sq - 1 and 0 .. Sk - 1."""
+        if not self.mods.tensors:
+            return value
+        return self.b.mins(value, self.b.sub(self.args[size], self.b.const(1)))
 
     def _thread_keys(self, ctx: RoleState, tile: int, kt: ir.Value | None = None) -> tuple[list, ir.Value]:
         """The thread's query rows (`_thread_rows`) and the key of its first column in key block `kt` (the loop's)."""
@@ -839,11 +852,12 @@ class AttentionLowering(KernelLowering):
                 if self.causal:
                     limit = b.mins(limit, b.add(b.add(row, shift), c(1)))
                 room = b.sub(limit, first)                                 # column offsets < room are seen
+                q_idx = self._mod_index(row, "Sq") if mask is not None else None
                 for i, offset in columns:
                     seen = b.cmp("slt", c(offset), room)
                     if mask is not None:
-                        seen = b.and_(seen, evaluate(mask, {**env, "q_idx": row, "kv_idx": b.add(first, c(offset))},
-                                                     ops))
+                        at = {**env, "q_idx": q_idx, "kv_idx": self._mod_index(b.add(first, c(offset)), "Sk")}
+                        seen = b.and_(seen, evaluate(mask, at, ops))
                     out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
             scf.YieldOp(out)
         with ir.InsertionPoint(op.else_block):

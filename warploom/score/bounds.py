@@ -110,12 +110,18 @@ class IntervalOps:
     def unary(self, op, x):
         return UNKNOWN
 
+    def load(self, tensor, index, type_):
+        """A captured tensor's element: any value of its type (the bounds do not read tensors)."""
+        if type_ != "i32":
+            return UNKNOWN
+        return self.o.const(-2**31, "i32"), self.o.const(2**31 - 1, "i32")
+
 
 def classify(mask: Expr, box: dict, scalars: dict, base) -> tuple:
     """(may, must) of `mask` over `box` (leaf name -> (lo, hi), both inclusive) with the runtime scalars' values
     (`scalars`, name -> value), computed by `base` (NumpyOps, ModOps): may false where the box holds no kept
     (q_idx, kv_idx), must true where every one is kept."""
-    env = {**box, **{name: (v, v) for name, v in scalars.items()}}
+    env = {**box, **{name: (v, v) for name, v in scalars.items()}, **{name: None for name in mask.tensors()}}
     if mask.type != "bool":
         raise ValueError(f"classify: a mask is boolean, got {mask.type}")
     f32_scalars = {n for n, t in mask.scalars().items() if t == "f32"}

@@ -55,6 +55,8 @@ class Expr:
             return f"(const {_const_text(self.value, self.type)} {self.type})"
         if self.op == "scalar":
             return f"(scalar {self.value} {self.type})"
+        if self.op == "load":
+            return f"(load {self.value} {self.type} {' '.join(a.text for a in self.args)})"
         return f"({self.op} {' '.join(a.text for a in self.args)})"
 
     def walk(self):
@@ -72,6 +74,10 @@ class Expr:
 
     def scalars(self) -> dict[str, str]:
         return {e.value: e.type for e in self.walk() if e.op == "scalar"}
+
+    def tensors(self) -> dict[str, tuple[str, int]]:
+        """The captured tensors it loads from: name -> (element type, rank)."""
+        return {e.value: (e.type, len(e.args)) for e in self.walk() if e.op == "load"}
 
     def leaves(self) -> set[str]:
         return {e.op for e in self.walk() if e.op in LEAVES}
@@ -146,6 +152,23 @@ def apply(op: str, *args: Expr) -> Expr:
 
 # ---- the canonical text, read back ----------------------------------------------------------------------------
 
+def load(name: str, type_: str, *index: Expr) -> Expr:
+    """An element of the captured tensor `name` (f32 or i32) at `index` (one i32 per dimension): the load of a bias
+    table, a per-head slope or a document id that a modifier indexes by the scores' indices."""
+    if not name.isidentifier():
+        raise ModError(f"captured tensor name {name!r} must be an identifier")
+    if type_ not in ("f32", "i32"):
+        raise ModError(f"captured tensor {name!r} of {type_}: a modifier reads f32 or i32 tensors (convert it with "
+                       ".float() or .int())")
+    if not index:
+        raise ModError(f"captured tensor {name!r}: index it with one value per dimension")
+    for i, x in enumerate(index):
+        if x.type != "i32":
+            raise ModError(f"captured tensor {name!r}: index {i} is {x.type}, not an integer; index with the "
+                           "indices, integer scalars and integer arithmetic on them")
+    return Expr("load", tuple(index), value=name, type=type_)
+
+
 def parse(text: str) -> Expr:
     """The Expr whose `text` is `text` (ModError naming the position of anything else)."""
     tokens = text.replace("(", " ( ").replace(")", " ) ").split()
@@ -168,6 +191,18 @@ def parse(text: str) -> Expr:
             fail("unexpected end")
         op = tokens[pos]
         pos += 1
+        if op == "load":
+            if pos + 2 > len(tokens):
+                fail("unexpected end")
+            name, type_ = tokens[pos], tokens[pos + 1]
+            pos += 2
+            index = []
+            while pos < len(tokens) and tokens[pos] != ")":
+                index.append(read())
+            if pos >= len(tokens):
+                fail("missing ')'")
+            pos += 1
+            return load(name, type_, *index)
         if op in ("const", "scalar"):
             if pos + 2 > len(tokens):
                 fail("unexpected end")
@@ -200,7 +235,8 @@ def parse(text: str) -> Expr:
 def evaluate(e: Expr, env: dict, ops) -> object:
     """The value of `e` with the leaves and scalars of `env` (by name), computed by `ops`: a namespace with
     const(value, type), to_f32(x, type), arith(op, x, y, type), div(x, y), neg(x, type), abs(x, type),
-    compare(op, x, y, type), logic(op, x, y), not_(x), where(c, x, y), unary(op, x) (the f32 functions). Operands
+    compare(op, x, y, type), logic(op, x, y), not_(x), where(c, x, y), unary(op, x) (the f32 functions), load(tensor,
+    index, type) (a captured tensor: env holds what the namespace reads it through, by name). Operands
     are converted to the operator's type first (i32 -> f32 where the other is f32). Equal subtrees are computed
     once."""
     done: dict = {}
@@ -213,6 +249,12 @@ def evaluate(e: Expr, env: dict, ops) -> object:
             continue
         if node.op == "const":
             done[node] = ops.const(node.value, node.type)
+            continue
+        if node.op == "load":
+            if node.value not in env:
+                raise ModError(f"the modifier reads the captured tensor {node.value!r}, which this evaluation does "
+                               "not provide")
+            done[node] = ops.load(env[node.value], [done[a] for a in node.args], node.type)
             continue
         vals = [done[a] for a in node.args]
         types = [a.type for a in node.args]
@@ -300,6 +342,13 @@ class NumpyOps:
         with cls.np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             return cls._UNARY[op](x)
 
+    @classmethod
+    def load(cls, tensor, index, type_):
+        """tensor[index] elementwise (the index arrays broadcast), as float64 or int64."""
+        arr = cls.np.asarray(tensor)
+        idx = tuple(cls.np.asarray(i, dtype=cls.np.int64) for i in index)
+        return arr[idx].astype(cls.np.float64 if type_ == "f32" else cls.np.int64)
+
 
 # ---- both modifiers of one attention ---------------------------------------------------------------------------
 
@@ -310,6 +359,7 @@ class ScoreMods:
     score: Expr | None = None
     mask: Expr | None = None
     scalars: tuple[tuple[str, str], ...] = ()
+    tensors: tuple[tuple[str, str, int], ...] = ()    # captured tensors (name, element type, rank), by name
 
     def __post_init__(self):
         if self.score is not None:
@@ -334,6 +384,16 @@ class ScoreMods:
             if declared.get(name) != type_:
                 raise ModError(f"the modifiers read scalar {name!r} ({type_}), which the scalars {self.scalars} do "
                                "not declare so")
+        loaded: dict = {}
+        for e in (self.score, self.mask):
+            for name, kind in (e.tensors() if e is not None else {}).items():
+                if loaded.setdefault(name, kind) != kind:
+                    raise ModError(f"captured tensor {name!r} is read as {loaded[name]} and as {kind}")
+        tensors = {n: (t, r) for n, t, r in self.tensors}
+        if list(tensors) != sorted(tensors) or len(tensors) != len(self.tensors) or set(tensors) & set(declared):
+            raise ModError(f"tensors {self.tensors}: one entry per name, sorted by name, none named as a scalar")
+        if loaded != tensors:
+            raise ModError(f"the modifiers read the captured tensors {loaded}; declared: {tensors}")
 
     def __bool__(self) -> bool:
         return self.score is not None or self.mask is not None
@@ -342,7 +402,8 @@ class ScoreMods:
     def text(self) -> str:
         parts = [f"score {self.score.text}" if self.score is not None else "",
                  f"mask {self.mask.text}" if self.mask is not None else "",
-                 " ".join(f"{n}:{t}" for n, t in self.scalars)]
+                 " ".join(f"{n}:{t}" for n, t in self.scalars),
+                 " ".join(f"{n}:{t}:{r}" for n, t, r in self.tensors)]
         return "; ".join(p for p in parts if p)
 
     @property
@@ -351,8 +412,12 @@ class ScoreMods:
         return hashlib.sha256(self.text.encode()).hexdigest()[:8]
 
     def params(self) -> tuple[tuple[str, str], ...]:
-        """The kernel parameters of the scalars, in launch order."""
-        return tuple((param_name(n), t) for n, t in self.scalars)
+        """The kernel parameters of the scalars, then of each captured tensor its address and its strides (in
+        elements, i32), in launch order."""
+        out = [(param_name(n), t) for n, t in self.scalars]
+        for name, _, rank in self.tensors:
+            out += [(param_name(name), "ptr")] + [(stride_name(name, i), "i32") for i in range(rank)]
+        return tuple(out)
 
     def attrs(self) -> dict:
         """As the IR carries them (string attributes of wl.attention and wl.kernel)."""
@@ -363,18 +428,27 @@ class ScoreMods:
             out["mask_mod"] = self.mask.text
         if self.scalars:
             out["mod_scalars"] = " ".join(f"{n}:{t}" for n, t in self.scalars)
+        if self.tensors:
+            out["mod_tensors"] = " ".join(f"{n}:{t}:{r}" for n, t, r in self.tensors)
         return out
 
     @classmethod
     def from_attrs(cls, attrs: dict) -> "ScoreMods":
         """Read back from an op's attributes (`attrs`); an empty ScoreMods where it has none."""
         scalars = tuple(tuple(item.split(":")) for item in str(attrs.get("mod_scalars", "")).split())
+        tensors = tuple((n, t, int(r)) for n, t, r in (item.split(":") for item in
+                                                       str(attrs.get("mod_tensors", "")).split()))
         score, mask = attrs.get("score_mod"), attrs.get("mask_mod")
-        return cls(parse(str(score)) if score else None, parse(str(mask)) if mask else None, scalars)
+        return cls(parse(str(score)) if score else None, parse(str(mask)) if mask else None, scalars, tensors)
 
 
 def param_name(scalar_name: str) -> str:
     return f"mod_{scalar_name}"
+
+
+def stride_name(tensor_name: str, dim: int) -> str:
+    """The kernel parameter of a captured tensor's stride along `dim` (elements)."""
+    return f"mod_{tensor_name}_s{dim}"
 
 
 NONE = ScoreMods()

@@ -21,7 +21,7 @@ import inspect
 import math
 import numbers
 
-from .expr import LEAVES, MASK_LEAVES, ModError, ScoreMods, apply, const, leaf, scalar
+from .expr import LEAVES, MASK_LEAVES, ModError, ScoreMods, apply, const, leaf, load, scalar
 
 SCORE_ARGS = ("score", "b", "h", "q_idx", "kv_idx")
 MASK_ARGS = MASK_LEAVES
@@ -37,9 +37,9 @@ def _expr(x):
         if isinstance(x, numbers.Integral):
             return const(int(x))
         return const(float(x))
-    raise ModError(f"a modifier combines a traced value with {type(x).__name__} {x!r}: only Python numbers, the "
-                   "traced values and runtime scalars (scalars=...) can be combined; to read a tensor, capture it "
-                   "(not supported yet: pass the value as a scalar)")
+    raise ModError(f"a modifier combines a traced value with {type(x).__name__}: only Python numbers, the traced "
+                   "values and runtime scalars (scalars=...) can be combined; to read a tensor, pass it in scalars= "
+                   "and take it as a parameter of the modifier (bias[h, q_idx - kv_idx])")
 
 
 def _op(name: str, *xs) -> "Traced":
@@ -192,6 +192,42 @@ TORCH_FUNCTIONS = {
 }
 
 
+def is_tensor(value) -> bool:
+    """A torch or numpy array (a captured tensor), not a number."""
+    return hasattr(value, "shape") and hasattr(value, "dtype") and len(getattr(value, "shape", ())) > 0
+
+
+def tensor_kind(name: str, value) -> tuple[str, int]:
+    """(element type, rank) of a captured tensor: f32 for float32, i32 for int32 (ModError for others, with the
+    conversion that fixes it)."""
+    dtype = str(value.dtype).replace("torch.", "")
+    kinds = {"float32": "f32", "int32": "i32"}
+    if dtype not in kinds:
+        way = ".float()" if "float" in dtype or "bfloat" in dtype else ".int() (int32)"
+        raise ModError(f"captured tensor {name!r} is {dtype}: a modifier reads float32 or int32 tensors; convert it "
+                       f"with {way}")
+    return kinds[dtype], len(value.shape)
+
+
+class TracedTensor:
+    """A captured tensor inside a modifier being traced: indexing it with traced indices (and Python ints) records
+    a load of one element per score (`bias[h, q_idx - kv_idx + shift]`, `doc_id[q_idx]`)."""
+    __slots__ = ("name", "type", "rank")
+
+    def __init__(self, name: str, type_: str, rank: int):
+        self.name, self.type, self.rank = name, type_, rank
+
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != self.rank or any(isinstance(i, (slice, type(Ellipsis))) or i is None for i in index):
+            raise ModError(f"captured tensor {self.name!r} has {self.rank} dimension{'s' * (self.rank != 1)}: index "
+                           f"it with {self.rank} value{'s' * (self.rank != 1)} (no slices), got {len(index)}")
+        return Traced(load(self.name, self.type, *(_expr(i) for i in index)))
+
+    def __repr__(self) -> str:
+        return f"<captured {self.type} tensor {self.name} of rank {self.rank}>"
+
+
 def scalar_type(name: str, value) -> str:
     """f32 for a float, i32 for an int (ModError for anything else, naming the scalar)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -219,7 +255,10 @@ def _trace_one(fn, kind: str, standard: tuple, scalars: dict, used: set):
             raise ModError(f"{label} takes {len(positional)} positional arguments; a {kind} takes "
                            f"({', '.join(standard)}) and then its scalars")
         for p in positional[len(standard):] + [p for p in params if p.kind == p.KEYWORD_ONLY]:
-            if p.name in scalars:
+            if p.name in scalars and is_tensor(scalars[p.name]):
+                extra[p.name] = TracedTensor(p.name, *tensor_kind(p.name, scalars[p.name]))
+                used.add(p.name)
+            elif p.name in scalars:
                 extra[p.name] = Traced(scalar(p.name, scalar_type(p.name, scalars[p.name])))
                 used.add(p.name)
             elif p.default is p.empty:
@@ -247,7 +286,10 @@ def trace_mods(score_mod=None, mask_mod=None, scalars: dict | None = None) -> tu
     for name in scalars:
         if not isinstance(name, str) or not name.isidentifier():
             raise ModError(f"scalar name {name!r} must be an identifier (a parameter name of the modifier)")
-        scalar_type(name, scalars[name])
+        if is_tensor(scalars[name]):
+            tensor_kind(name, scalars[name])
+        else:
+            scalar_type(name, scalars[name])
     used: set = set()
     score = _trace_one(score_mod, "score_mod", SCORE_ARGS, scalars, used) if score_mod is not None else None
     mask = _trace_one(mask_mod, "mask_mod", MASK_ARGS, scalars, used) if mask_mod is not None else None
@@ -263,9 +305,11 @@ def trace_mods(score_mod=None, mask_mod=None, scalars: dict | None = None) -> tu
         score = None                 # the identity
     if mask is not None and mask.op == "const" and mask.value is True:
         mask = None                  # keeps everything
-    names = tuple(sorted(used))
-    mods = ScoreMods(score, mask, tuple((n, scalar_type(n, scalars[n])) for n in names))
-    return mods, tuple(scalars[n] for n in names)
+    names = tuple(n for n in sorted(used) if not is_tensor(scalars[n]))
+    tensors = tuple(n for n in sorted(used) if is_tensor(scalars[n]))
+    mods = ScoreMods(score, mask, tuple((n, scalar_type(n, scalars[n])) for n in names),
+                     tuple((n, *tensor_kind(n, scalars[n])) for n in tensors))
+    return mods, tuple(scalars[n] for n in names + tensors)
 
 
 __all__ = ["LEAVES", "Traced", "exp", "exp2", "log", "log2", "maximum", "minimum", "tanh", "trace_mods", "where"]

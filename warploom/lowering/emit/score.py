@@ -82,6 +82,19 @@ class ModOps:
     def where(self, c, x, y):
         return self.b.select(c, x, y)
 
+    def load(self, tensor, index: list, type_: str):
+        """ld.global of a captured tensor's element: `tensor` is (its address, its strides in elements), the index
+        one i32 per dimension; the offset sum(index_i stride_i) in i32 (the host refuses a tensor whose
+        elements the index expressions could reach past, and one of 2^31 elements or more)."""
+        b = self.b
+        address, strides = tensor
+        offset = None
+        for i, s in zip(index, strides):
+            term = b.mul(i, s)
+            offset = term if offset is None else b.add(offset, term)
+        ty = b.f32 if type_ == "f32" else b.i32
+        return b.load(ty, b.gep(address, offset, ty), 4, "captured")
+
     def unary(self, op: str, x):
         b = self.b
         if op == "exp2":
