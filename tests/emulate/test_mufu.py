@@ -88,3 +88,33 @@ def test_lg2_in_the_emulator_is_the_table_from_1_and_log2_below():
     got = run("%a: f32", '%r = llvm.call_intrinsic "llvm.nvvm.lg2.approx.f"(%a) : (f32) -> f32', x)
     np.testing.assert_array_equal(got[:16].view(np.uint32), LG2["bits"][:16])
     np.testing.assert_array_equal(got[16:], np.log2(x[16:].astype(np.float64)).astype(np.float32))
+
+
+# MUFU.RCP's special values as the H100 returned them (tests/gpu/probe_rcp.py, run 66; tests/gpu/logs/run66-rcp.json)
+RCP_SPECIAL = [(0.0, float("inf")), (-0.0, float("-inf")), (1e-40, float("inf")), (-1e-40, float("-inf")),
+               (1.0, 1.0), (-1.0, -1.0), (2.0, 0.5), (3.0, 0.3333333432674408), (1e30, 1.0000000031710769e-30),
+               (float("inf"), 0.0), (float("-inf"), -0.0), (2.0 ** 126, 2.0 ** -126), (2.0 ** 127, 0.0),
+               (1.5 * 2.0 ** 126, 0.0)]
+
+
+def test_rcp_table_gives_the_device_special_values():
+    from warploom.emulate.mufu import rcp_approx_ftz_f32
+    x = np.array([a for a, _ in RCP_SPECIAL], np.float32)
+    want = np.array([b for _, b in RCP_SPECIAL], np.float32)
+    assert np.array_equal(rcp_approx_ftz_f32(x).view(np.uint32), want.view(np.uint32))
+    assert np.isnan(rcp_approx_ftz_f32(np.array([np.nan], np.float32)))[0]
+
+
+def test_rcp_table_is_within_one_ulp_and_scales_by_powers_of_two():
+    """The measured R(m) is 1/m correctly rounded or 1 ulp off (13% of mantissas), and rcp(2^e m) = 2^-e rcp(m)
+    (the rule the device was checked against on 80 M inputs)."""
+    from warploom.emulate.mufu import rcp_approx_ftz_f32
+    m = np.random.default_rng(1).uniform(1.0, 2.0, 200_000).astype(np.float32)
+    exact = (1.0 / m.astype(np.float64)).astype(np.float32)
+    got = rcp_approx_ftz_f32(m)
+    ulps = np.abs(got.view(np.int32) - exact.view(np.int32))
+    assert ulps.max() == 1 and 0.8 < (ulps == 0).mean() < 0.95
+    for e in (-100, -3, 7, 60):
+        scaled = rcp_approx_ftz_f32(np.ldexp(m, e).astype(np.float32))
+        assert np.array_equal(scaled, np.ldexp(got.astype(np.float64), -e).astype(np.float32))
+    assert np.array_equal(rcp_approx_ftz_f32(-m), -got)

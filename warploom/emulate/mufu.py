@@ -1,5 +1,5 @@
-"""The sm_90a MUFU's ex2.approx.ftz.f32 (MUFU.EX2) and lg2.approx.f32 (MUFU.LG2, for x >= 1), bit for bit, from
-tables measured on the device.
+"""The sm_90a MUFU's ex2.approx.ftz.f32 (MUFU.EX2), lg2.approx.f32 (MUFU.LG2, for x >= 1) and rcp.approx.ftz.f32
+(MUFU.RCP), bit for bit, from tables measured on the device.
 
 Measured (exp/mufu_probe.py, exp/mufu_probe2.py; an H100, 2026-12-06; benchmarks/NOTES.md "The tensor core's and
 MUFU's arithmetic"): the hardware reads x as a fixed-point number with 23 fraction bits, truncated toward zero,
@@ -15,6 +15,12 @@ RZ_f32(e + L[k]), L its own result at m (checked on 8 M mantissas for each of e 
 differs). L (2^23 + 1 values) is data/lg2_gh100.npz (the first bit pattern and the int32 differences, 443 KB).
 For x < 1 the same rule misses (L carries bits below its f32 value): there `lg2_approx_f32` says it does not
 cover x, and the caller keeps its correctly rounded log2. The attention LSE takes log2 of row sums >= 1: covered.
+
+MUFU.RCP (tests/gpu/probe_rcp.py, an H100, 2026-12-07, run 66): for x = s 2^e m, m in [1, 2) on the 2^-23 grid,
+the hardware returns s 2^-e R(m), flushed to 0 below 2^-126; a zero or subnormal input reads as 0 (+-inf), +-inf
+gives +-0. Checked on 5 x 16 M random inputs ([1, 2), [-64, 64], magnitudes 2^-125 .. 2^125, near 2^126,
+[0.5, 32]) and the special values: no bit differs. R (2^23 + 1 values, data/rcp_gh100.npz: the first bit pattern
+and the int8 differences, -2 .. 0) is the correctly rounded 1/m for 7280087 of them; the others are 1 ulp off.
 """
 from __future__ import annotations
 
@@ -25,6 +31,7 @@ import numpy as np
 
 DATA = Path(__file__).with_name("data") / "ex2_gh100.npz"
 LG2_DATA = Path(__file__).with_name("data") / "lg2_gh100.npz"
+RCP_DATA = Path(__file__).with_name("data") / "rcp_gh100.npz"
 FRACTION_BITS = 23
 MIN_NORMAL = 2.0 ** -126
 
@@ -80,3 +87,25 @@ def lg2_approx_f32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = e + _lg2_table()[bits & ((1 << 23) - 1)]
     f = s.astype(np.float32)                                              # then truncated toward zero
     return np.where(f.astype(np.float64) > s, np.nextafter(f, np.float32(0)), f), covered
+
+
+@functools.cache
+def _rcp_table() -> np.ndarray:
+    """R[k] = the hardware's 1 / (1 + k / 2^23), k = 0 .. 2^23 (float64)."""
+    d = np.load(RCP_DATA)
+    bits = np.concatenate([d["rcp_first"].astype(np.int64), d["rcp_diff"].astype(np.int64)]).cumsum()
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def rcp_approx_ftz_f32(x: np.ndarray) -> np.ndarray:
+    """rcp.approx.ftz.f32 of a float32 array, as the sm_90a MUFU computes it (the module docstring's rule)."""
+    x = np.asarray(x, np.float32)
+    bits = x.view(np.uint32).astype(np.int64)
+    negative = (bits >> 31) == 1
+    e = ((bits >> 23) & 0xFF) - 127
+    y = np.ldexp(_rcp_table()[bits & ((1 << 23) - 1)], -e)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.where(y < MIN_NORMAL, 0.0, y)                               # .ftz: subnormal results flush to 0
+        y = np.where(e == -127, np.inf, y)                                 # zero or subnormal input: 1/0
+        y = np.where(e == 128, np.where(np.isnan(x), np.nan, 0.0), y)      # +-inf -> 0, NaN stays NaN
+        return np.where(negative, -y, y).astype(np.float32)

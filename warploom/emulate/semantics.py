@@ -33,6 +33,8 @@ Measured on the device, bit for bit:
   - ex2.approx.ftz.f32 (llvm.call_intrinsic llvm.nvvm.ex2.approx.ftz.f, what every warploom softmax uses): the
     sm_90a MUFU's table (warploom.emulate.mufu). The sm_100a MUFU has not been measured (no Blackwell GPU
     here): sm_100a kernels get the same values, an assumption.
+  - rcp.approx.ftz.f32 (nvvm.rcp.approx.ftz.f, the score modifiers' division and tanh): the sm_90a MUFU's table
+    (warploom.emulate.mufu); the same assumption for sm_100a.
 
 Approximate (documented differences from the device):
   - ex2.approx without .ftz, or of bf16/f16 (llvm.intr.exp2, math.exp2, llvm.nvvm.ex2.approx.{f,bf16,f16}):
@@ -40,8 +42,6 @@ Approximate (documented differences from the device):
     ex2.approx.f32 has a maximum relative error of about 2^-22 (PTX ISA 9.7.3 "ex2"), so single ulps differ.
     .ftz flushes subnormal inputs and results to sign-preserving zero; NVPTX emits ex2.approx.f32 (no .ftz)
     for f32 llvm.exp2 in kernels without flush-to-zero, ex2.approx.ftz.bf16 for bf16, ex2.approx.f16 for f16.
-  - rcp.approx.ftz.f32 (nvvm.rcp.approx.ftz.f): correctly rounded 1/x with .ftz; the hardware's error is up
-    to 1 ulp.
   - lg2.approx.f32 below 1 (llvm.call_intrinsic llvm.nvvm.lg2.approx[.ftz].f): float32(log2(float64(x))), -inf
     at +-0, NaN below 0; the hardware's maximum absolute error is about 2^-22 (PTX ISA 9.7.3 "lg2"). From 1 up
     (every attention LSE's row sum) it is the sm_90a MUFU's own value (warploom.emulate.mufu).
@@ -60,7 +60,7 @@ from .core import WARP, Pending
 from .errors import DivergenceError, EmulationError, OutOfBoundsError, UnknownOpError
 from .floats import (CANONICAL_NAN, FCMP, ROUNDING, SIGN_BIT, UINT, UINTS, as_f32, canonical, fma_exact, flush,
                      float_elem, round_float, scalar, to_elem)
-from .mufu import ex2_approx_ftz_f32, lg2_approx_f32
+from .mufu import ex2_approx_ftz_f32, lg2_approx_f32, rcp_approx_ftz_f32
 
 DYNAMIC = ir.ShapedType.get_dynamic_size()
 
@@ -234,6 +234,8 @@ def unary_approx(f, ftz_of):
 
 
 def rcp(x, elem, ftz):
+    if elem == "f32" and ftz:                 # MUFU.RCP itself, measured (warploom.emulate.mufu)
+        return scalar(canonical(rcp_approx_ftz_f32(as_f32(x)), elem))
     x = flush(x, elem)
     y = np.asarray(1.0) / np.asarray(as_f32(x), np.float64)
     return flush(scalar(canonical(y.astype(np.float32), elem)), elem)
