@@ -216,7 +216,7 @@ def attention_graph(spec: AttentionSpec):
     it uses at run time, as scale_log2)."""
     g = warploom.Graph(ATTENTION_GRAPH)
     q, k, v = attention_inputs(g, spec)
-    g.output(g.attention(q, k, v, causal=spec.causal, layout="bhsd", mods=spec.mods))
+    g.output(g.attention(q, k, v, causal=spec.causal, layout="bhsd", mods=spec.mods, varlen=spec.varlen))
     return g
 
 
@@ -268,7 +268,8 @@ def attention_spec_of(program, target: str = "sm_90a") -> AttentionSpec:
                          int(program.attrs["stages"]), target, int(bm), overlapped(program),
                          str(program.attrs.get("schedule", "grid")), bool(program.attrs.get("shared_kv", False)),
                          q_stages=q.stages if q is not None and targets.get(target).accumulator == "regs" else 1,
-                         exp2_poly=float(program.attrs.get("exp2_poly", 0.0)), mods=ScoreMods.from_attrs(program.attrs))
+                         exp2_poly=float(program.attrs.get("exp2_poly", 0.0)), mods=ScoreMods.from_attrs(program.attrs),
+                         varlen=bool(program.attrs.get("varlen", False)))
 
 
 def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
@@ -284,12 +285,13 @@ def compile_attention_graph(graph, spec: AttentionSpec) -> KernelArtifact:
 def planned_attention_program(elem: str = "bf16", head_dim: int = 128, causal: bool = False,
                               block_n: int | None = None, stages: int | None = None, overlap: bool = True,
                               schedule: str | None = None, block_m: int | None = None, q_stages: int | None = None,
-                              exp2_poly: float | None = None, mods: ScoreMods = NO_MODS):
+                              exp2_poly: float | None = None, mods: ScoreMods = NO_MODS, varlen: bool = False):
     """The planning passes' program for the standard attention kernel of (elem, head dim, causal) (or the tile
-    given; `mods`: its score/mask modifiers): what warploom.emulate.emulate_attention runs by default."""
+    given; `mods`: its score/mask modifiers; varlen: packed sequences): what warploom.emulate.emulate_attention runs
+    by default."""
     spec = AttentionSpec(elem, head_dim, causal, block_n, stages or AttentionSpec.stages, block_m=block_m,
                          overlap=overlap, schedule=schedule or AttentionSpec.schedule, q_stages=q_stages,
-                         exp2_poly=exp2_poly, mods=mods)
+                         exp2_poly=exp2_poly, mods=mods, varlen=varlen)
     return planned_attention(attention_graph(spec), spec)[0]
 
 
@@ -439,10 +441,11 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) 
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,
-                            stages: int | None = None, mods: ScoreMods = NO_MODS):
+                            stages: int | None = None, mods: ScoreMods = NO_MODS, varlen: bool = False):
     """The sm_100a (FA4-style) attention's typed Program after the planning passes (everything but wl-lower-sm100):
     its smem, TMEM, rings, hand-offs and roles (docs/attention-sm100.md). shared_kv: K and V share one ring of
-    `stages` slots (default: the standard kernel's stages; 3 for a shared ring)."""
+    `stages` slots (default: the standard kernel's stages; 3 for a shared ring); varlen: packed sequences."""
     stages = stages or default_attention_stages(shared_kv)
-    spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv, mods=mods)
+    spec = AttentionSpec(elem, head_dim, causal, stages=stages, target="sm_100a", shared_kv=shared_kv, mods=mods,
+                         varlen=varlen)
     return planned_attention(attention_graph(spec), spec)[0]

@@ -116,9 +116,12 @@ STANDARD_ATTENTION_KERNELS: dict[str, list[AttentionSpec]] = {
     + [AttentionSpec(elem, d, False, block_m=ATTENTION_TALL_BLOCK_M) for elem in ATTENTION_ELEMENTS
        for d in ATTENTION_TALL_MIN_SQ]
     + [AttentionSpec(elem, d, False, schedule="streamk") for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
-       if default_attention_schedule(d) == "persistent"],
-    "sm_100a": [AttentionSpec(elem, d, causal, target="sm_100a") for elem in ATTENTION_ELEMENTS
-                for d in FA4_HEAD_DIMS for causal in (False, True)],
+       if default_attention_schedule(d) == "persistent"]
+    # packed variable-length batches (warploom.ops.attention_varlen): grid kernels reading cu_seqlens
+    + [AttentionSpec(elem, d, causal, varlen=True) for elem in ATTENTION_ELEMENTS for d in ATTENTION_HEAD_DIMS
+       for causal in (False, True)],
+    "sm_100a": [AttentionSpec(elem, d, causal, target="sm_100a", varlen=varlen) for elem in ATTENTION_ELEMENTS
+                for d in FA4_HEAD_DIMS for causal in (False, True) for varlen in (False, True)],
 }
 
 

@@ -21,6 +21,7 @@ from warploom import targets, tuning
 from warploom.kernel.contract import SM90_MMA_M, SMALL_M_STAGES, GemmSpec, streamk_buffers
 from warploom.kernels import CLUSTER_GROUP_M, SWAP_KERNELS, get_kernel
 from warploom.ops_attention import attention, attention_plan  # noqa: F401  (re-exported: warploom.ops.attention)
+from warploom.ops_varlen import attention_varlen  # noqa: F401  (re-exported: warploom.ops.attention_varlen)
 from warploom.runtime import host, rules
 from warploom.runtime.host import fixup_buffers, torch_stream  # noqa: F401  (re-exported: ops.fixup_buffers)
 from warploom.runtime.launch import default_launcher, sm_count as _sm_count

@@ -27,6 +27,7 @@ SEEDS = [(0, 4), (1, 8), (2, 16)]            # (interleaving seed, most schedule
 CASES = [
     ("bf16", 64, False, 130, 300, 1, 1, "bshd", 1),     # 3 key blocks: the 2-stage K/V rings wrap; ragged last
     ("bf16", 64, True, 300, 130, 4, 1, "bhsd", 1),      # Sq > Sk: the first 170 rows see no key; GQA 4; 2 CTAs
+    ("bf16", 64, True, 400, 50, 1, 1, "bshd", 1),       # CTA 0's 256 rows see no key: no key block at all, O 0
     ("bf16", 128, False, 60, 129, 4, 2, "bhsd", 1),     # Q tile 1 wholly past Sq; one key in the last block; 4 q heads
                                                         # on 2 kv heads (q heads 1, 2 read other keys under h % Hkv)
     ("bf16", 128, True, 200, 260, 2, 1, "bshd", 1),     # the diagonal crosses both Q tiles and all 3 blocks

@@ -101,11 +101,14 @@ class Graph:
 
     def attention(self, q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: float | None = None,
                   layout: str = "bshd", score_mod=None, mask_mod=None, scalars: dict | None = None,
-                  mods: ScoreMods | None = None) -> Tensor:
+                  mods: ScoreMods | None = None, varlen: bool = False) -> Tensor:
         """softmax(score_mod(scale q kᵀ) [causal] [mask_mod]) v. score_mod(score, b, h, q_idx, kv_idx, *scalars) and
         mask_mod(b, h, q_idx, kv_idx, *scalars) are Python functions traced once (warploom.score); `scalars` names
         their runtime scalars with an example value of each (an int: i32, a float: f32); the values themselves are
-        kernel arguments. `mods`: modifiers already traced (warploom.score.ScoreMods), instead of the functions."""
+        kernel arguments. `mods`: modifiers already traced (warploom.score.ScoreMods), instead of the functions.
+        varlen: q, k, v hold sequences packed one after another along S (batch 1); their starts, cu_seqlens_q and
+        cu_seqlens_k, are runtime arguments (warploom.ops.attention_varlen), and causal, b, q_idx and kv_idx are
+        per sequence."""
         if scale is None:
             d = q.shape[-1]
             if d is None:
@@ -115,7 +118,10 @@ class Graph:
             raise ValueError("attention: pass mods= (already traced) or score_mod=/mask_mod=/scalars=, not both")
         if mods is None:
             mods = trace_mods(score_mod, mask_mod, scalars)[0] if (score_mod or mask_mod or scalars) else NONE
-        return self._op("attention", (q, k, v), causal=causal, scale=scale, layout=layout, **mods.attrs())
+        if not isinstance(varlen, bool):
+            raise ValueError(f"attention: varlen = {varlen!r}: True (packed sequences) or False")
+        return self._op("attention", (q, k, v), causal=causal, scale=scale, layout=layout, **mods.attrs(),
+                        **({"varlen": True} if varlen else {}))
 
     def add(self, a, b): return self._op("add", (a, b))
     def mul(self, a, b): return self._op("mul", (a, b))

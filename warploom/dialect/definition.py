@@ -51,8 +51,9 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("attention", ("q", "k", "v"), {"causal": "bool", "scale": "float", "layout": "str"},
           "softmax(score_mod(scale * q k^T) [causal] [mask_mod]) v; layout bhsd or bshd; GQA when q has more heads "
           "than k/v; the modifiers (warploom.score: the canonical text of each, and the runtime scalars they read) "
-          "only when given",
-          optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str", "mod_tensors": "str"}),
+          "only when given; varlen: the sequences packed along S (B = 1), cu_seqlens_q/k runtime arguments",
+          optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str", "mod_tensors": "str",
+                    "varlen": "bool"}),
     OpDef("add", ("lhs", "rhs"), {}, "elementwise sum"),
     OpDef("mul", ("lhs", "rhs"), {}, "elementwise product"),
     OpDef("max", ("lhs", "rhs"), {}, "elementwise maximum"),

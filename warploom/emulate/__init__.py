@@ -10,6 +10,6 @@ from . import tcgen05  # noqa: F401  (registers the tcgen05 / Tensor Memory hand
 from .errors import (AccumulatorReadError, AsyncLeakError, BarrierError, DeadlockError, DivergenceError,  # noqa: F401
                      EmulationError, MbarrierError, OutOfBoundsError, PairDeallocError, RegisterBudgetError, ScopeError,
                      SmemRaceError, TmemError, TmemFenceError, TmemRaceError, UnknownOpError, WgmmaFenceError)
-from .front import attention_kernel, emulate_attention, emulate_gemm, gemm_kernel  # noqa: F401  (builds, then runs)
+from .front import attention_kernel, emulate_attention, emulate_attention_varlen, emulate_gemm, gemm_kernel  # noqa: F401  (builds, then runs)
 from .launch import EmulatedKernel, EmulationReport, emulate_launch  # noqa: F401
 from . import ops_arith, ops_llvm, ops_math, ops_nvvm, ops_scf, ops_vector, regwgmma  # noqa: F401,E402  (handlers register on import)

@@ -141,6 +141,84 @@ def _default_attention_program(elem: str, head_dim: int, causal: bool):
     return planned_attention_program(elem, head_dim, causal)
 
 
+def _mod_args(program, scalars: dict | None, args: dict, caller: str) -> ScoreMods:
+    """The program's modifiers; their runtime scalars and captured tensors (with their strides) put into `args`."""
+    mods = ScoreMods.from_attrs(program.attrs)
+    missing = sorted(n for n in [n for n, _ in mods.scalars] + [n for n, _, _ in mods.tensors] if n not in (scalars or {}))
+    if missing:
+        raise ValueError(f"{caller}: the program's modifiers read the runtime scalars {missing}: pass "
+                         "scalars={name: value}")
+    for name, type_ in mods.scalars:
+        args[param_name(name)] = (np.float32 if type_ == "f32" else np.int32)(scalars[name])
+    for name, type_, rank in mods.tensors:      # a captured tensor: its elements in global memory, its strides
+        arr = np.ascontiguousarray(scalars[name], dtype=np.float32 if type_ == "f32" else np.int32)
+        if arr.ndim != rank:
+            raise ValueError(f"{caller}: captured tensor {name!r} has rank {arr.ndim}; the program's {rank}")
+        args[param_name(name)] = arr
+        for i, stride in enumerate(arr.strides):
+            args[stride_name(name, i)] = np.int32(stride // arr.itemsize)
+    return mods
+
+
+def ragged_view(buffer: np.ndarray, rows: int) -> np.ndarray:
+    """The ragged tensor map's view (numpy order T, H, R, D: kernel.contract.ATTENTION_VARLEN_MAP_DIMS reversed) of
+    `buffer`, [rows + T, H, D] holding the packed rows from row `rows` on: element (t, h, r, d) is packed row
+    t + r - rows, as the GPU map's base address moved back by `rows` rows makes it."""
+    t, h, d = buffer.shape[0] - rows, buffer.shape[1], buffer.shape[2]
+    s_row, s_head, s_elem = buffer.strides
+    return np.lib.stride_tricks.as_strided(buffer, shape=(t + 1, h, rows, d), strides=(s_row, s_head, s_row, s_elem))
+
+
+def emulate_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, causal: bool = False, scale: float | None = None,
+                             seed: int = 0, *, program=None, elem: str | None = None, with_lse: bool = True,
+                             delay: int = 4, ctas=None, order: str = "random", scalars: dict | None = None,
+                             report: list | None = None):
+    """(out [Tq, Hq, D], lse float32 [Hq, Tq] or None) of the emulated packed variable-length attention: q [Tq, Hq,
+    D], k and v [Tk, Hkv, D] hold B sequences one after another, sequence i at rows cu_seqlens_q[i] ..
+    cu_seqlens_q[i + 1] - 1 (and cu_seqlens_k's for k, v); each attends within itself (causal: bottom-right per
+    sequence), as flash_attn_varlen_func computes. The grid is (cdiv(longest query sequence, BM), Hq, B); the
+    tensor maps are the ragged views the GPU's maps give (`ragged_view`); out starts NaN. program: a varlen
+    attention program (default: the planner's for (elem, D, causal)); the rest as emulate_attention's."""
+    cu_q, cu_k = (np.asarray(x, np.int32) for x in (cu_seqlens_q, cu_seqlens_k))
+    if elem is None:
+        elem = program.inputs["q"].elem if program is not None else next(
+            (e for e in ("bf16", "f16") if np.asarray(q).dtype == NUMPY_ELEMS[e]), "bf16")
+    dt = NUMPY_ELEMS[elem]
+    q, k, v = (np.asarray(x).astype(dt, copy=False) for x in (q, k, v))
+    if q.ndim != 3 or k.ndim != 3 or k.shape != v.shape or q.shape[2] != k.shape[2] or q.shape[1] % k.shape[1]:
+        raise ValueError(f"emulate_attention_varlen: q {q.shape}, k {k.shape}, v {v.shape}: [T, H, D], k and v alike, "
+                         "one head dim, Hkv dividing Hq")
+    if cu_q.ndim != 1 or cu_q.shape != cu_k.shape or len(cu_q) < 2 or cu_q[-1] != q.shape[0] or cu_k[-1] != k.shape[0]:
+        raise ValueError(f"emulate_attention_varlen: cu_seqlens_q {cu_q.tolist()}, cu_seqlens_k {cu_k.tolist()}: B + 1 "
+                         f"starts each, the last = the packed rows ({q.shape[0]}, {k.shape[0]})")
+    d = q.shape[2]
+    if program is None:
+        from warploom.build import planned_attention_program
+        program = planned_attention_program(elem, d, causal, varlen=True)
+    kernel = attention_kernel(program)
+    if not program.attrs.get("varlen") or bool(program.attrs.get("causal")) != bool(causal):
+        raise ValueError(f"emulate_attention_varlen: program {kernel.name} is not the varlen kernel of causal={causal}")
+    scale = 1.0 / np.sqrt(d) if scale is None else float(scale)
+    bufs, views = {}, {}
+    for name, x in (("q", q), ("k", k), ("v", v), ("out", q)):
+        rows = kernel.tensor_maps[name].box[1]
+        buf = np.full((rows + x.shape[0],) + x.shape[1:], np.nan if name == "out" else 0, dt)
+        if name != "out":
+            buf[rows:] = x
+        bufs[name], views[name] = buf, ragged_view(buf, rows)
+    lse = np.full((q.shape[1], q.shape[0]), np.nan, np.float32) if with_lse else None
+    lens_q, lens_k = np.diff(cu_q), np.diff(cu_k)
+    args = {**views, "lse": lse, "scale_log2": np.float32(scale * np.log2(np.e)), "cu_seqlens_q": cu_q,
+            "cu_seqlens_k": cu_k}
+    sizes = {"Sq": int(lens_q.max()), "Sk": int(lens_k.max()), "Hq": q.shape[1], "Hkv": k.shape[1],
+             "B": len(cu_q) - 1, "Tq": q.shape[0]}
+    _mod_args(program, scalars, args, "emulate_attention_varlen")
+    r = emulate_launch(kernel, args, sizes, seed=seed, delay=delay, ctas=ctas, order=order)
+    if report is not None:
+        report.append(r)
+    return bufs["out"][kernel.tensor_maps["out"].box[1]:], lse
+
+
 def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None, seed: int = 0, *,
                       layout: str = "bshd", program=None, elem: str | None = None, with_lse: bool = True,
                       delay: int = 4, ctas=None, report: list | None = None, trace: dict | None = None,
@@ -188,20 +266,10 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     args = {"q": to_bhsd(q), "k": to_bhsd(k), "v": to_bhsd(v), "out": to_bhsd(out), "lse": lse,
             "scale_log2": np.float32(scale * np.log2(np.e))}
     sizes = {"Sq": sq, "Sk": sk, "Hq": hq, "Hkv": hkv, "B": bsz, "SMS": sms}
-    mods = ScoreMods.from_attrs(program.attrs)
-    missing = sorted(n for n in [n for n, _ in mods.scalars] + [n for n, _, _ in mods.tensors] if n not in (scalars or {}))
-    if missing:
-        raise ValueError(f"emulate_attention: the program's modifiers read the runtime scalars {missing}: pass "
-                         "scalars={name: value}")
-    for name, type_ in mods.scalars:
-        args[param_name(name)] = (np.float32 if type_ == "f32" else np.int32)(scalars[name])
-    for name, type_, rank in mods.tensors:      # a captured tensor: its elements in global memory, its strides
-        arr = np.ascontiguousarray(scalars[name], dtype=np.float32 if type_ == "f32" else np.int32)
-        if arr.ndim != rank:
-            raise ValueError(f"emulate_attention: captured tensor {name!r} has rank {arr.ndim}; the program's {rank}")
-        args[param_name(name)] = arr
-        for i, stride in enumerate(arr.strides):
-            args[stride_name(name, i)] = np.int32(stride // arr.itemsize)
+    if program.attrs.get("varlen"):
+        raise ValueError(f"emulate_attention: {kernel.name} takes packed sequences: run it with "
+                         "emulate_attention_varlen")
+    mods = _mod_args(program, scalars, args, "emulate_attention")
     schedule = program.attrs.get("schedule")
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]

@@ -30,12 +30,13 @@ class Verdict:
 
 
 def judge_attention(out, lse, q, k, v, elem: str, causal: bool, layout: str, scale: float | None = None,
-                    mods=None, scalars: dict | None = None) -> Verdict:
+                    mods=None, scalars: dict | None = None, batch0: int = 0) -> Verdict:
     """The emulated (out, lse) against warploom.reference.ops.attention under the bound above; lse may be None;
-    mods, scalars: the kernel's score/mask modifiers and their scalars' values (warploom.score)."""
+    mods, scalars: the kernel's score/mask modifiers and their scalars' values (warploom.score); batch0: the
+    modifiers' b of the first batch (a packed sequence judged alone: its index)."""
     from warploom.reference.ops import attention
     ref, ref_lse = attention(q, k, v, causal=causal, scale=scale, layout=layout, return_lse=True, mods=mods,
-                             scalars=scalars)
+                             scalars=scalars, batch0=batch0)
     o = np.asarray(out).astype(np.float64)
     if np.isnan(o).any():
         return Verdict(False, float("nan"), 0.0, f"{int(np.isnan(o).sum())} output elements are NaN (never written, "

@@ -145,18 +145,29 @@ ATTENTION_STREAMK_PARAMS = ATTENTION_PERSISTENT_PARAMS + tuple((n, "ptr") for n 
 ATTENTION_SCHEDULES = ("grid", "persistent", "streamk")
 ATTENTION_WALKS = ("persistent", "streamk")     # the schedules of one CTA per SM walking the tiles
 ATTENTION_MAP_DIMS = ("D", "S", "H", "B")       # innermost first: the axes of every q/k/v tensor map
+# Packed variable-length batches (varlen): q [Tq, Hq, D], k and v [Tk, Hkv, D] hold the sequences one after another
+# (cu_seqlens_q/k: the first row of each, then the total), read and written through "ragged" maps (D, R, H, T): R
+# counts a box's rows (size: the box's rows) and T the row just past the box's last valid one (size: T + 1), both of
+# one row's stride, the base address moved back by a box of rows. A box of r rows at (c, t) covers rows t - r + c ..
+# t - 1 with c = r - valid, so the rows past a sequence's end fall outside R: zeros when loaded, dropped when stored
+# (docs/attention-variants.md "Packed sequences")
+ATTENTION_VARLEN_MAP_DIMS = ("D", "R", "H", "T")
+ATTENTION_VARLEN_PARAMS = (("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("Tq", "i32"))
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
 
-def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS) -> tuple[tuple[str, str], ...]:
-    """An attention kernel's parameters (name, kind) in launch order, by schedule: the runtime contract; the runtime
-    scalars of its score/mask modifiers last (`mod_<name>`, f32 or i32, sorted by name)."""
+def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS,
+                     varlen: bool = False) -> tuple[tuple[str, str], ...]:
+    """An attention kernel's parameters (name, kind) in launch order, by schedule: the runtime contract; a varlen
+    kernel's sequence starts and packed query rows next (ATTENTION_VARLEN_PARAMS; Sq and Sk are then the longest
+    sequences', B the sequence count); the runtime scalars of its score/mask modifiers last (`mod_<name>`, f32 or
+    i32, sorted by name)."""
     if schedule == "persistent" and causal:
         base = ATTENTION_CAUSAL_PERSISTENT_PARAMS
     else:
         base = {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(schedule,
                                                                                                     ATTENTION_PARAMS)
-    return base + mods.params()
+    return base + (ATTENTION_VARLEN_PARAMS if varlen else ()) + mods.params()
 
 
 # keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,
@@ -272,6 +283,11 @@ def mods_suffix(mods: ScoreMods) -> str:
     return f"_m{mods.key}" if mods else ""
 
 
+def varlen_suffix(varlen: bool) -> str:
+    """_varlen for a kernel of packed variable-length sequences (cu_seqlens), else ''."""
+    return "_varlen" if varlen else ""
+
+
 def fa4_kernel_name(elem: str, head_dim: int, block_m: int, block_n: int, stages, causal: bool,
                     shared_kv: bool = False, rescale_threshold: float = FA4_RESCALE_THRESHOLD,
                     exp2_poly: float = FA4_EXP2_POLY) -> str:
@@ -311,10 +327,12 @@ class AttentionSpec:
     #                                 of 1/8; None: default_attention_exp2_poly
     mods: ScoreMods = NO_MODS       # score and mask modifiers (warploom.score): compiled in as expressions, their
     #                                 scalars runtime arguments
+    varlen: bool = False            # packed variable-length sequences (cu_seqlens; ATTENTION_VARLEN_MAP_DIMS): one
+    #                                 kernel for every batch composition; schedule grid only
 
     def __post_init__(self):
         fa4 = targets.get(self.target).accumulator == "tmem"
-        defaults = {"schedule": "grid" if fa4 else default_attention_schedule(self.head_dim),
+        defaults = {"schedule": "grid" if fa4 or self.varlen is True else default_attention_schedule(self.head_dim),
                     "block_m": FA4_Q_TILES * FA4_TILE_ROWS if fa4 else ATTENTION_BLOCK_M, "overlap": not fa4}
         for name, value in defaults.items():
             if getattr(self, name) is None:
@@ -354,6 +372,10 @@ class AttentionSpec:
         if self.mods and self.schedule == "streamk":
             raise ValueError("AttentionSpec: score/mask modifiers with schedule = 'streamk': the stream-K walk is "
                              "built for the plain attention; take 'persistent' or 'grid'")
+        if not isinstance(self.varlen, bool) or (self.varlen and self.schedule != "grid"):
+            raise ValueError(f"AttentionSpec: varlen = {self.varlen!r} with schedule = {self.schedule!r}: True or "
+                             "False, and True with schedule 'grid' only (a CTA per query block of the longest "
+                             "sequence, head and sequence; the walks count tiles of one length)")
 
     @property
     def kernel_name(self) -> str:
@@ -363,12 +385,12 @@ class AttentionSpec:
         else:
             name = attention_kernel_name(self.elem, self.head_dim, self.block_m, self.block_n, self.stages,
                                          self.causal, self.overlap, self.schedule, self.q_stages, self.exp2_poly)
-        return name + mods_suffix(self.mods)
+        return name + varlen_suffix(self.varlen) + mods_suffix(self.mods)
 
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """The kernel's parameters (name, kind) in launch order: the runtime contract."""
-        return attention_params(self.schedule, self.causal, self.mods)
+        return attention_params(self.schedule, self.causal, self.mods, self.varlen)
 
     @property
     def lookup_id(self) -> str:
@@ -382,6 +404,7 @@ class AttentionSpec:
                 f"{'stream-K (a CTA per SM; the last waves split over the key blocks), ' if self.schedule == 'streamk' else ''}"
                 f"{'two Q stages (the next tile prefetched), ' if self.q_stages == 2 else ''}"
                 f"{f'{self.exp2_poly:g} of exp2 by the FMA polynomial, ' if self.exp2_poly else ''}"
+                f"{'packed variable-length sequences, ' if self.varlen else ''}"
                 f"{f'modifiers [{self.mods.text}], ' if self.mods else ''}{self.target}")
 
     def tensor_map_specs(self) -> dict[str, TensorMapSpec]:
@@ -391,7 +414,8 @@ class AttentionSpec:
         q_rows = FA4_TILE_ROWS if targets.get(self.target).accumulator == "tmem" else self.block_m   # TMEM: one Q tile a box
         out_rows = FA4_TILE_ROWS if targets.get(self.target).accumulator == "tmem" else SM90_MMA_M
         rows = {"q": q_rows, "k": self.block_n, "v": self.block_n, "out": out_rows}
-        return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, ATTENTION_MAP_DIMS)
+        dims = ATTENTION_VARLEN_MAP_DIMS if self.varlen else ATTENTION_MAP_DIMS
+        return {name: TensorMapSpec(name, name, self.elem, (ATTENTION_BOX_D, r, 1, 1), 128, dims)
                 for name, r in rows.items()}
 
 

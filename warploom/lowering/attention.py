@@ -39,9 +39,9 @@ from mlir import ir
 from mlir.dialects import nvvm, scf
 
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
-from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
+from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_VARLEN_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
-                                      fa4_kernel_name, mods_suffix)
+                                      fa4_kernel_name, mods_suffix, varlen_suffix)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
 from warploom.lowering.emit import sync, tma
 from warploom.lowering.emit.exp2 import exp2_fma, exp2_fma_x2
@@ -141,7 +141,7 @@ def kernel_name(program: Program) -> str:
     return attention_kernel_name(program.inputs["q"].elem, d, bm, bn, program.attrs.get("stages", "?"),
                                  bool(program.attrs.get("causal")), overlapped(program),
                                  program.attrs.get("schedule", "grid"), q.stages if q is not None else 1,
-                                 float(program.attrs.get("exp2_poly", 0.0))) + mods_suffix(_mods(program))
+                                 float(program.attrs.get("exp2_poly", 0.0))) + _suffixes(program)
 
 
 
@@ -152,7 +152,12 @@ def fa4_name(program: Program) -> str:
     a = program.attrs
     return fa4_kernel_name(program.inputs["q"].elem, d, bm, bn, a.get("stages", "?"), bool(a.get("causal")),
                            bool(a.get("shared_kv")), float(a.get("rescale_threshold", FA4_RESCALE_THRESHOLD)),
-                           float(a.get("exp2_poly", FA4_EXP2_POLY))) + mods_suffix(_mods(program))
+                           float(a.get("exp2_poly", FA4_EXP2_POLY))) + _suffixes(program)
+
+
+def _suffixes(program: Program) -> str:
+    """_varlen (packed sequences), then the modifiers' _m{key}."""
+    return varlen_suffix(bool(program.attrs.get("varlen", False))) + mods_suffix(_mods(program))
 
 
 def _mods(program: Program) -> ScoreMods:
@@ -235,6 +240,9 @@ class AttentionLowering(KernelLowering):
         self.mma_k = self.T.mma_k_of(self.elem)
         schedule = a.get("schedule", "grid")
         self.persistent, self.streamk = schedule in ATTENTION_WALKS, schedule == "streamk"
+        self.varlen = bool(a.get("varlen", False))      # packed sequences: `_at_tile` reads the tile's sequence
+        if self.varlen and schedule != "grid":
+            self._fail(f"varlen with schedule {schedule}: packed sequences are lowered for the grid schedule only")
         if self.streamk and self.causal:
             self._fail("schedule streamk with a causal mask: the stream-K walk splits tiles of one length (non-causal)")
         want = {"persistent": (("attention_persistent", "Sq", self.BM, "Hq", "B", "SMS"), ("const", 1), ("const", 1)),
@@ -263,12 +271,16 @@ class AttentionLowering(KernelLowering):
             self._fail(f"async load of {op.source!r}: attention loads q, k and v")
         tile = self.tiles[self._region(op.region).name]
         return TensorMapSpec(name=op.source, operand=op.source, dtype=self.elem, box=tile.box + (1, 1),
-                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+                             swizzle=tile.swizzle.bytes, dims=self._map_dims())
+
+    def _map_dims(self) -> tuple[str, ...]:
+        """(D, S, H, B); packed sequences: the ragged (D, R, H, T) (kernel.contract.ATTENTION_VARLEN_MAP_DIMS)."""
+        return ATTENTION_VARLEN_MAP_DIMS if self.varlen else ATTENTION_MAP_DIMS
 
     def _param_list(self) -> list[tuple[str, str]]:
         """The contract's parameters of the kernel's schedule (kernel.contract.attention_params), checked against the
         tensor maps the plan's copies and stores need."""
-        params = list(attention_params(self.p.attrs.get("schedule", "grid"), self.causal, self.mods))
+        params = list(attention_params(self.p.attrs.get("schedule", "grid"), self.causal, self.mods, self.varlen))
         maps = [n for n, kind in params if kind == "tensormap"]
         if maps != list(self.tmaps):
             self._fail(f"the plan loads and stores through tensor maps {list(self.tmaps)}; the attention contract's "
@@ -281,7 +293,7 @@ class AttentionLowering(KernelLowering):
             self._fail(f"store of {op.output!r} through smem: attention stages out only")
         tile = self.tiles[self._region(op.region).name]
         return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.mma_m, 1, 1),
-                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+                             swizzle=tile.swizzle.bytes, dims=self._map_dims())
 
     def _bind_args(self, args: dict) -> None:
         self.args = args
@@ -305,15 +317,57 @@ class AttentionLowering(KernelLowering):
         self._init_barriers()
 
     def _at_tile(self, m_block, head, batch) -> None:
-        """The tile (query block, head, batch) the ops act on: its first row, kv head and key-block count."""
+        """The tile (query block, head, batch) the ops act on: its first row, kv head and key-block count. With
+        packed sequences (varlen) `batch` is the sequence: its lengths replace the Sq and Sk every rule reads."""
         b, a = self.b, self.args
         self.m_block, self.head, self.batch = m_block, head, batch
+        if self.varlen:
+            self._at_sequence(batch)
         self.row0 = b.mul(m_block, b.const(self.BM))
         self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
         self.kv_head = b.divu(head, self.group)
         self.kb0 = None                                  # the tile's first key block: 0 unless a mask narrows it
         if self.mods.mask is not None:
             self._key_range()
+
+    def _at_sequence(self, seq) -> None:
+        """Packed sequences: sequence `seq`'s first query and key rows (cu_seqlens_q/k[seq], kept for the TMA
+        coordinates and the LSE) and its lengths, which from here on are the Sq and Sk of every rule, mask and
+        bound (the kernel parameters Sq, Sk are the longest sequences', which size the grid only; the grid
+        schedule sets the tile once, before any role branches, so the values hold everywhere)."""
+        b, c, a = self.b, self.b.const, self.args
+
+        def start(name, i):
+            return b.load(b.i32, b.gep(a[name], i, b.i32), 4, name)
+        after = b.add(seq, c(1))
+        self.seq_q0, self.seq_k0 = start("cu_seqlens_q", seq), start("cu_seqlens_k", seq)
+        a["Sq"] = b.sub(start("cu_seqlens_q", after), self.seq_q0)
+        a["Sk"] = b.sub(start("cu_seqlens_k", after), self.seq_k0)
+
+    def _ragged(self, row: ir.Value, rows: int, source: str) -> list[ir.Value]:
+        """The (R, T) coordinates of a ragged map's box of `rows` rows starting at row `row` of the tile's sequence
+        of `source` (q or out: the query sequence; k, v: the key sequence): valid = clamp(length - row, 0, rows)
+        rows are the sequence's, at R = rows - valid, T = start + row + valid (kernel.contract, "Packed
+        variable-length batches"); the others fall past R's end."""
+        b, c, a = self.b, self.b.const, self.args
+        length, first = (a["Sq"], self.seq_q0) if source in ("q", "out") else (a["Sk"], self.seq_k0)
+        valid = b.mins(b.maxs(b.sub(length, row), c(0)), c(rows))
+        return [b.sub(c(rows), valid), b.add(b.add(first, row), valid)]
+
+    def _copy_coords(self, op: Copy, tile, coord: list) -> list:
+        """[column, row] of a box, then head and batch; packed sequences: the ragged map's [column, R, head, T]."""
+        if not self.varlen:
+            return super()._copy_coords(op, tile, coord)
+        r, t = self._ragged(coord[1], tile.box[1], op.source)
+        return [coord[0], r, self._outer_coords(op)[0], t]
+
+    def _lse_plane(self) -> ir.Value:
+        """The LSE's element offset (i64) of the tile's row 0: (b Hq + h) Sq in [B, Hq, Sq]; packed sequences:
+        h Tq + the sequence's first row, in [Hq, Tq] (flash_attn_varlen_func's packed LSE)."""
+        b, a = self.b, self.args
+        if self.varlen:
+            return b.add(b.mul(b.ext64(self.head), b.ext64(a["Tq"])), b.ext64(self.seq_q0))
+        return b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
 
     # ---- block sparsity: the key blocks a mask modifier keeps ------------------------------------------------------
     def _block_class(self, first: ir.Value, last: ir.Value, rows: tuple | None = None) -> tuple:
@@ -572,6 +626,9 @@ class AttentionLowering(KernelLowering):
         with b.if_(ctx.wg_leader):
             row, rows_at = self._out_box(op, ctx, tile)
             coords = [None, row, self.head, self.batch]
+            if self.varlen:                              # the ragged map: rows past the sequence's end are dropped
+                r, t = self._ragged(row, self.tmaps["out"].box[1], "out")
+                coords = [None, r, self.head, t]
             for j in range(tile.num_boxes):
                 src = c(region.offset + tile.box_offset(j))
                 if rows_at is not None:

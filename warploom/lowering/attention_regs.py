@@ -391,8 +391,7 @@ class RegisterAttention(AttentionLowering):
         given = b.cmp("ne", b.ptrtoint(a["lse"], b.i64), c(0, b.i64))
         with b.if_(given):
             first = b.cmp("eq", b.remu(rows["lane"], c(4)), c(0))
-            # (b * Hq + h) * Sq, in 64 bits
-            plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
+            plane = self._lse_plane()
             for h in range(2):
                 r = rows["rows"][h]
                 ok = b.and_(first, b.cmp("slt", r, a["Sq"]))

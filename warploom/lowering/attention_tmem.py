@@ -40,7 +40,6 @@ from mlir.dialects import llvm, nvvm, scf
 
 from warploom import targets
 from warploom.kernel import Arrive, Compute, Copy, Loop, Mma, Store, Sync, Wait
-from warploom.kernel.contract import ATTENTION_MAP_DIMS
 from warploom.layout.descriptors import k_block_steps
 from warploom.layout.tmem import lane_offset
 from warploom.lowering.attention import LN2, AttentionLowering
@@ -116,7 +115,7 @@ class TensorMemoryAttention(AttentionLowering):
             self._fail(f"store of {op.output!r} through smem: attention stages out only")
         tile = self.tiles[self._region(op.region).name]
         return TensorMapSpec(name="out", operand="out", dtype=self.elem, box=(tile.box[0], self.rows, 1, 1),
-                             swizzle=tile.swizzle.bytes, dims=ATTENTION_MAP_DIMS)
+                             swizzle=tile.swizzle.bytes, dims=self._map_dims())
 
     # ---- roles: the warpgroup roles' threads each own a row of the tile: their TMEM lane ------------------------
     def _warpgroup_lanes(self, ctx: RoleState) -> None:
@@ -283,11 +282,18 @@ class TensorMemoryAttention(AttentionLowering):
         ctx.values[op.writes[0]] = b.mulf(log2_norm, b.constf(LN2))
 
     def _normalize(self, op: Compute, ctx: RoleState) -> None:
-        """1 / row sum (0 for a row that saw no key), from the correction rows: the store scales O by it."""
+        """1 / row sum (0 for a row that saw no key), from the correction rows: the store scales O by it. A tile with
+        no key block (causal rows before the first key, a packed sequence without keys, a mask keeping nothing) has
+        no row sum there: the softmax never ran, so its sum is 0 without reading the rows."""
         b = self.b
         o_name, _ = op.reads
         i = self._tile_index(o_name)
-        total = self._load_f32(self._corr_ptr(i, 1, ctx))
+        if_op = scf.IfOp(b.cmp("sgt", self.trips, b.const(0)), [b.f32], has_else=True)
+        with ir.InsertionPoint(if_op.then_block):
+            scf.YieldOp([self._load_f32(self._corr_ptr(i, 1, ctx))])
+        with ir.InsertionPoint(if_op.else_block):
+            scf.YieldOp([b.constf(0.0)])
+        total = if_op.results[0]
         empty = b.cmpf("oeq", total, b.constf(0.0))
         ctx.values[f"inv{i}"] = b.select(empty, b.constf(0.0), b.divf(b.constf(1.0), total))
 
@@ -306,6 +312,18 @@ class TensorMemoryAttention(AttentionLowering):
 
     def _out_barrier(self, nb, ctx: RoleState) -> int:
         return nb.id
+
+    def _before_out_writes(self, ctx: RoleState, region, bar, nb) -> None:
+        """O_i's staging tile lies on Q_i's bytes, free once the last MMA reading Q_i is done (the o<i>_full wait
+        before this). A tile with no key block ran no MMA, so nothing waited for Q_i's copy, which may still be
+        landing: wait for it (its full barrier's one phase) before writing over it."""
+        b, c = self.b, self.b.const
+        rings = [self.p.ring_of_region(name) for name in region.aliases]
+        q_ring = next((r for r in rings if r is not None and r.stages == 1), None)
+        if q_ring is None:
+            self._fail(f"staging region {region.name!r} aliases {list(region.aliases)}: expected a Q tile's region")
+        with b.if_(b.cmp("eq", self.trips, c(0))):
+            self.rings[q_ring.full].at(0).wait(c(0))
 
     def _out_values(self, op: Store, ctx: RoleState, ch) -> list:
         """The thread's row of O_i, CHUNK columns at a time by tcgen05.ld (none when the tile had no key block: O is
@@ -338,5 +356,5 @@ class TensorMemoryAttention(AttentionLowering):
         row = self._row_index(i, ctx)
         given = b.cmp("ne", b.ptrtoint(a["lse"], b.i64), c(0, b.i64))
         with b.if_(b.and_(given, b.cmp("slt", row, a["Sq"]))):
-            plane = b.mul(b.add(b.mul(b.ext64(self.batch), b.ext64(a["Hq"])), b.ext64(self.head)), b.ext64(a["Sq"]))
+            plane = self._lse_plane()
             b.store(ctx.values[op.value], b.gep(a["lse"], b.add(plane, b.ext64(row)), b.f32), alignment=4)

@@ -785,6 +785,11 @@ class KernelLowering:
         """TMA coordinates of the tensor map's dims past the tile's two (attention: head, batch)."""
         return []
 
+    def _copy_coords(self, op: Copy, tile: SmemTile, coord: list) -> list:
+        """The TMA coordinates of one box of a copy: its [column, row] in the tile's two dims, then the map's outer
+        dims (`_outer_coords`)."""
+        return coord + self._outer_coords(op)
+
     def _op_copy(self, op: Copy, ctx: RoleState) -> None:
         b, c = self.b, self.b.const
         loop = self._use_state(self._need_loop(op, ctx), self.p.ring_of_region(op.region), op.use)
@@ -805,7 +810,7 @@ class KernelLowering:
             for dim, step in ((cols_dim, tile.box_start(j)), (rows_dim, 0)):
                 v = self._coord_origin(dim, loop)
                 coord.append(c(step) if v is None else v if step == 0 else b.add(v, c(step)))
-            coord += self._outer_coords(op)
+            coord = self._copy_coords(op, tile, coord)
             dst = stage_off if j == 0 else b.add(stage_off, c(tile.box_offset(j)))
             tma.tma_load(b, b.gep(self.base, dst), self.tmap_args[op.source], bar.addr, coord)
 

@@ -322,6 +322,17 @@ def attention_mods(attention) -> dict:
         raise PassError(f"wl-tile: the attention's modifiers: {e}", attention) from None
 
 
+def attention_varlen(attention, schedule: str) -> dict:
+    """{"varlen": True} for a wl.attention of packed sequences (schedule grid only), else {}."""
+    if not op_attrs(attention).get("varlen", False):
+        return {}
+    if schedule != "grid":
+        raise PassError(f"wl-tile: a packed variable-length attention (varlen) with schedule = {schedule}: it is "
+                        "built with schedule=grid only (a CTA per query block of the longest sequence, head and "
+                        "sequence); the persistent walks count tiles of one length", attention)
+    return {"varlen": True}
+
+
 def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
                    exp2_poly: float | None = None) -> None:
     attrs = op_attrs(attention)
@@ -351,7 +362,8 @@ def tile_attention(attention, block_m: int, block_n: int | None, schedule: str,
             # for the launch only (scale_log2 and the strides are runtime arguments): the program ignores them
             "scale": attrs["scale"], "layout": attrs["layout"],
             # the softmax's share of exp2 by the FMA polynomial: only when it has one
-            **({"exp2_poly": poly} if poly else {}), **attention_mods(attention)},
+            **({"exp2_poly": poly} if poly else {}), **attention_mods(attention),
+            **attention_varlen(attention, schedule)},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)
@@ -440,7 +452,8 @@ def tile_attention_sm100(attention, block_n: int | None, schedule: str, shared_k
             "input_names": ["q", "k", "v"], "output_names": ["out", "lse"], "acc_elem": "f32", "causal": causal,
             "q_tiles": Q_TILES, "scale": attrs["scale"], "layout": attrs["layout"],
             "rescale_threshold": threshold, "exp2_poly": poly, "shared_kv": shared_kv,
-            "rope_depth": rope_depth, "scale_dtype": scale_dtype, **attention_mods(attention)},
+            "rope_depth": rope_depth, "scale_dtype": scale_dtype, **attention_mods(attention),
+            **attention_varlen(attention, schedule)},
             operands=inputs, result_types=[generic, lse], region=True)
         out = _cast(kernel.results[0], out_type)
     trip = ("causal_blocks", "Sq", "Sk", "m", bm, bn) if causal else ("cdiv", "Sk", bn)

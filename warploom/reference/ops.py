@@ -77,7 +77,8 @@ def matmul(a, b, transpose_a: bool = False, transpose_b: bool = False) -> np.nda
 
 
 def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
-              layout: str = "bhsd", return_lse: bool = False, mods=None, scalars: dict | None = None):
+              layout: str = "bhsd", return_lse: bool = False, mods=None, scalars: dict | None = None,
+              batch0: int = 0):
     """softmax(q k^T * scale [+ causal mask]) v, per batch and query head, in float64.
 
     layout "bhsd": q [B, Hq, Sq, D], k [B, Hkv, Sk, D], v [B, Hkv, Sk, Dv].
@@ -96,8 +97,8 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     [B, Hq, Sq] in either layout (natural log; -inf for a row that sees no key).
 
     mods (warploom.score.ScoreMods): the score modifier replaces each scaled score by its value at (b, h, q_idx,
-    kv_idx) (query head h, positions from 0), the mask modifier drops the keys where it is false (as the causal
-    mask does, both apply); `scalars`: the values of the runtime scalars they read, by name.
+    kv_idx) (query head h, positions from 0, b from batch0), the mask modifier drops the keys where it is false
+    (as the causal mask does, both apply); `scalars`: the values of the runtime scalars they read, by name.
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown attention layout {layout!r}: expected one of {', '.join(LAYOUTS)}")
@@ -120,7 +121,7 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
         scale = 1.0 / math.sqrt(d)
     scores = (q @ _swap_last_two(k)) * scale
     if mods:
-        scores = apply_mods(scores, mods, scalars or {})
+        scores = apply_mods(scores, mods, scalars or {}, batch0)
     if causal:
         scores = causal_mask(scores)
     out = softmax(scores, axis=-1) @ v
@@ -131,7 +132,30 @@ def attention(q, k, v, *, causal: bool = False, scale: float | None = None,
     return out, logsumexp(scores, axis=-1)
 
 
-def apply_mods(scores: np.ndarray, mods, scalars: dict) -> np.ndarray:
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, *, causal: bool = False, scale: float | None = None,
+                     return_lse: bool = False, mods=None, scalars: dict | None = None):
+    """Packed variable-length attention (flash_attn_varlen_func's), in float64: q [Tq, Hq, D], k [Tk, Hkv, D],
+    v [Tk, Hkv, Dv] hold B sequences one after another, sequence i at rows cu_seqlens_q[i] .. cu_seqlens_q[i + 1] - 1
+    of q (cu_seqlens_k's of k and v); each attends within itself as `attention` does one batch (causal bottom-right
+    per sequence, b = i for the modifiers). out [Tq, Hq, Dv]; lse [Hq, Tq]."""
+    q, k, v = _f64(q), _f64(k), _f64(v)
+    cu_q, cu_k = (np.asarray(x, np.int64) for x in (cu_seqlens_q, cu_seqlens_k))
+    if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+        raise ValueError(f"attention_varlen: q {q.shape}, k {k.shape}, v {v.shape} must be [T, H, D]")
+    if cu_q.shape != cu_k.shape or cu_q.ndim != 1 or len(cu_q) < 1:
+        raise ValueError(f"attention_varlen: cu_seqlens_q {cu_q.tolist()} and cu_seqlens_k {cu_k.tolist()} must be "
+                         "1-d of one length (B + 1)")
+    out = np.zeros(q.shape[:2] + (v.shape[2],))
+    lse = np.full((q.shape[1], q.shape[0]), -np.inf)
+    for i in range(len(cu_q) - 1):
+        rq, rk = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+        o, l_ = attention(q[None, rq], k[None, rk], v[None, rk], causal=causal, scale=scale, layout="bshd",
+                          return_lse=True, mods=mods, scalars=scalars, batch0=i)
+        out[rq], lse[:, rq] = o[0], l_[0]
+    return (out, lse) if return_lse else out
+
+
+def apply_mods(scores: np.ndarray, mods, scalars: dict, batch0: int = 0) -> np.ndarray:
     """[B, H, Sq, Sk] scaled scores with a score modifier and a mask modifier (warploom.score.ScoreMods) applied:
     each evaluated in float64 over the index grids; a dropped key's score is -inf."""
     from warploom.score import evaluate
@@ -141,7 +165,7 @@ def apply_mods(scores: np.ndarray, mods, scalars: dict) -> np.ndarray:
     if missing:
         raise ValueError(f"attention: the modifiers read the runtime scalars {missing}: pass scalars={{name: value}}")
     b_, h_, sq, sk = scores.shape
-    env = {"b": np.arange(b_).reshape(-1, 1, 1, 1), "h": np.arange(h_).reshape(1, -1, 1, 1),
+    env = {"b": np.arange(batch0, batch0 + b_).reshape(-1, 1, 1, 1), "h": np.arange(h_).reshape(1, -1, 1, 1),
            "q_idx": np.arange(sq).reshape(1, 1, -1, 1), "kv_idx": np.arange(sk).reshape(1, 1, 1, -1),
            **{name: scalars[name] for name in names}}         # captured tensors: indexed by NumpyOps.load
     if mods.score is not None:
