@@ -23,10 +23,12 @@ from dataclasses import replace
 
 import numpy as np
 
-from warploom.kernel.contract import ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, check_attention_artifact
-from warploom.kernels import get_kernel
-from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, check_captured, modified_spec,
-                                    pick_spec, scale_log2_of, traced_mods)
+from warploom import targets
+from warploom.kernel.contract import ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_HEAD_DIMS, AttentionSpec
+from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, _kernel, check_captured, scale_log2_of,
+                                    traced_mods)
+from warploom.score import NONE as NO_MODS
+from warploom.score import ScoreMods
 from warploom.runtime import host
 from warploom.runtime.launch import default_launcher
 from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_tiled
@@ -35,6 +37,15 @@ from warploom.score.expr import param_name, stride_name
 
 RAGGED_ORDER = [3, 2, 1, 0]     # the ragged view (T, H, R, D): tensor-map dims (D, R, H, T) innermost first
 _UPLOADS = host.Lru(64)         # (device, starts given on the host) -> their device copy
+
+
+def varlen_spec(elem: str, head_dim: int, causal: bool, target: str = "sm_90a", mods: ScoreMods = NO_MODS) -> AttentionSpec:
+    """The kernel attention_varlen runs (and `warploom precompile` builds, with mods for `--variant`): the grid
+    kernel of (dtype, head dim, causal) reading packed sequences, with the call's modifiers."""
+    if targets.get(target).accumulator == "tmem" and head_dim not in FA4_HEAD_DIMS:
+        raise ValueError(f"attention_varlen: head dim {head_dim} has no {target} kernel (the FA4-style kernel takes "
+                         f"{', '.join(map(str, FA4_HEAD_DIMS))}); pad the head dim to one of them")
+    return AttentionSpec(elem, head_dim, causal, target=target, mods=mods, varlen=True)
 
 
 def _view(x, name: str) -> DeviceTensor:
@@ -50,12 +61,13 @@ def ragged(t: DeviceTensor, rows: int) -> DeviceTensor:
                    strides=(s_row, s_head, s_row, 1))
 
 
-def _starts(x, name: str, device: int, check: bool):
-    """(device address, host values or None) of a cu_seqlens argument: an int32 GPU tensor is used in place (its
-    values copied to the host only when `check`), host values (a list or numpy array) are uploaded."""
+def _starts(x, name: str, device: int, check: bool) -> tuple:
+    """(the object holding its device memory (.ptr), host values or None, entries) of a cu_seqlens argument: an int32
+    GPU tensor is used in place (its values copied to the host only when `check`), host values (a list or numpy
+    array) are uploaded once per value."""
     if isinstance(x, (list, tuple, np.ndarray)):
         values = np.asarray(x)
-        if values.ndim != 1 or not np.issubdtype(values.dtype, np.integer) and values.size:
+        if values.ndim != 1 or (values.size and not np.issubdtype(values.dtype, np.integer)):
             raise ValueError(f"attention_varlen: {name} must be a 1-d list of ints (B + 1 sequence starts), got "
                              f"shape {values.shape} {values.dtype}")
         if values.size and (values.min() < -2**31 or values.max() >= 2**31):
@@ -64,7 +76,7 @@ def _starts(x, name: str, device: int, check: bool):
         buf = _UPLOADS.hit(key)
         if buf is None:      # kept: a launch still queued may read it (a few bytes each)
             buf = _UPLOADS.keep(key, host.upload_i32(values.astype(np.int32).tolist(), device))
-        return buf, values.astype(np.int64)
+        return buf, values.astype(np.int64), len(values)
     t = _view(x, name)
     if t.dtype != "i32" or t.ndim != 1:
         raise ValueError(f"attention_varlen: {name} must be a 1-d int32 tensor (B + 1 sequence starts), got "
@@ -75,14 +87,17 @@ def _starts(x, name: str, device: int, check: bool):
     if t.shape[0] > 1 and t.strides[0] != 1:
         raise ValueError(f"attention_varlen: {name} must be contiguous (stride 1), got stride {t.strides[0]}; pass "
                          f"{name}.contiguous()")
-    values = None
-    if check:
-        values = (np.asarray(t.obj.tolist(), np.int64) if t.framework == "torch" else
-                  np.asarray(t.obj.get(), np.int64) if t.framework == "cupy" else None)
-        if values is None:
-            raise ValueError(f"attention_varlen: {name} of framework {t.framework!r} cannot be read for the check; "
-                             "pass torch or cupy tensors, or check=False with max_seqlen_q and max_seqlen_k")
-    return t, values
+    return t, (read_i32(t, name) if check else None), t.shape[0]
+
+
+def read_i32(t: DeviceTensor, name: str) -> np.ndarray:
+    """The values of a GPU int32 tensor on the host (a copy from the GPU: a synchronization)."""
+    if t.framework == "torch":
+        return np.asarray(t.obj.tolist(), np.int64)
+    if t.framework == "cupy":
+        return np.asarray(t.obj.get(), np.int64)
+    raise ValueError(f"attention_varlen: {name} of framework {t.framework!r} cannot be read for the check; pass "
+                     "torch or cupy tensors, or check=False with max_seqlen_q and max_seqlen_k")
 
 
 def check_starts(cu_q: np.ndarray | None, cu_k: np.ndarray | None, total_q: int, total_k: int,
@@ -179,19 +194,19 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int | No
     mods, mod_values = traced_mods(score_mod, mask_mod, scalars)
     tq, tk, tv = _view(q, "q"), _view(k, "k"), _view(v, "v")
     _check_tensors(tq, tk, tv)
-    cu_q, cu_q_host = _starts(cu_seqlens_q, "cu_seqlens_q", tq.device, check)
-    cu_k, cu_k_host = _starts(cu_seqlens_k, "cu_seqlens_k", tq.device, check)
+    cu_q, cu_q_host, n_q = _starts(cu_seqlens_q, "cu_seqlens_q", tq.device, check)
+    cu_k, cu_k_host, n_k = _starts(cu_seqlens_k, "cu_seqlens_k", tq.device, check)
+    if n_q != n_k:
+        raise ValueError(f"attention_varlen: cu_seqlens_q has {n_q} entries and cu_seqlens_k {n_k}: both are B + 1 "
+                         "starts of the same B sequences")
     max_q, max_k = check_starts(cu_q_host, cu_k_host, tq.shape[0], tk.shape[0], max_seqlen_q, max_seqlen_k)
-    batch = int(cu_q.shape[0]) - 1
+    batch = n_q - 1
     if batch > MAX_GRID_YZ:
         raise ValueError(f"attention_varlen: {batch} sequences exceed {MAX_GRID_YZ}, the grid's limit; split the call")
     d, hq, hkv = tq.shape[2], tq.shape[1], tk.shape[1]
     scale, scale_log2 = scale_log2_of(scale, d)
     problem = AttentionProblem("bshd", tq.dtype, max(batch, 0), max_q, max_k, hq, hkv, d, tq.device)
-    target = host.target_of(tq.device)
-    spec = replace(modified_spec(tq.dtype, d, bool(causal), target, mods) if mods else
-                   pick_spec(tq.dtype, d, bool(causal), target), varlen=True, schedule="grid", block_n=None,
-                   q_stages=None)
+    spec = varlen_spec(tq.dtype, d, bool(causal), host.target_of(tq.device), mods)
     launch_values = check_captured(mods, mod_values, problem)
     if out is not None:
         to = _view(out, "out")
@@ -209,8 +224,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int | No
         if tl is not None:
             host.fill(tl, -math.inf)
         return result
-    artifact = get_kernel(spec)
-    check_attention_artifact(artifact, spec)
+    artifact = _kernel(spec)            # a missing variant: the error names the command that builds it
     maps, keep = {}, []
     for name, t in (("q", tq), ("k", tk), ("v", tv), ("out", to)):
         spec_map = artifact.tensor_maps[name]

@@ -25,8 +25,8 @@ def extra_specs() -> list[AttentionSpec]:
     for d in (64, 128):
         for bn in sorted({default_attention_block_n(d, "grid"), default_attention_block_n(d, "persistent")}):
             out += [AttentionSpec("bf16", d, causal, bn, schedule="grid") for causal in (False, True)]
-    from tests.gpu.mod_variants import gpu_specs       # the attention variants of tests/gpu/test_attention_mods.py
-    return out + q1_specs() + poly_specs() + gpu_specs()
+    from tests.gpu.mod_variants import gpu_specs, gpu_varlen_specs    # the variants test_attention_mods.py and
+    return out + q1_specs() + poly_specs() + gpu_specs() + gpu_varlen_specs()   # test_attention_varlen.py run
 
 
 def poly_specs() -> list[AttentionSpec]:

@@ -97,3 +97,24 @@ def gpu_specs() -> list:
         if spec not in out:
             out.append(spec)
     return out
+
+
+# (variant or None, head dim, dtype, query lengths, key lengths, Hq, Hkv): tests/gpu/test_attention_varlen.py's packed
+# cases with modifiers (the plain ones need only the standard varlen kernels)
+VARLEN_MOD_CASES = [
+    ("window256-causal", 128, "bf16", [1000, 17, 4097, 1], [1000, 300, 4097, 1], 8, 2),
+    ("softcap30-causal", 64, "f16", [513, 1, 200], [600, 40, 200], 4, 1),
+]
+
+
+def gpu_varlen_specs() -> list:
+    """The AttentionSpecs ops.attention_varlen picks for VARLEN_MOD_CASES on sm_90a."""
+    from warploom.ops_varlen import varlen_spec
+    out = []
+    for variant, d, dtype, *_ in VARLEN_MOD_CASES:
+        mods, _, causal = traced(variant)
+        spec = varlen_spec(dtype, d, causal, "sm_90a", mods)
+        if spec not in out:
+            out.append(spec)
+    return out
+

@@ -27,7 +27,7 @@ SASS = ["UTCHMMA", "LDTM", "STTM", "UTCBAR", "UTMALDG", "UTMASTG", "STG", "LDL",
 
 
 def _build(spec):
-    program = planned_sm100_attention(spec.elem, spec.head_dim, spec.causal)
+    program = planned_sm100_attention(spec.elem, spec.head_dim, spec.causal, varlen=spec.varlen)
     lowered = lower_attention(program, kernel_name(program))       # holds the module its gpu.module lives in
     ptx = gpu_module_to_ptx(lowered.gpu_module)
     a, j = assemble(ptx, "sm_100a", "ptxas"), assemble(ptx, "sm_100a", "nvjitlink")
@@ -45,8 +45,10 @@ def ptx_ops(ptx: str) -> list[str]:
 
 
 def test_the_standard_set():
-    assert {(s.elem, s.head_dim, s.causal) for s in STANDARD} == {(e, d, c) for e in ("bf16", "f16")
-                                                                 for d in (64, 128) for c in (False, True)}
+    """Both dtypes, head dims 64 and 128, causal or not, each for padded batches and for packed sequences (varlen:
+    the same kernel reading cu_seqlens and storing through ragged tensor maps)."""
+    assert sorted((s.elem, s.head_dim, s.causal, s.varlen) for s in STANDARD) == sorted(
+        (e, d, c, vl) for e in ("bf16", "f16") for d in (64, 128) for c in (False, True) for vl in (False, True))
     assert all(s.kernel_name.startswith("wl_fa4_") and s.block_m == 256 for s in STANDARD)
 
 
@@ -67,10 +69,10 @@ def test_ptx_holds_the_fa4_sequence(kernels, spec):
     assert len(a_in_tmem) == 2 * bn // 16
     # commits: s_full and o_full per Q tile, k_empty and v_empty
     assert count("tcgen05.commit.cta_group::1.mbarrier::arrive::one") == 2 * 2 + 2
-    # the setmaxnreg budgets: two softmax warpgroups up to 168, the correction down to 80, the rest (three roles) to 88
+    # the setmaxnreg budgets: two softmax warpgroups up to 168, the correction and the rest (four roles) down to 88
     assert ops.count("setmaxnreg.inc.sync.aligned.u32") == 2 and ops.count("setmaxnreg.dec.sync.aligned.u32") == 4
     assert ".minnctapersm 1" in ptx
-    for regs in (168, 80, 88):
+    for regs in (168, 88):
         assert re.search(rf"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32\s+{regs};", ptx)
     # the softmax: S read 32 columns at a time twice (the max, then P), P stored as 16 packed cells a chunk; the
     # correction: O rescaled and read for the store 32 columns at a time; a warp vote before the rescale
@@ -82,6 +84,8 @@ def test_ptx_holds_the_fa4_sequence(kernels, spec):
     # O through Q's smem: one TMA store per 64 columns of each Q tile; the LSE straight to global
     assert count("cp.async.bulk.tensor.4d.global.shared::cta") == 2 * (d // 64)
     assert count("st.global") == 2
+    # packed sequences: each thread reads its sequence's first query and key rows and the next ones (4 starts)
+    assert count("ld.global") == (4 if spec.varlen else 0)
     # instruction descriptors (PTX ISA 9.7.16.4.2): S: M 128, N = BN, both K-major; P V: N = D, V MN-major
     s_idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", 128, bn, a_major="K", b_major="K").encode()
     pv_idesc = Sm100InstrDescriptor(spec.elem, spec.elem, "f32", 128, d, a_major="K", b_major="MN").encode()

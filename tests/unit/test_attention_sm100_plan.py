@@ -50,7 +50,7 @@ def test_the_roles_and_their_registers_fill_the_register_file():
     p = planned_sm100_attention("f16", 128, causal=True)
     roles = {r.name: (r.first_warp, r.warps, r.issue, r.regs) for r in p.roles}
     assert roles == {"softmax0": (0, 4, "warpgroup", 168), "softmax1": (4, 4, "warpgroup", 168),
-                     "correction": (8, 4, "warpgroup", 80), "mma": (12, 1, "thread", 88),
+                     "correction": (8, 4, "warpgroup", 88), "mma": (12, 1, "thread", 88),
                      "load": (13, 1, "thread", 88), "spare": (14, 2, "warp", 88)}
     assert p.threads == 512 and 128 * (168 + 168 + 80 + 88) == 64512 <= 65536
     assert p.attrs["causal"] is True

@@ -176,6 +176,10 @@ def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS,
 # dim 256 (O alone is 128 registers) every block_n spills.
 ATTENTION_BLOCK_N = {"grid": {64: 128, 128: 176, 256: 80}, "persistent": {64: 128, 128: 128, 256: 80},
                      "streamk": {64: 128, 128: 128, 256: 80}}
+# the packed-sequence (varlen) grid kernels: each sequence's starts and lengths live in registers where the padded
+# batch's sizes are kernel parameters (read from the constant bank), and at head dim 128 the grid's 176 keys then
+# spill 8 bytes (ptxas 13.0); 160 builds without
+ATTENTION_VARLEN_BLOCK_N = {64: 128, 128: 160, 256: 80}
 # the schedule of the standard kernel (what ops.attention runs) by head dim: persistent where it builds without
 # spills, measured ahead of grid on the H200 (benchmarks/NOTES.md, run 13)
 ATTENTION_SCHEDULE = {64: "persistent", 128: "persistent", 256: "grid"}
@@ -339,6 +343,7 @@ class AttentionSpec:
                 object.__setattr__(self, name, value)
         if self.block_n is None:
             object.__setattr__(self, "block_n", FA4_BLOCK_N if fa4 else
+                               ATTENTION_VARLEN_BLOCK_N.get(self.head_dim, 128) if self.varlen is True else
                                default_attention_block_n(self.head_dim, self.schedule))
         if self.q_stages is None:
             object.__setattr__(self, "q_stages", default_attention_q_stages(

@@ -46,7 +46,7 @@ from warploom.lowering.attention import LN2, AttentionLowering
 from warploom.lowering.core import RoleState
 from warploom.runtime.artifact import TensorMapSpec
 
-CHUNK = 32                  # TMEM columns per load/store of O (the correction warpgroup's 80 registers)
+CHUNK = 32                  # TMEM columns per load/store of O (the correction warpgroup's 88 registers)
 
 
 class TensorMemoryAttention(AttentionLowering):

@@ -301,8 +301,9 @@ def specialize_tcgen05(program: Program) -> None:
 
 # sm_100a attention roles (FA4-style; docs/attention-sm100.md): name, warps, issue, setmaxnreg budget
 # (budgets measured with ptxas 13.0: the MMA thread's unrolled key block spills at 48 or 64 registers, and at 80 with
-# the shared K/V ring's slot arithmetic; none at 88; the softmax none at 168; docs/attention-sm100.md)
-FA4_ROLES = (("softmax0", 4, "warpgroup", 168), ("softmax1", 4, "warpgroup", 168), ("correction", 4, "warpgroup", 80),
+# the shared K/V ring's slot arithmetic; none at 88; the softmax none at 168; the correction spills 4 bytes at 80 in the
+# packed-sequence (varlen) kernel at head dim 128, none at 88; docs/attention-sm100.md)
+FA4_ROLES = (("softmax0", 4, "warpgroup", 168), ("softmax1", 4, "warpgroup", 168), ("correction", 4, "warpgroup", 88),
              ("mma", 1, "thread", 88), ("load", 1, "thread", 88), ("spare", 2, "warp", 88))
 CORRECTION = "correction"     # smem rows the softmax warpgroups hand the correction warpgroup: [tile][factor, row sum]
 EPILOGUE = "epilogue"         # named barrier: the correction warpgroup's staged O store
@@ -314,7 +315,7 @@ def specialize_fa4(program: Program) -> None:
     Q tile, thread t of warp w owning row 32 (w % 4) + t: its TMEM lane) turns S_i into P_i and each row's
     correction factor and running sum, and after the last key block stores the LSE; `correction` (a warpgroup)
     rescales O_i in TMEM, then normalizes it and stores it through Q_i's smem by TMA; `spare` has no work. Budgets:
-    168 for the softmax warpgroups, 80 for the correction, 88 for the rest (1024 registers of the file unused).
+    168 for the softmax warpgroups, 88 for the correction and the rest: the whole register file.
     Declares the
     correction rows (smem, [tile][factor, row sum][row]), the TMEM address slot, named barriers `tmem_free` (the
     correction warpgroup tells the MMA warp it is done with TMEM, which it then frees) and `epilogue` (the staged

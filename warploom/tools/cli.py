@@ -341,7 +341,8 @@ def precompile_specs(target: str, op: str | None = None, tuning: bool = False, v
     """The kernels `warploom precompile` builds: the target's standard set (only one family with --op), plus with
     --tuning every candidate `warploom tune` may time, plus with --variant the attention kernels of each named
     variant (warploom.variants: its modifiers traced with their parameters' defaults as the scalars' example
-    values) for both dtypes, the target's attention head dims and the variant's causal flags."""
+    values) for both dtypes, the target's attention head dims and the variant's causal flags, each as
+    ops.attention and as ops.attention_varlen (packed sequences) run it."""
     from warploom.kernels import ATTENTION_HEAD_DIMS, AttentionSpec, precompile_set
     specs = precompile_set(target)
     if tuning:                          # every candidate `warploom tune` may time, once
@@ -352,15 +353,17 @@ def precompile_specs(target: str, op: str | None = None, tuning: bool = False, v
     for variant in variants or ():
         from warploom.kernel.contract import FA4_HEAD_DIMS
         from warploom.ops_attention import modified_spec
+        from warploom.ops_varlen import varlen_spec
         from warploom.score import trace_mods
         mods, _ = trace_mods(variant.score_mod, variant.mask_mod, variant.scalars())
         dims = FA4_HEAD_DIMS if targets.get(target).accumulator == "tmem" else ATTENTION_HEAD_DIMS
         for elem in ("bf16", "f16"):
             for d in dims:
                 for causal in variant.causal:
-                    spec = modified_spec(elem, d, causal, target, mods)
-                    if spec not in specs:
-                        specs.append(spec)
+                    for spec in (modified_spec(elem, d, causal, target, mods),      # and packed sequences':
+                                 varlen_spec(elem, d, causal, target, mods)):       # ops.attention_varlen
+                        if spec not in specs:
+                            specs.append(spec)
     return specs
 
 

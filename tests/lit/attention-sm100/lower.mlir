@@ -63,8 +63,8 @@
 // CHECK: nvvm.tcgen05.wait <store>
 // CHECK: nvvm.tcgen05.fence <before>
 // CHECK-NEXT: nvvm.mbarrier.arrive
-// the correction warpgroup (80): a warp rescales O only when one of its rows has a factor != 1
-// CHECK: nvvm.setmaxregister  decrease 80
+// the correction warpgroup (88): a warp rescales O only when one of its rows has a factor != 1
+// CHECK: nvvm.setmaxregister  decrease 88
 // CHECK: nvvm.redux.sync  or
 // the MMA thread: Q0 and Q1 landed (q0_full at 100360, q1_full at 100368, phase 0), then per key block
 // CHECK: nvvm.elect.sync

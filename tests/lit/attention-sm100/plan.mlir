@@ -34,7 +34,7 @@
 // CHECK: bytes = 2048 : i64, elem = "f32", name = "correction", offset = 196608 : i64, shape = [2, 2, 128]
 // CHECK: name = "tmem_addr", offset = 198656 : i64
 // Roles: a softmax warpgroup per Q tile (then its rows' LSE), the correction warpgroup (rescale, then normalize and
-// store O through Q's smem on the epilogue named barrier), one MMA thread, one load thread; budgets 168 / 168 / 80 / 88.
+// store O through Q's smem on the epilogue named barrier), one MMA thread, one load thread; budgets 168 / 168 / 88 / 88.
 // CHECK: "wl.compute"() {kind = "online_softmax", reads = ["s0", "row_max0", "row_sum0"], writes = ["p0", "row_max0", "row_sum0", "corr0"]}
 // CHECK: "wl.compute"() {kind = "lse", reads = ["row_max0", "row_sum0"], writes = ["lse0"]}
 // CHECK-NEXT: "wl.store_tile"() {acc = "lse0", operand = "lse", tile = [128]}
@@ -43,7 +43,7 @@
 // CHECK: "wl.compute"() {kind = "rescale", reads = ["corr0", "o0"], writes = ["o0"]}
 // CHECK: "wl.compute"() {kind = "normalize", reads = ["o0", "row_sum0"], writes = ["o0"]}
 // CHECK-NEXT: "wl.store_tile"() {acc = "o0", barrier = "epilogue", buffer = "o0_out", operand = "out", tile = [128, 128]}
-// CHECK: }) {issue = "warpgroup", name = "correction", regs = 80 : i64, warpgroups = [2]}
+// CHECK: }) {issue = "warpgroup", name = "correction", regs = 88 : i64, warpgroups = [2]}
 // CHECK: }) {issue = "one_thread", name = "mma", regs = 88 : i64, warps = [12, 1]}
 // CHECK: }) {issue = "one_thread", name = "load", regs = 88 : i64, warps = [13, 1]}
 // CHECK: smem_bytes = {{[0-9]+}} : i64, {{.*}}threads = 512 : i64, {{.*}}tmem_columns = 512 : i64
