@@ -378,7 +378,7 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     return args
 
 
-def _copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
+def copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
     """A fresh C-contiguous copy of t in its framework (the documented slower path)."""
     if t.framework not in ("torch", "cupy"):
         raise ValueError(f"attention: {name} cannot be read in place ({reason}) and warploom copies only torch and "
@@ -410,7 +410,9 @@ def _tensor_map(map_spec, t: DeviceTensor, layout: str, memo: bool = True):
 _ORIGINS: dict = {}     # ScoreMods -> MODULE:FUNCTION[+FUNCTION] of the functions traced into it (None: not nameable)
 
 
-def _kernel(spec: AttentionSpec):
+def kernel_of(spec: AttentionSpec):
+    """The cached artifact of `spec`, its runtime contract checked once; a missing kernel with modifiers: the error
+    names the `warploom precompile --variant` command that builds it."""
     try:
         artifact = get_kernel(spec)
     except MissingKernelError as e:
@@ -644,7 +646,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         if tl is not None:
             host.fill(tl, -math.inf)
         return result
-    artifact = _kernel(p.spec)
+    artifact = kernel_of(p.spec)
     lse_ptr = tl.ptr if tl is not None else 0
     stream = current_stream(tq)
     streamk = p.spec.schedule == "streamk"
@@ -661,7 +663,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     for name, t in inputs.items():
         reason = p.copies[name]
         if reason is not None:       # slower path: a contiguous copy, read through its own (fresh) tensor map
-            t = _copy_contiguous(t, name, reason)
+            t = copy_contiguous(t, name, reason)
             # held until the launch is queued: a copy freed earlier lets the framework's allocator hand its memory
             # to the next copy before the kernel has read it (after the launch, stream order keeps it safe)
             copies.append(t)

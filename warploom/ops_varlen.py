@@ -25,7 +25,7 @@ import numpy as np
 
 from warploom import targets
 from warploom.kernel.contract import ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_HEAD_DIMS, AttentionSpec
-from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, _kernel, check_captured, scale_log2_of,
+from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, check_captured, kernel_of, scale_log2_of,
                                     traced_mods)
 from warploom.score import NONE as NO_MODS
 from warploom.score import ScoreMods
@@ -178,8 +178,8 @@ def _readable(t: DeviceTensor, name: str, spec_map) -> DeviceTensor:
         check_tma_layout(spec_map, ragged(t, spec_map.box[1]), RAGGED_ORDER)
         return t
     except TmaLayoutError as e:
-        from warploom.ops_attention import _copy_contiguous
-        return _copy_contiguous(t, name, str(e))
+        from warploom.ops_attention import copy_contiguous
+        return copy_contiguous(t, name, str(e))
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int | None = None,
@@ -224,7 +224,7 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int | No
         if tl is not None:
             host.fill(tl, -math.inf)
         return result
-    artifact = _kernel(spec)            # a missing variant: the error names the command that builds it
+    artifact = kernel_of(spec)          # a missing variant: the error names the command that builds it
     maps, keep = {}, []
     for name, t in (("q", tq), ("k", tk), ("v", tv), ("out", to)):
         spec_map = artifact.tensor_maps[name]

@@ -127,9 +127,19 @@ def _mods_mask(b, h, q_idx, kv_idx, prefix, first_row, window):
     return ((kv_idx <= q_idx) | (kv_idx < prefix)) & (q_idx >= first_row) & (q_idx - kv_idx <= window)
 
 
-FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods")
+# packed variable-length sequences (the "varlen" family, ops.attention_varlen's kernels) on both targets: causal,
+# GQA 4/2, sequences of more keys than queries and of fewer, one of a single query, one with no query; each sequence
+# judged alone. (target, dtype, head dim, causal, query lengths, key lengths, Hq, Hkv)
+VARLEN_CASES = [
+    ("sm_90a", "bf16", 64, True, [5, 140, 0, 1, 60], [9, 130, 3, 20, 60], 4, 2),
+    ("sm_100a", "f16", 64, True, [270, 1, 40], [200, 30, 50], 4, 2),
+]
+
+FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods",
+            "varlen")
 #   what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K GEMMs,
-#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs, the modified attention
+#   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs, the modified attention, the
+#   packed-sequence attention
 
 
 def probe(families=FAMILIES) -> dict:
@@ -220,8 +230,34 @@ def probe(families=FAMILIES) -> dict:
             judged = judge_attention(out, lse, q, k, v, dtype, causal, layout, mods=mods, scalars=scalars)
             if not judged.ok:
                 return verdict(False, "mismatch", label, judged.problem, start)
-    return verdict(True, "", "", f"{len(gemms)} GEMM and {len(attention)} attention kernels x {len(INTERLEAVINGS)} "
-                   "interleavings match", start)
+    varlen = VARLEN_CASES if "varlen" in families else []
+    for target, dtype, d, causal, lq, lk, hq, hkv in varlen:
+        from warploom.emulate import emulate_attention_varlen
+        from warploom.emulate.judge import judge_attention
+        cu_q, cu_k = (np.concatenate([[0], np.cumsum(x)]).astype(np.int32) for x in (lq, lk))
+        rng = np.random.default_rng(14)
+        q, k, v = (round_to(rng.standard_normal((rows, h, d)), dtype)
+                   for rows, h in ((cu_q[-1], hq), (cu_k[-1], hkv), (cu_k[-1], hkv)))
+        where = f"{target} packed attention {dtype} D={d} {'causal' if causal else 'full'} Sq={lq} Sk={lk} H={hq}/{hkv}"
+        plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+        for seed, order in INTERLEAVINGS:
+            label = f"{where} seed {seed} {order}"
+            try:
+                out, lse = emulate_attention_varlen(q, k, v, cu_q, cu_k, causal, seed=seed, delay=DELAY, order=order,
+                                                    program=plan(dtype, d, causal, varlen=True))
+            except EmulationError as e:
+                return verdict(False, type(e).__name__, label, str(e), start)
+            except Exception as e:
+                tb = traceback.format_exc(limit=-3)
+                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
+            for i in range(len(lq)):
+                rq, rk = slice(cu_q[i], cu_q[i + 1]), slice(cu_k[i], cu_k[i + 1])
+                judged = judge_attention(out[None, rq], lse[None, :, rq], q[None, rq], k[None, rk], v[None, rk], dtype,
+                                         causal, "bshd", batch0=i) if lq[i] else None
+                if judged is not None and not judged.ok:
+                    return verdict(False, "mismatch", f"{label} sequence {i}", judged.problem, start)
+    return verdict(True, "", "", f"{len(gemms)} GEMM, {len(attention)} attention and {len(varlen)} packed attention "
+                   f"kernels x {len(INTERLEAVINGS)} interleavings match", start)
 
 
 def verdict(ok: bool, check: str, where: str, message: str, start: float) -> dict:

@@ -141,7 +141,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "get_kernel", g.get_kernel)
     monkeypatch.setattr(oa, "encode_tiled", g.encode_tiled)
     monkeypatch.setattr(oa, "empty_like_framework", g.empty_like_framework)
-    monkeypatch.setattr(oa, "_copy_contiguous", g.copy_contiguous)
+    monkeypatch.setattr(oa, "copy_contiguous", g.copy_contiguous)
     monkeypatch.setattr(host, "fill", g.fill)
     monkeypatch.setattr(oa, "default_launcher", g)
     monkeypatch.setattr(host, "upload_i32", g.upload_i32)

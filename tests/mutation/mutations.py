@@ -443,6 +443,26 @@ MUTATIONS: list[Mutation] = [
              "its end (the host checks the indices over 0 .. Sk - 1 only)",
              ATTN, "return self.b.mins(value, self.b.sub(self.args[size], self.b.const(1)))", "return value",
              ("mods",)),
+    # ---- packed variable-length sequences (ops.attention_varlen; the ragged tensor maps) ----
+    Mutation("varlen-key-start-from-q",
+             "a packed sequence's keys start where its queries do (cu_seqlens_q read for both): every sequence "
+             "after one whose key count differs from its query count attends to another's keys",
+             ATTN, 'self.seq_q0, self.seq_k0 = start("cu_seqlens_q", seq), start("cu_seqlens_k", seq)',
+             'self.seq_q0, self.seq_k0 = start("cu_seqlens_q", seq), start("cu_seqlens_q", seq)', ("varlen",)),
+    Mutation("varlen-key-length-not-per-sequence",
+             "the key length stays the longest sequence's (the kernel parameter Sk): the causal diagonal moves and "
+             "keys past a sequence's end are seen as zero scores instead of masked",
+             ATTN, 'a["Sk"] = b.sub(start("cu_seqlens_k", after), self.seq_k0)', 'a["Sk"] = a["Sk"]', ("varlen",)),
+    Mutation("varlen-ragged-valid-unbounded",
+             "a ragged box's valid rows are not capped at the box: a box wholly inside a long sequence starts at a "
+             "negative R, so its first rows fall outside the map (zeros loaded, O rows dropped)",
+             ATTN, "valid = b.mins(b.maxs(b.sub(length, row), c(0)), c(rows))", "valid = b.maxs(b.sub(length, row), c(0))",
+             ("varlen",)),
+    Mutation("varlen-lse-row-offset-dropped",
+             "the packed LSE [Hq, Tq] is written without the sequence's first row: every sequence's LSE lands on "
+             "the first sequence's rows",
+             ATTN, "return b.add(b.mul(b.ext64(self.head), b.ext64(a[\"Tq\"])), b.ext64(self.seq_q0))",
+             "return b.mul(b.ext64(self.head), b.ext64(a[\"Tq\"]))", ("varlen",)),
     # ---- block sparsity (the key range a mask modifier keeps; warploom.score.bounds) ----
     Mutation("sparse-range-last-block-dropped",
              "the tile's key range stops one block short of its last non-empty block: the keys a mask keeps there "

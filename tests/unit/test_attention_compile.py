@@ -18,7 +18,10 @@ def fused_ir(graph) -> str:
     return records[-1].ir
 
 
-@pytest.mark.parametrize("spec", SPECS, ids=[s.kernel_name for s in SPECS])
+PADDED = [s for s in SPECS if not s.varlen]    # packed sequences have no long way: no graph op holds cu_seqlens
+
+
+@pytest.mark.parametrize("spec", PADDED, ids=[s.kernel_name for s in PADDED])
 def test_long_way_fuses_to_the_spec_graph(spec):
     """matmul -> scale -> (causal_mask) -> softmax -> matmul becomes exactly the spec's wl.attention (same IR,
     so the same kernel program, the same cache key and the same kernel)."""

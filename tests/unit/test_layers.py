@@ -50,6 +50,7 @@ LAYER_OF = {
     "warploom.kernels": "ops",                  # standard sets, heuristics, cache index: the host's, never the core's
     "warploom.ops": "ops",
     "warploom.ops_attention": "ops",
+    "warploom.ops_varlen": "ops",
     "warploom.tuning": "ops",                   # the shipped tuning table ops.matmul reads ...
     "warploom.tuning.search": "tools",          # ... and `warploom tune`, which runs kernels through warploom.ops
     "warploom.torch": "ops",

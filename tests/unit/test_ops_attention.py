@@ -113,7 +113,7 @@ def gpu(monkeypatch):
     monkeypatch.setattr(oa, "get_kernel", rec.get_kernel)
     monkeypatch.setattr(oa, "encode_tiled", rec.encode_tiled)
     monkeypatch.setattr(oa, "empty_like_framework", rec.alloc)
-    monkeypatch.setattr(oa, "_copy_contiguous", rec.copy)
+    monkeypatch.setattr(oa, "copy_contiguous", rec.copy)
     monkeypatch.setattr(host, "fill", rec.fill)
     monkeypatch.setattr(oa, "default_launcher", rec)
     monkeypatch.setattr(host, "upload_i32", rec.upload_i32)
@@ -169,9 +169,11 @@ def test_spec_names_and_defaults():
 
 def test_standard_sets():
     attn = STANDARD_ATTENTION_KERNELS["sm_90a"]
-    assert len(attn) == 18 and len({s.kernel_name for s in attn}) == 18
+    assert len(attn) == 30 and len({s.kernel_name for s in attn}) == 30
     assert {(s.elem, s.head_dim, s.causal) for s in attn} == {
         (e, d, c) for e in ("bf16", "f16") for d in (64, 128, 256) for c in (False, True)}
+    varlen = [s for s in attn if s.varlen]                # ops.attention_varlen's: grid kernels, every dtype, D, mask
+    assert len(varlen) == 12 and all(s.schedule == "grid" and s.kernel_name.endswith("_varlen") for s in varlen)
     streamk = [s for s in attn if s.schedule == "streamk"]   # non-causal, head dims 64 and 128, the 128-row tile
     assert {(s.elem, s.head_dim, s.causal, s.block_m) for s in streamk} == {
         (e, d, False, 128) for e in ("bf16", "f16") for d in (64, 128)}
@@ -189,7 +191,7 @@ def test_standard_sets():
     assert all(s not in standard and isinstance(s, GemmSpec) for s in everything[len(standard):])
     fa4 = STANDARD_ATTENTION_KERNELS["sm_100a"]       # the FA4-style kernels: head dims 64 and 128
     assert {(s.elem, s.head_dim, s.causal) for s in fa4} == {
-        (e, d, c) for e in ("bf16", "f16") for d in (64, 128) for c in (False, True)} and len(fa4) == 8
+        (e, d, c) for e in ("bf16", "f16") for d in (64, 128) for c in (False, True)} and len(fa4) == 16
     assert precompile_set("sm_100a") == STANDARD_KERNELS["sm_100a"] + fa4 and len(STANDARD_KERNELS["sm_100a"]) == 12
 
 
@@ -343,7 +345,7 @@ def test_inputs_that_tma_cannot_read_are_copied(gpu):
 def test_copy_needs_a_framework_that_can_copy():
     t = tensor((1, 10, 1, 64), strides=(640, 1, 64, 10), framework="cai")
     with pytest.raises(ValueError, match="copies only torch and cupy tensors"):
-        oa._copy_contiguous(t, "q", "reason")
+        oa.copy_contiguous(t, "q", "reason")
 
 
 # ---- parameters ----------------------------------------------------------------------------
@@ -484,14 +486,14 @@ def test_precompile_reports_a_failing_kernel_and_goes_on(tmp_path, monkeypatch, 
     monkeypatch.setattr(kernels, "get_kernel", fake_get_kernel)
     assert cli.main(["precompile", "--target", "sm_90a", "--cache", str(tmp_path)]) == 1
     out, err = capsys.readouterr()
-    total = len(kernels.precompile_set("sm_90a"))      # 24 GEMMs, 12 attention, and what the tuning table adds
-    assert len(built) == total - 4 and total >= 36
+    total = len(kernels.precompile_set("sm_90a"))      # 24 GEMMs, 30 attention, and what the tuning table adds
+    assert len(built) == total - 8 and total >= 54     # the head dim 256 ones: padded and packed, 2 dtypes x 2 masks
     assert "wl_attn_bf16_d256_128x80_s2_ov-sm_90a" in out and "FAILED: smem plan needs too much" in out
-    assert "second line" not in out and f"4 of {total} kernels failed" in err and "Traceback" not in err
+    assert "second line" not in out and f"8 of {total} kernels failed" in err and "Traceback" not in err
     built.clear()
-    # the 12 tcgen05 GEMMs and the 8 FA4-style attention kernels
+    # the 12 tcgen05 GEMMs and the 16 FA4-style attention kernels (padded and packed)
     assert cli.main(["precompile", "--target", "sm_100a", "--cache", str(tmp_path)]) == 0
-    assert len(built) == 12 + 8 and all(s.target == "sm_100a" for s in built)
+    assert len(built) == 12 + 16 and all(s.target == "sm_100a" for s in built)
 
 
 def test_ops_attention_imports_without_mlir():
@@ -506,7 +508,8 @@ def test_ops_attention_imports_without_mlir():
             "sys.meta_path.insert(0, Block())\n"
             "import warploom.ops as ops\n"
             "from warploom.kernels import STANDARD_ATTENTION_KERNELS\n"
-            "assert callable(ops.attention) and len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 18\n")
+            "assert callable(ops.attention) and callable(ops.attention_varlen)\n"
+            "assert len(STANDARD_ATTENTION_KERNELS['sm_90a']) == 30\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
 

@@ -15,8 +15,9 @@ def window_without_default(b, h, q_idx, kv_idx, size):
 
 def test_standard_variants_build_each_dtype_head_dim_and_causal_flag():
     specs = [s for s in precompile_specs("sm_90a", "attention", False, resolve("standard")) if s.mods]
-    per_variant = {v.name: 2 * 3 * len(v.causal) for v in STANDARD}        # bf16/f16 x head dims 64, 128, 256
-    assert len(specs) == sum(per_variant.values()) == 42
+    # bf16/f16 x head dims 64, 128, 256, each for ops.attention and ops.attention_varlen
+    per_variant = {v.name: 2 * 3 * len(v.causal) * 2 for v in STANDARD}
+    assert len(specs) == sum(per_variant.values()) == 84 and sum(s.varlen for s in specs) == 42
     window = [s for s in specs if s.mods.mask is not None and "size" in dict(s.mods.scalars)
               and s.mods.mask.text.count("le") == 1]
     assert window and all(s.causal for s in window)
@@ -28,7 +29,7 @@ def test_a_module_function_pair_is_one_kernel_per_shape():
     assert v.score_mod.__name__ == "softcap" and v.mask_mod.__name__ == "sliding_window"
     assert v.scalars() == {"cap": 30.0, "size": 1024}
     specs = [s for s in precompile_specs("sm_100a", "attention", False, [v]) if s.mods]
-    assert len(specs) == 2 * 2 * 2 and all(s.kernel_name.startswith("wl_fa4_") for s in specs)
+    assert len(specs) == 2 * 2 * 2 * 2 and all(s.kernel_name.startswith("wl_fa4_") for s in specs)
 
 
 @pytest.mark.parametrize("text, message", [
@@ -64,7 +65,7 @@ def test_a_missing_modified_kernel_names_the_variant_command(tmp_path, monkeypat
     mods, _ = ops_attention.traced_mods(softcap, None, {"cap": 20.0})
     spec = ops_attention.modified_spec("bf16", 128, True, "sm_90a", mods)
     with pytest.raises(MissingKernelError) as e:
-        ops_attention._kernel(spec)
+        ops_attention.kernel_of(spec)
     assert "--variant warploom.variants:softcap" in str(e.value)
 
 
