@@ -1,6 +1,9 @@
 """Attention variants side by side (issue 34, acceptance 2): warploom.ops.attention with score/mask modifiers beside
 torch's flex_attention (compiled, with its block mask) and, for the plain causal mask, cuDNN SDPA; one process, the
-same inputs, head dim 128, bf16, [B, H, S, D] with 16 heads and 16k tokens a batch, S = 4096 and 16384.
+same inputs, head dim 128, bf16, [B, H, S, D] with 16 heads and 16k tokens a batch, S = 4096 and 16384. The
+document row packs each batch row's documents of 1024 tokens (causal within each): warploom runs it as packed
+sequences (ops.attention_varlen, the 16k tokens as 16 sequences), flex with a document mask over doc ids, and
+torch's own varlen attention where this torch has one (torch.nn.attention.varlen).
 
     python3 benchmarks/attention_variants.py --build --cache .wlcache          # CPU host: the kernels into the cache
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 benchmarks/attention_variants.py --out DIR
@@ -40,14 +43,16 @@ VARIANTS = {
     "alibi-causal": ("alibi-causal", {"heads": HEADS}, True),
     "window1k-causal": ("window1024-causal", {"size": WINDOW}, True),
     "prefix-lm": ("prefix-lm", None, False),       # prefix: S / 4
+    "document1k-causal": ("varlen", None, True),   # packed documents of DOC tokens: ops.attention_varlen
 }
+DOC = 1024
 
 
 def warploom_mods(variant: str, s: int):
     """(score_mod, mask_mod, scalars, causal) for ops.attention."""
     from tests.gpu.mod_variants import VARIANTS as MODS
     name, scalars, causal = VARIANTS[variant]
-    if name is None:
+    if name is None or name == "varlen":
         return None, None, None, causal
     score_mod, mask_mod, _, _ = MODS[name]
     return score_mod, mask_mod, (scalars if scalars is not None else {"prefix": s // 4}), causal
@@ -59,8 +64,12 @@ def specs() -> list:
     from warploom.ops_attention import pick_spec
     from warploom.score import trace_mods
     out = []
+    from warploom.ops_varlen import varlen_spec
     for variant in VARIANTS:
         score_mod, mask_mod, scalars, causal = warploom_mods(variant, SEQLENS[0])
+        if VARIANTS[variant][0] == "varlen":
+            out.append(varlen_spec("bf16", D, causal))
+            continue
         spec = pick_spec("bf16", D, causal, "sm_90a")
         if score_mod or mask_mod:
             spec = replace(spec, mods=trace_mods(score_mod, mask_mod, scalars)[0])
@@ -68,19 +77,27 @@ def specs() -> list:
     return out
 
 
-def walked_blocks(variant: str, s: int, batch: int) -> int:
-    """The key blocks warploom's kernel walks for `variant` at S = s (all tiles, heads and batches): the mask's
-    ranges (warploom.score.bounds.block_table), or the causal / full walk without a mask."""
+def walked_blocks(variant: str, s: int, batch: int) -> tuple[int, int]:
+    """(the key blocks warploom's kernel walks for `variant` at S = s (all tiles, heads and batches), the rows x keys
+    of one): the mask's ranges (warploom.score.bounds.block_table), the causal / full walk without a mask, or each
+    packed document's causal walk."""
     from warploom.ops_attention import pick_spec
+    from warploom.ops_varlen import varlen_spec
+    from warploom.runtime import rules
     from warploom.score import trace_mods
     from warploom.score.bounds import block_table
     score_mod, mask_mod, scalars, causal = warploom_mods(variant, s)
+    if VARIANTS[variant][0] == "varlen":
+        spec = varlen_spec("bf16", D, causal)
+        per_doc = sum(rules.evaluate(("causal_blocks", "Sq", "Sk", "m", spec.block_m, spec.block_n),
+                                     {"Sq": DOC, "Sk": DOC, "m": m}) for m in range(rules.cdiv(DOC, spec.block_m)))
+        return per_doc * (batch * s // DOC) * HEADS, spec.block_m * spec.block_n
     spec = pick_spec("bf16", D, causal, "sm_90a")
     mods, values = trace_mods(score_mod, mask_mod, scalars)
     values = dict(zip([n for n, _ in mods.scalars], values))
     table = block_table(mods.mask, {n: values[n] for n in (mods.mask.scalars() if mods.mask else {})}, s, s,
                         spec.block_m, spec.block_n, batch, HEADS, causal)
-    return table["blocks"]
+    return table["blocks"], spec.block_m * spec.block_n
 
 
 def flex_call(variant: str, s: int, q, k, v):
@@ -105,8 +122,14 @@ def flex_call(variant: str, s: int, q, k, v):
     def alibi(score, b, h, q_idx, kv_idx):
         return score - slopes[h] * (q_idx - kv_idx).abs()
 
+    doc_id = torch.arange(s, device="cuda") // DOC
+
+    def document(b, h, q_idx, kv_idx):
+        return (doc_id[q_idx] == doc_id[kv_idx]) & (q_idx >= kv_idx)
+
     mask, score_mod = {"causal": (causal, None), "softcap30-causal": (causal, softcap), "alibi-causal": (causal, alibi),
-                       "window1k-causal": (window, None), "prefix-lm": (prefix, None)}[variant]
+                       "window1k-causal": (window, None), "prefix-lm": (prefix, None),
+                       "document1k-causal": (document, None)}[variant]
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     block_mask = create_block_mask(mask, B=None, H=None, Q_LEN=s, KV_LEN=s, device="cuda")
@@ -144,9 +167,16 @@ def run(args) -> list[dict]:
         for variant in args.variants:
             row = {"variant": variant, "S": s, "B": b, "H": HEADS, "D": D}
             score_mod, mask_mod, scalars, causal = warploom_mods(variant, s)
-            row["blocks"] = walked_blocks(variant, s, b)
+            row["blocks"], row["block_area"] = walked_blocks(variant, s, b)
+            packed = VARIANTS[variant][0] == "varlen"
+            if packed:                                   # [B*S, H, D] packed rows, 1024-token documents
+                qp, kp, vp = (t.transpose(1, 2).reshape(b * s, HEADS, D).contiguous() for t in (q, k, v))
+                cu = torch.arange(0, b * s + 1, DOC, dtype=torch.int32, device="cuda")
 
             def ours():
+                if packed:
+                    o = ops.attention_varlen(qp, kp, vp, cu, cu, DOC, DOC, causal=True, check=False)
+                    return o.view(b, s, HEADS, D).transpose(1, 2)
                 return ops.attention(q, k, v, causal=causal, layout="bhsd", score_mod=score_mod, mask_mod=mask_mod,
                                      scalars=scalars)
             try:
@@ -165,16 +195,33 @@ def run(args) -> list[dict]:
                         row["cudnn_ms"] = time_cuda(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True),
                                                    WARMUP, ITERS)
                     row["cudnn_over_warploom"] = row["cudnn_ms"] / row["warploom_ms"]
+                if packed:
+                    try:                                 # torch's own varlen attention (FA2 inside), where it has one
+                        from torch.nn.attention.varlen import varlen_attn
+                        try:                             # causal: is_causal (torch 2.9/2.10), a left-only window later
+                            varlen_attn(qp, kp, vp, cu, cu, DOC, DOC, is_causal=True)
+                            causal_kw = {"is_causal": True}
+                        except TypeError:
+                            causal_kw = {"window_size": (-1, 0)}
+                        ref_v = varlen_attn(qp, kp, vp, cu, cu, DOC, DOC, **causal_kw).float()
+                        row["torch_varlen_rel_error"] = ((ours().transpose(1, 2).reshape(b * s, HEADS, D).float() - ref_v)
+                                                         .abs().max().item() / ref_v.abs().max().item())
+                        row["torch_varlen_ms"] = time_cuda(lambda: varlen_attn(qp, kp, vp, cu, cu, DOC, DOC,
+                                                                              **causal_kw), WARMUP, ITERS)
+                        row["torch_varlen_over_warploom"] = row["torch_varlen_ms"] / row["warploom_ms"]
+                    except Exception as e:
+                        row["torch_varlen"] = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
             except Exception as e:              # recorded, and the next variant runs
                 row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
             rows.append(row)
             print(json.dumps(row), flush=True)
     dense = {r["S"]: r.get("warploom_ms") for r in rows if r["variant"] == "causal"}
-    blocks = {r["S"]: r["blocks"] for r in rows if r["variant"] == "causal"}
-    for r in rows:
+    area = {r["S"]: r["blocks"] * r["block_area"] for r in rows if r["variant"] == "causal"}
+    for r in rows:      # per computed block: time per walked (rows x keys) area, over the dense causal kernel's
         if r.get("warploom_ms") and dense.get(r["S"]):
             r["over_dense_causal"] = r["warploom_ms"] / dense[r["S"]]
-            r["per_block_over_dense"] = (r["warploom_ms"] / r["blocks"]) / (dense[r["S"]] / blocks[r["S"]])
+            r["per_block_over_dense"] = (r["warploom_ms"] / (r["blocks"] * r["block_area"])) / (dense[r["S"]] /
+                                                                                                  area[r["S"]])
     return rows
 
 

@@ -46,5 +46,9 @@ fi
   compute-sanitizer --tool memcheck --report-api-errors no python3 tests/gpu/sanitize_attention_mods.py 2>&1 | tail -n 6
   step "compute-sanitizer racecheck (attention with mask modifiers)"
   compute-sanitizer --tool racecheck python3 tests/gpu/sanitize_attention_mods.py 2>&1 | tail -n 3
+  step "compute-sanitizer memcheck (packed variable-length attention: ragged tensor maps)"
+  compute-sanitizer --tool memcheck --report-api-errors no python3 tests/gpu/sanitize_attention_varlen.py 2>&1 | tail -n 4
+  step "compute-sanitizer racecheck (packed variable-length attention)"
+  compute-sanitizer --tool racecheck python3 tests/gpu/sanitize_attention_varlen.py 2>&1 | tail -n 3
   step "done"
 } 2>&1 | tee "$OUT/check.log"
