@@ -35,6 +35,38 @@ def test_attention_ops_eager_and_compiled():
     assert torch.equal(f(q, k, v), want + 1)
 
 
+def test_attention_mod_op_names_its_variant_eager_and_compiled():
+    """torch.ops.warploom.attention_mod: the modifiers named as `--variant` names them, the scalars as arguments: the
+    same result as ops.attention with the functions, another cap value runs the same kernel, inside torch.compile."""
+    from warploom.variants import softcap
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 1000, 8, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    want = ops.attention(q, k, v, causal=True, score_mod=softcap, scalars={"cap": 50.0})
+    got = torch.ops.warploom.attention_mod(q, k, v, "warploom.variants:softcap", ["cap"], [50.0], causal=True)
+    assert torch.equal(got, want)
+
+    @torch.compile(fullgraph=True)
+    def f(a, b, c):
+        return torch.ops.warploom.attention_mod(a, b, c, "warploom.variants:softcap", ["cap"], [50.0],
+                                                causal=True) * 2
+    assert torch.equal(f(q, k, v), want * 2)
+    with pytest.raises(ValueError, match="has no parameter 'cup'"):
+        torch.ops.warploom.attention_mod(q, k, v, "warploom.variants:softcap", ["cup"], [50.0], causal=True)
+
+
+def test_attention_varlen_op_eager_and_compiled():
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(1300, 8, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    cu = torch.tensor([0, 1000, 1001, 1300], dtype=torch.int32, device="cuda")
+    want = ops.attention_varlen(q, k, v, cu, cu, causal=True)
+    assert torch.equal(torch.ops.warploom.attention_varlen(q, k, v, cu, cu, 1000, 1000, True), want)
+
+    @torch.compile(fullgraph=True)
+    def f(a, b, c, s):
+        return torch.ops.warploom.attention_varlen(a, b, c, s, s, 1000, 1000, True) + 1
+    assert torch.equal(f(q, k, v, cu), want + 1)
+
+
 def test_cuda_graph_capture_and_replay():
     """Both ops captured into one CUDA graph (after a warm-up on a side stream, as torch asks) and replayed on new
     inputs copied into the captured tensors: the outputs equal eager calls on those inputs."""
