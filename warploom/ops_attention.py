@@ -37,7 +37,8 @@ import numpy as np
 from warploom import targets
 from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS,
                                       ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS, FA4_HEAD_DIMS, AttentionSpec,
-                                      attention_streamk_buffers, check_attention_artifact, default_attention_block_n)
+                                      attention_streamk_buffers, check_attention_artifact, deals_by_table,
+                                      default_attention_block_n)
 from warploom.kernels import get_kernel, streamk_attention, tall_attention
 from warploom.runtime import host, rules
 from warploom.runtime.deal import causal_deal, causal_table, mask_walked  # noqa: F401  (ops_attention.causal_deal: tools, tests)
@@ -250,7 +251,8 @@ def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scala
     key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
            ctas, TILE_ORDER, mask_key)
     if key not in _TABLES:
-        walked = mask_walked(spec.mods, scalars or {}, sizes, spec.block_m, spec.block_n) if TILE_ORDER is None else None
+        walked = (mask_walked(spec.mods, scalars or {}, sizes, spec.block_m, spec.block_n, spec.causal)
+                  if TILE_ORDER is None else None)
         _TABLES[key] = host.upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
                                                 problem.elem, spec.target, TILE_ORDER, walked), problem.device)
     return _TABLES[key].ptr
@@ -368,7 +370,7 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
             args[param_name(name)] = value.ptr                      # a Captured (check_captured)
             for i in range(rank):
                 args[stride_name(name, i)] = int(value.strides[i])
-    if spec is not None and spec.schedule == "persistent" and spec.causal:
+    if spec is not None and deals_by_table(spec.schedule, spec.causal, spec.mods):
         args["B"] = problem.batch
         named = {name: value for (name, _), value in zip(spec.mods.scalars, scalars)}
         args["tiles"] = causal_tiles(problem, spec, sms, named)

@@ -138,3 +138,28 @@ def test_a_mask_deal_balances_the_blocks_a_window_walks():
     mean = sum(weights) / 132
     assert max(rules.deal_loads(by_mask, weights)) <= 1.02 * mean
     assert max(rules.deal_loads(by_causal, weights)) >= 1.05 * mean
+
+
+def test_a_prefix_lm_is_dealt_by_the_blocks_it_walks():
+    """A prefix-LM (non-causal kernel, mask: the first S / 4 keys for every row, causal after) at S = 16384: a
+    persistent kernel with a mask modifier walks the host's deal too (contract.deals_by_table), by the blocks each
+    query block walks without the causal mask (32 for the first quarter, then one more per block). The snake deal
+    of tile order 0 (in the table's numbering; such a kernel walked a snake deal before) leaves its busiest CTA well
+    above the deal's."""
+    from warploom.kernel.contract import AttentionSpec, deals_by_table
+    from warploom.runtime.deal import mask_walked
+    from warploom.variants import prefix_lm
+    from warploom.score import trace_mods
+    mods, _ = trace_mods(None, prefix_lm, {"prefix": 4096})
+    assert deals_by_table("persistent", False, mods) and not deals_by_table("persistent", False)
+    assert not deals_by_table("grid", True, mods)
+    assert [n for n, _ in AttentionSpec("bf16", 128, False, mods=mods).params][-3:-1] == ["B", "tiles"]
+    sizes = {"Sq": 16384, "Sk": 16384, "Hq": 16, "Hkv": 16, "B": 1}
+    walked = mask_walked(mods, {"prefix": 4096}, sizes, 128, 128, causal=False)
+    assert walked[:32] == [32] * 32 and walked[32:35] == [33, 34, 35] and walked[-1] == 128
+    weights = rules.causal_tile_weights(sizes, 128, 128, walked)
+    dealt, _ = rules.causal_tile_table(sizes, 128, 128, 132, walked=walked)
+    snake = rules.snake_tile_table(sizes, 128, 128, 132, 0)
+    mean = sum(weights) / 132
+    assert max(rules.deal_loads(dealt, weights)) <= 1.02 * mean
+    assert max(rules.deal_loads(snake, weights)) >= 1.05 * mean

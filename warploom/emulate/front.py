@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 
-from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers
+from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers, deals_by_table
 from warploom.runtime import rules
 from warploom.runtime.deal import causal_table, mask_walked
 from warploom.targets import get as get_target
@@ -273,9 +273,9 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
     schedule = program.attrs.get("schedule")
     if schedule in ATTENTION_WALKS:
         bm, bn, _ = program.attrs["tile"]
-        if schedule == "persistent" and causal:          # the host's deal, a table (as ops.attention's)
+        if deals_by_table(schedule, causal, mods):      # the host's deal, a table (as ops.attention's)
             launched = rules.evaluate(kernel.grid[0], sizes)
-            walked = mask_walked(mods, scalars or {}, sizes, bm, bn) if tile_order is None else None
+            walked = mask_walked(mods, scalars or {}, sizes, bm, bn, causal) if tile_order is None else None
             args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order,
                                                     walked=walked), np.int32)
         else:

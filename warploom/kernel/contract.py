@@ -138,7 +138,8 @@ ATTENTION_PARAMS: tuple[tuple[str, str], ...] = (
 # a persistent attention kernel takes two more: the batch (it counts the tiles itself) and the order it walks them
 # in (rules.TILE_ORDERS)
 ATTENTION_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tile_order", "i32"))
-# a causal persistent kernel takes the host's deal of its tiles over the CTAs instead (rules.causal_tile_table)
+# a causal persistent kernel, or one with a mask modifier, takes the host's deal of its tiles over the CTAs instead
+# (rules.causal_tile_table; deals_by_table)
 ATTENTION_CAUSAL_PERSISTENT_PARAMS = ATTENTION_PARAMS + (("B", "i32"), ("tiles", "ptr"))
 # and a stream-K one (non-causal: its last waves split over the key blocks) the fix-up's buffers
 ATTENTION_STREAMK_PARAMS = ATTENTION_PERSISTENT_PARAMS + tuple((n, "ptr") for n in STREAMK_PARAMS)
@@ -156,13 +157,20 @@ ATTENTION_VARLEN_PARAMS = (("cu_seqlens_q", "ptr"), ("cu_seqlens_k", "ptr"), ("T
 ATTENTION_BOX_D = 64                            # 64 two-byte elements = one 128-byte swizzle span
 
 
+def deals_by_table(schedule: str, causal: bool, mods: ScoreMods = NO_MODS) -> bool:
+    """Whether a persistent attention walks the host's deal of its tiles (a table: rules.causal_tile_table, the tiles
+    weighed by the key blocks each walks) rather than the snake deal of one tile order: where its tiles differ in
+    length, under the causal mask or a mask modifier (block sparsity: prefix-LM, windows, documents)."""
+    return schedule == "persistent" and (causal or mods.mask is not None)
+
+
 def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS,
                      varlen: bool = False) -> tuple[tuple[str, str], ...]:
     """An attention kernel's parameters (name, kind) in launch order, by schedule: the runtime contract; a varlen
     kernel's sequence starts and packed query rows next (ATTENTION_VARLEN_PARAMS; Sq and Sk are then the longest
     sequences', B the sequence count); the runtime scalars of its score/mask modifiers last (`mod_<name>`, f32 or
     i32, sorted by name)."""
-    if schedule == "persistent" and causal:
+    if deals_by_table(schedule, causal, mods):
         base = ATTENTION_CAUSAL_PERSISTENT_PARAMS
     else:
         base = {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(schedule,

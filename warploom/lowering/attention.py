@@ -39,7 +39,7 @@ from mlir import ir
 from mlir.dialects import nvvm, scf
 
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
-from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_VARLEN_MAP_DIMS, ATTENTION_WALKS, EXP2_POLY_GROUP, FA4_EXP2_POLY,
+from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_VARLEN_MAP_DIMS, ATTENTION_WALKS, deals_by_table, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
                                       fa4_kernel_name, mods_suffix, varlen_suffix)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
@@ -435,7 +435,7 @@ class AttentionLowering(KernelLowering):
         if self.streamk:
             self._streamk_walk(ops, ctx)
             return
-        if self.causal:
+        if deals_by_table("persistent", self.causal, self.mods):
             self._table_walk(ops, ctx)
             return
         b, c, a = self.b, self.b.const, self.args
@@ -450,7 +450,8 @@ class AttentionLowering(KernelLowering):
         self.it_base = self.tile_phase = self.tile_stage = self.has_keys = self.tile_first = self.tile_last = None
 
     def _table_walk(self, ops, ctx: RoleState) -> None:
-        """The causal persistent walk: CTA c runs the tiles the host dealt it, entries tiles[c] .. tiles[c + 1] - 1
+        """The dealt persistent walk (causal, or with a mask modifier: contract.deals_by_table): CTA c runs the tiles
+        the host dealt it, entries tiles[c] .. tiles[c + 1] - 1
         of the table (rules.causal_tile_table), each a tile in order 0's numbering; the entry of the next tile is
         read while this one runs (the table's spare last entry lets the last tile read one past its own)."""
         b, c, a = self.b, self.b.const, self.args

@@ -27,14 +27,15 @@ def causal_table(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: i
     return causal_deal(sizes, block_m, block_n, ctas, head_dim, elem, target, walked)[0]
 
 
-def mask_walked(mods, scalars: dict, sizes: dict, block_m: int, block_n: int) -> list[int] | None:
+def mask_walked(mods, scalars: dict, sizes: dict, block_m: int, block_n: int, causal: bool = True) -> list[int] | None:
     """The key blocks each query block walks under the mask modifier of `mods` (the kernel's key ranges, from
-    warploom.score.bounds.block_table), the most over heads and batches where the mask reads them; None without a
-    mask. What the causal deal balances instead of the causal counts: a window's tiles all walk about the same."""
+    warploom.score.bounds.block_table, with the causal mask or without), the most over heads and batches where the
+    mask reads them; None without a mask. What the deal balances instead of the causal counts: a window's tiles all
+    walk about the same, a prefix-LM's more the further down."""
     if mods is None or mods.mask is None:
         return None
     from warploom.score.bounds import block_table
     values = {n: scalars[n] for n in mods.mask.scalars()}
     ranges = block_table(mods.mask, values, sizes["Sq"], sizes["Sk"], block_m, block_n, sizes["B"], sizes["Hq"],
-                         True)["ranges"]
+                         causal)["ranges"]
     return [int(x) for x in (ranges[..., 1] - ranges[..., 0]).clip(min=0).max(axis=(0, 1))]
