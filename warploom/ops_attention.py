@@ -316,7 +316,7 @@ def attention_plan(q, k, v, *, causal: bool = False, scale=None, layout: str = "
                 target=target)
 
 
-def _extent(t: DeviceTensor) -> tuple[int, int] | None:
+def extent(t: DeviceTensor) -> tuple[int, int] | None:
     """[lo, hi) bytes t can touch, or None when it is empty."""
     if 0 in t.shape:
         return None
@@ -346,9 +346,9 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
         raise ValueError(f"attention: out must start on a {OUT_ALIGN_BYTES}-byte boundary and have positive strides "
                          f"that are multiples of {OUT_ALIGN_BYTES // eb} elements; got address 0x{to.ptr:x}, strides "
                          f"{list(to.strides)}; pass a fresh tensor (torch.empty) or leave out= unset")
-    span = _extent(to)
+    span = extent(to)
     for name, t in inputs.items():
-        other = _extent(t)
+        other = extent(t)
         if span and other and span[0] < other[1] and other[0] < span[1]:
             raise ValueError(f"attention: out overlaps {name} in memory; attention cannot write its result over "
                              "its inputs: pass a separate out")

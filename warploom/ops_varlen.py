@@ -25,8 +25,8 @@ import numpy as np
 
 from warploom import targets
 from warploom.kernel.contract import ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS, FA4_HEAD_DIMS, AttentionSpec
-from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, check_captured, kernel_of, scale_log2_of,
-                                    traced_mods)
+from warploom.ops_attention import (MAX_GRID_YZ, MAX_I32, AttentionProblem, check_captured, extent, kernel_of,
+                                    scale_log2_of, traced_mods)
 from warploom.score import NONE as NO_MODS
 from warploom.score import ScoreMods
 from warploom.runtime import host
@@ -213,6 +213,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q: int | No
         if list(to.shape) != list(tq.shape) or to.dtype != tq.dtype or to.device != tq.device:
             raise ValueError(f"attention_varlen: out must be {list(tq.shape)} {tq.dtype} on cuda:{tq.device} (q's), "
                              f"got {host.describe(to)}; leave out= unset to get a new tensor")
+        span = extent(to)
+        for name, t in (("q", tq), ("k", tk), ("v", tv)):
+            other = extent(t)
+            if span and other and span[0] < other[1] and other[0] < span[1]:
+                raise ValueError(f"attention_varlen: out overlaps {name} in memory; attention cannot write its result "
+                                 "over its inputs: pass a separate out")
     else:
         to = empty_like_framework(tq, tuple(tq.shape), tq.dtype)
     tl = empty_like_framework(tq, (hq, tq.shape[0]), "f32") if return_lse else None

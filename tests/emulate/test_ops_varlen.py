@@ -147,3 +147,12 @@ def test_check_false_needs_the_maxima():
     with pytest.raises(ValueError, match="required with check=False"):
         ov.check_starts(None, None, 10, 10, None, 5)
     assert ov.check_starts(None, None, 10, 10, 7, 5) == (7, 5)
+
+
+def test_out_over_an_input_is_refused(gpu):
+    rng = np.random.default_rng(7)
+    (_, q), (_, k), (_, v) = (packed(gpu, 10, 1, 64, "bf16", rng) for _ in range(3))
+    with pytest.raises(ValueError, match="out overlaps q"):
+        ov.attention_varlen(*(gpu.tensor(x) for x in (q, k, v)), [0, 10], [0, 10], out=gpu.tensor(q))
+    assert gpu.launches == 0
+
