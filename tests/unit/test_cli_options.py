@@ -17,7 +17,7 @@ VALUES = {"dtype": "f16", "b_layout": "nk", "head_dim": "64", "causal": None, "s
           "exp2_poly": "0.5", "block_m": "64", "block_n": "128", "stages": "3", "schedule": "persistent",
           "cluster_m": "2", "group_m": "8", "swap_ab": None, "shape": "128x128x128", "exact": None,
           "timeline": None, "cta": "0,0", "timeline_limit": "5", "layout": "bhsd",
-          "variant": "warploom.variants:softcap", "seqlen": "4096"}
+          "variant": "warploom.variants:softcap", "seqlen": "4096", "varlen": None}
 
 BASE = {"explain": ["explain"], "compile": ["compile"], "emulate": ["emulate"]}
 
@@ -105,6 +105,7 @@ def spec_of(argv):
     (["--op", "attention"], "stages", "3"), (["--op", "attention"], "schedule", "grid"),
     (["--op", "attention", "--target", "sm_100a"], "shared_kv", None),
     (["--op", "attention", "--target", "sm_100a"], "exp2_poly", "0.5"),
+    (["--op", "attention"], "varlen", None), (["--op", "attention", "--target", "sm_100a"], "varlen", None),
 ])
 @pytest.mark.parametrize("command", ["explain", "compile"])
 def test_an_option_that_applies_changes_the_kernel(command, base, dest, value):

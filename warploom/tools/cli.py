@@ -500,7 +500,7 @@ def _attention_spec(args):
     block_m = args.block_m if "block_m" in given(args) else None        # None: the target's (128 rows on sm_90a)
     spec = AttentionSpec(args.dtype, args.head_dim, args.causal, args.block_n, stages, args.target,
                          block_m=block_m, schedule=args.schedule, shared_kv=args.shared_kv, q_stages=args.q_stages,
-                         exp2_poly=args.exp2_poly)
+                         exp2_poly=args.exp2_poly, varlen=args.varlen)
     variant = _variant(args)
     if variant is not None:
         from dataclasses import replace
@@ -674,6 +674,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
                     help="--op attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 "
                          "(default: 0.25 on sm_100a, the standard kernel's on sm_90a)")
+    sp.add_argument("--varlen", action="store_true",
+                    help="--op attention: the packed-sequence kernel of warploom.ops.attention_varlen (cu_seqlens; the "
+                         "grid schedule)")
     sp.add_argument("--target", default=targets.DEFAULT, choices=list(targets.TARGETS),
                     help="sm_90a (Hopper: H100, H200) or sm_100a (Blackwell: B200) (default: %(default)s)")
     sp.add_argument("--dump-dir", "--dump-ir", dest="dump_ir", metavar="DIR",
@@ -757,6 +760,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--exp2-poly", type=float, metavar="SHARE",
                     help="attention: the softmax's share of exp2 by the FMA polynomial, a multiple of 1/8 (default: "
                          "0.25 on sm_100a, the standard kernel's on sm_90a)")
+    sp.add_argument("--varlen", action="store_true",
+                    help="--op attention: the packed-sequence kernel of warploom.ops.attention_varlen (cu_seqlens; the "
+                         "grid schedule)")
     sp.add_argument("--png", metavar="FILE", help="also draw the smem and TMEM maps to FILE (needs matplotlib)")
     sp.add_argument("--variant", metavar="MODULE:FUNCTION[+FUNCTION]",
                     help="attention: the kernel with these score/mask modifiers (warploom.variants' standard ones, e.g. "

@@ -79,6 +79,7 @@ KERNEL_RULES: dict[str, Rule] = {
     "group_m": Rule(_op_on("matmul", "regs"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
     "swap_ab": Rule(_op_on("matmul", "regs"), "the sm_90a GEMM (--op matmul --target sm_90a)"),
     "variant": Rule(_op("attention"), "the attention (--op attention)"),
+    "varlen": Rule(_op("attention"), "the attention (--op attention)"),
     "seqlen": Rule(_op("attention"), "the attention with modifiers (--op attention --variant ...)"),
     "shape": Rule(_op("matmul"), "the GEMM (--op matmul), whose kernel warploom.ops.matmul picks by the shape (an "
                                   "attention kernel is chosen by --head-dim, --causal and --dtype)"),
