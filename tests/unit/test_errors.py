@@ -198,7 +198,7 @@ def test_attention_strides_it_cannot_copy(monkeypatch):
     # q's head dim is not contiguous and q comes from a framework warploom does not copy
     q, k, v = qkv()
     strided_q = tensor(q.shape, strides=(100 * 8 * 128, 1, 100, 100 * 8))
-    monkeypatch.setattr(oa, "_kernel", lambda spec: types.SimpleNamespace(key="k", name="n", tensor_maps={}))
+    monkeypatch.setattr(oa, "kernel_of", lambda spec: types.SimpleNamespace(key="k", name="n", tensor_maps={}))
     monkeypatch.setattr(oa, "empty_like_framework", lambda ref, shape, dtype: tensor(shape, dtype, ptr=BASE + 2**34))
     with pytest.raises(ValueError, match=r"^attention: q cannot be read in place \(.*stride 1.*\) and warploom copies "
                                          r"only torch and cupy tensors; pass a tensor whose head dim is contiguous"):
