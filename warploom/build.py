@@ -163,9 +163,17 @@ def compile_gemm(spec: GemmSpec) -> KernelArtifact:
     return _build_artifact(spec, program, records, kernel_name(program))
 
 
+def sass_summary(artifact: KernelArtifact) -> dict:
+    """The count of each of SASS_OPCODES in the artifact's cubin (nvdisasm): computed when asked (the demo, a
+    report), not on the compile path, where disassembling cost about as much as ptxas (a new score modifier's cold
+    compile, benchmarks/NOTES.md "Compile speed")."""
+    from warploom.lowering.assemble import disassemble, sass_counts
+    return sass_counts(disassemble(artifact.cubin), SASS_OPCODES)
+
+
 def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     """A planned kernel program -> NVVM (lower_kernel) -> PTX -> cubin (ptxas), with its plans and reports."""
-    from warploom.lowering.assemble import assemble, disassemble, sass_counts
+    from warploom.lowering.assemble import assemble
     from warploom.lowering.ptx import gpu_module_to_ptx
     from warploom.lowering import lower_program
     from warploom.passes.plan_smem import plan_smem
@@ -177,7 +185,6 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
     t1 = time.perf_counter()
     asm = assemble(ptx, spec.target, "ptxas")
     t2 = time.perf_counter()
-    counts = sass_counts(disassemble(asm.cubin), SASS_OPCODES)
     meta = {
         "spec": spec.lookup_id, "description": spec.describe(),
         "tile": program.attrs["tile"], "stages": program.attrs["stages"],
@@ -190,7 +197,6 @@ def _build_artifact(spec, program, records, name: str) -> KernelArtifact:
                      {"name": "ptxas", "ms": round((t2 - t1) * 1e3, 3)}],
         "ptxas": {"registers": asm.registers, "spill_bytes": asm.spill_stores + asm.spill_loads,
                   "stack_bytes": asm.stack_bytes},
-        "sass": counts,
     }
     key = cache_key(records[-1].ir + "\n" + str(lowered.gpu_module), spec.target, toolchain())
     return KernelArtifact(name=name, target=spec.target, cubin=asm.cubin, ptx=ptx, smem_bytes=lowered.smem_bytes,

@@ -131,6 +131,7 @@ def demo_emulator(spec: GemmSpec) -> bool:
 
 
 def demo_kernel(spec) -> None:
+    from warploom.build import sass_summary
     artifact = get_kernel(spec)
     meta = artifact.meta
     section(f"kernel {artifact.name}")
@@ -152,7 +153,7 @@ def demo_kernel(spec) -> None:
     print(f"PTX: {ptx.count(chr(10))} lines; " + ", ".join(f"{k} x{v}" for k, v in mix.items() if v))
     p = meta["ptxas"]
     print(f"ptxas: {p['registers']} registers, {p['spill_bytes']} B spills, {p['stack_bytes']} B stack; "
-          "SASS: " + ", ".join(f"{k} x{v}" for k, v in meta["sass"].items() if v or k in ("LDL", "STL")))
+          "SASS: " + ", ".join(f"{k} x{v}" for k, v in sass_summary(artifact).items() if v or k in ("LDL", "STL")))
     print("compile steps: " + ", ".join(f"{s['name']} {s['ms']:.1f} ms" for s in meta["passes"]))
 
 
