@@ -441,9 +441,17 @@ def compile_graph(graph, target: str = "sm_90a", *, dump_dir=None, runner=None) 
         raise ValueError(f"graph {graph.name!r} plans no kernel for {target}: warploom.compile builds one from a "
                          "wl.matmul (2-D) or a wl.attention (or the matmul, softmax, matmul that wl-fuse makes one "
                          f"of), and the graph has {', '.join(left) or 'no wl op'}; add one, or evaluate the graph on "
-                         "the CPU with warploom.reference.interpret.evaluate")
+                         "the CPU with warploom.reference.interpret.evaluate"
+                         + "".join(f"\n  {line}" for line in _unfused(module)))
     return CompiledKernel(graph.name, target, records, program,
                           {key: attrs[key] for key in ("layout", "scale") if key in attrs}, runner)
+
+
+def _unfused(module) -> list[str]:
+    """Why wl-fuse left each softmax chain of `module` alone (warploom.passes.fuse.explain)."""
+    from warploom.passes.fuse import explain
+    with module.context:
+        return explain(module)
 
 
 def planned_sm100_attention(elem: str = "bf16", head_dim: int = 128, causal: bool = False, shared_kv: bool = False,

@@ -135,11 +135,20 @@ VARLEN_CASES = [
     ("sm_100a", "f16", 64, True, [270, 1, 40], [200, 30, 50], 4, 2),
 ]
 
+# attentions written out with score and mask ops (tests/longform.py; the "fuse" family), fused by wl-fuse and judged
+# against the float64 interpreter of the graph as written: a relative-bias table and packed documents from doc_id
+# (gathers, index values, a negated mask); a per-batch prefix under two masks and a scale on top. sm_90a only: the
+# fusion is target-neutral. (target, variant, dtype, B, H, Sq, Sk, D)
+FUSE_CASES = [
+    ("sm_90a", "bias-documents", "f16", 2, 2, 70, 60, 64),
+    ("sm_90a", "prefix-lm", "bf16", 2, 1, 50, 90, 64),
+]
+
 FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods",
-            "varlen")
+            "varlen", "fuse")
 #   what `--only` picks from: sm_90a GEMMs, sm_100a GEMMs, sm_90a attention, sm_100a attention, sm_90a stream-K GEMMs,
 #   sm_90a stream-K attention, sm_90a 2x1 clusters, the banded walk, the swap-AB GEMMs, the modified attention, the
-#   packed-sequence attention
+#   packed-sequence attention, the attention written out and fused
 
 
 def probe(families=FAMILIES) -> dict:
@@ -256,8 +265,40 @@ def probe(families=FAMILIES) -> dict:
                                          causal, "bshd", batch0=i) if lq[i] else None
                 if judged is not None and not judged.ok:
                     return verdict(False, "mismatch", f"{label} sequence {i}", judged.problem, start)
-    return verdict(True, "", "", f"{len(gemms)} GEMM, {len(attention)} attention and {len(varlen)} packed attention "
-                   f"kernels x {len(INTERLEAVINGS)} interleavings match", start)
+    fuse = FUSE_CASES if "fuse" in families else []
+    for target, name, dtype, bsz, heads, sq, sk, d in fuse:
+        from tests import longform
+        from warploom.build import attention_spec_of, compile_graph
+        from warploom.emulate import emulate_attention
+        from warploom.emulate.judge import judge_attention
+        from warploom.reference.interpret import evaluate
+        where = f"{target} attention written out ({name}) {dtype} D={d} B={bsz} H={heads} Sq={sq} Sk={sk}"
+        rng = np.random.default_rng(15)
+        q, k, v = (round_to(rng.standard_normal((bsz, heads, s_, d)) * sc, dtype)
+                   for s_, sc in ((sq, 1.5), (sk, 1.5), (sk, 1.0)))
+        values = longform.values(name, bsz, sq, sk, heads, rng)
+        tensors = {n: x for n, x in values.items() if isinstance(x, np.ndarray)}
+        graph = longform.graph(name, dtype, bsz, heads, sq, sk, d)
+        ref = evaluate(graph.module, {"q": q, "k": k, "v": v, **tensors},
+                       scalars={n: x for n, x in values.items() if n not in tensors})[0]
+        for seed, order in INTERLEAVINGS:
+            label = f"{where} seed {seed} {order}"
+            try:
+                kernel = compile_graph(graph, target)
+                causal = attention_spec_of(kernel.program, target).causal
+                out, _ = emulate_attention(q, k, v, causal=causal, scale=kernel.graph_attrs["scale"], seed=seed,
+                                           delay=DELAY, layout="bhsd", program=kernel.program, order=order,
+                                           scalars=values)
+            except EmulationError as e:
+                return verdict(False, type(e).__name__, label, str(e), start)
+            except Exception as e:     # the fusion, the planning, the lowering or the harness broke
+                tb = traceback.format_exc(limit=-3)
+                return verdict(False, f"exception {type(e).__name__}", label, f"{e}\n{tb}", start)
+            judged = judge_attention(out, None, q, k, v, dtype, causal, "bhsd", reference=ref)
+            if not judged.ok:
+                return verdict(False, "mismatch", label, judged.problem, start)
+    return verdict(True, "", "", f"{len(gemms)} GEMM, {len(attention)} attention, {len(varlen)} packed attention and "
+                   f"{len(fuse)} fused written-out attention kernels x {len(INTERLEAVINGS)} interleavings match", start)
 
 
 def verdict(ok: bool, check: str, where: str, message: str, start: float) -> dict:

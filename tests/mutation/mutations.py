@@ -35,6 +35,7 @@ BARRIERS = "warploom/passes/plan_barriers.py"
 EXP2 = "warploom/lowering/emit/exp2.py"
 RULES = "warploom/runtime/rules.py"
 SPECIALIZE = "warploom/passes/specialize.py"
+FUSE = "warploom/passes/fuse.py"
 
 MUTATIONS: list[Mutation] = [
     # ---- the shared layout formulas and the per-target atoms (issue 33: one lowering, atoms per target) ----
@@ -614,4 +615,25 @@ MUTATIONS: list[Mutation] = [
              "the transposed store puts both columns q, q + 1 of a fragment pair in C's row q: row q + 1 is never "
              "written and row q takes the wrong value",
              GEMM, "row = b.add(row0, c(8 * j + e))", "row = b.add(row0, c(8 * j))", ("swap",)),
+    # ---- wl-fuse: an attention written out with score and mask ops folded into one wl.attention (issue 34) ----
+    Mutation("fuse-drop-mask-negation",
+             "a mask written where(drop, -inf, s) keeps the keys its condition drops: the negation of the condition "
+             "is lost (a document mask sees only the other documents)",
+             FUSE, 'return (E.apply("not", keep) if negate else keep), other', "return keep, other", ("fuse",)),
+    Mutation("fuse-top-scale-lost",
+             "a positive scale over the masks is dropped instead of joining the attention's scale",
+             FUSE, 'pending *= float(op_attrs(op)["factor"])', "pending *= 1.0", ("fuse",)),
+    Mutation("fuse-index-dims-swapped",
+             "wl.index's q_idx and kv_idx are read as each other: relative positions change sign, causal-style masks "
+             "flip",
+             FUSE, 'return E.leaf(attrs["dim"])',
+             'return E.leaf({"q_idx": "kv_idx", "kv_idx": "q_idx"}.get(attrs["dim"], attrs["dim"]))', ("fuse",)),
+    Mutation("fuse-gather-indices-reversed",
+             "a captured tensor is read at its indices in reverse order (bias[h, d] as bias[d, h])",
+             FUSE, "return E.load(name, t, *(self.expr(a) for a in args[1:]))",
+             "return E.load(name, t, *reversed([self.expr(a) for a in args[1:]]))", ("fuse",)),
+    Mutation("fuse-masks-or-ed",
+             "two masks on top of each other are or-ed instead of and-ed: a key either mask drops is seen",
+             FUSE, 'mask = keep if mask is None else E.apply("and", mask, keep)',
+             'mask = keep if mask is None else E.apply("or", mask, keep)', ("fuse",)),
 ]

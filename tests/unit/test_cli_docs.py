@@ -114,6 +114,7 @@ def scratch(tmp_path_factory):
     folder = tmp_path_factory.mktemp("docs")
     (folder / "gemm.mlir").write_text(GEMM)
     shutil.copy(ROOT / "examples" / "attention.mlir", folder / "attn.mlir")
+    shutil.copytree(ROOT / "examples", folder / "examples")          # the docs' `warploom explain examples/...`
     return folder
 
 

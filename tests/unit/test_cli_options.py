@@ -78,7 +78,7 @@ def test_an_option_that_does_not_apply_is_refused(kernel, dest, capsys):
 
 def test_the_table_covers_every_kernel_option():
     """Each option of explain/compile/emulate is either in the table or applies to every kernel the command takes."""
-    everywhere = {"explain": {"op", "dtype", "block_n", "stages", "schedule", "target", "png"},
+    everywhere = {"explain": {"input", "op", "dtype", "block_n", "stages", "schedule", "target", "png"},
                   "compile": {"input", "op", "target", "dump_ir", "print_ir", "print_ir_after_all", "emit", "output"},
                   "emulate": {"op", "target", "shape", "dtype", "seeds", "input_seed", "delay", "sms", "max_ctas"}}
     for command, rules in options.RULES.items():

@@ -225,9 +225,11 @@ def test_graph_input_takes_numpy_dtypes():
 
 def test_graph_input_unsupported_dtype():
     g = Graph("g")
-    with pytest.raises(ValueError, match=r"^input 'a': numpy dtype int32 has no warploom element type; supported: "
-                                         r"f32, f16, bf16, f8E4M3FN, f8E5M2, f4E2M1FN$"):
-        g.input("a", (4, 64), np.int32)
+    with pytest.raises(ValueError, match=r"^input 'a': numpy dtype int64 has no warploom element type; supported: "
+                                         r"f32, f16, bf16, f8E4M3FN, f8E5M2, f4E2M1FN \(and i32, for a table a "
+                                         r"score modifier reads\)$"):
+        g.input("a", (4, 64), np.int64)
+    assert g.input("ids", (64,), np.int32).dtype == "i32"        # an index table (wl.gather)
     with pytest.raises(ValueError, match=r"^input 'b': unknown element type 'fp64': warploom supports f32, f16, bf16"):
         g.input("b", (4, 64), "fp64")
     with pytest.raises(ValueError, match=r"^input 'c': element type None is neither a name nor a numpy dtype"):

@@ -12,6 +12,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
     ("gemm.py", ["--target", "sm_100a"], "emulated 200x264x136: max relative error"),
     ("gemm.py", [], "role consumer"),
     ("attention.py", [], "emulated against float64: OK"),
+    ("attention_written_out.py", [], "{'cap': 30.0, 'window': 7}: emulated against the float64 interpreter of the "
+                                     "graph: OK"),
     ("matmul_on_gpu.py", [], ""),
     ("inspect_ir.py", ["--target", "sm_100a", "--after", "wl-plan-tmem"], '"wl.buffer"() {columns = 256'),
 ])

@@ -79,6 +79,25 @@ def mlir_tensor_type(t: TensorType) -> ir.RankedTensorType:
     return ir.RankedTensorType.get(shape, mlir_element_type(t.elem))
 
 
+def source_of(loc: ir.Location) -> tuple[str | None, int | None, int | None]:
+    """(file name, line, column) of a location, looking inside fused, name and callsite locations (the first with a
+    file); Nones where it has none."""
+    if loc.is_a_file():
+        return loc.filename, loc.start_line, loc.start_col
+    inner = (list(loc.locations) if loc.is_a_fused() else [loc.child_loc] if loc.is_a_name() else
+             [loc.callee] if loc.is_a_callsite() else [])
+    for x in inner:
+        found = source_of(x)
+        if found[1] is not None:
+            return found
+    return None, None, None
+
+
+def file_position(loc: ir.Location) -> tuple[int | None, int | None]:
+    """Line and column of a location (source_of's)."""
+    return source_of(loc)[1:]
+
+
 def attr_value(attr: ir.Attribute):
     """Python value of a bool/int/float/string attribute."""
     attr = attr.maybe_downcast()
@@ -105,6 +124,8 @@ def make_attr(kind: str, value) -> ir.Attribute:
         return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))
     if kind == "float":
         return ir.FloatAttr.get(ir.F32Type.get(), float(value))
+    if kind == "double":
+        return ir.FloatAttr.get(ir.F64Type.get(), float(value))
     if kind == "str":
         return ir.StringAttr.get(str(value))
     if kind == "array":
@@ -129,5 +150,6 @@ def to_attr(value) -> ir.Attribute:
     raise TypeError(f"no MLIR attribute for {value!r}")
 
 
-__all__ = ["ALL_OPS", "GRAPH_OPS", "KERNEL_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "build_irdl", "irdl_text",
+__all__ = ["ALL_OPS", "GRAPH_OPS", "KERNEL_OPS", "OpDef", "ShapeError", "TensorType", "attr_value", "build_irdl",
+           "file_position", "irdl_text", "source_of",
            "load_dialect", "make_attr", "make_context", "to_attr", "mlir_element_type", "mlir_tensor_type", "op_attrs", "op_kind", "tensor_type"]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from warploom.runtime.dtypes import canonical
 from warploom.score import NONE, ScoreMods, trace_mods
 
-from .definition import GRAPH_OPS
+from .definition import GRAPH_OPS, operand_names
 from .shapes import ShapeError, TensorType, infer
 
 
@@ -83,9 +83,9 @@ class Graph:
             else:
                 raise ValueError(f"input {name!r}: dim {d!r} must be a positive int or a symbol name like 'S'")
         try:
-            elem = canonical(dtype)
+            elem = self._scalar_elem(dtype, f"input {name!r}")  # a float type, or i32 (a captured index table)
         except ValueError as e:
-            raise ValueError(f"input {name!r}: {e}") from None
+            raise ValueError(f"{e} (and i32, for a table a score modifier reads)") from None
         t = TensorType(tuple(dims), elem)
         return self._add(Node(None, (), {}, t, caller_position(), name, tuple(str(d) for d in shape)))
 
@@ -138,7 +138,68 @@ class Graph:
     def causal_mask(self, x): return self._op("causal_mask", (x,))
 
     def cast(self, x: Tensor, dtype) -> Tensor:
-        return self._op("cast", (x,), result_elem=canonical(dtype))
+        """x converted to dtype: a float type, or "i32" (from an i32 index only to a float, in a modifier)."""
+        return self._op("cast", (x,), result_elem="i32" if dtype == "i32" else canonical(dtype))
+
+    # -- the ops of score and mask modifiers, written out (wl-fuse folds them into the attention) ------------
+    # A Python number in place of a tensor becomes a wl.constant (an int: i32, a float: f32, a bool: i1).
+    def sub(self, a, b): return self._op("sub", (a, b))
+    def div(self, a, b): return self._op("div", (a, b))
+    def min(self, a, b): return self._op("min", (a, b))
+    def neg(self, x): return self._op("neg", (x,))
+    def abs(self, x): return self._op("abs", (x,))
+    def tanh(self, x): return self._op("tanh", (x,))
+    def log(self, x): return self._op("log", (x,))
+    def log2(self, x): return self._op("log2", (x,))
+
+    def compare(self, a, b, predicate: str) -> Tensor:
+        """a <predicate> b elementwise (an i1 tensor); predicate: lt, le, gt, ge, eq, ne."""
+        return self._op("compare", (a, b), predicate=predicate)
+
+    def lt(self, a, b): return self.compare(a, b, "lt")
+    def le(self, a, b): return self.compare(a, b, "le")
+    def gt(self, a, b): return self.compare(a, b, "gt")
+    def ge(self, a, b): return self.compare(a, b, "ge")
+    def eq(self, a, b): return self.compare(a, b, "eq")
+    def ne(self, a, b): return self.compare(a, b, "ne")
+    def and_(self, a, b): return self._op("and", (a, b))
+    def or_(self, a, b): return self._op("or", (a, b))
+    def not_(self, x): return self._op("not", (x,))
+
+    def where(self, cond, on_true, on_false) -> Tensor:
+        """on_true where cond holds, else on_false; where(keep, s, float("-inf")) is a mask."""
+        return self._op("where", (cond, on_true, on_false))
+
+    def index(self, grid: Tensor, dim: str) -> Tensor:
+        """The i32 positions along one axis of the [B, H, Sq, Sk] score grid `grid`, shaped like it: dim "b", "h"
+        (the query head), "q_idx" or "kv_idx" (positions from 0)."""
+        return self._op("index", (grid,), dim=dim)
+
+    def scalar(self, name: str, dtype: str = "f32") -> Tensor:
+        """A runtime scalar (f32 or i32): a kernel parameter, its value passed at each call (scalars={name: value});
+        another value runs the same compiled kernel."""
+        return self._op("scalar", (), result_elem=self._scalar_elem(dtype, f"scalar {name!r}"), name=name)
+
+    def constant(self, value, dtype: str | None = None) -> Tensor:
+        """A rank-0 constant: f32 for a float, i32 for an int, i1 for a bool unless dtype says."""
+        elem = dtype or ("i1" if isinstance(value, bool) else "i32" if isinstance(value, int) else "f32")
+        if elem not in ("i1", "i32"):
+            elem = self._scalar_elem(elem, f"constant {value!r}")
+        return self._op("constant", (), result_elem=elem, value=float(value))
+
+    def gather(self, table: Tensor, *index) -> Tensor:
+        """table[index...] elementwise: a captured tensor (a graph input, f32 or i32) read at one i32 tensor per
+        dimension (bias[h, q_idx - kv_idx], slopes[h], doc_id[q_idx])."""
+        return self._op("gather", (table, *index))
+
+    @staticmethod
+    def _scalar_elem(dtype, what: str) -> str:
+        if str(dtype) in ("i32", "int32") or getattr(dtype, "__name__", None) == "int32":
+            return "i32"
+        try:
+            return canonical(dtype)
+        except ValueError as e:
+            raise ValueError(f"{what}: {e}") from None
 
     # -- results ------------------------------------------------------------
     @property
@@ -163,10 +224,12 @@ class Graph:
         return Tensor(self, len(self.nodes) - 1, node.type)
 
     def _op(self, op: str, operands: tuple, result_elem: str | None = None, **attrs) -> Tensor:
+        operands = tuple(self.constant(t) if isinstance(t, (bool, int, float)) and not isinstance(t, Tensor) else t
+                         for t in operands)
         for t in operands:
             self._own(t)
         opdef = GRAPH_OPS[op]
-        named = {name: t.type for name, t in zip(opdef.operands, operands)}
+        named = {name: t.type for name, t in zip(operand_names(opdef, len(operands)), operands)}
         try:
             result = infer(op, named, attrs, result_elem=result_elem)
         except ShapeError as e:

@@ -25,6 +25,7 @@ ATTR_BASES = {
     "bool": "#builtin.integer",
     "int": "#builtin.integer",
     "float": "#builtin.float",
+    "double": "#builtin.float",      # an f64 float attribute (a constant that must hold every i32 exactly)
     "str": "#builtin.string",
     "array": "#builtin.array",
 }
@@ -68,7 +69,43 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("reduce_sum", ("input",), {"axis": "int"}, "sum over one axis, which is removed"),
     OpDef("softmax", ("input",), {"axis": "int"}, "softmax over one axis"),
     OpDef("causal_mask", ("input",), {}, "-inf where key index > query index over the last two axes"),
+    # the ops of a score or mask modifier written out in the graph (issue 34): wl-fuse folds the chain between an
+    # attention's scores and its softmax into the wl.attention's score_mod / mask_mod (warploom.score's operators).
+    # A rank-0 operand (a scalar, a constant) broadcasts; i32 meets a float as that float; comparisons give i1.
+    OpDef("sub", ("lhs", "rhs"), {}, "elementwise difference"),
+    OpDef("div", ("lhs", "rhs"), {}, "elementwise quotient (a float: i32 operands are converted)"),
+    OpDef("min", ("lhs", "rhs"), {}, "elementwise minimum"),
+    OpDef("neg", ("input",), {}, "-input"),
+    OpDef("abs", ("input",), {}, "|input|"),
+    OpDef("tanh", ("input",), {}, "hyperbolic tangent"),
+    OpDef("log", ("input",), {}, "natural logarithm"),
+    OpDef("log2", ("input",), {}, "base-2 logarithm"),
+    OpDef("compare", ("lhs", "rhs"), {"predicate": "str"},
+          "lhs <predicate> rhs elementwise, an i1 tensor; predicate lt, le, gt, ge, eq or ne"),
+    OpDef("and", ("lhs", "rhs"), {}, "logical and of two i1 tensors"),
+    OpDef("or", ("lhs", "rhs"), {}, "logical or of two i1 tensors"),
+    OpDef("not", ("input",), {}, "logical not of an i1 tensor"),
+    OpDef("where", ("cond", "on_true", "on_false"), {}, "on_true where cond (i1) holds, else on_false"),
+    OpDef("index", ("grid",), {"dim": "str"},
+          "the i32 position along one axis of a rank-4 [B, H, Sq, Sk] score grid, shaped like it: dim b (batch), h "
+          "(query head), q_idx (query position) or kv_idx (key position), each from 0"),
+    OpDef("scalar", (), {"name": "str"},
+          "a runtime scalar (rank 0, f32 or i32): a kernel parameter named `name`, its value given at each call"),
+    OpDef("constant", (), {"value": "double"}, "a rank-0 constant of the result's element type (f32, i32 or i1)"),
+    OpDef("gather", ("table", "*index"), {},
+          "table[index...] elementwise: a captured tensor (a graph input, f32 or i32) read at one i32 tensor per "
+          "dimension, all of one type; the result has the indices' shape"),
 ]}
+
+# the ops only modifiers use (the rest of SCORE_BINARY and SCORE_UNARY also serve the GEMM epilogue)
+MODIFIER_OPS = ("sub", "div", "min", "neg", "abs", "tanh", "log", "log2", "compare", "and", "or", "not", "where",
+                "index", "scalar", "constant", "gather")
+# the score-modifier ops by family (the shape rules, the reference interpreter and wl-fuse read these)
+SCORE_BINARY = ("add", "sub", "mul", "div", "max", "min")
+SCORE_UNARY = ("neg", "abs", "exp", "exp2", "tanh", "log", "log2")
+COMPARE_PREDICATES = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("and", "or", "not")
+INDEX_DIMS = ("b", "h", "q_idx", "kv_idx")          # the axes of the [B, H, Sq, Sk] score grid, in order
 
 KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     # kernel level (wl-tile, wl-pipeline)
@@ -125,6 +162,15 @@ KERNEL_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("launch", ("in0", "in1", "*more"), {"kernel": "str"}, "launch a compiled kernel (see the gpu.module)",
           results=-1),
 ]}
+
+def operand_names(opdef: OpDef, count: int) -> list[str]:
+    """The names of an op's `count` operands: a variadic group ("*index") is named index0, index1, ..."""
+    names = list(opdef.operands)
+    if names and names[-1].startswith("*"):
+        stem = names.pop()[1:]
+        names += [f"{stem}{i}" for i in range(count - len(names))]
+    return names
+
 
 ALL_OPS: dict[str, OpDef] = {**GRAPH_OPS, **KERNEL_OPS}
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from warploom.runtime.dtypes import ELEMENT_TYPES
 
+from .definition import COMPARE_PREDICATES, INDEX_DIMS, MODIFIER_OPS, SCORE_BINARY
+
 Dim = int | None   # None is a dynamic (`?`) size
 
 
@@ -148,13 +150,117 @@ def infer_causal_mask(x: TensorType) -> TensorType:
 
 
 def infer_cast(x: TensorType, elem: str) -> TensorType:
+    if x.elem == "i32" and elem != "i32":          # an index to a float (a modifier's i32 -> f32)
+        check_elem(TensorType(x.shape, elem), "result")
+        return TensorType(x.shape, elem)
     check_elem(x, "input")
     check_elem(TensorType(x.shape, elem), "result")
     return TensorType(x.shape, elem)
 
 
+# ---- the ops of score and mask modifiers (definition.py's SCORE_* tables) ------------------------------------
+
+INT, BOOL = "i32", "i1"        # the element types of indices and of comparisons (score-modifier ops only)
+
+
+def _numeric(t: TensorType, role: str) -> None:
+    if t.elem != INT:
+        check_elem(t, role)
+        if t.elem.startswith("f8") or t.elem.startswith("f4"):
+            raise ShapeError(f"{role} is {t.elem}; score arithmetic takes f32, bf16, f16 or i32")
+
+
+def broadcast(operands: dict[str, TensorType]) -> tuple:
+    """The shape of operands where a rank-0 one (a scalar, a constant) broadcasts to the others', which agree."""
+    shaped = {n: t for n, t in operands.items() if t.rank}
+    if not shaped:
+        return ()
+    if len({t.rank for t in shaped.values()}) > 1:
+        raise ShapeError("shapes differ: " + ", ".join(f"{n} is {t}" for n, t in operands.items()))
+    try:
+        dims = zip(*(t.shape for t in shaped.values()))
+        return tuple(_merge_all(ds) for ds in dims)
+    except ShapeError:
+        raise ShapeError("shapes differ: " + ", ".join(f"{n} is {t}" for n, t in operands.items())) from None
+
+
+def _merge_all(dims) -> Dim:
+    out = None
+    for d in dims:
+        out = merge_dim(out, d, "")
+    return out
+
+
+def promoted(operands: dict[str, TensorType]) -> str:
+    """The element type arithmetic on `operands` gives: i32 when all are i32, else their float type. An f32 value
+    (a scalar, a constant, a table's element) meets the scores' bf16 or f16 as that type: the graph's types say
+    what the attention's scores are, and the kernel computes every modifier in f32 (the reference in float64).
+    bf16 with f16 is refused."""
+    floats = {t.elem for t in operands.values() if t.elem != INT}
+    narrow = floats - {"f32"}
+    if len(narrow) > 1:
+        raise ShapeError("element types differ: " + ", ".join(f"{n} is {t.elem}" for n, t in operands.items()))
+    return next(iter(narrow)) if narrow else ("f32" if floats else INT)
+
+
+def infer_score_op(op: str, operands: dict[str, TensorType], attrs: dict, result_elem: str | None) -> TensorType:
+    """The result type of a score-modifier op (definition.py: SCORE_BINARY, SCORE_UNARY, compare, the logic ops,
+    where, index, scalar, constant, gather)."""
+    if op in ("and", "or", "not"):
+        for n, t in operands.items():
+            if t.elem != BOOL:
+                raise ShapeError(f"{n} is {t}; {op} combines i1 tensors (comparisons)")
+        return TensorType(broadcast(operands), BOOL)
+    if op == "where":
+        if operands["cond"].elem != BOOL:
+            raise ShapeError(f"cond is {operands['cond']}; where's condition is an i1 tensor (a comparison)")
+        values = {n: operands[n] for n in ("on_true", "on_false")}
+        for n, t in values.items():
+            _numeric(t, n)
+        return TensorType(broadcast(operands), promoted(values))
+    if op == "index":
+        grid = operands["grid"]
+        if grid.rank != 4:
+            raise ShapeError(f"grid is {grid}; an index reads the rank-4 [B, H, Sq, Sk] score grid")
+        if attrs["dim"] not in INDEX_DIMS:
+            raise ShapeError(f"dim {attrs['dim']!r} is not one of {', '.join(INDEX_DIMS)}")
+        return TensorType(grid.shape, INT)
+    if op in ("scalar", "constant"):
+        elem = result_elem or "f32"
+        allowed = ("f32", INT) if op == "scalar" else ("f32", INT, BOOL)
+        if elem not in allowed:
+            raise ShapeError(f"a {op} is {' or '.join(allowed)}, not {elem}")
+        if op == "scalar" and not str(attrs["name"]).isidentifier():
+            raise ShapeError(f"scalar name {attrs['name']!r} must be an identifier (it names a kernel parameter)")
+        return TensorType((), elem)
+    if op == "gather":
+        table = operands["table"]
+        index = {n: t for n, t in operands.items() if n != "table"}
+        if table.elem not in ("f32", INT):
+            raise ShapeError(f"table is {table}; a modifier reads f32 or i32 tables (convert it first)")
+        if len(index) != table.rank:
+            raise ShapeError(f"table is {table}: gather takes one index per dimension ({table.rank}), got {len(index)}")
+        for n, t in index.items():
+            if t.elem != INT:
+                raise ShapeError(f"{n} is {t}; gather indexes with i32 tensors")
+        return TensorType(broadcast(index), table.elem)
+    for n, t in operands.items():
+        _numeric(t, n)
+    if op == "compare":
+        if attrs["predicate"] not in COMPARE_PREDICATES:
+            raise ShapeError(f"predicate {attrs['predicate']!r} is not one of {', '.join(COMPARE_PREDICATES)}")
+        promoted(operands)
+        return TensorType(broadcast(operands), BOOL)
+    elem = promoted(operands)
+    if op == "div" or (op not in SCORE_BINARY and op not in ("neg", "abs")):
+        elem = "f32" if elem == INT else elem          # div and the float functions give a float
+    return TensorType(broadcast(operands), elem)
+
+
 def infer(op: str, operands: dict[str, TensorType], attrs: dict, result_elem: str | None = None) -> TensorType:
     """Result type of graph op `op` (name without `wl.`)."""
+    if op in MODIFIER_OPS or (op in ("add", "mul", "max", "exp", "exp2") and _modifier_operands(operands)):
+        return infer_score_op(op, operands, attrs, result_elem)
     if op == "matmul":
         return infer_matmul(operands["lhs"], operands["rhs"], bool(attrs["transpose_a"]), bool(attrs["transpose_b"]))
     if op == "attention":
@@ -170,3 +276,12 @@ def infer(op: str, operands: dict[str, TensorType], attrs: dict, result_elem: st
     if op == "gelu" and attrs["approximate"] not in ("none", "tanh"):
         raise ShapeError(f"approximate = {attrs['approximate']!r}; expected \"none\" or \"tanh\"")
     return infer_elementwise(operands)
+
+
+def _modifier_operands(operands: dict[str, TensorType]) -> bool:
+    """Whether an add, mul, max, exp or exp2 takes a modifier's values (an i32, an i1 or a rank-0 operand, or an f32
+    table's values beside bf16 scores): then it
+    follows the score ops' broadcast and promotion, and otherwise the elementwise rules of the GEMM epilogue."""
+    elems = {t.elem for t in operands.values()}
+    return (any(t.elem in (INT, BOOL) or t.rank == 0 for t in operands.values())
+            or (len(elems) == 2 and "f32" in elems and elems <= {"f32", "bf16", "f16"}))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from mlir import ir
 
 from . import GRAPH_OPS, op_attrs, op_kind, tensor_type
+from .definition import operand_names
 from .shapes import ShapeError, infer
 
 
@@ -23,7 +24,7 @@ def verify_op(op) -> str | None:
         return f"'wl.{kind}' op {wrong}"
     try:
         operands = {}
-        for name, value in zip(opdef.operands, operation.operands):
+        for name, value in zip(operand_names(opdef, len(operation.operands)), operation.operands):
             if not isinstance(value.type, ir.RankedTensorType):
                 raise ShapeError(f"operand {name} must be a ranked tensor, got {value.type}")
             operands[name] = tensor_type(value.type)
@@ -37,7 +38,7 @@ def verify_op(op) -> str | None:
     if declared.rank != inferred.rank or any(
             d is not None and i is not None and d != i for d, i in zip(declared.shape, inferred.shape)):
         return f"'wl.{kind}' op result type {declared} does not match the inferred {inferred}"
-    if kind not in ("cast", "matmul") and declared.elem != inferred.elem:
+    if kind not in ("cast", "matmul", "scalar", "constant") and declared.elem != inferred.elem:
         return f"'wl.{kind}' op result element type {declared.elem} differs from the operands' {inferred.elem}"
     return None
 

@@ -30,13 +30,17 @@ class Verdict:
 
 
 def judge_attention(out, lse, q, k, v, elem: str, causal: bool, layout: str, scale: float | None = None,
-                    mods=None, scalars: dict | None = None, batch0: int = 0) -> Verdict:
+                    mods=None, scalars: dict | None = None, batch0: int = 0, reference=None) -> Verdict:
     """The emulated (out, lse) against warploom.reference.ops.attention under the bound above; lse may be None;
     mods, scalars: the kernel's score/mask modifiers and their scalars' values (warploom.score); batch0: the
-    modifiers' b of the first batch (a packed sequence judged alone: its index)."""
-    from warploom.reference.ops import attention
-    ref, ref_lse = attention(q, k, v, causal=causal, scale=scale, layout=layout, return_lse=True, mods=mods,
-                             scalars=scalars, batch0=batch0)
+    modifiers' b of the first batch (a packed sequence judged alone: its index). `reference`: the float64 output to
+    judge against instead (the interpreter's of a graph written out; then lse is not judged)."""
+    if reference is not None:
+        ref, ref_lse, lse = np.asarray(reference, dtype=np.float64), None, None
+    else:
+        from warploom.reference.ops import attention
+        ref, ref_lse = attention(q, k, v, causal=causal, scale=scale, layout=layout, return_lse=True, mods=mods,
+                                 scalars=scalars, batch0=batch0)
     o = np.asarray(out).astype(np.float64)
     if np.isnan(o).any():
         return Verdict(False, float("nan"), 0.0, f"{int(np.isnan(o).sum())} output elements are NaN (never written, "
@@ -56,6 +60,8 @@ def judge_attention(out, lse, q, k, v, elem: str, causal: bool, layout: str, sca
     if (excess > 0).any():
         return Verdict(False, max_err, 0.0, f"{int((excess > 0).sum())} outputs beyond the bound (max error "
                                             f"{max_err:.3g}, worst excess {float(excess.max()):.3g})")
+    if ref_lse is None:
+        return Verdict(True, max_err, 0.0)
     blind = np.isneginf(ref_lse)
     rows = np.moveaxis(o, 2, 1) if layout == "bshd" else o           # [B, Hq, Sq, D]
     if not (rows[blind] == 0).all():

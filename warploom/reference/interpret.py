@@ -12,7 +12,8 @@ from warploom.dialect import GRAPH_OPS, op_attrs, op_kind, tensor_type
 from . import ops as ref
 
 # wl op name -> reference function, where the names differ.
-RENAMED = {"max": "maximum"}
+RENAMED = {"max": "maximum", "min": "minimum", "abs": "absolute", "and": "logical_and", "or": "logical_or",
+           "not": "logical_not"}
 
 
 def evaluate_op(kind: str, args: list[np.ndarray], attrs: dict, result_elem: str) -> np.ndarray:
@@ -23,7 +24,14 @@ def evaluate_op(kind: str, args: list[np.ndarray], attrs: dict, result_elem: str
         return ref.attention(*args, causal=attrs["causal"], scale=attrs["scale"], layout=attrs["layout"],
                              mods=ScoreMods.from_attrs(attrs), scalars=attrs.get("_scalars"))
     if kind == "cast":
-        return ref.round_to(args[0], result_elem)
+        return args[0] if result_elem == "i32" else ref.round_to(args[0], result_elem)
+    if kind == "constant":
+        return np.float64(attrs["value"]) if result_elem != "i1" else np.bool_(attrs["value"])
+    if kind == "scalar":
+        values = attrs.get("_scalars") or {}
+        if attrs["name"] not in values:
+            raise ValueError(f"the graph reads the runtime scalar {attrs['name']!r}: pass scalars={{name: value}}")
+        return np.float64(values[attrs["name"]])
     fn = ref.OPS[RENAMED.get(kind, kind)]
     return fn(*args, **{k: v for k, v in attrs.items()})
 
@@ -52,13 +60,16 @@ def evaluate(module, inputs: dict[str, np.ndarray] | list[np.ndarray], func_name
         inputs = [inputs[n] for n in names]
     if len(inputs) != len(args):
         raise ValueError(f"the graph takes {len(args)} inputs, got {len(inputs)}")
-    env = {}
-    for arg, value in zip(args, inputs):
+    env, named = {}, {}
+    for i, (arg, value) in enumerate(zip(args, inputs)):
         expected = tensor_type(arg.type).shape
         value = np.asarray(value)
         if len(expected) != value.ndim or any(e is not None and e != s for e, s in zip(expected, value.shape)):
             raise ValueError(f"input of shape {value.shape} does not fit {arg.type}")
         env[arg] = value.astype(np.float64)
+        entry = fn.attributes["arg_attrs"][i] if "arg_attrs" in fn.attributes else None
+        if entry is not None and "wl.name" in entry:
+            named[entry["wl.name"].value] = env[arg]
     for op in block.operations:
         name = op.operation.name
         if name == "func.return":
@@ -69,7 +80,9 @@ def evaluate(module, inputs: dict[str, np.ndarray] | list[np.ndarray], func_name
         args_ = [env[v] for v in op.operation.operands]
         result = op.operation.results[0]
         attrs = op_attrs(op)
-        if kind == "attention":
+        if kind == "attention":       # its captured tensors are the graph's inputs of their names
+            attrs["_scalars"] = {**named, **(scalars or {})}
+        if kind == "scalar":
             attrs["_scalars"] = scalars
         env[result] = evaluate_op(kind, args_, attrs, tensor_type(result.type).elem)
     raise ValueError("func.func has no return")

@@ -19,6 +19,8 @@ __all__ = [
     "matmul", "attention",
     "add", "mul", "maximum", "scale", "exp", "exp2", "relu", "gelu", "silu",
     "reduce_max", "reduce_sum", "softmax", "logsumexp", "causal_mask",
+    "sub", "div", "minimum", "neg", "absolute", "tanh", "log", "log2", "compare", "logical_and", "logical_or",
+    "logical_not", "where", "index", "gather",
     "OPS",
 ]
 
@@ -293,6 +295,100 @@ def causal_mask(x) -> np.ndarray:
     return x
 
 
+# ---------------------------------------------------------------- score and mask modifiers, written out
+# (the graph ops wl-fuse folds into an attention's score_mod / mask_mod; i32 values are held as integral float64,
+# exact below 2**53; comparisons give numpy booleans)
+
+
+def sub(a, b) -> np.ndarray:
+    return _f64(a) - _f64(b)
+
+
+def div(a, b) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _f64(a) / _f64(b)
+
+
+def minimum(a, b) -> np.ndarray:
+    return np.minimum(_f64(a), _f64(b))
+
+
+def neg(x) -> np.ndarray:
+    return -_f64(x)
+
+
+def absolute(x) -> np.ndarray:
+    return np.abs(_f64(x))
+
+
+def tanh(x) -> np.ndarray:
+    return np.tanh(_f64(x))
+
+
+def log(x) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(_f64(x))
+
+
+def log2(x) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(_f64(x))
+
+
+_PREDICATES = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal,
+               "ne": np.not_equal}
+
+
+def compare(a, b, predicate: str) -> np.ndarray:
+    if predicate not in _PREDICATES:
+        raise ValueError(f"compare: predicate {predicate!r} is not one of {', '.join(_PREDICATES)}")
+    return _PREDICATES[predicate](_f64(a), _f64(b))
+
+
+def logical_and(a, b) -> np.ndarray:
+    return np.logical_and(a, b)
+
+
+def logical_or(a, b) -> np.ndarray:
+    return np.logical_or(a, b)
+
+
+def logical_not(x) -> np.ndarray:
+    return np.logical_not(x)
+
+
+def where(cond, on_true, on_false) -> np.ndarray:
+    return np.where(np.asarray(cond, dtype=bool), _f64(on_true), _f64(on_false))
+
+
+_GRID_AXES = {"b": 0, "h": 1, "q_idx": 2, "kv_idx": 3}
+
+
+def index(grid, dim: str) -> np.ndarray:
+    """The position along axis `dim` (b, h, q_idx, kv_idx) of the [B, H, Sq, Sk] grid, shaped like it."""
+    grid = np.asarray(grid)
+    axis = _GRID_AXES[dim]
+    shape = [1] * grid.ndim
+    shape[axis] = grid.shape[axis]
+    return np.broadcast_to(np.arange(grid.shape[axis], dtype=np.float64).reshape(shape), grid.shape)
+
+
+def gather(table, *index) -> np.ndarray:
+    """table[index...] elementwise; an index outside the table is an error naming the dimension and the range."""
+    table = _f64(table)
+    idx = np.broadcast_arrays(*(np.asarray(i) for i in index))
+    ints = []
+    for d, i in enumerate(idx):
+        if np.any(i != np.round(i)):
+            raise ValueError(f"gather: index {d} holds a non-integer")
+        i = i.astype(np.int64)
+        if i.size and (i.min() < 0 or i.max() >= table.shape[d]):
+            raise ValueError(f"gather: index {d} reaches {i.min()}..{i.max()}, outside the table's "
+                             f"0..{table.shape[d] - 1} (shape {table.shape})")
+        ints.append(i)
+    return table[tuple(ints)]
+
+
 # ---------------------------------------------------------------- op table
 
 OPS: dict[str, Callable[..., np.ndarray]] = {
@@ -312,4 +408,19 @@ OPS: dict[str, Callable[..., np.ndarray]] = {
     "softmax": softmax,
     "causal_mask": causal_mask,
     "cast": cast,
+    "sub": sub,
+    "div": div,
+    "minimum": minimum,
+    "neg": neg,
+    "absolute": absolute,
+    "tanh": tanh,
+    "log": log,
+    "log2": log2,
+    "compare": compare,
+    "logical_and": logical_and,
+    "logical_or": logical_or,
+    "logical_not": logical_not,
+    "where": where,
+    "index": index,
+    "gather": gather,
 }

@@ -66,6 +66,9 @@ def cmd_compile(args) -> int:
         except ir.MLIRError as e:
             for d in (collector.take() + to_diags(e.error_diagnostics)) or parse_failure(text):
                 print(d.format(args.input), file=sys.stderr)
+            from warploom.passes.fuse import explain as unfused
+            for line in unfused(module) if "module" in locals() else []:     # an attention wl-fuse left
+                print(f"note: {line}", file=sys.stderr)
             if getattr(e, "reproducer", None) is not None:
                 print(f"reproducer: {e.reproducer}/replay.sh (the failing step's input and the warploom-opt call that "
                       "replays it)", file=sys.stderr)
@@ -99,6 +102,9 @@ def cmd_compile(args) -> int:
               "kernels from wl.matmul (2-D) and wl.attention (sm_90a), or from the graph wl-fuse makes them of"
               + ("" if wants_ir or args.print_ir_after_all else " (--print-ir prints the IR the pipeline left)"),
               file=sys.stderr)
+        from warploom.passes.fuse import explain as unfused
+        for line in unfused(module):
+            print(f"  {line}", file=sys.stderr)
         return 1
     if len(kernels) != 1 and (args.dump_ir or args.emit not in (None, "mlir")):
         names = ", ".join(str(k.operation.attributes["sym_name"]) for k in kernels)
@@ -238,7 +244,8 @@ def _compile_input(args) -> tuple[str, list[str], str]:
         if graph is None:
             raise ValueError(f"{args.input} builds {len(graphs)} warploom.Graph objects "
                              f"({', '.join(graphs) or 'none'}): name the one to compile `graph`")
-        return str(graph.module), pipeline_for(args.target), args.input
+        # with its locations: a diagnostic or a wl-fuse note names the script's line, not the printed IR's
+        return graph.module.operation.get_asm(enable_debug_info=True), pipeline_for(args.target), args.input
     return _read_text(args.input), pipeline_for(args.target), args.input
 
 
@@ -547,6 +554,8 @@ def _given(value, default):
 
 def cmd_explain(args) -> int:
     from warploom.kernels import get_kernel
+    if args.input is not None:
+        return _explain_graph(args)
     why = refusal(SUBPARSERS["explain"], args, Kernel("explain", args.op, args.target))
     if why is None and args.png:
         why = unwritable(args.png, "--png")
@@ -604,6 +613,64 @@ def cmd_explain(args) -> int:
               f"{asm['stack_bytes']} B stack")
     if args.op == "attention" and spec.mods:
         _explain_mods(spec, _variant(args), args.seqlen)
+    return 0
+
+
+def _explain_graph(args) -> int:
+    """`warploom explain GRAPH`: what wl-fuse makes of each attention the graph writes out: the wl.attention with
+    its modifiers, or why the chain was left alone."""
+    import types
+
+    from mlir import ir
+
+    from warploom.dialect import make_context, op_attrs, op_kind
+    from warploom.passes import run_passes
+    from warploom.passes.fuse import describe_op
+    from warploom.passes.fuse import explain as unfused
+    from warploom.score import ScoreMods
+
+    from .diagnostics import DiagnosticCollector, parse_failure, to_diags
+    from .options import flag, given
+    wrong = sorted(given(args) - {"target"})
+    if wrong:
+        print(f"warploom explain: {flag(SUBPARSERS['explain'], wrong[0])} applies to a built-in kernel (--op), not to "
+              f"a graph file, which is explained as written: drop it (a graph file takes --target only)",
+              file=sys.stderr)
+        return 2
+    try:
+        text, _, name = _compile_input(types.SimpleNamespace(**{**vars(args), "op": None}))
+    except OSError as e:
+        print(f"warploom explain: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except (ValueError, SyntaxError, ScriptError) as e:
+        print(f"warploom explain: {e}", file=sys.stderr)
+        return 1
+    ctx = make_context()
+    collector = DiagnosticCollector(ctx)
+    with ctx, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(text)
+            run_passes(module, ["wl-verify", "wl-fuse"])
+        except ir.MLIRError as e:
+            for d in (collector.take() + to_diags(e.error_diagnostics)) or parse_failure(text):
+                print(d.format(name), file=sys.stderr)
+            return 1
+        lines = []
+
+        def visit(op):
+            if op_kind(op) == "attention":
+                a = op_attrs(op)
+                mods = ScoreMods.from_attrs(a)
+                lines.append(f"{describe_op(op)}: causal {str(a['causal']).lower()}, "
+                             f"scale {a['scale']:.6g}, layout {a['layout']}")
+                lines.append(f"  modifiers: {mods.text or 'none'}")
+                if mods:
+                    lines.append(f"  kernel parameters: {', '.join(f'{n} ({t})' for n, t in mods.params())}")
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+        lines += unfused(module)
+    print("\n".join(lines) if lines else f"{name}: no attention (no wl.softmax feeding a matmul) to fuse")
     return 0
 
 
@@ -721,7 +788,10 @@ def build_parser() -> argparse.ArgumentParser:
                          "warploom/tuning/sm_90a.json")
     sp.set_defaults(fn=cmd_tune)
     sp = _subparser(sub, "explain", "show the resource plan (smem, barriers, rings, roles) of a GEMM or attention "
-                    "kernel")
+                    "kernel, or what wl-fuse makes of the attentions a graph file writes out")
+    sp.add_argument("input", nargs="?", metavar="GRAPH",
+                    help="a graph.mlir or graph.py: print each attention wl-fuse builds (its score and mask "
+                    "modifiers, their kernel parameters) and why it leaves any other softmax chain alone")
     sp.add_argument("--op", default="matmul", type=op_name, choices=OPS,
                     help="the kernel family; gemm, its old name, is accepted (default: %(default)s)")
     sp.add_argument("--dtype", default="bf16", choices=["bf16", "f16"], help="element type (default: %(default)s)")

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from warploom.dialect import file_position  # noqa: F401 - also this module's, for its users
+
 SEVERITY = {
     ir.DiagnosticSeverity.ERROR: "error",
     ir.DiagnosticSeverity.WARNING: "warning",
@@ -29,22 +31,6 @@ class Diag:
     def format(self, filename: str) -> str:
         where = f"{filename}:{self.line}:{self.col}: " if self.line is not None else f"{filename}: "
         return f"{where}{self.severity}: {self.message}"
-
-
-def file_position(loc: ir.Location) -> tuple[int | None, int | None]:
-    """Line and column of a location, looking inside fused/name/callsite locations."""
-    if loc.is_a_file():
-        return loc.start_line, loc.start_col
-    if loc.is_a_fused():
-        for inner in loc.locations:
-            pos = file_position(inner)
-            if pos[0] is not None:
-                return pos
-    if loc.is_a_name():
-        return file_position(loc.child_loc)
-    if loc.is_a_callsite():
-        return file_position(loc.callee)
-    return None, None
 
 
 def to_diags(infos) -> list[Diag]:

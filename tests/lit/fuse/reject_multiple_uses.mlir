@@ -5,7 +5,7 @@
 // Scores used twice (also returned).
 // CHECK-LABEL: func.func @scores_twice
 // CHECK: %[[S:.*]] = "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true}
-// CHECK: "wl.softmax"(%[[S]]) {axis = -1 : i64}
+// CHECK: "wl.softmax"(%[[S]]) {axis = -1 : i64, wl.unfused = "the result of wl.matmul (line 13) is also used outside the attention (by func.return)"}
 // CHECK: "wl.matmul"(%{{.*}}, %arg2) {transpose_a = false, transpose_b = false}
 // CHECK: return %{{.*}}, %[[S]]
 // CHECK-NOT: wl.attention
@@ -22,7 +22,7 @@ func.func @scores_twice(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x8x?x64xbf16>, %v
 // CHECK-LABEL: func.func @probabilities_twice
 // CHECK: "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true}
 // CHECK: "wl.causal_mask"
-// CHECK: %[[P:.*]] = "wl.softmax"
+// CHECK: %[[P:.*]] = "wl.softmax"{{.*}}wl.unfused = "the probabilities do not feed one matmul as its left operand (softmax(s) @ v)"
 // CHECK: "wl.matmul"(%[[P]], %arg2) {transpose_a = false, transpose_b = false}
 // CHECK: "wl.reduce_sum"(%[[P]])
 // CHECK-NOT: wl.attention
@@ -41,7 +41,7 @@ func.func @probabilities_twice(%q: tensor<1x8x?x64xbf16>, %k: tensor<1x8x?x64xbf
 // CHECK-LABEL: func.func @scaled_twice
 // CHECK: "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true}
 // CHECK: %[[T:.*]] = "wl.scale"
-// CHECK: "wl.softmax"(%[[T]])
+// CHECK: "wl.softmax"(%[[T]]) {axis = -1 : i64, wl.unfused = "the result of wl.scale (line 50) is also used outside the attention (by func.return)"}
 // CHECK: "wl.matmul"
 // CHECK: return %{{.*}}, %[[T]]
 // CHECK-NOT: wl.attention

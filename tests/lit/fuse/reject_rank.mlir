@@ -6,7 +6,7 @@
 // CHECK: "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true} : (tensor<8x?x64xbf16>, tensor<8x?x64xbf16>) -> tensor<8x?x?xbf16>
 // CHECK: "wl.scale"
 // CHECK: "wl.causal_mask"
-// CHECK: "wl.softmax"(%{{.*}}) {axis = -1 : i64} : (tensor<8x?x?xbf16>) -> tensor<8x?x?xbf16>
+// CHECK: "wl.softmax"(%{{.*}}) {axis = -1 : i64, wl.unfused = "the softmax is over a rank-3 tensor; attention's scores are [B, H, Sq, Sk]"} : (tensor<8x?x?xbf16>) -> tensor<8x?x?xbf16>
 // CHECK: "wl.matmul"(%{{.*}}, %arg2) {transpose_a = false, transpose_b = false}
 // CHECK-NOT: wl.attention
 func.func @rank3(%q: tensor<8x?x64xbf16>, %k: tensor<8x?x64xbf16>, %v: tensor<8x?x64xbf16>) -> tensor<8x?x64xbf16> {

@@ -5,7 +5,7 @@
 // CHECK-LABEL: func.func @axis_2
 // CHECK: "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true}
 // CHECK: "wl.scale"
-// CHECK: "wl.softmax"(%{{.*}}) {axis = 2 : i64}
+// CHECK: "wl.softmax"(%{{.*}}) {axis = 2 : i64, wl.unfused = "the softmax runs over axis 2, not the keys (-1)"}
 // CHECK: "wl.matmul"(%{{.*}}, %arg2) {transpose_a = false, transpose_b = false}
 // CHECK-NOT: wl.attention
 func.func @axis_2(%q: tensor<1x8x64x64xbf16>, %k: tensor<1x8x64x64xbf16>, %v: tensor<1x8x64x64xbf16>) -> tensor<1x8x64x64xbf16> {
@@ -20,7 +20,7 @@ func.func @axis_2(%q: tensor<1x8x64x64xbf16>, %k: tensor<1x8x64x64xbf16>, %v: te
 
 // CHECK-LABEL: func.func @axis_minus_2
 // CHECK: "wl.matmul"(%arg0, %arg1) {transpose_a = false, transpose_b = true}
-// CHECK: "wl.softmax"(%{{.*}}) {axis = -2 : i64}
+// CHECK: "wl.softmax"(%{{.*}}) {axis = -2 : i64, wl.unfused = "the softmax runs over axis -2, not the keys (-1)"}
 // CHECK: "wl.matmul"
 // CHECK-NOT: wl.attention
 func.func @axis_minus_2(%q: tensor<1x8x64x64xbf16>, %k: tensor<1x8x64x64xbf16>, %v: tensor<1x8x64x64xbf16>) -> tensor<1x8x64x64xbf16> {

@@ -6,7 +6,7 @@
 // status is non-zero. Good chunks are printed, joined by `// -----`.
 
 // CHECK-DAG: split_input_file.mlir:[[# @LINE + 18]]:8: error: 'wl.matmul' op contracting dims differ
-// CHECK-DAG: split_input_file.mlir:[[# @LINE + 31]]:8: error: 'wl.add' op element types differ: lhs is f32, rhs is f16
+// CHECK-DAG: split_input_file.mlir:[[# @LINE + 31]]:8: error: 'wl.add' op element types differ: lhs is bf16, rhs is f16
 // CHECK-DAG: split_input_file.mlir:[[# @LINE + 36]]:1: error: custom op 'garbage' is unknown
 // CHECK-NOT: Traceback
 
@@ -36,9 +36,9 @@ func.func @third(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-func.func @fourth(%a: tensor<4xf32>, %b: tensor<4xf16>) -> tensor<4xf32> {
-  %0 = "wl.add"(%a, %b) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+func.func @fourth(%a: tensor<4xbf16>, %b: tensor<4xf16>) -> tensor<4xbf16> {
+  %0 = "wl.add"(%a, %b) : (tensor<4xbf16>, tensor<4xf16>) -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
 }
 
 // -----

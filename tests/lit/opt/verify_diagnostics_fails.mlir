@@ -39,8 +39,8 @@ func.func @wrong_text(%a: tensor<4x8xf32>, %b: tensor<9x4xf32>) {
 // -----
 
 // The expected line is off by one (@+2 points at `return`).
-func.func @wrong_line(%a: tensor<4xf32>, %b: tensor<4xf16>) {
+func.func @wrong_line(%a: tensor<4xbf16>, %b: tensor<4xf16>) {
   // expected-error @+2 {{element types differ}}
-  %0 = "wl.add"(%a, %b) : (tensor<4xf32>, tensor<4xf16>) -> tensor<4xf32>
+  %0 = "wl.add"(%a, %b) : (tensor<4xbf16>, tensor<4xf16>) -> tensor<4xbf16>
   return
 }

@@ -52,10 +52,11 @@ func.func @cast_to_f64(%a: tensor<4xbf16>) -> tensor<4xf64> {
 
 // -----
 
-func.func @cast_from_i32(%a: tensor<4xi32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'wl.cast' op input has element type i32}}
-  %0 = "wl.cast"(%a) : (tensor<4xi32>) -> tensor<4xf32>
-  return %0 : tensor<4xf32>
+// An i32 (an index) casts to a float; nothing casts to i32.
+func.func @cast_to_i32(%a: tensor<4xf32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'wl.cast' op result has element type i32}}
+  %0 = "wl.cast"(%a) : (tensor<4xf32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
 }
 
 // -----

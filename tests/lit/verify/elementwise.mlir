@@ -2,10 +2,19 @@
 
 // Elementwise ops: operands of one shape and one element type; the result matches them.
 
-func.func @add_element_types(%a: tensor<4x8xbf16>, %b: tensor<4x8xf32>) -> tensor<4x8xbf16> {
-  // expected-error @+1 {{'wl.add' op element types differ: lhs is bf16, rhs is f32}}
-  %0 = "wl.add"(%a, %b) : (tensor<4x8xbf16>, tensor<4x8xf32>) -> tensor<4x8xbf16>
+// An f32 value (a table's, a scalar's) meets bf16 or f16 as that type (the scores' type); bf16 with f16 is refused.
+func.func @add_element_types(%a: tensor<4x8xbf16>, %b: tensor<4x8xf16>) -> tensor<4x8xbf16> {
+  // expected-error @+1 {{'wl.add' op element types differ: lhs is bf16, rhs is f16}}
+  %0 = "wl.add"(%a, %b) : (tensor<4x8xbf16>, tensor<4x8xf16>) -> tensor<4x8xbf16>
   return %0 : tensor<4x8xbf16>
+}
+
+// -----
+
+func.func @add_f32_to_bf16_result_type(%a: tensor<4x8xbf16>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{'wl.add' op result element type f32 differs from the operands' bf16}}
+  %0 = "wl.add"(%a, %b) : (tensor<4x8xbf16>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
 }
 
 // -----
