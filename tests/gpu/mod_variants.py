@@ -29,6 +29,10 @@ def empty_rows(b, h, q_idx, kv_idx, first_row):          # rows before first_row
     return q_idx >= first_row
 
 
+def prefix_per_batch(b, h, q_idx, kv_idx, prefix):       # a bidirectional prefix of its own length per batch row
+    return (kv_idx <= q_idx) | (kv_idx < prefix[b])
+
+
 # name -> (score_mod, mask_mod, scalars, causal)
 VARIANTS = {
     "softcap30-causal": (softcap, None, {"cap": 30.0}, True),
@@ -36,6 +40,7 @@ VARIANTS = {
     "window256-causal": (None, left_window, {"size": 256}, True),
     "window1024-causal": (None, left_window, {"size": 1024}, True),
     "window256-symmetric": (None, symmetric_window, {"size": 256}, False),
+    "window1024-symmetric": (None, symmetric_window, {"size": 1024}, False),     # the symmetric-256 kernel
     "alibi-causal": (alibi, None, {"heads": 8}, True),
     "prefix-lm": (None, prefix_lm, {"prefix": 300}, False),
     "per-head": (None, per_head, {}, False),
@@ -44,17 +49,22 @@ VARIANTS = {
     # of each case's sizes (captured_scalars)
     "relative-bias": (relative_bias, None, {"bias": np.zeros((1, 1), np.float32), "shift": 0}, False),
     "document-causal": (None, same_document, {"doc_id": np.zeros(1, np.int32)}, True),
+    "prefix-lm-batch": (None, prefix_per_batch, {"prefix": np.zeros(1, np.int32)}, False),
 }
 
 
-def captured_scalars(name: str, sq: int, sk: int, hq: int, rng) -> dict:
+def captured_scalars(name: str, sq: int, sk: int, hq: int, rng, bsz: int = 1) -> dict:
     """The scalars of variant `name` for a case of these sizes (numpy): a bias table [Hq, Sq + Sk - 1] and its shift,
-    or document ids of Sq tokens (packed documents of random lengths; Sq must equal Sk); else the variant's own."""
+    document ids of the longer of Sq and Sk tokens (packed documents of random lengths), or a prefix length per batch
+    row; else the variant's own."""
     if name == "relative-bias":
         return {"bias": (rng.standard_normal((hq, sq + sk - 1)) * 2).astype(np.float32), "shift": sk - 1}
     if name == "document-causal":
-        cuts = np.sort(rng.choice(np.arange(1, sq), size=min(5, sq - 1), replace=False))
-        return {"doc_id": np.searchsorted(cuts, np.arange(sq), side="right").astype(np.int32)}
+        n = max(sq, sk)
+        cuts = np.sort(rng.choice(np.arange(1, n), size=min(5, n - 1), replace=False)) if n > 1 else np.zeros(0)
+        return {"doc_id": np.searchsorted(cuts, np.arange(n), side="right").astype(np.int32)}
+    if name == "prefix-lm-batch":
+        return {"prefix": rng.integers(0, sk + 1, size=bsz).astype(np.int32)}
     return VARIANTS[name][2]
 
 
@@ -82,7 +92,25 @@ GPU_CASES = [
     ("relative-bias", 64, "f16", 1, 17, 4097, 8, 4, "bhsd"),
     ("document-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),
     ("document-causal", 64, "bf16", 2, 1000, 1000, 4, 4, "bshd"),
+    ("prefix-lm-batch", 128, "bf16", 3, 1000, 1000, 8, 2, "bshd"),
 ]
+
+# the grid of issue 34's list: every variant at each head dim (64, 128, 256) and dtype, GQA (8/2) and MQA (8/1) in
+# turn, the sizes (1, 17, 1000, 4097 among Sq and Sk, Sq != Sk) and layouts rotating
+GRID_SIZES = [(1000, 1000), (17, 4097), (4097, 1000), (1, 17), (1000, 4097), (4097, 4097)]
+
+
+def grid_cases() -> list:
+    out = []
+    for i, (variant, d, dtype) in enumerate((v, d, t) for v in VARIANTS for d in (64, 128, 256)
+                                            for t in ("bf16", "f16")):
+        sq, sk = GRID_SIZES[i % len(GRID_SIZES)]
+        hkv = 2 if i % 2 == 0 else 1
+        out.append((variant, d, dtype, 1 + i % 2, sq, sk, 8, hkv, ("bshd", "bhsd")[(i // 2) % 2]))
+    return out
+
+
+GPU_CASES += grid_cases()
 
 
 def gpu_specs() -> list:

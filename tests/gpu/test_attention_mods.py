@@ -1,8 +1,9 @@
 """warploom.ops.attention with score and mask modifiers (issue 34) on the GPU, against a float32 torch reference of
 the same modifiers: the variants of tests/gpu/mod_variants.py (softcap 30 and 50 with causal, sliding windows of 256
-and 1024 keys causal and symmetric, ALiBi-causal, prefix-LM, a per-head mask, rows that see no key), head dims 64,
-128 and 256, bf16 and fp16, GQA 1 < Hkv < Hq and MQA, Sq != Sk, ragged sizes (1, 17, 1000, 4097), outputs poisoned
-(NaN) before the launch.
+and 1024 keys causal and symmetric, ALiBi-causal, prefix-LM with one prefix and with a prefix per batch row, a
+per-head mask, rows that see no key, a relative-bias table, documents from doc_id with causal), each at head dims 64,
+128 and 256, bf16 and fp16, with GQA 1 < Hkv < Hq and with MQA (mod_variants.grid_cases), Sq != Sk, ragged sizes (1,
+17, 1000, 4097), outputs poisoned (NaN) before the launch.
 
 The reference calls the same Python functions eagerly on torch index grids (warploom.score's functions compute on
 torch tensors as well as trace), so it shares no code with the kernel's lowering of them. Error: max |out - ref| /
@@ -34,10 +35,10 @@ def torch_dtype(name):
     return {"bf16": torch.bfloat16, "f16": torch.float16}[name]
 
 
-def gpu_scalars(variant, sq, sk, hq):
+def gpu_scalars(variant, sq, sk, hq, bsz=1):
     """The variant's scalars for these sizes, captured tensors as CUDA tensors (mod_variants.captured_scalars)."""
     import numpy as np
-    values = captured_scalars(variant, sq, sk, hq, np.random.default_rng(sq + sk + hq))
+    values = captured_scalars(variant, sq, sk, hq, np.random.default_rng(sq + sk + hq), bsz)
     return {n: torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v for n, v in values.items()}
 
 
@@ -73,7 +74,7 @@ def reference(q, k, v, variant, layout, scalars=None):
 def test_modified_attention_matches_float32_reference(case):
     variant, d, dtype, b, sq, sk, hq, hkv, layout = case
     score_mod, mask_mod, _, causal = VARIANTS[variant]
-    scalars = gpu_scalars(variant, sq, sk, hq)
+    scalars = gpu_scalars(variant, sq, sk, hq, b)
     g = torch.Generator(device="cuda").manual_seed(sq * 7 + sk)
     shape = (lambda s, h: (b, s, h, d)) if layout == "bshd" else (lambda s, h: (b, h, s, d))
     # scores of tens of units: softcap 30 bends them, the windows and biases decide which keys dominate

@@ -35,7 +35,7 @@ def odd_masks():
 def cases():
     from tests.gpu.mod_variants import captured_scalars
     rng = np.random.default_rng(3)
-    out = {name: (mask, captured_scalars(name, 40, 40, 4, rng)) for name, (_, mask, _, _) in VARIANTS.items()
+    out = {name: (mask, captured_scalars(name, 40, 40, 4, rng, bsz=2)) for name, (_, mask, _, _) in VARIANTS.items()
            if mask is not None}
     out.update(odd_masks())
     return out
