@@ -39,14 +39,10 @@ def cmd_compile(args) -> int:
     if why is not None:
         print(f"warploom compile: {why}", file=sys.stderr)
         return 2
-    try:
-        text, passes, args.input = _compile_input(args)
-    except OSError as e:
-        print(f"warploom compile: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
+    read = _read_input("compile", args)
+    if read is None:
         return 1
-    except (ValueError, SyntaxError, ScriptError) as e:
-        print(f"warploom compile: {e}", file=sys.stderr)
-        return 1
+    text, passes, args.input = read
     # stdout holds one thing a script can pipe: the product asked for (--print-ir, --print-ir-after-all, --emit
     # without -o), or else the table of passes and the plan's summary, the summary last
     product_on_stdout = args.print_ir or args.print_ir_after_all or (args.emit is not None and not args.output)
@@ -208,6 +204,17 @@ def _read_text(path: str) -> str:
     except UnicodeDecodeError as e:
         raise ValueError(f"cannot read {path}: not UTF-8 text (byte offset {e.start}); MLIR files are UTF-8: "
                          f"convert it (iconv -t UTF-8)") from None
+
+
+def _read_input(command: str, args):
+    """_compile_input's (text, passes, name), or None after printing why the input cannot be read."""
+    try:
+        return _compile_input(args)
+    except OSError as e:
+        print(f"warploom {command}: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
+    except (ValueError, SyntaxError, ScriptError) as e:
+        print(f"warploom {command}: {e}", file=sys.stderr)
+    return None
 
 
 def _compile_input(args) -> tuple[str, list[str], str]:
@@ -637,14 +644,10 @@ def _explain_graph(args) -> int:
               f"a graph file, which is explained as written: drop it (a graph file takes --target only)",
               file=sys.stderr)
         return 2
-    try:
-        text, _, name = _compile_input(types.SimpleNamespace(**{**vars(args), "op": None}))
-    except OSError as e:
-        print(f"warploom explain: cannot read {e.filename or args.input}: {e.strerror or e}", file=sys.stderr)
+    read = _read_input("explain", types.SimpleNamespace(**{**vars(args), "op": None}))
+    if read is None:
         return 1
-    except (ValueError, SyntaxError, ScriptError) as e:
-        print(f"warploom explain: {e}", file=sys.stderr)
-        return 1
+    text, _, name = read
     ctx = make_context()
     collector = DiagnosticCollector(ctx)
     with ctx, ir.Location.unknown():
