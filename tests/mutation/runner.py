@@ -171,6 +171,9 @@ def run_selection(root: Path, selection: tuple[str, ...], label: str) -> Outcome
 
 
 PROBE_TIMEOUT_S = 300
+# the control probes every family (a mutation only its own): about 250 s on a 2-core CI host whose other core runs
+# the rest of the suite, so it gets the room a stuck kernel would still exhaust
+CONTROL_TIMEOUT_S = 900
 
 # What every probe would import first, and what takes most of its start (about 1.5 s a probe: ml_dtypes 0.7 alone
 # about 1 s): the probes fork from a server that has these imported, and none of warploom or the tests.
@@ -232,7 +235,7 @@ def check_probe_imports(what: str, files: list[str], root: Path) -> None:
         raise HarnessError(f"{what} does not run the copy in {root}: loaded {files[:3] or 'no warploom files'}")
 
 
-def run_probe(root: Path, label: str, families: tuple[str, ...] = ()) -> dict:
+def run_probe(root: Path, label: str, families: tuple[str, ...] = (), timeout: float = PROBE_TIMEOUT_S) -> dict:
     """tests/emulate/probe.py in the copy: the emulator's verdict on a few standard kernels (of `families`; all when
     empty). Run in a fresh fork of the probe server (numpy, ml_dtypes and MLIR imported, nothing of warploom or the
     tests): the modules it loaded show that it ran the copy's warploom and probe, and nothing else."""
@@ -245,12 +248,12 @@ def run_probe(root: Path, label: str, families: tuple[str, ...] = ()) -> dict:
     try:
         child = _probe_context().Process(target=_probe_child, args=(str(root), argv, env_for(root), *paths))
         child.start()
-        child.join(PROBE_TIMEOUT_S)
+        child.join(timeout)
         if child.is_alive():
             child.kill()
             child.join()
             return {"ok": False, "check": "exception Timeout", "where": "",
-                    "message": f"the emulator probe ran past {PROBE_TIMEOUT_S} s", "seconds": PROBE_TIMEOUT_S}
+                    "message": f"the emulator probe ran past {timeout:g} s", "seconds": timeout}
         out, err, loaded = (Path(p).read_text(errors="replace") for p in paths)
     finally:
         for path in paths:
@@ -273,7 +276,8 @@ def run_one(m: Mutation | None, selection: tuple[str, ...]) -> Outcome:
         if m is not None:
             apply(root, m)
         label = m.id if m else "control"
-        emulator = run_probe(root, label, m.families if m else ())
+        emulator = run_probe(root, label, m.families if m else (),
+                             timeout=PROBE_TIMEOUT_S if m is not None else CONTROL_TIMEOUT_S)
         if not selection:
             return Outcome(label, True, None, 0.0, "(no test selection run)", emulator)
         outcome = run_selection(root, selection, label)
