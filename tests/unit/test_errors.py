@@ -236,6 +236,58 @@ def test_graph_input_unsupported_dtype():
         g.input("c", (4, 64), None)
 
 
+def test_graph_score_op_rules():
+    g = Graph("g")
+    s = g.input("s", (1, 2, 8, 8), "bf16")
+    with pytest.raises(ShapeError, match=r"^wl.where: cond is tensor<1x2x8x8xbf16>; where's condition is an i1 "
+                                         r"tensor \(a comparison\)$"):
+        g.where(s, s, s)
+    with pytest.raises(ShapeError, match=r"^wl.gather: table is tensor<4xbf16>; a modifier reads f32 or i32 tables"):
+        g.gather(g.input("t", (4,), "bf16"), g.index(s, "h"))
+    with pytest.raises(ShapeError, match=r"gather takes one index per dimension \(2\), got 1$"):
+        g.gather(g.input("t2", (4, 9), "f32"), g.index(s, "h"))
+
+
+def test_interpreter_names_a_missing_scalar_and_a_gather_out_of_range():
+    from warploom.reference.interpret import evaluate
+    g = Graph("g")
+    s = g.input("s", (1, 2, 4, 4), "f32")
+    g.output(g.mul(s, g.scalar("cap")))
+    with pytest.raises(ValueError, match=r"the graph reads the runtime scalar 'cap': pass scalars=\{name: value\}"):
+        evaluate(g.module, {"s": np.ones((1, 2, 4, 4))})
+    g = Graph("g")
+    s, t = g.input("s", (1, 2, 4, 4), "f32"), g.input("t", (3,), "f32")
+    g.output(g.add(s, g.gather(t, g.index(s, "kv_idx"))))
+    with pytest.raises(ValueError, match=r"gather: index 0 reaches 0..3, outside the table's 0..2 \(shape \(3,\)\)"):
+        evaluate(g.module, {"s": np.ones((1, 2, 4, 4)), "t": np.ones(3)})
+
+
+def _attention_script(tmp_path, body: str) -> Path:
+    path = tmp_path / "graph.py"
+    path.write_text("import warploom as wl\n"
+                    "graph = wl.Graph('g')\n"
+                    "q, k, v = (graph.input(n, (1, 4, 64, 64), 'bf16') for n in 'qkv')\n"
+                    "s = graph.scale(graph.matmul(q, k, transpose_b=True), 0.125)\n"
+                    f"{body}\n"
+                    "graph.output(graph.matmul(graph.softmax(s), v))\n")
+    return path
+
+
+def test_explain_graph_refuses_kernel_options(tmp_path):
+    assert_refused(run("warploom", "explain", _attention_script(tmp_path, ""), "--causal"), 2,
+                   "warploom explain: --causal applies to a built-in kernel (--op), not to a graph file, which is "
+                   "explained as written: drop it (a graph file takes --target only)")
+
+
+def test_compile_says_why_an_attention_was_not_fused(tmp_path):
+    path = _attention_script(tmp_path, "s = graph.relu(s)")
+    why = ("wl.softmax (graph.py:6): not fused: wl.relu (graph.py:5) between the scores and the softmax is not a "
+           "score operation")
+    assert_refused(run("warploom", "compile", path), 1, f"note: {why}")
+    shown = run("warploom", "explain", path)
+    assert shown.returncode == 0 and why in shown.stdout, shown.stderr
+
+
 def test_graph_matmul_shape_mismatch():
     g = Graph("g")
     with pytest.raises(ShapeError, match=r"^wl\.matmul: contracting dims differ: lhs 4x64 has K = 64, rhs 32x8 has "

@@ -147,23 +147,6 @@ def test_builder_refuses_with_the_rule(build, message):
         build(g, s)
 
 
-def test_gather_out_of_range_names_the_dimension():
-    g = wl.Graph("oob")
-    s = g.input("s", (1, 2, 4, 4), "f32")
-    t = g.input("t", (3,), "f32")
-    g.output(g.add(s, g.gather(t, g.index(s, "kv_idx"))))
-    with pytest.raises(ValueError, match=r"index 0 reaches 0..3, outside the table's 0..2"):
-        evaluate(g.module, {"s": np.ones((1, 2, 4, 4)), "t": np.ones(3)})
-
-
-def test_a_missing_runtime_scalar_is_named():
-    g = wl.Graph("needs")
-    s = g.input("s", (1, 1, 2, 2), "f32")
-    g.output(g.mul(s, g.scalar("cap")))
-    with pytest.raises(ValueError, match="runtime scalar 'cap'"):
-        evaluate(g.module, {"s": np.ones((1, 1, 2, 2))})
-
-
 # ---- the command line -----------------------------------------------------------------------------------------
 
 def _script(tmp_path, body: str):
@@ -185,19 +168,3 @@ def test_explain_a_graph_file_shows_the_modifiers(tmp_path, capsys):
     assert "wl.attention (graph.py:4): causal true, scale 0.125, layout bhsd" in out
     assert "modifiers: score (mul (scalar cap f32) (tanh (div score (scalar cap f32)))); cap:f32" in out
     assert "kernel parameters: mod_cap (f32)" in out
-
-
-def test_explain_and_compile_say_why_a_chain_stays(tmp_path, capsys):
-    path = _script(tmp_path, "s = graph.relu(s)")
-    assert main(["explain", path]) == 0
-    assert ("wl.softmax (graph.py:6): not fused: wl.relu (graph.py:5) between the scores and the softmax is not a "
-            "score operation") in capsys.readouterr().out
-    assert main(["compile", path]) == 1
-    err = capsys.readouterr().err
-    assert "note: wl.softmax (graph.py:6): not fused: wl.relu (graph.py:5)" in err and "Traceback" not in err
-
-
-def test_explain_a_graph_file_refuses_kernel_options(tmp_path, capsys):
-    path = _script(tmp_path, "")
-    assert main(["explain", path, "--causal"]) == 2
-    assert "--causal applies to a built-in kernel (--op), not to a graph file" in capsys.readouterr().err
