@@ -3,7 +3,9 @@ torch's flex_attention (compiled, with its block mask) and, for the plain causal
 same inputs, head dim 128, bf16, [B, H, S, D] with 16 heads and 16k tokens a batch, S = 4096 and 16384. The
 document row packs each batch row's documents of 1024 tokens (causal within each): warploom runs it as packed
 sequences (ops.attention_varlen, the 16k tokens as 16 sequences), flex with a document mask over doc ids, and
-torch's own varlen attention where this torch has one (torch.nn.attention.varlen).
+torch's own varlen attention where this torch has one (torch.nn.attention.varlen); the docid row runs the same
+documents through ops.attention with a document mask over ids declared non-decreasing (warploom.score.nondecreasing:
+the kernel's block bounds read them), as flex does.
 
     python3 benchmarks/attention_variants.py --build --cache .wlcache          # CPU host: the kernels into the cache
     PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 python3 benchmarks/attention_variants.py --out DIR
@@ -44,17 +46,27 @@ VARIANTS = {
     "window1k-causal": ("window1024-causal", {"size": WINDOW}, True),
     "prefix-lm": ("prefix-lm", None, False),       # prefix: S / 4
     "document1k-causal": ("varlen", None, True),   # packed documents of DOC tokens: ops.attention_varlen
+    "docid1k-causal": ("document-sorted-causal", None, True),  # the same documents by ids declared non-decreasing
 }
 DOC = 1024
 
 
-def warploom_mods(variant: str, s: int):
-    """(score_mod, mask_mod, scalars, causal) for ops.attention."""
+def warploom_mods(variant: str, s: int, on_gpu: bool = False):
+    """(score_mod, mask_mod, scalars, causal) for ops.attention (document ids: numpy, or torch's `on_gpu`)."""
     from tests.gpu.mod_variants import VARIANTS as MODS
     name, scalars, causal = VARIANTS[variant]
     if name is None or name == "varlen":
         return None, None, None, causal
     score_mod, mask_mod, _, _ = MODS[name]
+    if name == "document-sorted-causal":
+        import numpy as np
+
+        from warploom.score import nondecreasing
+        ids = np.arange(s, dtype=np.int32) // DOC
+        if on_gpu:
+            import torch
+            ids = torch.from_numpy(ids).cuda()
+        scalars = {"doc_id": nondecreasing(ids)}
     return score_mod, mask_mod, (scalars if scalars is not None else {"prefix": s // 4}), causal
 
 
@@ -81,6 +93,8 @@ def walked_blocks(variant: str, s: int, batch: int) -> tuple[int, int]:
     """(the key blocks warploom's kernel walks for `variant` at S = s (all tiles, heads and batches), the rows x keys
     of one): the mask's ranges (warploom.score.bounds.block_table), the causal / full walk without a mask, or each
     packed document's causal walk."""
+    import numpy as np
+
     from warploom.ops_attention import pick_spec
     from warploom.ops_varlen import varlen_spec
     from warploom.runtime import rules
@@ -95,8 +109,9 @@ def walked_blocks(variant: str, s: int, batch: int) -> tuple[int, int]:
     spec = pick_spec("bf16", D, causal, "sm_90a")
     mods, values = trace_mods(score_mod, mask_mod, scalars)
     values = dict(zip([n for n, _ in mods.scalars], values))
+    ends = {n: np.asarray(scalars[n]) for n in mods.sorted}
     table = block_table(mods.mask, {n: values[n] for n in (mods.mask.scalars() if mods.mask else {})}, s, s,
-                        spec.block_m, spec.block_n, batch, HEADS, causal)
+                        spec.block_m, spec.block_n, batch, HEADS, causal, ends)
     return table["blocks"], spec.block_m * spec.block_n
 
 
@@ -129,7 +144,7 @@ def flex_call(variant: str, s: int, q, k, v):
 
     mask, score_mod = {"causal": (causal, None), "softcap30-causal": (causal, softcap), "alibi-causal": (causal, alibi),
                        "window1k-causal": (window, None), "prefix-lm": (prefix, None),
-                       "document1k-causal": (document, None)}[variant]
+                       "document1k-causal": (document, None), "docid1k-causal": (document, None)}[variant]
     torch.cuda.synchronize()
     t0 = time.perf_counter()
     block_mask = create_block_mask(mask, B=None, H=None, Q_LEN=s, KV_LEN=s, device="cuda")
@@ -166,7 +181,7 @@ def run(args) -> list[dict]:
         q, k, v = (torch.randn(b, HEADS, s, D, generator=g, device="cuda", dtype=torch.bfloat16) for _ in range(3))
         for variant in args.variants:
             row = {"variant": variant, "S": s, "B": b, "H": HEADS, "D": D}
-            score_mod, mask_mod, scalars, causal = warploom_mods(variant, s)
+            score_mod, mask_mod, scalars, causal = warploom_mods(variant, s, on_gpu=True)
             row["blocks"], row["block_area"] = walked_blocks(variant, s, b)
             packed = VARIANTS[variant][0] == "varlen"
             if packed:                                   # [B*S, H, D] packed rows, 1024-token documents

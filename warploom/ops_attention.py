@@ -48,7 +48,9 @@ from warploom.runtime.tensormap import TmaLayoutError, check_tma_layout, encode_
 from warploom.runtime.tensors import DeviceTensor, current_stream, empty_like_framework
 from warploom.score import NONE as NO_MODS
 from warploom.score import ModError, ScoreMods, trace_mods
+from warploom.score.bounds import out_of_order
 from warploom.score.expr import param_name, stride_name
+from warploom.score.trace import nondecreasing, unwrap
 from warploom.runtime.cache import MissingKernelError
 from warploom.variants import variant_name
 
@@ -247,7 +249,10 @@ def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scala
              "B": problem.batch}
     ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
     mask = spec.mods.mask
-    mask_key = (mask.text, *sorted((n, scalars[n]) for n in mask.scalars())) if mask is not None else None
+    mask_key = None
+    if mask is not None:                      # the values it reads: scalars, and sorted ids' contents
+        mask_key = (mask.text, *sorted((n, scalars[n]) for n in mask.scalars()),
+                    *((n, scalars[n].tobytes()) for n in spec.mods.sorted if n in (scalars or {})))
     key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
            ctas, TILE_ORDER, mask_key)
     if key not in _TABLES:
@@ -373,6 +378,9 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
     if spec is not None and deals_by_table(spec.schedule, spec.causal, spec.mods):
         args["B"] = problem.batch
         named = {name: value for (name, _), value in zip(spec.mods.scalars, scalars)}
+        captured = zip(spec.mods.tensors, scalars[len(spec.mods.scalars):])
+        named.update({name: value.host for (name, _, _), value in captured
+                      if value.host is not None})          # sorted ids: the deal counts the blocks they bound
         args["tiles"] = causal_tiles(problem, spec, sms, named)
     elif spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
@@ -441,6 +449,8 @@ def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None, 
     strides, dtype and device (out: None when the call allocates it), the options (the modifiers and their scalars'
     values included) and the target's choice (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they
     take the checked path)."""
+    scalars = tuple((v.tensor, getattr(v.tensor, "_version", None)) if isinstance(v, nondecreasing) else v
+                    for v in scalars)     # a sorted tensor written in place since is checked again
     try:
         return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER, spec, mods, scalars) + tuple(
             None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in (q, k, v, out))
@@ -530,21 +540,25 @@ def traced_mods(score_mod, mask_mod, scalars: dict | None) -> tuple[ScoreMods, t
 
 @dataclass(frozen=True)
 class Captured:
-    """A captured tensor as the kernel takes it: its address and its strides in elements."""
+    """A captured tensor as the kernel takes it: its address and its strides in elements; a tensor declared
+    non-decreasing also its host copy (`host`, numpy: checked in order, and read by the deal's block counts)."""
     ptr: int
     strides: tuple
+    host: object = None
 
 
 def check_captured(mods: ScoreMods, values: tuple, problem: AttentionProblem) -> tuple:
     """`values` with each captured tensor (after the scalars) checked and replaced by its Captured: on the problem's
     GPU, of the traced element type and rank, fewer than 2^31 elements, and large enough for every index its loads
-    can reach (`index_overrun`). ValueError names the tensor, the dimension and the way out."""
+    can reach (`index_overrun`), and where declared nondecreasing() (warploom.score) in order along its last
+    dimension (read back to the host once per version of a torch tensor: runtime.host.read_back). ValueError names
+    the tensor, the dimension and the way out."""
     if not mods.tensors:
         return values
     n = len(mods.scalars)
     out = list(values[:n])
     for (name, type_, rank), value in zip(mods.tensors, values[n:]):
-        t = _view(value, name)
+        t = _view(unwrap(value), name)
         if t.device != problem.device:
             raise ValueError(f"attention: captured tensor {name!r} is on GPU {t.device}, q on GPU {problem.device}: "
                              f"move it with .to(q.device)")
@@ -558,7 +572,13 @@ def check_captured(mods: ScoreMods, values: tuple, problem: AttentionProblem) ->
         why = index_overrun(mods, values[:n], problem, name, t.shape)
         if why:
             raise ValueError(f"attention: {why}")
-        out.append(Captured(t.ptr, t.strides))
+        copy = None
+        if name in mods.sorted:
+            copy = host.read_back(t)
+            why = out_of_order(name, copy)
+            if why:
+                raise ValueError(f"attention: {why}")
+        out.append(Captured(t.ptr, t.strides, copy))
     return tuple(out)
 
 

@@ -127,6 +127,18 @@ def _mods_mask(b, h, q_idx, kv_idx, prefix, first_row, window):
     return ((kv_idx <= q_idx) | (kv_idx < prefix)) & (q_idx >= first_row) & (q_idx - kv_idx <= window)
 
 
+# also in the "mods" family: packed documents of 100, 60 and 140 tokens from document ids declared non-decreasing
+# (warploom.score.nondecreasing), causal: the key range of each query tile comes from the ids at its blocks' ends
+# (query tile 1, rows 128..255 of documents 1 and 2, walks key block 0 for document 1's keys 100..127; query tile 0
+# skips nothing it needs), the ragged last tile's boxes clipped to the 300 rows and keys
+MODS_SORTED_CASES = [("sm_90a", "bf16", 64, True, 1, 300, 300, 2, 1, "bshd")]
+MODS_SORTED_IDS = np.repeat(np.arange(3), [100, 60, 140]).astype(np.int32)
+
+
+def _same_document(b, h, q_idx, kv_idx, doc_id):
+    return doc_id[q_idx] == doc_id[kv_idx]
+
+
 # packed variable-length sequences (the "varlen" family, ops.attention_varlen's kernels) on both targets: causal,
 # GQA 4/2, sequences of more keys than queries and of fewer, one of a single query, one with no query; each sequence
 # judged alone. (target, dtype, head dim, causal, query lengths, key lengths, Hq, Hkv)
@@ -202,6 +214,7 @@ def probe(families=FAMILIES) -> dict:
                                                                        in families else ())]
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
     attention += [(*case, False, "mods") for case in (MODS_CASES if "mods" in families else ())]
+    attention += [(*case, False, "sorted") for case in (MODS_SORTED_CASES if "mods" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -224,6 +237,12 @@ def probe(families=FAMILIES) -> dict:
             mods, _ = trace_mods(_mods_score, _mods_mask, MODS_SCALARS)
             scalars, options = MODS_SCALARS, {"mods": mods}
             where += " score/mask modifiers"
+        if options == "sorted":
+            from warploom.score import nondecreasing, trace_mods
+            scalars = {"doc_id": nondecreasing(MODS_SORTED_IDS)}
+            mods, _ = trace_mods(None, _same_document, scalars)
+            options = {"mods": mods}
+            where += " sorted document ids"
         plan = (functools.partial(planned_sm100_attention, shared_kv=shared, **(options or {})) if target == "sm_100a"
                 else functools.partial(planned_attention_program, **(options or {})))
         for seed, order in INTERLEAVINGS:

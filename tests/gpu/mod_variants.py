@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from warploom.score import trace_mods
+from warploom.score import nondecreasing, trace_mods
 from warploom.variants import alibi, prefix_lm, softcap, symmetric_window
 from warploom.variants import sliding_window as left_window  # with causal: the last `size` + 1 keys of each query
 
@@ -49,6 +49,8 @@ VARIANTS = {
     # of each case's sizes (captured_scalars)
     "relative-bias": (relative_bias, None, {"bias": np.zeros((1, 1), np.float32), "shift": 0}, False),
     "document-causal": (None, same_document, {"doc_id": np.zeros(1, np.int32)}, True),
+    # the same ids declared non-decreasing: the kernel walks only the key blocks of each query tile's documents
+    "document-sorted-causal": (None, same_document, {"doc_id": nondecreasing(np.zeros(1, np.int32))}, True),
     "prefix-lm-batch": (None, prefix_per_batch, {"prefix": np.zeros(1, np.int32)}, False),
 }
 
@@ -59,10 +61,11 @@ def captured_scalars(name: str, sq: int, sk: int, hq: int, rng, bsz: int = 1) ->
     row; else the variant's own."""
     if name == "relative-bias":
         return {"bias": (rng.standard_normal((hq, sq + sk - 1)) * 2).astype(np.float32), "shift": sk - 1}
-    if name == "document-causal":
+    if name in ("document-causal", "document-sorted-causal"):
         n = max(sq, sk)
         cuts = np.sort(rng.choice(np.arange(1, n), size=min(5, n - 1), replace=False)) if n > 1 else np.zeros(0)
-        return {"doc_id": np.searchsorted(cuts, np.arange(n), side="right").astype(np.int32)}
+        ids = np.searchsorted(cuts, np.arange(n), side="right").astype(np.int32)
+        return {"doc_id": nondecreasing(ids) if name == "document-sorted-causal" else ids}
     if name == "prefix-lm-batch":
         return {"prefix": rng.integers(0, sk + 1, size=bsz).astype(np.int32)}
     return VARIANTS[name][2]
@@ -92,6 +95,7 @@ GPU_CASES = [
     ("relative-bias", 64, "f16", 1, 17, 4097, 8, 4, "bhsd"),
     ("document-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),
     ("document-causal", 64, "bf16", 2, 1000, 1000, 4, 4, "bshd"),
+    ("document-sorted-causal", 128, "bf16", 1, 4097, 4097, 8, 2, "bshd"),
     ("prefix-lm-batch", 128, "bf16", 3, 1000, 1000, 8, 2, "bshd"),
 ]
 

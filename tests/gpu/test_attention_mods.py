@@ -1,7 +1,8 @@
 """warploom.ops.attention with score and mask modifiers (issue 34) on the GPU, against a float32 torch reference of
 the same modifiers: the variants of tests/gpu/mod_variants.py (softcap 30 and 50 with causal, sliding windows of 256
 and 1024 keys causal and symmetric, ALiBi-causal, prefix-LM with one prefix and with a prefix per batch row, a
-per-head mask, rows that see no key, a relative-bias table, documents from doc_id with causal), each at head dims 64,
+per-head mask, rows that see no key, a relative-bias table, documents from doc_id with causal, undeclared and
+declared non-decreasing), each at head dims 64,
 128 and 256, bf16 and fp16, with GQA 1 < Hkv < Hq and with MQA (mod_variants.grid_cases), Sq != Sk, ragged sizes (1,
 17, 1000, 4097), outputs poisoned (NaN) before the launch.
 
@@ -38,8 +39,11 @@ def torch_dtype(name):
 def gpu_scalars(variant, sq, sk, hq, bsz=1):
     """The variant's scalars for these sizes, captured tensors as CUDA tensors (mod_variants.captured_scalars)."""
     import numpy as np
+    from warploom.score import nondecreasing
     values = captured_scalars(variant, sq, sk, hq, np.random.default_rng(sq + sk + hq), bsz)
-    return {n: torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else v for n, v in values.items()}
+    return {n: (torch.from_numpy(v).cuda() if isinstance(v, np.ndarray) else
+                nondecreasing(torch.from_numpy(v.tensor).cuda()) if isinstance(v, nondecreasing) else v)
+            for n, v in values.items()}
 
 
 def reference(q, k, v, variant, layout, scalars=None):
@@ -123,3 +127,25 @@ def test_captured_tensors_are_checked_before_launch():
     with pytest.raises(ValueError, match="float64"):
         ops.attention(q, k, v, score_mod=score_mod, scalars={"bias": torch.zeros(4, 399, device="cuda",
                                                                                    dtype=torch.float64), "shift": 199})
+
+
+def test_sorted_ids_are_checked_and_rechecked_after_an_in_place_write():
+    """Document ids declared non-decreasing: block sparsity from their ends on the GPU (the same output as the ids
+    undeclared, which walk every causal block), a tensor out of order refused before the launch, and one sorted at
+    the first call then written out of order in place refused at the next (torch's version counter: a repeated call
+    on the same tensors skips its checks only while the ids are unchanged)."""
+    from warploom.score import nondecreasing
+    mask_mod = VARIANTS["document-sorted-causal"][1]
+    q, k, v = (torch.randn(1, 700, 2, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    ids = torch.repeat_interleave(torch.arange(4, device="cuda", dtype=torch.int32),
+                                  torch.tensor([150, 300, 90, 160], device="cuda"))
+    declared = ops.attention(q, k, v, causal=True, mask_mod=mask_mod, scalars={"doc_id": nondecreasing(ids)})
+    plain = ops.attention(q, k, v, causal=True, mask_mod=mask_mod, scalars={"doc_id": ids})
+    torch.cuda.synchronize()
+    assert torch.equal(declared, plain)
+    ids[400] = 0
+    with pytest.raises(ValueError, match=r"doc_id\[399\] = 1 > doc_id\[400\] = 0"):
+        ops.attention(q, k, v, causal=True, mask_mod=mask_mod, scalars={"doc_id": nondecreasing(ids)})
+    bad = ids.flip(0).contiguous()
+    with pytest.raises(ValueError, match="declared nondecreasing"):
+        ops.attention(q, k, v, causal=True, mask_mod=mask_mod, scalars={"doc_id": nondecreasing(bad)})

@@ -444,6 +444,15 @@ MUTATIONS: list[Mutation] = [
              "its end (the host checks the indices over 0 .. Sk - 1 only)",
              ATTN, "return self.b.mins(value, self.b.sub(self.args[size], self.b.const(1)))", "return value",
              ("mods",)),
+    Mutation("sorted-ids-one-end",
+             "a tensor declared non-decreasing is bounded by the id at the low end of the index interval only "
+             "(t[lo], t[lo]): a query tile spanning two documents skips key blocks of its second one",
+             "warploom/score/bounds.py", "self.o.load(tensor.value, head + [hi], type_)",
+             "self.o.load(tensor.value, head + [lo], type_)", ("mods",)),
+    Mutation("sorted-box-unclipped",
+             "the kernel's block boxes are not clipped to Sq and Sk before the sorted ids' ends are loaded: the "
+             "ragged last tile reads ids past the tensor's end",
+             ATTN, 'box = clipped(box, self.args["Sq"], self.args["Sk"], ops)', "pass", ("mods",)),
     # ---- packed variable-length sequences (ops.attention_varlen; the ragged tensor maps) ----
     Mutation("varlen-key-start-from-q",
              "a packed sequence's keys start where its queries do (cu_seqlens_q read for both): every sequence "

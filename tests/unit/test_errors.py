@@ -745,3 +745,35 @@ def test_emulate_sms_on_a_grid_kernel():
                    "warploom emulate: --sms 4: sets the CTA count of a persistent or stream-K grid, and "
                    "warploom.ops.matmul picks wl_gemm_bf16_kn_128x", "a grid-schedule kernel (a CTA per tile): drop "
                    "--sms, or pick another schedule with --schedule")
+
+
+def _same_document(b, h, q_idx, kv_idx, doc_id):
+    return doc_id[q_idx] == doc_id[kv_idx]
+
+
+def test_ids_declared_sorted_out_of_order_are_refused(monkeypatch):
+    """ops.attention's check of ids declared nondecreasing() (host.read_back stubbed: no GPU here; the real read in
+    tests/gpu/test_attention_mods.py)."""
+    from warploom.runtime import host
+    from warploom.score import nondecreasing, trace_mods
+    ids = np.array([0, 0, 1, 1, 0, 2], np.int32)
+    mods, _ = trace_mods(None, _same_document, {"doc_id": nondecreasing(ids)})
+    monkeypatch.setattr(host, "read_back", lambda t: ids)
+    problem = oa.AttentionProblem("bshd", "bf16", 1, 6, 6, 1, 1, 64, 0)
+    with pytest.raises(ValueError, match=r"^attention: captured tensor 'doc_id' is declared nondecreasing\(\) but "
+                                         r"doc_id\[3\] = 1 > doc_id\[4\] = 0: sort it, or pass it without "
+                                         r"nondecreasing\(\) \(the kernel then walks every key block\)$"):
+        oa.check_captured(mods, (nondecreasing(tensor((6,), "i32")),), problem)
+
+
+def test_nondecreasing_where_it_cannot_bound_is_refused():
+    from warploom.score import ModError, nondecreasing, trace_mods
+    with pytest.raises(ModError, match=r"^captured tensor 'doc_id' is float32 and declared nondecreasing\(\): only "
+                                       r"int32 ids \(document ids\) bound blocks; convert it with \.int\(\) or pass "
+                                       r"it undeclared$"):
+        trace_mods(None, _same_document, {"doc_id": nondecreasing(np.zeros(4, np.float32))})
+    with pytest.raises(ModError, match=r"^captured tensor 'doc_id' is declared non-decreasing along its last "
+                                       r"dimension but dimension 0 is indexed by q_idx, which reads q_idx: index its "
+                                       r"last dimension by the positions"):
+        trace_mods(None, lambda b, h, q_idx, kv_idx, doc_id: doc_id[q_idx, b] == doc_id[kv_idx, b],
+                   {"doc_id": nondecreasing(np.zeros((4, 2), np.int32))})

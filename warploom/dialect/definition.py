@@ -54,7 +54,7 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
           "than k/v; the modifiers (warploom.score: the canonical text of each, and the runtime scalars they read) "
           "only when given; varlen: the sequences packed along S (B = 1), cu_seqlens_q/k runtime arguments",
           optional={"score_mod": "str", "mask_mod": "str", "mod_scalars": "str", "mod_tensors": "str",
-                    "varlen": "bool"}),
+                    "mod_sorted": "str", "varlen": "bool"}),
     OpDef("add", ("lhs", "rhs"), {}, "elementwise sum"),
     OpDef("mul", ("lhs", "rhs"), {}, "elementwise product"),
     OpDef("max", ("lhs", "rhs"), {}, "elementwise maximum"),

@@ -19,7 +19,9 @@ from warploom.runtime import rules
 from warploom.runtime.deal import causal_table, mask_walked
 from warploom.targets import get as get_target
 from warploom.score import ScoreMods
+from warploom.score.bounds import out_of_order
 from warploom.score.expr import param_name, stride_name
+from warploom.score.trace import unwrap
 
 from .errors import OutOfBoundsError
 from .launch import EmulatedKernel, emulate_launch
@@ -151,9 +153,13 @@ def _mod_args(program, scalars: dict | None, args: dict, caller: str) -> ScoreMo
     for name, type_ in mods.scalars:
         args[param_name(name)] = (np.float32 if type_ == "f32" else np.int32)(scalars[name])
     for name, type_, rank in mods.tensors:      # a captured tensor: its elements in global memory, its strides
-        arr = np.ascontiguousarray(scalars[name], dtype=np.float32 if type_ == "f32" else np.int32)
+        arr = np.ascontiguousarray(unwrap(scalars[name]), dtype=np.float32 if type_ == "f32" else np.int32)
         if arr.ndim != rank:
             raise ValueError(f"{caller}: captured tensor {name!r} has rank {arr.ndim}; the program's {rank}")
+        if name in mods.sorted:                 # as ops.attention refuses it: the kernel would skip kept blocks
+            why = out_of_order(name, arr)
+            if why:
+                raise ValueError(f"{caller}: {why}")
         args[param_name(name)] = arr
         for i, stride in enumerate(arr.strides):
             args[stride_name(name, i)] = np.int32(stride // arr.itemsize)

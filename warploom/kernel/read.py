@@ -29,7 +29,8 @@ LOOP_NAME = "k_loop"                 # a wl.k_loop without `name`
 SECTION_OPS = {"first": "loop_first", "last": "loop_last"}     # a pipelined loop's sections, inside its wl.k_loop
 LAUNCH_ATTRS = ("tile", "grid", "schedule", "cluster", "stages", "causal", "acc_elem", "tmem_columns", "cta_group",
                 "q_tiles", "rescale_threshold", "exp2_poly", "shared_kv", "rope_depth", "scale_dtype",
-                "epilogue", "group_m", "swap_ab", "score_mod", "mask_mod", "mod_scalars", "mod_tensors", "varlen")  # kept
+                "epilogue", "group_m", "swap_ab", "score_mod", "mask_mod", "mod_scalars", "mod_tensors",
+                "mod_sorted", "varlen")  # kept
 
 
 def read_program(kernel_op, target: str | None = None) -> Program:

@@ -50,7 +50,7 @@ from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 from warploom.score import ModError, ScoreMods, evaluate
-from warploom.score.bounds import classify
+from warploom.score.bounds import classify, clipped
 from warploom.score.expr import param_name, stride_name
 
 LN2 = math.log(2.0)
@@ -379,7 +379,11 @@ class AttentionLowering(KernelLowering):
         box = {"q_idx": (q0, q1), "kv_idx": (b.mul(first, c(self.BN)), b.add(b.mul(last, c(self.BN)), c(self.BN - 1)))}
         env = self._mod_env()
         box.update({n: (env[n], env[n]) for n in ("b", "h")})
-        return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ModOps(b))
+        ops = ModOps(b)
+        ends = {n: env[n] for n in self.mods.sorted if n in self.mods.mask.tensors()}   # sorted ids: bounded by ends
+        if ends:
+            box = clipped(box, self.args["Sq"], self.args["Sk"], ops)
+        return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ops, ends)
 
     def _mod_env(self) -> dict:
         """The modifiers' leaves that hold over the tile (IR values): its batch and query head, and the runtime

@@ -162,6 +162,7 @@ def apply_mods(scores: np.ndarray, mods, scalars: dict, batch0: int = 0) -> np.n
     each evaluated in float64 over the index grids; a dropped key's score is -inf."""
     from warploom.score import evaluate
     from warploom.score.expr import NumpyOps
+    from warploom.score.trace import unwrap
     names = [name for name, _ in mods.scalars] + [name for name, _, _ in mods.tensors]
     missing = sorted(name for name in names if name not in scalars)
     if missing:
@@ -169,7 +170,7 @@ def apply_mods(scores: np.ndarray, mods, scalars: dict, batch0: int = 0) -> np.n
     b_, h_, sq, sk = scores.shape
     env = {"b": np.arange(batch0, batch0 + b_).reshape(-1, 1, 1, 1), "h": np.arange(h_).reshape(1, -1, 1, 1),
            "q_idx": np.arange(sq).reshape(1, 1, -1, 1), "kv_idx": np.arange(sk).reshape(1, 1, 1, -1),
-           **{name: scalars[name] for name in names}}         # captured tensors: indexed by NumpyOps.load
+           **{name: unwrap(scalars[name]) for name in names}}         # captured tensors: indexed by NumpyOps.load
     if mods.score is not None:
         scores = np.broadcast_to(evaluate(mods.score, {**env, "score": scores}, NumpyOps), scores.shape)
         scores = np.asarray(scores, dtype=np.float64)

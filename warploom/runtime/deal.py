@@ -31,11 +31,16 @@ def mask_walked(mods, scalars: dict, sizes: dict, block_m: int, block_n: int, ca
     """The key blocks each query block walks under the mask modifier of `mods` (the kernel's key ranges, from
     warploom.score.bounds.block_table, with the causal mask or without), the most over heads and batches where the
     mask reads them; None without a mask. What the deal balances instead of the causal counts: a window's tiles all
-    walk about the same, a prefix-LM's more the further down."""
+    walk about the same, a prefix-LM's more the further down. A captured tensor declared non-decreasing (document
+    ids) bounds the walk where `scalars` holds its values on the host (numpy), as the kernel's bounds read it."""
     if mods is None or mods.mask is None:
         return None
+    import numpy as np
+
     from warploom.score.bounds import block_table
+    from warploom.score.trace import unwrap
     values = {n: scalars[n] for n in mods.mask.scalars()}
+    ends = {n: unwrap(scalars[n]) for n in mods.sorted if isinstance(unwrap(scalars.get(n)), np.ndarray)}
     ranges = block_table(mods.mask, values, sizes["Sq"], sizes["Sk"], block_m, block_n, sizes["B"], sizes["Hq"],
-                         causal)["ranges"]
+                         causal, ends)["ranges"]
     return [int(x) for x in (ranges[..., 1] - ranges[..., 0]).clip(min=0).max(axis=(0, 1))]

@@ -116,6 +116,43 @@ def upload_i32(values: list[int], device: int):
     return buf
 
 
+_READ: Lru | None = None     # (address, shape, strides, torch's version counter) -> the host copy
+
+
+def read_back(t: DeviceTensor) -> np.ndarray:
+    """A host copy (numpy, int32) of an int32 device tensor, after the work queued on it: by its framework (torch,
+    cupy), else by the driver after the context's work. A torch tensor's copy is kept per version of it (torch counts
+    in-place writes), so a call that passes the same unchanged tensor again reads nothing."""
+    global _READ
+    if _READ is None:
+        _READ = Lru(16)
+    version = getattr(t.obj, "_version", None) if t.framework == "torch" else None
+    key = (layout_key(t), version) if version is not None else None
+    hit = _READ.hit(key) if key is not None else None
+    if hit is not None:
+        return hit
+    if t.framework == "torch":
+        out = t.obj.detach().cpu().numpy()
+    elif t.framework == "cupy":
+        import cupy
+        out = cupy.asnumpy(t.obj)
+    else:
+        from cuda.bindings import driver
+
+        from ._cuda import check, on_device
+        span = 1 + sum((d - 1) * st for d, st in zip(t.shape, t.strides)) if t.numel else 0
+        flat = np.empty(span, np.int32)
+        with on_device(t.device):
+            check(driver.cuCtxSynchronize(), "cuCtxSynchronize")
+            if span:
+                check(driver.cuMemcpyDtoH(flat.ctypes.data, t.ptr, flat.nbytes), "cuMemcpyDtoH")
+        out = np.lib.stride_tricks.as_strided(flat, t.shape, tuple(4 * st for st in t.strides)).copy()
+    out = np.ascontiguousarray(out, np.int32)
+    if key is not None:
+        _READ.keep(key, out)
+    return out
+
+
 def fill(t: DeviceTensor, value: float) -> None:
     """Every element of `t` = `value` (by its framework, on its stream; else by the driver: any value in a 4-byte
     buffer, 0 in others)."""

@@ -6,7 +6,7 @@ carries and the lowering and the reference evaluate; `warploom.score.trace` turn
                                scalars={"cap": 30.0})
 """
 from .expr import NONE, Expr, ModError, ScoreMods, evaluate, parse
-from .trace import Traced, exp, exp2, log, log2, maximum, minimum, tanh, trace_mods, where
+from .trace import Traced, exp, exp2, log, log2, maximum, minimum, nondecreasing, tanh, trace_mods, where
 
 __all__ = ["NONE", "Expr", "ModError", "ScoreMods", "Traced", "evaluate", "exp", "exp2", "log", "log2", "maximum",
-           "minimum", "parse", "tanh", "trace_mods", "where"]
+           "minimum", "nondecreasing", "parse", "tanh", "trace_mods", "where"]

@@ -111,17 +111,60 @@ class IntervalOps:
         return UNKNOWN
 
     def load(self, tensor, index, type_):
-        """A captured tensor's element: any value of its type (the bounds do not read tensors)."""
+        """A captured tensor's element: any value of its type, or for a tensor declared non-decreasing along its
+        last dimension (`Sorted`) the values at the ends of the last index's interval, t[.., lo] and t[.., hi] (the
+        other indices read only b, h and scalars: ScoreMods checks that, so each is one value, its lo)."""
         if type_ != "i32":
             return UNKNOWN
+        if isinstance(tensor, Sorted) and all(i is not UNKNOWN for i in index):
+            head = [i[0] for i in index[:-1]]
+            lo, hi = index[-1]
+            return self.o.load(tensor.value, head + [lo], type_), self.o.load(tensor.value, head + [hi], type_)
         return self.o.const(-2**31, "i32"), self.o.const(2**31 - 1, "i32")
 
 
-def classify(mask: Expr, box: dict, scalars: dict, base) -> tuple:
+class Sorted:
+    """A captured tensor's value (as the base namespace loads it) that is non-decreasing along its last dimension."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def out_of_order(name: str, values) -> str | None:
+    """Why captured tensor `name` (`values`, numpy) is not non-decreasing along its last dimension, naming the first
+    pair out of order; None where it is."""
+    import numpy as np
+    values = np.asarray(values)
+    drops = np.argwhere(values[..., 1:] < values[..., :-1])
+    if not len(drops):
+        return None
+    at = tuple(int(i) for i in drops[0])
+    nxt = at[:-1] + (at[-1] + 1,)
+    return (f"captured tensor {name!r} is declared nondecreasing() but {name}{list(at)} = {values[at]} > "
+            f"{name}{list(nxt)} = {values[nxt]}: sort it, or pass it without nondecreasing() (the kernel then walks "
+            "every key block)")
+
+
+def clipped(box: dict, sq, sk, base) -> dict:
+    """`box` with its last query row and key at most sq - 1 and sk - 1 (`base` values): the rows and keys a ragged
+    tile computes past the ends are dropped, and a sorted tensor's loads at a box's ends must stay inside the index
+    range the host checked (ops_attention.index_overrun, over 0 .. Sq - 1 and 0 .. Sk - 1)."""
+    one = base.const(1, "i32")
+    (q0, q1), (k0, k1) = box["q_idx"], box["kv_idx"]
+    return {**box, "q_idx": (q0, base.arith("minimum", q1, base.arith("sub", sq, one, "i32"), "i32")),
+            "kv_idx": (k0, base.arith("minimum", k1, base.arith("sub", sk, one, "i32"), "i32"))}
+
+
+def classify(mask: Expr, box: dict, scalars: dict, base, sorted_tensors: dict | None = None) -> tuple:
     """(may, must) of `mask` over `box` (leaf name -> (lo, hi), both inclusive) with the runtime scalars' values
     (`scalars`, name -> value), computed by `base` (NumpyOps, ModOps): may false where the box holds no kept
-    (q_idx, kv_idx), must true where every one is kept."""
-    env = {**box, **{name: (v, v) for name, v in scalars.items()}, **{name: None for name in mask.tensors()}}
+    (q_idx, kv_idx), must true where every one is kept. `sorted_tensors`: the captured tensors declared
+    non-decreasing (name -> the value base.load takes), whose loads are bounded by their ends (the box must then lie
+    within the problem: `clipped`); every other tensor's element is any value."""
+    sorted_tensors = sorted_tensors or {}
+    env = {**box, **{name: (v, v) for name, v in scalars.items()},
+           **{name: Sorted(sorted_tensors[name]) if name in sorted_tensors else None for name in mask.tensors()}}
     if mask.type != "bool":
         raise ValueError(f"classify: a mask is boolean, got {mask.type}")
     f32_scalars = {n for n, t in mask.scalars().items() if t == "f32"}
@@ -131,7 +174,7 @@ def classify(mask: Expr, box: dict, scalars: dict, base) -> tuple:
 
 
 def block_table(mask: Expr | None, scalars: dict, sq: int, sk: int, bm: int, bn: int, batch: int, heads: int,
-                causal: bool) -> dict:
+                causal: bool, sorted_tensors: dict | None = None) -> dict:
     """The key blocks a kernel of tile bm x bn walks under `mask` (numpy, on the host: what `warploom explain` and the
     benchmarks report): for each (batch, head, query block) the first and last key block the mask may keep, within
     the causal trip (keys <= row + sk - sq) where `causal`; every block pair classified at once by broadcasting.
@@ -139,7 +182,8 @@ def block_table(mask: Expr | None, scalars: dict, sq: int, sk: int, bm: int, bn:
     the bounds are exact (comparisons of sums and differences of indices). Returns counts: `blocks` walked,
     `partial` (walked, and the mask applied), `dense` (what the kernel walks without the mask), `density`
     (blocks / dense) and `ranges` [batch, heads, query blocks, 2] (first, last + 1; first == last + 1: none). No
-    mask (None): the causal or full walk."""
+    mask (None): the causal or full walk. `sorted_tensors`: the values (numpy) of the captured tensors declared
+    non-decreasing that the mask reads; the boxes are then `clipped` to the problem, as the kernel's are."""
     import numpy as np
 
     from .expr import NumpyOps
@@ -153,6 +197,7 @@ def block_table(mask: Expr | None, scalars: dict, sq: int, sk: int, bm: int, bn:
         from .expr import const
         mask = const(True)
     leaves = mask.leaves()
+    sorted_tensors = {n: v for n, v in (sorted_tensors or {}).items() if n in mask.tensors()}
     bs = range(batch) if "b" in leaves else [0]
     hs = range(heads) if "h" in leaves else [0]
     ranges = np.zeros((batch, heads, mblocks, 2), dtype=np.int64)
@@ -160,7 +205,10 @@ def block_table(mask: Expr | None, scalars: dict, sq: int, sk: int, bm: int, bn:
     for b in bs:
         for h in hs:
             box = {"q_idx": rows, "kv_idx": (n * bn, n * bn + bn - 1), "b": (b, b), "h": (h, h)}
-            may, must = (np.broadcast_to(x, (mblocks, nblocks)) for x in classify(mask, box, scalars, NumpyOps))
+            if sorted_tensors:
+                box = clipped(box, sq, sk, NumpyOps)
+            may, must = (np.broadcast_to(x, (mblocks, nblocks))
+                         for x in classify(mask, box, scalars, NumpyOps, sorted_tensors))
             may = may & inside
             some = may.any(axis=1)
             first = np.where(some, may.argmax(axis=1), 0)

@@ -360,6 +360,9 @@ class ScoreMods:
     mask: Expr | None = None
     scalars: tuple[tuple[str, str], ...] = ()
     tensors: tuple[tuple[str, str, int], ...] = ()    # captured tensors (name, element type, rank), by name
+    # captured i32 tensors declared non-decreasing along their last dimension (`warploom.score.nondecreasing`: sorted
+    # document ids), by name: the block bounds read their ends (warploom.score.bounds), the host checks the order
+    sorted: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.score is not None:
@@ -394,6 +397,22 @@ class ScoreMods:
             raise ModError(f"tensors {self.tensors}: one entry per name, sorted by name, none named as a scalar")
         if loaded != tensors:
             raise ModError(f"the modifiers read the captured tensors {loaded}; declared: {tensors}")
+        if list(self.sorted) != sorted(set(self.sorted)):
+            raise ModError(f"sorted {self.sorted}: one entry per name, sorted by name")
+        for name in self.sorted:
+            if tensors.get(name, ("",))[0] != "i32":
+                raise ModError(f"captured tensor {name!r} is declared non-decreasing, which only an int32 tensor the "
+                               f"modifiers read can be (read: {sorted(tensors) or 'none'})")
+            for e in (self.score, self.mask):
+                for node in (x for x in (e.walk() if e is not None else ()) if x.op == "load" and x.value == name):
+                    for dim, index in enumerate(node.args[:-1]):
+                        moving = index.leaves() & {"q_idx", "kv_idx"}
+                        if moving:
+                            raise ModError(
+                                f"captured tensor {name!r} is declared non-decreasing along its last dimension but "
+                                f"dimension {dim} is indexed by {index.text}, which reads {', '.join(sorted(moving))}: "
+                                "index its last dimension by the positions and the others by b, h and scalars, or "
+                                "pass it without nondecreasing()")
 
     def __bool__(self) -> bool:
         return self.score is not None or self.mask is not None
@@ -403,7 +422,8 @@ class ScoreMods:
         parts = [f"score {self.score.text}" if self.score is not None else "",
                  f"mask {self.mask.text}" if self.mask is not None else "",
                  " ".join(f"{n}:{t}" for n, t in self.scalars),
-                 " ".join(f"{n}:{t}:{r}" for n, t, r in self.tensors)]
+                 " ".join(f"{n}:{t}:{r}" for n, t, r in self.tensors),
+                 f"sorted {' '.join(self.sorted)}" if self.sorted else ""]
         return "; ".join(p for p in parts if p)
 
     @property
@@ -430,6 +450,8 @@ class ScoreMods:
             out["mod_scalars"] = " ".join(f"{n}:{t}" for n, t in self.scalars)
         if self.tensors:
             out["mod_tensors"] = " ".join(f"{n}:{t}:{r}" for n, t, r in self.tensors)
+        if self.sorted:
+            out["mod_sorted"] = " ".join(self.sorted)
         return out
 
     @classmethod
@@ -439,7 +461,8 @@ class ScoreMods:
         tensors = tuple((n, t, int(r)) for n, t, r in (item.split(":") for item in
                                                        str(attrs.get("mod_tensors", "")).split()))
         score, mask = attrs.get("score_mod"), attrs.get("mask_mod")
-        return cls(parse(str(score)) if score else None, parse(str(mask)) if mask else None, scalars, tensors)
+        return cls(parse(str(score)) if score else None, parse(str(mask)) if mask else None, scalars, tensors,
+                   tuple(str(attrs.get("mod_sorted", "")).split()))
 
 
 def param_name(scalar_name: str) -> str:

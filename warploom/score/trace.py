@@ -193,8 +193,48 @@ TORCH_FUNCTIONS = {
 
 
 def is_tensor(value) -> bool:
-    """A torch or numpy array (a captured tensor), not a number."""
+    """A torch or numpy array (a captured tensor, `nondecreasing` or not), not a number."""
     return hasattr(value, "shape") and hasattr(value, "dtype") and len(getattr(value, "shape", ())) > 0
+
+
+class nondecreasing:                      # noqa: N801  (used as a function: scalars={"doc": nondecreasing(doc_id)})
+    """A captured int32 tensor declared non-decreasing along its last dimension (document ids of packed documents,
+    `doc_id[b, q_idx]`): the mask's block bounds then read the ids at the ends of each block of rows and keys, so
+    a document mask walks only the key blocks of the query block's own documents (docs/attention-variants.md,
+    "Block sparsity"). Another kernel than the same tensor undeclared (the bounds differ); the host checks the order
+    before each launch where the values may have changed and refuses a tensor out of order, since the kernel would
+    skip blocks the mask keeps."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        if isinstance(tensor, nondecreasing):
+            tensor = tensor.tensor
+        if not is_tensor(tensor):
+            raise ModError(f"nondecreasing() takes a captured tensor (a torch or numpy array of int32), got {tensor!r}")
+        self.tensor = tensor
+
+    @property
+    def shape(self):
+        return self.tensor.shape
+
+    @property
+    def dtype(self):
+        return self.tensor.dtype
+
+    def __getitem__(self, index):            # evaluated eagerly (a reference calling the modifier on tensors)
+        return self.tensor[index]
+
+    def __array__(self, dtype=None, copy=None):     # numpy reads the tensor (the reference, the emulator)
+        import numpy as np
+        return np.asarray(self.tensor, dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"nondecreasing({self.tensor!r})"
+
+
+def unwrap(value):
+    """The tensor itself of a `nondecreasing` one; anything else as it is."""
+    return value.tensor if isinstance(value, nondecreasing) else value
 
 
 def tensor_kind(name: str, value) -> tuple[str, int]:
@@ -307,9 +347,15 @@ def trace_mods(score_mod=None, mask_mod=None, scalars: dict | None = None) -> tu
         mask = None                  # keeps everything
     names = tuple(n for n in sorted(used) if not is_tensor(scalars[n]))
     tensors = tuple(n for n in sorted(used) if is_tensor(scalars[n]))
+    declared = tuple(n for n in tensors if isinstance(scalars[n], nondecreasing))
+    for name in declared:
+        if tensor_kind(name, scalars[name])[0] != "i32":
+            raise ModError(f"captured tensor {name!r} is {scalars[name].dtype} and declared nondecreasing(): only "
+                           "int32 ids (document ids) bound blocks; convert it with .int() or pass it undeclared")
     mods = ScoreMods(score, mask, tuple((n, scalar_type(n, scalars[n])) for n in names),
-                     tuple((n, *tensor_kind(n, scalars[n])) for n in tensors))
+                     tuple((n, *tensor_kind(n, scalars[n])) for n in tensors), declared)
     return mods, tuple(scalars[n] for n in names + tensors)
 
 
-__all__ = ["LEAVES", "Traced", "exp", "exp2", "log", "log2", "maximum", "minimum", "tanh", "trace_mods", "where"]
+__all__ = ["LEAVES", "Traced", "exp", "exp2", "log", "log2", "maximum", "minimum", "nondecreasing", "tanh",
+           "trace_mods", "unwrap", "where"]
