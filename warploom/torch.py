@@ -39,9 +39,11 @@ _lib.define("attention(Tensor q, Tensor k, Tensor v, bool causal=False, float? s
             "-> Tensor")
 _lib.define("attention_lse(Tensor q, Tensor k, Tensor v, bool causal=False, float? scale=None, "
             "str layout='bshd') -> (Tensor, Tensor)")
-_lib.define("attention_mod(Tensor q, Tensor k, Tensor v, str variant, str[] names=[], float[] values=[], "
-            "str[] tensor_names=[], Tensor[] tensors=[], bool causal=False, float? scale=None, str layout='bshd') "
-            "-> Tensor")
+# list defaults other than numbers' are refused by torch's schema parser (torch 2.11: "lists are only supported for
+# float, int and complex types"), so the name and tensor lists are optional, None for none
+_lib.define("attention_mod(Tensor q, Tensor k, Tensor v, str variant, str[]? names=None, float[] values=[], "
+            "str[]? tensor_names=None, Tensor[]? tensors=None, bool causal=False, float? scale=None, "
+            "str layout='bshd') -> Tensor")
 _lib.define("attention_varlen(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, "
             "int max_seqlen_q, int max_seqlen_k, bool causal=False, float? scale=None) -> Tensor")
 
@@ -79,6 +81,7 @@ def _attention_mod(q, k, v, variant, names=(), values=(), tensor_names=(), tenso
     """ops.attention with the modifiers `variant` names; scalars from names/values and tensor_names/tensors, the
     rest at the functions' defaults."""
     var = _variant(variant)
+    names, values, tensor_names, tensors = names or (), values or (), tensor_names or (), tensors or ()
     if len(names) != len(values) or len(tensor_names) != len(tensors):
         raise ValueError(f"warploom::attention_mod: {len(names)} names for {len(values)} values, {len(tensor_names)} "
                          f"tensor names for {len(tensors)} tensors: give one of each per scalar")

@@ -168,3 +168,28 @@ def test_bad_max_seqlen_and_dtype_are_refused():
         ops.attention_varlen(q, k, v, cu.long(), cu)
     with pytest.raises(ValueError, match="required with check=False"):
         ops.attention_varlen(q, k, v, cu, cu, check=False)
+
+
+def test_a_repeated_call_takes_the_prepared_launch_and_rechecks_changed_starts():
+    """The fast path of a repeated torch call (ops_varlen._FAST, as ops.attention's): the same output bits into a
+    fresh out (and lse) at every call, with check=False and with check=True; starts written in place since the last
+    call are read and checked again (a bad one refused), and a longer sequence written in place resizes the grid
+    instead of leaving rows out."""
+    from warploom import ops_varlen
+    q, k, v = inputs(64, "bf16", [300, 500], [300, 500], 4, 2, 7)
+    cu = starts([300, 500])
+    first, lse = ops.attention_varlen(q, k, v, cu, cu, causal=True, return_lse=True)
+    for kwargs in ({}, {"check": False, "max_seqlen_q": 500, "max_seqlen_k": 500}):
+        for _ in range(3):
+            o, l_ = ops.attention_varlen(q, k, v, cu, cu, causal=True, return_lse=True, **kwargs)
+            torch.cuda.synchronize()
+            assert o.data_ptr() != first.data_ptr() and torch.equal(o, first) and torch.equal(l_, lse)
+    assert len(ops_varlen._FAST) >= 2
+    cu[1] = 100                                        # in place: sequences of 100 and 700 rows
+    o = ops.attention_varlen(q, k, v, cu, cu, causal=True)
+    ref, _ = reference(q, k, v, cu, cu, True)
+    torch.cuda.synchronize()
+    assert (o.float() - ref).abs().max().item() / ref.abs().max().item() <= TOL
+    cu[1] = 900                                        # past the end of the second: refused
+    with pytest.raises(ValueError, match="must not decrease"):
+        ops.attention_varlen(q, k, v, cu, cu, causal=True)
