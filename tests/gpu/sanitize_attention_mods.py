@@ -1,6 +1,7 @@
 """Attention launches with mask modifiers for compute-sanitizer (memcheck, racecheck): the block-sparse key ranges
-(docs/attention-variants.md "Block sparsity") of a causal and a symmetric window, a prefix-LM mask and rows that see
-no key, on ragged sizes with GQA; each output checked against tests/gpu/test_attention_mods.py's float32 reference.
+(docs/attention-variants.md "Block sparsity") of a causal and a symmetric window, a prefix-LM mask, rows that see
+no key and document ids declared sorted (their ends loaded at each box: a load past the ids would show here), on
+ragged sizes with GQA; each output checked against tests/gpu/test_attention_mods.py's float32 reference.
 
     compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention_mods.py
 
@@ -13,20 +14,22 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tests.gpu.mod_variants import VARIANTS  # noqa: E402
-from tests.gpu.test_attention_mods import reference  # noqa: E402
+from tests.gpu.test_attention_mods import gpu_scalars, reference  # noqa: E402
 from warploom import ops  # noqa: E402
 
 for variant, d, b, sq, sk, hq, hkv in (("window256-causal", 128, 1, 1000, 1000, 8, 2),
                                        ("window256-symmetric", 64, 1, 777, 1000, 8, 2),
                                        ("prefix-lm", 128, 2, 600, 650, 8, 2),
-                                       ("empty-rows", 128, 1, 300, 300, 8, 2)):
-    score_mod, mask_mod, scalars, causal = VARIANTS[variant]
+                                       ("empty-rows", 128, 1, 300, 300, 8, 2),
+                                       ("document-sorted-causal", 128, 1, 1000, 1000, 8, 2)):
+    score_mod, mask_mod, _, causal = VARIANTS[variant]
+    scalars = gpu_scalars(variant, sq, sk, hq, b)
     q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(b, sk, hkv, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, layout="bshd", score_mod=score_mod,
                              mask_mod=mask_mod, scalars=scalars)
     torch.cuda.synchronize()
-    ref, ref_lse = reference(q, k, v, variant, "bshd")
+    ref, ref_lse = reference(q, k, v, variant, "bshd", scalars)
     err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
     finite = torch.isfinite(ref_lse)
     lse_err = (lse[finite] - ref_lse[finite]).abs().max().item()
