@@ -102,12 +102,18 @@ def values(name: str, bsz: int, sq: int, sk: int, heads: int, rng) -> dict:
     raise KeyError(name)
 
 
-def graph(name: str, elem: str, bsz: int, heads: int, sq, sk, d: int, scale: float = 0.125) -> wl.Graph:
-    """The long form of variant `name`: [B, H, S, D] inputs (bhsd), the scores scaled by `scale`."""
+def graph(name: str, elem: str, bsz: int, heads: int, sq, sk, d: int, scale: float = 0.125,
+          kv_heads: int | None = None) -> wl.Graph:
+    """The long form of variant `name`: [B, H, S, D] inputs (bhsd), the scores scaled by `scale`; with `kv_heads`
+    (fewer than `heads`) k and v have that many heads, repeated to `heads` (wl.repeat: grouped-query attention
+    written out as torch's repeat_interleave writes it)."""
     g = wl.Graph(name.replace("-", "_"))
+    kv_heads = kv_heads or heads
     q = g.input("q", (bsz, heads, sq, d), elem)
-    k = g.input("k", (bsz, heads, sk, d), elem)
-    v = g.input("v", (bsz, heads, sk, d), elem)
+    k = g.input("k", (bsz, kv_heads, sk, d), elem)
+    v = g.input("v", (bsz, kv_heads, sk, d), elem)
+    if kv_heads != heads:
+        k, v = g.repeat(k, heads // kv_heads, axis=1), g.repeat(v, heads // kv_heads, axis=1)
     s = g.scale(g.matmul(q, k, transpose_b=True), scale)
     g.output(g.matmul(g.softmax(VARIANTS[name](g, s)), v))
     return g

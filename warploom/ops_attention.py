@@ -443,7 +443,7 @@ def kernel_of(spec: AttentionSpec):
 _FAST = host.Lru(64)            # a torch call's identity -> (PreparedLaunch, device)
 
 
-def _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None, mods=NO_MODS,
+def torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None, mods=NO_MODS,
                     scalars: tuple = ()) -> tuple | None:
     """What every check of a call on torch tensors and its prepared launch depend on: each tensor's address, shape,
     strides, dtype and device (out: None when the call allocates it), the options (the modifiers and their scalars'
@@ -646,7 +646,7 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         mods, mod_values = spec.mods, scalar_values(spec.mods, scalars)
     else:
         mods, mod_values = traced_mods(score_mod, mask_mod, scalars)
-    fast_key = _torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec, mods, mod_values)
+    fast_key = torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec, mods, mod_values)
     hit = _FAST.get(fast_key) if fast_key is not None else None
     if hit is not None:
         done = _fast(hit, q, out)

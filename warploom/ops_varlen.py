@@ -274,12 +274,12 @@ _FAST = host.Lru(64)     # a torch call's identity -> its prepared launch (ops_a
 
 def _torch_key(q, k, v, out, cu_q, cu_k, max_q, max_k, causal, scale, return_lse, mods, mod_values,
                check) -> tuple | None:
-    """What every check of a call on torch tensors and its launch depend on (ops_attention._torch_call_key's, with
+    """What every check of a call on torch tensors and its launch depend on (ops_attention.torch_call_key's, with
     the starts): their addresses and shapes, and with `check` the starts' tensors themselves and torch's count of
     writes to them (the check reads their values; the entry keeps the tensors, so neither their ids nor their
     memory are reused while it lives). None for other frameworks and for starts given on the host."""
-    from warploom.ops_attention import _torch_call_key
-    base = _torch_call_key(q, k, v, out, causal, scale, "varlen", return_lse, None, mods, mod_values)
+    from warploom.ops_attention import torch_call_key
+    base = torch_call_key(q, k, v, out, causal, scale, "varlen", return_lse, None, mods, mod_values)
     if base is None:
         return None
     try:

@@ -150,10 +150,11 @@ VARLEN_CASES = [
 # attentions written out with score and mask ops (tests/longform.py; the "fuse" family), fused by wl-fuse and judged
 # against the float64 interpreter of the graph as written: a relative-bias table and packed documents from doc_id
 # (gathers, index values, a negated mask); a per-batch prefix under two masks and a scale on top. sm_90a only: the
-# fusion is target-neutral. (target, variant, dtype, B, H, Sq, Sk, D)
+# fusion is target-neutral; the first with 4 query heads on 2 kv heads written out (k and v repeated, wl.repeat).
+# (target, variant, dtype, B, H, Hkv, Sq, Sk, D)
 FUSE_CASES = [
-    ("sm_90a", "bias-documents", "f16", 2, 2, 70, 60, 64),
-    ("sm_90a", "prefix-lm", "bf16", 2, 1, 50, 90, 64),
+    ("sm_90a", "bias-documents", "f16", 2, 4, 2, 70, 60, 64),
+    ("sm_90a", "prefix-lm", "bf16", 2, 1, 1, 50, 90, 64),
 ]
 
 FAMILIES = ("gemm", "sm100", "attention", "fa4", "streamk", "attention-streamk", "cluster", "group", "swap", "mods",
@@ -285,19 +286,19 @@ def probe(families=FAMILIES) -> dict:
                 if judged is not None and not judged.ok:
                     return verdict(False, "mismatch", f"{label} sequence {i}", judged.problem, start)
     fuse = FUSE_CASES if "fuse" in families else []
-    for target, name, dtype, bsz, heads, sq, sk, d in fuse:
+    for target, name, dtype, bsz, heads, kv_heads, sq, sk, d in fuse:
         from tests import longform
         from warploom.build import attention_spec_of, compile_graph
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
         from warploom.reference.interpret import evaluate
-        where = f"{target} attention written out ({name}) {dtype} D={d} B={bsz} H={heads} Sq={sq} Sk={sk}"
+        where = f"{target} attention written out ({name}) {dtype} D={d} B={bsz} H={heads}/{kv_heads} Sq={sq} Sk={sk}"
         rng = np.random.default_rng(15)
-        q, k, v = (round_to(rng.standard_normal((bsz, heads, s_, d)) * sc, dtype)
-                   for s_, sc in ((sq, 1.5), (sk, 1.5), (sk, 1.0)))
+        q, k, v = (round_to(rng.standard_normal((bsz, h_, s_, d)) * sc, dtype)
+                   for h_, s_, sc in ((heads, sq, 1.5), (kv_heads, sk, 1.5), (kv_heads, sk, 1.0)))
         values = longform.values(name, bsz, sq, sk, heads, rng)
         tensors = {n: x for n, x in values.items() if isinstance(x, np.ndarray)}
-        graph = longform.graph(name, dtype, bsz, heads, sq, sk, d)
+        graph = longform.graph(name, dtype, bsz, heads, sq, sk, d, kv_heads=kv_heads)
         ref = evaluate(graph.module, {"q": q, "k": k, "v": v, **tensors},
                        scalars={n: x for n, x in values.items() if n not in tensors})[0]
         for seed, order in INTERLEAVINGS:

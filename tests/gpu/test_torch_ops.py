@@ -121,7 +121,7 @@ def test_repeated_attention_takes_the_fast_path():
     torch.manual_seed(4)
     q, k, v = (torch.randn(2, 3, 150, 64, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     o1, l1 = ops.attention(q, k, v, causal=True, layout="bhsd", return_lse=True)
-    assert oa._torch_call_key(q, k, v, None, True, None, "bhsd", True) in oa._FAST
+    assert oa.torch_call_key(q, k, v, None, True, None, "bhsd", True) in oa._FAST
     o2, l2 = ops.attention(q, k, v, causal=True, layout="bhsd", return_lse=True)
     assert o2.data_ptr() != o1.data_ptr() and torch.equal(o1, o2) and torch.equal(l1, l2)
     q.copy_(torch.randn_like(q))

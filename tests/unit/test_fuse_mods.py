@@ -168,3 +168,65 @@ def test_explain_a_graph_file_shows_the_modifiers(tmp_path, capsys):
     assert "wl.attention (graph.py:4): causal true, scale 0.125, layout bhsd" in out
     assert "modifiers: score (mul (scalar cap f32) (tanh (div score (scalar cap f32)))); cap:f32" in out
     assert "kernel parameters: mod_cap (f32)" in out
+
+
+# ---- grouped-query attention written out: k and v's heads repeated (wl.repeat) -----------------------------------
+
+@pytest.mark.parametrize("name, heads, kv_heads", [("softcap", 4, 2), ("bias-documents", 4, 1),
+                                                   ("alibi-window", 6, 3)])
+def test_repeated_kv_heads_fuse_into_a_gqa_attention(name, heads, kv_heads):
+    """k and v of Hkv heads repeated to Hq (torch's repeat_interleave) fuse into one wl.attention that reads the Hkv
+    heads (GQA, MQA), with the same modifiers as without the repeat; the interpreter gives the same output before
+    and after the fusion, and the same as the repeat spelled out on the inputs."""
+    g = longform.graph(name, "bf16", 2, heads, 37, 53, 16, kv_heads=kv_heads)
+    module, found = fused(g)
+    assert [k for k, _ in found] == ["attention"]
+    assert "wl.repeat" not in str(module) and f"tensor<2x{kv_heads}x53x16xbf16>" in str(module)
+    score_mod, mask_mod, _ = longform.PYTHON[name]
+    rng = np.random.default_rng(heads)
+    extra = longform.values(name, 2, 37, 53, heads, rng)
+    assert ScoreMods.from_attrs(found[0][1]) == trace_mods(score_mod, mask_mod, extra)[0]
+    inputs = {"q": rng.standard_normal((2, heads, 37, 16)) * 2, "k": rng.standard_normal((2, kv_heads, 53, 16)) * 2,
+              "v": rng.standard_normal((2, kv_heads, 53, 16)),
+              **{n: x for n, x in extra.items() if isinstance(x, np.ndarray)}}
+    scalars = {n: x for n, x in extra.items() if not isinstance(x, np.ndarray)}
+    before = evaluate(g.module, inputs, scalars=scalars)[0]
+    after = evaluate(module, inputs, scalars=scalars)[0]
+    np.testing.assert_allclose(after, before, rtol=1e-12, atol=1e-12)
+    full = longform.graph(name, "bf16", 2, heads, 37, 53, 16)
+    spelled = {**inputs, **{n: np.repeat(inputs[n], heads // kv_heads, axis=1) for n in "kv"}}
+    np.testing.assert_allclose(evaluate(full.module, spelled, scalars=scalars)[0], before, rtol=1e-12, atol=1e-12)
+
+
+def _gqa_left(build):
+    g = wl.Graph("left")
+    q = g.input("q", (1, 4, 16, 16), "bf16")
+    k, v = build(g)
+    g.output(g.matmul(g.softmax(g.matmul(q, k, transpose_b=True)), v))
+    _, found = fused(g)
+    assert [k for k, _ in found] == ["softmax"]
+    return found[0][1]["wl.unfused"]
+
+
+def test_a_repeat_that_is_not_gqa_is_left_alone_saying_why():
+    def one_side(g):
+        return g.repeat(g.input("k", (1, 2, 16, 16), "bf16"), 2), g.input("v", (1, 4, 16, 16), "bf16")
+
+    def two_factors(g):
+        return g.repeat(g.input("k", (1, 2, 16, 16), "bf16"), 2), g.repeat(g.input("v", (1, 1, 16, 16), "bf16"), 4)
+
+    def the_keys_axis(g):
+        return tuple(g.repeat(g.input(n, (1, 4, 8, 16), "bf16"), 2, axis=2) for n in "kv")
+    assert "repeats the heads of k only: repeat both k and v (GQA) or neither" in _gqa_left(one_side)
+    assert "k's heads are repeated 2 times and v's 4: one factor for both" in _gqa_left(two_factors)
+    assert "repeats axis 2, not the heads (axis 1 of [B, H, S, D])" in _gqa_left(the_keys_axis)
+
+
+def test_repeat_shape_rules():
+    g = wl.Graph("r")
+    x = g.input("x", (2, 3, 5), "f16")
+    assert g.repeat(x, 4, axis=1).shape == (2, 12, 5) and g.repeat(x, 2, axis=-1).shape == (2, 3, 10)
+    with pytest.raises(ShapeError, match="times = 0: each slice is repeated at least once"):
+        g.repeat(x, 0)
+    with pytest.raises(ShapeError, match="axis 3 is out of range"):
+        g.repeat(x, 2, axis=3)

@@ -137,6 +137,11 @@ class Graph:
     def softmax(self, x, axis: int = -1): return self._op("softmax", (x,), axis=axis)
     def causal_mask(self, x): return self._op("causal_mask", (x,))
 
+    def repeat(self, x, times: int, axis: int = 1) -> Tensor:
+        """Each slice along `axis` repeated `times` times in place (torch's repeat_interleave): k and v [B, Hkv, S,
+        D] repeated to Hq heads write grouped-query attention out (wl-fuse gives the attention the Hkv heads)."""
+        return self._op("repeat", (x,), axis=axis, times=times)
+
     def cast(self, x: Tensor, dtype) -> Tensor:
         """x converted to dtype: a float type, or "i32" (from an i32 index only to a float, in a modifier)."""
         return self._op("cast", (x,), result_elem="i32" if dtype == "i32" else canonical(dtype))

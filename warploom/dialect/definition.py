@@ -69,6 +69,9 @@ GRAPH_OPS: dict[str, OpDef] = {d.name: d for d in [
     OpDef("reduce_sum", ("input",), {"axis": "int"}, "sum over one axis, which is removed"),
     OpDef("softmax", ("input",), {"axis": "int"}, "softmax over one axis"),
     OpDef("causal_mask", ("input",), {}, "-inf where key index > query index over the last two axes"),
+    OpDef("repeat", ("input",), {"axis": "int", "times": "int"},
+          "each slice along axis repeated `times` times in place (torch's repeat_interleave): k and v's heads "
+          "repeated for GQA, which wl-fuse folds into the attention's kv heads"),
     # the ops of a score or mask modifier written out in the graph (issue 34): wl-fuse folds the chain between an
     # attention's scores and its softmax into the wl.attention's score_mod / mask_mod (warploom.score's operators).
     # A rank-0 operand (a scalar, a constant) broadcasts; i32 meets a float as that float; comparisons give i1.

@@ -142,6 +142,16 @@ def infer_softmax(x: TensorType, axis: int) -> TensorType:
     return x
 
 
+def infer_repeat(x: TensorType, axis: int, times: int) -> TensorType:
+    check_elem(x, "input")
+    axis = normalize_axis(axis, x.rank)
+    if times < 1:
+        raise ShapeError(f"times = {times}: each slice is repeated at least once")
+    shape = list(x.shape)
+    shape[axis] = None if shape[axis] is None else shape[axis] * times
+    return TensorType(tuple(shape), x.elem)
+
+
 def infer_causal_mask(x: TensorType) -> TensorType:
     check_elem(x, "input")
     if x.rank < 2:
@@ -271,6 +281,8 @@ def infer(op: str, operands: dict[str, TensorType], attrs: dict, result_elem: st
         return infer_softmax(operands["input"], attrs["axis"])
     if op == "causal_mask":
         return infer_causal_mask(operands["input"])
+    if op == "repeat":
+        return infer_repeat(operands["input"], attrs["axis"], attrs["times"])
     if op == "cast":
         return infer_cast(operands["input"], result_elem or operands["input"].elem)
     if op == "gelu" and attrs["approximate"] not in ("none", "tanh"):

@@ -243,6 +243,32 @@ class _Chain:
                             "modifier: apply the causal mask last, just before the softmax")
         raise Unfusable(f"{describe_op(op)} between the scores and the softmax is not a score operation")
 
+    def kv_heads(self, k: ir.Value, v: ir.Value) -> tuple:
+        """(k, v) the attention reads: k and v themselves, or where both are wl.repeat of their heads (axis 1) by one
+        factor (grouped-query attention written out, torch's repeat_interleave) the tensors before the repeat, whose
+        fewer heads the attention takes as its kv heads. A repeat used only here goes with the chain."""
+        rk, rv = defining(k, "repeat"), defining(v, "repeat")
+        if rk is None and rv is None:
+            return k, v
+        if rk is None or rv is None:
+            raise Unfusable(f"{describe_op(rk or rv)} repeats the heads of {'k' if rk else 'v'} only: repeat both "
+                            "k and v (GQA) or neither")
+        factors = []
+        for r in (rk, rv):
+            attrs = op_attrs(r)
+            rank = tensor_type(r.operation.operands[0].type).rank
+            if attrs["axis"] % rank != 1:
+                raise Unfusable(f"{describe_op(r)} repeats axis {attrs['axis']}, not the heads (axis 1 of "
+                                "[B, H, S, D]): only k and v's heads repeat in grouped-query attention")
+            factors.append(attrs["times"])
+        if factors[0] != factors[1]:
+            raise Unfusable(f"k's heads are repeated {factors[0]} times and v's {factors[1]}: one factor for both")
+        for r, user in ((rk, self.qk), (rv, self.pv)):
+            if single_user(r.operation.results[0]) is not None and \
+                    single_user(r.operation.results[0]).operation == user.operation:
+                self.region[r.operation] = None
+        return rk.operation.operands[0], rv.operation.operands[0]
+
     # -- the checks before the rewrite -----------------------------------------------------------------------
     def check(self, q, k, v) -> None:
         self.region[self.softmax.operation] = None
@@ -289,7 +315,7 @@ def fuse_one(softmax) -> bool:
         chain = _Chain(softmax)
         causal, scale, mods = chain.read()
         q, k = chain.qk.operation.operands
-        v = chain.pv.operation.operands[1]
+        k, v = chain.kv_heads(k, chain.pv.operation.operands[1])
         chain.check(q, k, v)
     except Unfusable as why:
         softmax.operation.attributes[UNFUSED] = ir.StringAttr.get(str(why))

@@ -18,7 +18,7 @@ __all__ = [
     "round_to", "cast",
     "matmul", "attention",
     "add", "mul", "maximum", "scale", "exp", "exp2", "relu", "gelu", "silu",
-    "reduce_max", "reduce_sum", "softmax", "logsumexp", "causal_mask",
+    "reduce_max", "reduce_sum", "softmax", "logsumexp", "causal_mask", "repeat",
     "sub", "div", "minimum", "neg", "absolute", "tanh", "log", "log2", "compare", "logical_and", "logical_or",
     "logical_not", "where", "index", "gather",
     "OPS",
@@ -256,6 +256,11 @@ def silu(x) -> np.ndarray:
 # ---------------------------------------------------------------- reductions
 
 
+def repeat(x, axis: int, times: int) -> np.ndarray:
+    """Each slice along `axis` repeated `times` times in place (torch.repeat_interleave)."""
+    return np.repeat(_f64(x), times, axis=axis)
+
+
 def reduce_max(x, axis: int) -> np.ndarray:
     return np.max(_f64(x), axis=axis)
 
@@ -408,6 +413,7 @@ OPS: dict[str, Callable[..., np.ndarray]] = {
     "reduce_sum": reduce_sum,
     "softmax": softmax,
     "causal_mask": causal_mask,
+    "repeat": repeat,
     "cast": cast,
     "sub": sub,
     "div": div,
