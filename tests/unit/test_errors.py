@@ -777,3 +777,10 @@ def test_nondecreasing_where_it_cannot_bound_is_refused():
                                        r"last dimension by the positions"):
         trace_mods(None, lambda b, h, q_idx, kv_idx, doc_id: doc_id[q_idx, b] == doc_id[kv_idx, b],
                    {"doc_id": nondecreasing(np.zeros((4, 2), np.int32))})
+
+
+def test_graph_input_nondecreasing_is_an_i32_table():
+    g = Graph("g")
+    with pytest.raises(ValueError, match=r"^input 'doc' is f32 and declared nondecreasing: only an i32 table "
+                                         r"\(document ids\) bounds an attention's blocks$"):
+        g.input("doc", ("T",), "f32", nondecreasing=True)

@@ -230,3 +230,52 @@ def test_repeat_shape_rules():
         g.repeat(x, 0)
     with pytest.raises(ShapeError, match="axis 3 is out of range"):
         g.repeat(x, 2, axis=3)
+
+
+# ---- document ids declared sorted: a graph input with nondecreasing=True ----------------------------------------
+
+def _documents_graph(sorted_ids: bool, elem: str = "i32"):
+    g = wl.Graph("docs")
+    q, k, v = (g.input(n, (1, 2, 64, 64), "bf16") for n in "qkv")
+    doc = g.input("doc_id", ("T",), elem, nondecreasing=sorted_ids)
+    s = g.scale(g.matmul(q, k, transpose_b=True), 0.25)
+    qi, ki = g.index(s, "q_idx"), g.index(s, "kv_idx")
+    s = g.where(g.eq(g.gather(doc, qi), g.gather(doc, ki)), s, float("-inf"))
+    g.output(g.matmul(g.softmax(g.causal_mask(s)), v))
+    return g
+
+
+def test_an_input_declared_nondecreasing_fuses_into_sorted_ids():
+    """g.input(..., nondecreasing=True) is warploom.score.nondecreasing written as a graph: the fused attention's
+    modifiers are the traced ones with the ids declared (the same kernel, block-sparse over documents); undeclared,
+    the same graph fuses into the undeclared ids' modifiers."""
+    from warploom.score import nondecreasing
+
+    def same_document(b, h, q_idx, kv_idx, doc_id):
+        return doc_id[q_idx] == doc_id[kv_idx]
+    ids = np.zeros(3, np.int32)
+    for declared in (True, False):
+        module, found = fused(_documents_graph(declared))
+        assert ("wl.nondecreasing" in str(module)) == declared
+        expected = trace_mods(None, same_document, {"doc_id": nondecreasing(ids) if declared else ids})[0]
+        assert ScoreMods.from_attrs(found[0][1]) == expected
+
+
+def test_a_sorted_input_is_an_i32_table():
+    with pytest.raises(ValueError, match="input 'doc_id' is f32 and declared nondecreasing: only an i32 table"):
+        _documents_graph(True, "f32")
+
+
+def test_the_declared_graph_input_is_checked_when_the_kernel_runs():
+    """Compiled from the graph, the kernel refuses ids out of order as ops.attention does (the emulator's check,
+    with the graph's declaration carried into the kernel program)."""
+    from warploom.build import compile_graph
+    from warploom.emulate import emulate_attention
+    kernel = compile_graph(_documents_graph(True), "sm_90a")
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((1, 2, 64, 64)) for _ in range(3))
+    ids = np.repeat(np.arange(4), 16).astype(np.int32)
+    ids[20] = 0
+    with pytest.raises(ValueError, match=r"doc_id\[19\] = 1 > doc_id\[20\] = 0"):
+        emulate_attention(q, k, v, causal=True, scale=0.25, layout="bhsd", program=kernel.program,
+                          scalars={"doc_id": ids})

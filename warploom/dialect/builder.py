@@ -70,8 +70,11 @@ class Graph:
         self._module = None
 
     # -- inputs and outputs -------------------------------------------------
-    def input(self, name: str, shape, dtype) -> Tensor:
-        """A graph input; dtype: a name ("bf16", "float16", ...) or a numpy / ml_dtypes dtype (np.float16)."""
+    def input(self, name: str, shape, dtype, *, nondecreasing: bool = False) -> Tensor:
+        """A graph input; dtype: a name ("bf16", "float16", ...) or a numpy / ml_dtypes dtype (np.float16).
+        nondecreasing: an i32 table (document ids) whose values never decrease along its last dimension, as
+        warploom.score.nondecreasing declares a captured tensor: the attention's block bounds read its ends
+        (docs/attention-variants.md "Document ids declared sorted"); the host checks the order at run time."""
         if any(n.name == name for n in self.nodes if n.op is None):
             raise ValueError(f"graph {self.name} already has an input named {name!r}")
         dims = []
@@ -87,7 +90,11 @@ class Graph:
         except ValueError as e:
             raise ValueError(f"{e} (and i32, for a table a score modifier reads)") from None
         t = TensorType(tuple(dims), elem)
-        return self._add(Node(None, (), {}, t, caller_position(), name, tuple(str(d) for d in shape)))
+        if nondecreasing and elem != "i32":
+            raise ValueError(f"input {name!r} is {elem} and declared nondecreasing: only an i32 table (document ids) "
+                             "bounds an attention's blocks")
+        attrs = {"nondecreasing": True} if nondecreasing else {}
+        return self._add(Node(None, (), attrs, t, caller_position(), name, tuple(str(d) for d in shape)))
 
     def output(self, *tensors: Tensor) -> None:
         for t in tensors:

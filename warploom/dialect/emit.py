@@ -19,7 +19,8 @@ def emit_graph(graph) -> ir.Module:
             fn = func.FuncOp(graph.name, (arg_types, result_types))
         fn.arg_attrs = ir.ArrayAttr.get([
             ir.DictAttr.get({"wl.name": ir.StringAttr.get(n.name),
-                             "wl.dims": ir.ArrayAttr.get([ir.StringAttr.get(d) for d in n.dims])})
+                             "wl.dims": ir.ArrayAttr.get([ir.StringAttr.get(d) for d in n.dims]),
+                             **({"wl.nondecreasing": ir.UnitAttr.get()} if n.attrs.get("nondecreasing") else {})})
             for n in inputs])
         block = fn.add_entry_block()
         values: dict[int, ir.Value] = {}

@@ -81,6 +81,7 @@ class _Chain:
         self.pv = pv
         self.region: dict = {}                 # the ops the attention replaces, by op
         self.memo: dict = {}                   # value -> Expr
+        self.sorted_inputs: set = set()        # the gathered tables declared nondecreasing (wl.nondecreasing)
         self.qk = self._scores(softmax.operation.operands[0])
         self.score_value, self.scale = self._scaled(self.qk)
 
@@ -160,7 +161,8 @@ class _Chain:
             for e in (score, mask):
                 tensors.update(e.tensors() if e is not None else {})
             mods = ScoreMods(score, mask, tuple(sorted(scalars.items())),
-                             tuple((n, t, r) for n, (t, r) in sorted(tensors.items())))
+                             tuple((n, t, r) for n, (t, r) in sorted(tensors.items())),
+                             tuple(sorted(n for n in tensors if n in self.sorted_inputs)))
         except E.ModError as e:
             raise Unfusable(str(e)) from None
         return causal, scale, mods
@@ -236,6 +238,8 @@ class _Chain:
             if not isinstance(table.owner, ir.Block):
                 raise Unfusable(f"{describe_op(op)} reads a computed table; a captured tensor is a graph input")
             name = _input_name(table)
+            if _input_attr(table, "wl.nondecreasing"):
+                self.sorted_inputs.add(name)
             t = tensor_type(table.type).elem
             return E.load(name, t, *(self.expr(a) for a in args[1:]))
         if kind == "causal_mask":
@@ -294,6 +298,14 @@ class _Chain:
 def _is_neg_inf(value: ir.Value) -> bool:
     op = defining(value, "constant")
     return op is not None and op_attrs(op)["value"] == -math.inf
+
+
+def _input_attr(arg: ir.Value, name: str) -> bool:
+    """Whether the graph input `arg` carries the argument attribute `name`."""
+    fn = arg.owner.owner
+    if "arg_attrs" not in fn.attributes:
+        return False
+    return name in fn.attributes["arg_attrs"][ir.BlockArgument(arg).arg_number]
 
 
 def _input_name(arg: ir.Value) -> str:
