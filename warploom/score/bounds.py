@@ -10,8 +10,10 @@ differences of indices that masks are made of (a window's q_idx - kv_idx <= size
 per-head h < 2): the box's q_idx and kv_idx vary independently, so the interval of q_idx - kv_idx is attained.
 
 It is `evaluate` itself over `IntervalOps`: each i32 value is an interval (lo, hi) of values of the base namespace,
-each boolean a pair (may, must), anything of f32 unknown; so the same code classifies a block on numpy arrays (the
-reference's block table, tests) and on IR values (the kernel's key range, `ModOps`).
+each boolean a pair (may, must), anything of f32 unknown, a captured tensor's element any i32 unless the tensor is
+declared non-decreasing (`warploom.score.nondecreasing`: document ids), whose ends bound it; so the same code
+classifies a block on numpy arrays (the reference's block table, tests) and on IR values (the kernel's key range,
+`ModOps`).
 """
 from __future__ import annotations
 
