@@ -27,6 +27,7 @@ except ImportError:
                       "(warploom.ops works on any framework's CUDA tensors without it)") from None
 
 from warploom import ops
+from warploom.score import nondecreasing
 
 LIB = "warploom"
 
@@ -93,7 +94,8 @@ def _attention_mod(q, k, v, variant, names=(), values=(), tensor_names=(), tenso
     scalars = dict(defaults)
     for n, x in zip(names, values):       # the schema's floats: an i32 parameter (an int default) takes an int
         scalars[n] = round(x) if isinstance(defaults[n], int) and not isinstance(defaults[n], bool) else x
-    scalars.update(zip(tensor_names, tensors))
+    for n, t in zip(tensor_names, tensors):    # ids the variant declares sorted are declared so here too
+        scalars[n] = nondecreasing(t) if isinstance(defaults[n], nondecreasing) else t
     return ops.attention(q, k, v, causal=causal, scale=scale, layout=layout, score_mod=var.score_mod,
                          mask_mod=var.mask_mod, scalars=scalars)
 

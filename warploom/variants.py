@@ -17,7 +17,9 @@ import os
 import sys
 from dataclasses import dataclass
 
-from warploom.score import exp2, tanh
+import numpy as np
+
+from warploom.score import exp2, nondecreasing, tanh
 from warploom.score.trace import MASK_ARGS, SCORE_ARGS
 
 
@@ -46,6 +48,12 @@ def prefix_lm(b, h, q_idx, kv_idx, prefix=1024):
     return (kv_idx <= q_idx) | (kv_idx < prefix)
 
 
+def document(b, h, q_idx, kv_idx, doc_id=nondecreasing(np.zeros(1, np.int32))):
+    """With causal: packed documents, each query sees its own document's keys; doc_id [S] int32 declared sorted
+    (pass `nondecreasing(ids)`: the kernel walks only each query tile's documents; any S, the same kernel)."""
+    return doc_id[q_idx] == doc_id[kv_idx]
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -72,7 +80,8 @@ class Variant:
 STANDARD = (Variant("softcap", softcap), Variant("alibi", alibi),
             Variant("sliding_window", mask_mod=sliding_window, causal=(True,)),
             Variant("symmetric_window", mask_mod=symmetric_window, causal=(False,)),
-            Variant("prefix_lm", mask_mod=prefix_lm, causal=(False,)))
+            Variant("prefix_lm", mask_mod=prefix_lm, causal=(False,)),
+            Variant("document", mask_mod=document, causal=(True,)))
 
 
 def resolve(text: str) -> list[Variant]:

@@ -17,7 +17,9 @@ def test_standard_variants_build_each_dtype_head_dim_and_causal_flag():
     specs = [s for s in precompile_specs("sm_90a", "attention", False, resolve("standard")) if s.mods]
     # bf16/f16 x head dims 64, 128, 256, each for ops.attention and ops.attention_varlen
     per_variant = {v.name: 2 * 3 * len(v.causal) * 2 for v in STANDARD}
-    assert len(specs) == sum(per_variant.values()) == 84 and sum(s.varlen for s in specs) == 42
+    assert len(specs) == sum(per_variant.values()) == 96 and sum(s.varlen for s in specs) == 48
+    docs = [s for s in specs if s.mods.sorted]          # the document variant: ids declared sorted, causal
+    assert len(docs) == 12 and all(s.causal and s.mods.sorted == ("doc_id",) for s in docs)
     window = [s for s in specs if s.mods.mask is not None and "size" in dict(s.mods.scalars)
               and s.mods.mask.text.count("le") == 1]
     assert window and all(s.causal for s in window)
@@ -82,7 +84,7 @@ def test_explain_shows_the_modifiers_and_the_block_density(capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--op", "attention", "--seqlen", "100"], "give --variant too"),
     (["--op", "matmul", "--variant", "warploom.variants:softcap"], "--variant applies to the attention"),
-    (["--op", "attention", "--variant", "standard"], "names 5 variants"),
+    (["--op", "attention", "--variant", "standard"], "names 6 variants"),
 ])
 def test_explain_refuses_variant_options_that_do_not_apply(argv, message, capsys):
     assert main(["explain", *argv]) == 2
