@@ -328,6 +328,7 @@ class AttentionLowering(KernelLowering):
         self.kv_head = b.divu(head, self.group)
         self.kb0 = None                                  # the tile's first key block: 0 unless a mask narrows it
         if self.mods.mask is not None:
+            self._tile_rows()
             self._key_range()
 
     def _at_sequence(self, seq) -> None:
@@ -375,15 +376,31 @@ class AttentionLowering(KernelLowering):
         (`rows`: (first row, last row), the tile's by default), by warploom.score.bounds: may false where no key
         of those blocks is kept for any of the rows (the blocks are empty), must true where every one is (full)."""
         b, c = self.b, self.b.const
-        q0, q1 = rows if rows is not None else (self.row0, b.add(self.row0, c(self.BM - 1)))
-        box = {"q_idx": (q0, q1), "kv_idx": (b.mul(first, c(self.BN)), b.add(b.mul(last, c(self.BN)), c(self.BN - 1)))}
+        box = {"q_idx": rows if rows is not None else self.tile_rows,
+               "kv_idx": (b.mul(first, c(self.BN)), b.add(b.mul(last, c(self.BN)), c(self.BN - 1)))}
         env = self._mod_env()
         box.update({n: (env[n], env[n]) for n in ("b", "h")})
-        ops = ModOps(b)
-        ends = {n: env[n] for n in self.mods.sorted if n in self.mods.mask.tensors()}   # sorted ids: bounded by ends
-        if ends:
-            box = clipped(box, self.args["Sq"], self.args["Sk"], ops)
+        ops = ModOps(b, self.tile_loads if rows is None else None)
+        ends = self._sorted_ends(env)
+        if ends:                                         # the tile's rows are clipped once (`_tile_rows`)
+            box = {**clipped(box, self.args["Sq"], self.args["Sk"], ops), **({} if rows else {"q_idx": box["q_idx"]})}
         return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ops, ends)
+
+    def _sorted_ends(self, env: dict) -> dict:
+        """The captured tensors declared non-decreasing that the mask reads (bounded by their values at the ends)."""
+        return {n: env[n] for n in self.mods.sorted if n in self.mods.mask.tensors()}
+
+    def _tile_rows(self) -> None:
+        """The tile's query rows as `_block_class` bounds them, with a memo of the loads at their ends: a mask reading
+        sorted ids loads ids[first row] and ids[last row] here, once a tile, and every later classification of the
+        tile (the bisection, each key block's must in `_masked`) reuses them (they dominate every role's walk)."""
+        b, c = self.b, self.b.const
+        rows = (self.row0, b.add(self.row0, c(self.BM - 1)))
+        self.tile_loads = {}
+        if self._sorted_ends(self._mod_env()):
+            rows = clipped({"q_idx": rows, "kv_idx": rows}, self.args["Sq"], self.args["Sk"], ModOps(b))["q_idx"]
+        self.tile_rows = rows
+        self._block_class(c(0), c(0))                    # the row ends' loads, memoized (the result is unused)
 
     def _mod_env(self) -> dict:
         """The modifiers' leaves that hold over the tile (IR values): its batch and query head, and the runtime

@@ -30,8 +30,9 @@ _CMPI = {"lt": "slt", "le": "sle", "gt": "sgt", "ge": "sge", "eq": "eq", "ne": "
 class ModOps:
     """warploom.score.evaluate's namespace over a Builder's IR values."""
 
-    def __init__(self, b: Builder):
+    def __init__(self, b: Builder, loads: dict | None = None):
         self.b = b
+        self.loads = loads          # a memo of `load`s by (tensor, index values): reused where they dominate the use
 
     def const(self, value, type_: str):
         b = self.b
@@ -87,12 +88,18 @@ class ModOps:
         elements the index expressions could reach past, and one of 2^31 elements or more)."""
         b = self.b
         address, strides = tensor
+        key = (address, *strides, *index)
+        if self.loads is not None and key in self.loads:
+            return self.loads[key]
         offset = None
         for i, s in zip(index, strides):
             term = b.mul(i, s)
             offset = term if offset is None else b.add(offset, term)
         ty = b.f32 if type_ == "f32" else b.i32
-        return b.load(ty, b.gep(address, offset, ty), 4, "captured")
+        value = b.load(ty, b.gep(address, offset, ty), 4, "captured")
+        if self.loads is not None:
+            self.loads[key] = value
+        return value
 
     def unary(self, op: str, x):
         b = self.b
