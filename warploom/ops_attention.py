@@ -38,7 +38,7 @@ from warploom import targets
 from warploom.kernel.contract import (ATTENTION_BLOCK_M, ATTENTION_ELEMENTS, ATTENTION_HEAD_DIMS,
                                       ATTENTION_TALL_BLOCK_M, ATTENTION_WALKS, FA4_HEAD_DIMS, AttentionSpec,
                                       attention_streamk_buffers, check_attention_artifact, deals_by_table,
-                                      default_attention_block_n)
+                                      default_attention_block_n, walks_table)
 from warploom.kernels import get_kernel, streamk_attention, tall_attention
 from warploom.runtime import host, rules
 from warploom.runtime.deal import causal_deal, causal_table, mask_walked  # noqa: F401  (ops_attention.causal_deal: tools, tests)
@@ -50,6 +50,7 @@ from warploom.score import NONE as NO_MODS
 from warploom.score import ModError, ScoreMods, trace_mods
 from warploom.score.bounds import out_of_order
 from warploom.score.expr import param_name, stride_name
+from warploom.score.table import build_table, table_args
 from warploom.score.trace import nondecreasing, unwrap
 from warploom.runtime.cache import MissingKernelError
 from warploom.variants import variant_name
@@ -240,11 +241,12 @@ _TABLES: dict = {}     # (device, problem sizes, tile, CTAs, order) -> DeviceBuf
 #                       a prepared launch may hold its address (a few KB each: (CTAs + tiles + 2) x 4 bytes)
 
 
-def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scalars: dict | None = None) -> int:
+def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scalars: dict | None = None,
+                 table: "BlockTable | None" = None) -> int:
     """The device address of `causal_table` (runtime.deal) for this problem on min(sms, tiles) CTAs (as the kernel's
     grid rule launches), with TILE_ORDER as its order; built and copied to the GPU once per problem size (and, with a
     mask modifier, per value of the scalars it reads: the deal balances the key blocks each tile walks,
-    runtime.deal.mask_walked)."""
+    runtime.deal.mask_walked; with a block table, its counts)."""
     sizes = {"Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
              "B": problem.batch}
     ctas = min(sms, rules.cdiv(problem.seqlen_q, spec.block_m) * problem.heads_q * problem.batch)
@@ -252,11 +254,13 @@ def causal_tiles(problem: AttentionProblem, spec: AttentionSpec, sms: int, scala
     mask_key = None
     if mask is not None:                      # the values it reads: scalars, and sorted ids' contents
         mask_key = (mask.text, *sorted((n, scalars[n]) for n in mask.scalars()),
-                    *((n, scalars[n].tobytes()) for n in spec.mods.sorted if n in (scalars or {})))
+                    *((n, scalars[n].tobytes()) for n in spec.mods.sorted if n in (scalars or {})),
+                    None if table is None else table.key)
     key = (problem.device, *sizes.values(), problem.head_dim, problem.elem, spec.target, spec.block_m, spec.block_n,
            ctas, TILE_ORDER, mask_key)
     if key not in _TABLES:
-        walked = (mask_walked(spec.mods, scalars or {}, sizes, spec.block_m, spec.block_n, spec.causal)
+        walked = (table.walked if table is not None else
+                  mask_walked(spec.mods, scalars or {}, sizes, spec.block_m, spec.block_n, spec.causal)
                   if TILE_ORDER is None else None)
         _TABLES[key] = host.upload_i32(causal_table(sizes, spec.block_m, spec.block_n, ctas, problem.head_dim,
                                                 problem.elem, spec.target, TILE_ORDER, walked), problem.device)
@@ -361,10 +365,11 @@ def check_out(out, problem: AttentionProblem, inputs: dict) -> DeviceTensor:
 
 
 def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_log2: float,
-                   spec: AttentionSpec | None = None, sms: int | None = None, scalars: tuple = ()) -> dict:
+                   spec: AttentionSpec | None = None, sms: int | None = None, scalars: tuple = (),
+                   table: "BlockTable | None" = None) -> dict:
     """The kernel's arguments by name (docs/attention-sm90.md, "Kernel parameters"); pack_params orders them. A
     persistent kernel (spec) also takes the batch and its tile order, chosen for `sms` SMs; a kernel with modifiers
-    the values of their runtime scalars (`scalars`, in the spec's order)."""
+    the values of their runtime scalars (`scalars`, in the spec's order), and a tabled mask its block table."""
     args = {"q": maps["q"], "k": maps["k"], "v": maps["v"], "out": maps["out"], "lse": lse_ptr,
             "Sq": problem.seqlen_q, "Sk": problem.seqlen_k, "Hq": problem.heads_q, "Hkv": problem.heads_kv,
             "scale_log2": scale_log2}
@@ -381,11 +386,71 @@ def attention_args(problem: AttentionProblem, maps: dict, lse_ptr: int, scale_lo
         captured = zip(spec.mods.tensors, scalars[len(spec.mods.scalars):])
         named.update({name: value.host for (name, _, _), value in captured
                       if value.host is not None})          # sorted ids: the deal counts the blocks they bound
-        args["tiles"] = causal_tiles(problem, spec, sms, named)
+        args["tiles"] = causal_tiles(problem, spec, sms, named, table)
     elif spec is not None and spec.schedule in ATTENTION_WALKS:
         args["B"] = problem.batch
         args["tile_order"] = TILE_ORDER if TILE_ORDER is not None else 0     # tiles of one length: the L2's order
+    if table is not None:
+        args.update(table.args)
     return args
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """A tabled mask's block table on the GPU (warploom.score.table): its kernel arguments (address, strides), the
+    key blocks each query block walks at most (the deal's weights), the cache key it was built for and how long
+    building it took (seconds, host clock around the GPU work and the counts' read-back)."""
+    args: dict
+    walked: list
+    key: tuple
+    seconds: float
+    refs: tuple = ()          # weak references to the captured tensors it read (a dead one: build again)
+    tensor: object = None     # the torch tensor holding it
+
+
+_BLOCK_TABLES = host.Lru(16)
+LAST_TABLE: list = []         # the last table built ([BlockTable]): benchmarks report its build time
+
+
+def block_table(spec: AttentionSpec, problem: AttentionProblem, values: tuple) -> BlockTable | None:
+    """The block table of `spec`'s mask for this problem (None where the kernel walks none: contract.walks_table),
+    built on the GPU with torch once per problem size, tile, value of the scalars the mask reads and version of each
+    captured tensor it reads (torch counts in-place writes; a tensor freed and another at its address is another
+    tensor), then kept (16 of them)."""
+    if not walks_table(spec.mods, spec.varlen):
+        return None
+    import time
+    import weakref
+    mods, mask = spec.mods, spec.mods.mask
+    n = len(mods.scalars)
+    scalars = {name: int(v) for (name, _), v in zip(mods.scalars, values[:n]) if name in mask.scalars()}
+    tensors = {name: unwrap(v) for (name, _, _), v in zip(mods.tensors, values[n:]) if name in mask.tensors()}
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not all(isinstance(t, torch.Tensor) for t in tensors.values()):
+        raise ValueError(f"attention: the mask reads {sorted(tensors)} at the query and key positions, so its key "
+                         "blocks come from a block table built with torch on the GPU: pass torch tensors (or declare "
+                         "sorted document ids with warploom.score.nondecreasing, whose bounds need no table)")
+    key = (problem.device, mask.text, problem.batch, problem.heads_q, problem.seqlen_q, problem.seqlen_k,
+           spec.block_m, spec.block_n, spec.causal, tuple(sorted(scalars.items())),
+           tuple((name, id(t), t._version) for name, t in sorted(tensors.items())))
+    hit = _BLOCK_TABLES.hit(key)
+    if hit is not None and all(ref() is tensors[name] for name, ref in hit.refs):
+        return hit
+    start = time.perf_counter()
+    with torch.cuda.device(next(iter(tensors.values())).device):
+        table = build_table(mask, scalars, tensors, problem.seqlen_q, problem.seqlen_k, spec.block_m, spec.block_n,
+                            problem.batch, problem.heads_q, spec.causal, xp=torch)
+        walked = table[..., 0].amax(dim=(0, 1)).tolist()
+    args = table_args(table)
+    args["block_table"] = table.data_ptr()
+    built = BlockTable(args, [int(x) for x in walked], key, time.perf_counter() - start,
+                       tuple((name, weakref.ref(t)) for name, t in sorted(tensors.items())), table)
+    _BLOCK_TABLES.keep(key, built)
+    LAST_TABLE[:] = [built]
+    return built
 
 
 def copy_contiguous(t: DeviceTensor, name: str, reason: str) -> DeviceTensor:
@@ -449,8 +514,10 @@ def torch_call_key(q, k, v, out, causal, scale, layout, return_lse, spec=None, m
     strides, dtype and device (out: None when the call allocates it), the options (the modifiers and their scalars'
     values included) and the target's choice (ops.SCHEDULE, TILE_ORDER). None for tensors of other frameworks (they
     take the checked path)."""
-    scalars = tuple((v.tensor, getattr(v.tensor, "_version", None)) if isinstance(v, nondecreasing) else v
-                    for v in scalars)     # a sorted tensor written in place since is checked again
+    scalars = tuple((v.tensor, getattr(v.tensor, "_version", None)) if isinstance(v, nondecreasing) else
+                    (v, v._version) if mods.tabled and hasattr(v, "_version") else v
+                    for v in scalars)     # a sorted tensor written in place since is checked again, a tabled mask's
+    #                                       tensor gets its table built again
     try:
         return (causal, scale, layout, return_lse, SCHEDULE, TILE_ORDER, spec, mods, scalars) + tuple(
             None if t is None else (t.data_ptr(), t.shape, t.stride(), t.dtype, t.device) for t in (q, k, v, out))
@@ -673,8 +740,10 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
     stream = current_stream(tq)
     streamk = p.spec.schedule == "streamk"
     only_stream = stream if streamk else None         # its fix-up buffers are this stream's (host.fixup_buffers)
+    table = block_table(p.spec, problem, mod_values)       # a tabled mask's (cached; None for the others)
     plan_key = (artifact.key, artifact.name, layout, host.layout_key(tq), host.layout_key(tk), host.layout_key(tv),
-                host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER, mod_values)
+                host.layout_key(to), lse_ptr, p.scale_log2, only_stream, TILE_ORDER, mod_values,
+                None if table is None else table.key)
     if p.zero_copy:
         prepared = _PREPARED.hit(plan_key)
         if prepared is not None:     # the same kernel on the same tensors: launch without re-checking
@@ -692,12 +761,14 @@ def attention(q, k, v, *, causal: bool = False, scale=None, return_lse: bool = F
         maps[name] = _tensor_map(artifact.tensor_maps[name], t, layout, memo=reason is None)
     maps["out"] = _tensor_map(artifact.tensor_maps["out"], to, layout)   # check_out kept it TMA-writable
     sms = _sm_count(problem.device)
-    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms, launch_values)
+    args = attention_args(problem, maps, lse_ptr, p.scale_log2, p.spec, sms, launch_values, table)
     sizes = {**problem.sizes, "SMS": sms}
     if streamk:
         need = attention_streamk_buffers(p.spec.block_m, p.spec.head_dim, rules.evaluate(artifact.grid[0], sizes))
         args["workspace"], args["counters"] = host.fixup_buffers(*need, problem.device, stream)
     prepared = default_launcher().prepare(artifact, sizes, args, device=problem.device)
+    if table is not None:
+        prepared.hold(table.tensor)
     if p.zero_copy:                  # copies are fresh buffers, freed after the call: never reuse them
         _PREPARED.keep(plan_key, prepared)
         _remember(fast_key, prepared, artifact, problem, return_lse, only_stream)

@@ -139,6 +139,26 @@ def _same_document(b, h, q_idx, kv_idx, doc_id):
     return doc_id[q_idx] == doc_id[kv_idx]
 
 
+# also in the "mods" family: a mask read per element from a captured [2, 200, 300] tensor (a block-sparse pattern
+# whose 64 x 64 cells are empty, full or random, other per head), which the host's block table lists
+# (warploom.score.table: each query tile walks its listed key blocks, the full ones unmasked); GQA 2/1, both targets
+MODS_TABLE_CASES = [("sm_90a", "bf16", 64, True, 1, 200, 300, 2, 1, "bshd"),
+                    ("sm_100a", "bf16", 64, False, 1, 200, 300, 2, 1, "bshd")]
+
+
+def _table_keep() -> np.ndarray:
+    rng = np.random.default_rng(6)
+    kinds = rng.choice(3, size=(2, 4, 5), p=[0.4, 0.3, 0.3])        # empty, full, random 64 x 64 cells
+    keep = np.kron(kinds == 1, np.ones((64, 64), np.int32))[:, :200, :300].astype(np.int32)
+    keep |= (np.kron(kinds == 2, np.ones((64, 64), np.int32))[:, :200, :300] * (rng.random((2, 200, 300)) < 0.5)
+             ).astype(np.int32)
+    return keep
+
+
+def _kept(b, h, q_idx, kv_idx, keep):
+    return keep[h, q_idx, kv_idx] != 0
+
+
 # packed variable-length sequences (the "varlen" family, ops.attention_varlen's kernels) on both targets: causal,
 # GQA 4/2, sequences of more keys than queries and of fewer, one of a single query, one with no query; each sequence
 # judged alone. (target, dtype, head dim, causal, query lengths, key lengths, Hq, Hkv)
@@ -216,6 +236,7 @@ def probe(families=FAMILIES) -> dict:
     attention += [("sm_100a", *case, None) for case in (FA4_CASES if "fa4" in families else ())]
     attention += [(*case, False, "mods") for case in (MODS_CASES if "mods" in families else ())]
     attention += [(*case, False, "sorted") for case in (MODS_SORTED_CASES if "mods" in families else ())]
+    attention += [(*case, False, "table") for case in (MODS_TABLE_CASES if "mods" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -244,6 +265,12 @@ def probe(families=FAMILIES) -> dict:
             mods, _ = trace_mods(None, _same_document, scalars)
             options = {"mods": mods}
             where += " sorted document ids"
+        if options == "table":
+            from warploom.score import trace_mods
+            scalars = {"keep": _table_keep()}
+            mods, _ = trace_mods(None, _kept, scalars)
+            options = {"mods": mods}
+            where += " a block table's mask"
         plan = (functools.partial(planned_sm100_attention, shared_kv=shared, **(options or {})) if target == "sm_100a"
                 else functools.partial(planned_attention_program, **(options or {})))
         for seed, order in INTERLEAVINGS:

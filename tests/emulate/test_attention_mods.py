@@ -176,11 +176,13 @@ def test_captured_tensors_bias_table_and_document_ids(target):
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 def test_sorted_document_ids_walk_only_their_blocks(target):
-    """Block sparsity from document ids declared non-decreasing (warploom.score.nondecreasing): packed documents of
-    150, 300, 90 and 160 tokens with causal, ragged (700 rows and keys), GQA 2/1. Each query tile walks only the key
-    blocks between the first and last holding a key of its own documents, counted here from the mask at every
-    (row, key) and read off the emulator's TMA loads (Q's boxes per tile, K and V per walked block, for each of the 2
-    heads); the same ids undeclared walk every causal block, to the same bits. Both against the float64 reference."""
+    """Block sparsity from document ids (issue 34): packed documents of 150, 300, 90 and 160 tokens with causal,
+    ragged (700 rows and keys), GQA 2/1, the ids given three ways. Declared non-decreasing
+    (warploom.score.nondecreasing), each query tile walks the key blocks between the first and last holding a key of
+    its own documents (the bisection over the ids' ends); undeclared, the host's block table (warploom.score.table)
+    lists exactly the blocks holding one; as float32 ids neither applies and every causal block is walked. Counted
+    here from the mask at every (row, key) and read off the emulator's TMA loads (Q's boxes per tile, K and V per
+    walked block, for each of the 2 heads); all three give the same bits, against the float64 reference."""
     lengths = [150, 300, 90, 160]
     s = sum(lengths)
     ids = np.repeat(np.arange(4), lengths).astype(np.int32)
@@ -189,9 +191,10 @@ def test_sorted_document_ids_walk_only_their_blocks(target):
     q, k, v = inputs("bf16", 64, 1, s, s, 2, 1, "bshd", np.random.default_rng(5))
     plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
     loads, outs = {}, {}
-    for declared in (False, True):
-        scalars = {"doc_id": nondecreasing(ids) if declared else ids}
+    for form, given in (("sorted", nondecreasing(ids)), ("table", ids), ("dense", ids.astype(np.float32))):
+        scalars = {"doc_id": given}
         mods, _ = trace_mods(None, same_document, scalars)
+        assert mods.tabled == (form == "table")
         program = plan("bf16", 64, True, mods=mods)
         bm = program.attrs["tile"][0]
         report = []
@@ -199,17 +202,60 @@ def test_sorted_document_ids_walk_only_their_blocks(target):
                                      report=report)
         verdict = judge_attention(out, lse, q, k, v, "bf16", True, "bshd", mods=mods, scalars=scalars)
         assert verdict.ok, verdict.problem
-        loads[declared] = report[0].stats["tma_loads"]
-        outs[declared] = (out, lse)
-    assert all(np.array_equal(a, b) for a, b in zip(outs[False], outs[True]))      # skipped blocks added nothing
+        loads[form] = report[0].stats["tma_loads"]
+        outs[form] = (out, lse)
+    for form in ("table", "dense"):                                             # skipped blocks added nothing
+        assert all(np.array_equal(a, b) for a, b in zip(outs[form], outs["sorted"]))
     tiles = -(-s // bm)
-    walked = 0
+    spanned = listed = 0
     for i in range(0, s, bm):
         some = [j for j in range(0, s, 128) if kept[i:i + bm, j:j + 128].any()]
-        walked += (some[-1] - some[0]) // 128 + 1
+        spanned += (some[-1] - some[0]) // 128 + 1
+        listed += len(some)
     causal_blocks = sum(-(-min(i + bm, s) // 128) for i in range(0, s, bm))
-    assert loads[True] == 2 * (tiles * (bm // 128) + 2 * walked)
-    assert loads[False] == 2 * (tiles * (bm // 128) + 2 * causal_blocks) > loads[True]
+    assert loads["sorted"] == 2 * (tiles * (bm // 128) + 2 * spanned)
+    assert loads["table"] == 2 * (tiles * (bm // 128) + 2 * listed)
+    assert loads["dense"] == 2 * (tiles * (bm // 128) + 2 * causal_blocks) > loads["sorted"]
+
+
+@pytest.mark.parametrize("target,causal", [("sm_90a", False), ("sm_90a", True), ("sm_100a", False),
+                                           ("sm_100a", True)])
+def test_block_table_walks_the_blocks_an_element_mask_keeps(target, causal):
+    """A mask read from a captured [H, Sq, Sk] tensor (`keep[h, q_idx, kv_idx] != 0`, what a block-sparse pattern
+    from Python looks like): the bounds know nothing of it, so the host's block table (warploom.score.table) lists
+    each query tile's key blocks. Per head and 64 x 64 cell the pattern is empty, full or random, ragged (300 x 420),
+    GQA 2/1, with causal and without; some tiles keep nothing at all (no Q load, zero rows). The emulator's TMA loads
+    are the table's blocks exactly (K and V for each listed block, Q for each tile with one), and the output is the
+    float64 reference's."""
+    rng = np.random.default_rng(11 + causal)
+    sq, sk, hq, cell = 300, 420, 2, 64
+    kinds = rng.choice(3, size=(hq, -(-sq // cell), -(-sk // cell)), p=[0.5, 0.25, 0.25])   # empty, full, random
+    kinds[:, 1] = 0                                                             # rows 64 .. 127 keep nothing
+    keep = np.zeros((hq, sq, sk), np.int32)
+    for (h, i, j), kind in np.ndenumerate(kinds):
+        cellv = keep[h, i * cell:(i + 1) * cell, j * cell:(j + 1) * cell]
+        cellv[:] = 1 if kind == 1 else (rng.random(cellv.shape) < 0.5) if kind == 2 else 0
+    scalars = {"keep": keep}
+    mods, _ = trace_mods(None, lambda b, h, q_idx, kv_idx, keep: keep[h, q_idx, kv_idx] != 0, scalars)
+    assert mods.tabled
+    plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+    program = plan("bf16", 64, causal, mods=mods)
+    bm, bn, _ = program.attrs["tile"]
+    q, k, v = inputs("bf16", 64, 1, sq, sk, hq, 1, "bshd", rng)
+    report = []
+    out, lse = emulate_attention(q, k, v, causal=causal, layout="bshd", program=program, scalars=scalars,
+                                 report=report)
+    verdict = judge_attention(out, lse, q, k, v, "bf16", causal, "bshd", mods=mods, scalars=scalars)
+    assert verdict.ok, verdict.problem
+    rows, keys = np.meshgrid(np.arange(sq), np.arange(sk), indexing="ij")
+    seen = (keep != 0) & ((keys <= rows + sk - sq) if causal else True)
+    expected = 0
+    for h in range(hq):
+        for i in range(0, sq, bm):
+            listed = sum(seen[h, i:i + bm, j:j + bn].any() for j in range(0, sk, bn))
+            expected += (bm // 128 if listed else 0) + 2 * listed
+    assert report[0].stats["tma_loads"] == expected
+    assert np.all(out[0, 64:128] == 0)                                          # rows that keep no key
 
 
 def test_ids_declared_sorted_out_of_order_are_refused():

@@ -33,6 +33,10 @@ def prefix_per_batch(b, h, q_idx, kv_idx, prefix):       # a bidirectional prefi
     return (kv_idx <= q_idx) | (kv_idx < prefix[b])
 
 
+def block_sparse(b, h, q_idx, kv_idx, pattern, size):  # a per-head pattern of size x size blocks: a block table
+    return pattern[h, q_idx // size, kv_idx // size] != 0
+
+
 # name -> (score_mod, mask_mod, scalars, causal)
 VARIANTS = {
     "softcap30-causal": (softcap, None, {"cap": 30.0}, True),
@@ -52,13 +56,15 @@ VARIANTS = {
     # the same ids declared non-decreasing: the kernel walks only the key blocks of each query tile's documents
     "document-sorted-causal": (None, same_document, {"doc_id": nondecreasing(np.zeros(1, np.int32))}, True),
     "prefix-lm-batch": (None, prefix_per_batch, {"prefix": np.zeros(1, np.int32)}, False),
+    # a mask its bounds cannot follow (a captured tensor at a position): the kernel walks the host's block table
+    "block-sparse": (None, block_sparse, {"pattern": np.zeros((1, 1, 1), np.int32), "size": 64}, False),
 }
 
 
 def captured_scalars(name: str, sq: int, sk: int, hq: int, rng, bsz: int = 1) -> dict:
     """The scalars of variant `name` for a case of these sizes (numpy): a bias table [Hq, Sq + Sk - 1] and its shift,
-    document ids of the longer of Sq and Sk tokens (packed documents of random lengths), or a prefix length per batch
-    row; else the variant's own."""
+    document ids of the longer of Sq and Sk tokens (packed documents of random lengths), a prefix length per batch
+    row, or a block pattern per head; else the variant's own."""
     if name == "relative-bias":
         return {"bias": (rng.standard_normal((hq, sq + sk - 1)) * 2).astype(np.float32), "shift": sk - 1}
     if name in ("document-causal", "document-sorted-causal"):
@@ -68,6 +74,10 @@ def captured_scalars(name: str, sq: int, sk: int, hq: int, rng, bsz: int = 1) ->
         return {"doc_id": nondecreasing(ids) if name == "document-sorted-causal" else ids}
     if name == "prefix-lm-batch":
         return {"prefix": rng.integers(0, sk + 1, size=bsz).astype(np.int32)}
+    if name == "block-sparse":                          # 40% of the 64 x 64 blocks kept, the diagonal's always
+        pattern = rng.random((hq, -(-sq // 64), -(-sk // 64))) < 0.4
+        pattern |= np.eye(pattern.shape[1], pattern.shape[2], dtype=bool)
+        return {"pattern": pattern.astype(np.int32), "size": 64}
     return VARIANTS[name][2]
 
 

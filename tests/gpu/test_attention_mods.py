@@ -149,3 +149,36 @@ def test_sorted_ids_are_checked_and_rechecked_after_an_in_place_write():
     bad = ids.flip(0).contiguous()
     with pytest.raises(ValueError, match="declared nondecreasing"):
         ops.attention(q, k, v, causal=True, mask_mod=mask_mod, scalars={"doc_id": nondecreasing(bad)})
+
+
+def test_block_table_is_built_on_the_gpu_and_again_after_an_in_place_write():
+    """A mask its bounds cannot follow (a per-head block pattern read at q_idx // 64, kv_idx // 64) walks the block
+    table that ops.attention builds with torch on the GPU (warploom.score.table): the same table as numpy builds on
+    the host, the float32 reference's output, and the pattern zeroed in place gives zero rows (torch's version
+    counter: the table is built again, and a stale one's full blocks would be left unmasked)."""
+    import numpy as np
+
+    from warploom import ops_attention
+    from warploom.score.table import build_table
+    mask_mod = VARIANTS["block-sparse"][1]
+    sq, sk, hq = 1000, 1300, 4
+    scalars = gpu_scalars("block-sparse", sq, sk, hq)
+    g = torch.Generator(device="cuda").manual_seed(3)
+    q = torch.randn(1, sq, hq, 64, generator=g, device="cuda").to(torch.bfloat16)
+    k, v = (torch.randn(1, sk, 2, 64, generator=g, device="cuda").to(torch.bfloat16) for _ in range(2))
+    out = ops.attention(q, k, v, mask_mod=mask_mod, scalars=scalars)
+    torch.cuda.synchronize()
+    built = ops_attention.LAST_TABLE[0]
+    mods = traced("block-sparse")[0]
+    bm, bn = built.key[6], built.key[7]
+    host = build_table(mods.mask, {"size": 64}, {"pattern": scalars["pattern"].cpu().numpy()}, sq, sk, bm, bn, 1, hq,
+                       False)
+    assert np.array_equal(built.tensor.cpu().numpy(), host)
+    assert 0 < host[..., 0].sum() < host.shape[1] * host.shape[2] * (host.shape[3] - 1)     # some blocks skipped
+    ref, _ = reference(q, k, v, "block-sparse", "bshd", scalars)
+    err = (out.float() - ref).abs().max().item() / ref.abs().max().item()
+    assert err <= TOL, f"relative error {err:.3g} > {TOL}"
+    scalars["pattern"].zero_()
+    again = ops.attention(q, k, v, mask_mod=mask_mod, scalars=scalars)
+    torch.cuda.synchronize()
+    assert ops_attention.LAST_TABLE[0] is not built and (again == 0).all()

@@ -450,9 +450,25 @@ MUTATIONS: list[Mutation] = [
              "warploom/score/bounds.py", "self.o.load(tensor.value, head + [hi], type_)",
              "self.o.load(tensor.value, head + [lo], type_)", ("mods",)),
     Mutation("sorted-box-unclipped",
-             "the kernel's block boxes are not clipped to Sq and Sk before the sorted ids' ends are loaded: the "
-             "ragged last tile reads ids past the tensor's end",
-             ATTN, 'box = clipped(box, self.args["Sq"], self.args["Sk"], ops)', "pass", ("mods",)),
+             "the kernel's key-block boxes are not clipped to Sk before the sorted ids' ends are loaded: the "
+             "ragged last key block reads ids past the tensor's end",
+             ATTN, 'box = {**clipped(box, self.args["Sq"], self.args["Sk"], ops), **({} if rows else {"q_idx": box["q_idx"]})}',
+             "pass", ("mods",)),
+    # ---- a mask's block table (warploom.score.table; AttentionLowering._table_row) ----
+    Mutation("table-full-bit-ignored",
+             "every block a tabled mask's table lists is taken as full: the mask is not applied on its partial "
+             "blocks", ATTN, 'may = b.or_(may, b.cmp("eq", full, c(0)))', "may = may", ("mods",)),
+    Mutation("table-entry-from-the-count",
+             "a tile's first key block is read from its row's count (the entries one place early): the walk takes "
+             "other blocks than the table lists", ATTN, "at = b.add(b.add(self.table_row, b.const(1)), loop.kt)",
+             "at = b.add(self.table_row, loop.kt)", ("mods",)),
+    Mutation("table-row-without-head",
+             "the table's row ignores the query head (its stride over H'): every head walks head 0's blocks",
+             ATTN, 'b.mul(self.head, a["block_table_sh"])', "b.const(0)", ("mods",)),
+    Mutation("table-full-judged-on-kept-only",
+             "the host judges a block full where the rows and keys it keeps are all kept, forgetting the ones the "
+             "mask drops: every non-empty block is full and left unmasked",
+             "warploom/score/table.py", "seen = kept | ~valid", "seen = kept | valid", ("mods",)),
     # ---- packed variable-length sequences (ops.attention_varlen; the ragged tensor maps) ----
     Mutation("varlen-key-start-from-q",
              "a packed sequence's keys start where its queries do (cu_seqlens_q read for both): every sequence "

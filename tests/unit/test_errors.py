@@ -779,6 +779,24 @@ def test_nondecreasing_where_it_cannot_bound_is_refused():
                    {"doc_id": nondecreasing(np.zeros((4, 2), np.int32))})
 
 
+def test_floor_division_of_a_float_is_refused():
+    from warploom.score import ModError, trace_mods
+    with pytest.raises(ModError, match=r"^score_mod <lambda>: // \(floor division\) divides integers \(indices, i32 scalars and tensors\), "
+                                       r"got f32, i32; for a float quotient use /$"):
+        trace_mods(lambda score, b, h, q_idx, kv_idx: score // 2)
+
+
+def test_a_block_table_needs_torch_tensors():
+    from warploom.kernel.contract import AttentionSpec
+    from warploom.ops_attention import block_table
+    from warploom.score import trace_mods
+    mods, values = trace_mods(None, _same_document, {"doc_id": np.zeros(8, np.int32)})
+    with pytest.raises(ValueError, match=r"^attention: the mask reads \['doc_id'\] at the query and key positions, so "
+                                         r"its key blocks come from a block table built with torch on the GPU: pass "
+                                         r"torch tensors"):
+        block_table(AttentionSpec(mods=mods, causal=True), None, values)
+
+
 def test_graph_input_nondecreasing_is_an_i32_table():
     g = Graph("g")
     with pytest.raises(ValueError, match=r"^input 'doc' is f32 and declared nondecreasing: only an i32 table "

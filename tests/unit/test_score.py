@@ -55,6 +55,18 @@ def test_numpy_evaluation_follows_the_python_function():
     assert np.allclose(got, s - 2.0 ** (-8.0 * (h + 1) / 4) * np.abs(q - kv))
 
 
+def test_floor_division_of_integers_rounds_toward_minus_infinity():
+    """q_idx // size (a block of positions) as Python and torch round it, negative operands included; its bounds
+    follow it where the divisor is at least 1."""
+    mods, _ = trace_mods(None, lambda b, h, q, kv, size: (q - 7) // size == kv // -size, {"size": 3})
+    assert mods.mask.text == ("(eq (floordiv (sub q_idx (const 7 i32)) (scalar size i32)) "
+                              "(floordiv kv_idx (neg (scalar size i32))))")
+    q, kv = np.meshgrid(np.arange(10), np.arange(10), indexing="ij")
+    got = evaluate(mods.mask, {"q_idx": q, "kv_idx": kv, "b": 0, "h": 0, "size": 3}, NumpyOps)
+    assert np.array_equal(got, (q - 7) // 3 == kv // -3)
+    assert apply("floordiv", leaf("q_idx"), const(2)).type == "i32"
+
+
 def test_int_and_float_promote_as_torch_does():
     assert apply("add", leaf("q_idx"), leaf("kv_idx")).type == "i32"
     assert apply("add", leaf("q_idx"), const(1.5)).type == "f32"
@@ -70,6 +82,7 @@ def test_int_and_float_promote_as_torch_does():
     (lambda s, b, h, q, kv: math.tanh(s), "float()"),
     (lambda s, b, h, q, kv: s ** 2, r"\*\*"),
     (lambda s, b, h, q, kv: s % 3, "%"),
+    (lambda s, b, h, q, kv: s // 3, "// .floor division. divides integers"),
     (lambda s, b, h, q, kv: s[0], "indexing"),
     (lambda s, b, h, q, kv: s + "x", "str"),
     (lambda s, b, h, q, kv: q < kv, "boolean is a mask"),

@@ -28,8 +28,15 @@ def odd_masks():
     def equal(b, h, q_idx, kv_idx):
         return (q_idx == kv_idx) | (kv_idx != 5)
 
+    def block_diagonal(b, h, q_idx, kv_idx, size):  # floor division by a positive scalar: exact
+        return (q_idx + 5) // size == (kv_idx - 3) // size
+
+    def negative_divisor(b, h, q_idx, kv_idx):      # a divisor below 1: not followed, always partial
+        return (q_idx - 12) // (0 - 3) >= (kv_idx - 9) // 4
+
     return {"modulo-free": (modulo_free, {}), "clamp": (clamp, {"size": 9}), "f32": (f32_scalar, {"frac": 0.5}),
-            "equal": (equal, {})}
+            "equal": (equal, {}), "block-diagonal": (block_diagonal, {"size": 4}),
+            "negative-divisor": (negative_divisor, {})}
 
 
 def cases():
@@ -41,7 +48,8 @@ def cases():
     return out
 
 
-EXACT = {"window256-causal", "window1024-causal", "window256-symmetric", "prefix-lm", "per-head", "empty-rows"}
+EXACT = {"window256-causal", "window1024-causal", "window256-symmetric", "prefix-lm", "per-head", "empty-rows",
+         "block-diagonal"}
 
 
 @pytest.mark.parametrize("name", sorted(cases()))

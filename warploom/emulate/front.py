@@ -14,9 +14,10 @@ import random
 
 import numpy as np
 
-from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers, deals_by_table
+from warploom.kernel.contract import ATTENTION_WALKS, attention_streamk_buffers, deals_by_table, walks_table
 from warploom.runtime import rules
 from warploom.runtime.deal import causal_table, mask_walked
+from warploom.score.table import build_table, table_args
 from warploom.targets import get as get_target
 from warploom.score import ScoreMods
 from warploom.score.bounds import out_of_order
@@ -277,11 +278,17 @@ def emulate_attention(q, k, v, causal: bool = False, scale: float | None = None,
                          "emulate_attention_varlen")
     mods = _mod_args(program, scalars, args, "emulate_attention")
     schedule = program.attrs.get("schedule")
+    bm, bn, _ = program.attrs["tile"]
+    table = None
+    if walks_table(mods):                               # a tabled mask: its block table, built here (on the host)
+        table = build_table(mods.mask, {n: int(scalars[n]) for n in mods.mask.scalars()},
+                            {n: np.asarray(unwrap(scalars[n])) for n in mods.mask.tensors()}, sq, sk, bm, bn, bsz, hq,
+                            causal)
+        args.update(table_args(table))
     if schedule in ATTENTION_WALKS:
-        bm, bn, _ = program.attrs["tile"]
         if deals_by_table(schedule, causal, mods):      # the host's deal, a table (as ops.attention's)
             launched = rules.evaluate(kernel.grid[0], sizes)
-            walked = mask_walked(mods, scalars or {}, sizes, bm, bn, causal) if tile_order is None else None
+            walked = mask_walked(mods, scalars or {}, sizes, bm, bn, causal, table) if tile_order is None else None
             args["tiles"] = np.asarray(causal_table(sizes, bm, bn, launched, d, elem, order=tile_order,
                                                     walked=walked), np.int32)
         else:

@@ -227,6 +227,24 @@ def _minmax_int(is_max, is_signed):
     return make
 
 
+def _divsi(width, m):
+    """Signed division rounding toward 0 (PTX div.s32); by zero and MIN / -1 (the quotient overflows) are
+    undefined: errors on an active lane."""
+    def f(x, y, w):
+        y = _nonzero_divisor(y, w, "arith.divsi")
+        xs, ys = signed(x, width), signed(y, width)
+        low = -(1 << (width - 1))
+        over = np.asarray((xs == low) & (ys == -1))
+        if over.any() and (not over.shape or (over & w.mask).any()):
+            raise EmulationError(f"arith.divsi of {low} by -1: the quotient overflows i{width}")
+        q = np.where(np.asarray(xs) * np.asarray(ys) < 0, -(np.abs(xs) // np.abs(ys)), np.abs(xs) // np.abs(ys))
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            return q.astype(np.int64).astype(np.uint64) & np.uint64(m)
+        return int(q) & m
+    return f
+
+
+handles("arith.divsi")(_int_binary(_divsi))
 handles("arith.shli")(_int_binary(_shli))
 handles("arith.shrsi")(_int_binary(_shrsi))
 handles("arith.maxsi")(_int_binary(_minmax_int(True, True)))

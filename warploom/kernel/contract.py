@@ -175,7 +175,20 @@ def attention_params(schedule: str, causal: bool, mods: ScoreMods = NO_MODS,
     else:
         base = {"persistent": ATTENTION_PERSISTENT_PARAMS, "streamk": ATTENTION_STREAMK_PARAMS}.get(schedule,
                                                                                                     ATTENTION_PARAMS)
-    return base + (ATTENTION_VARLEN_PARAMS if varlen else ()) + mods.params()
+    return (base + (ATTENTION_VARLEN_PARAMS if varlen else ()) + mods.params()
+            + (ATTENTION_TABLE_PARAMS if walks_table(mods, varlen) else ()))
+
+
+# a mask's block table (warploom.score.table: int32 [B', H', M, N + 1]): its address and its strides (elements) over
+# B', H' and M, 0 where the mask reads no b or h; the last dimension is contiguous
+ATTENTION_TABLE_PARAMS = (("block_table", "ptr"), ("block_table_sb", "i32"), ("block_table_sh", "i32"),
+                          ("block_table_sm", "i32"))
+
+
+def walks_table(mods: ScoreMods, varlen: bool = False) -> bool:
+    """Whether an attention kernel walks its mask's block table (ScoreMods.tabled) instead of bisecting its key
+    range: packed sequences (varlen) have none yet; their mask is applied on every block of the causal walk."""
+    return mods.tabled and not varlen
 
 
 # keys per block, by schedule and head dim, within the consumers' 240 registers (S: block_n / 2, O: head dim / 2,

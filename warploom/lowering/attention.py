@@ -39,7 +39,7 @@ from mlir import ir
 from mlir.dialects import nvvm, scf
 
 from warploom.kernel import Arrive, Copy, Loop, MmaWait, Mma, Program, Store, Wait
-from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_VARLEN_MAP_DIMS, ATTENTION_WALKS, deals_by_table, EXP2_POLY_GROUP, FA4_EXP2_POLY,
+from warploom.kernel.contract import (ATTENTION_MAP_DIMS, ATTENTION_VARLEN_MAP_DIMS, ATTENTION_WALKS, deals_by_table, walks_table, EXP2_POLY_GROUP, FA4_EXP2_POLY,
                                       FA4_RESCALE_THRESHOLD, attention_kernel_name, attention_params, check_exp2_poly,
                                       fa4_kernel_name, mods_suffix, varlen_suffix)
 from warploom.lowering.core import ELEM_TYPES, KernelLowering, LoopState, RoleState
@@ -51,6 +51,7 @@ from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 from warploom.score import ModError, ScoreMods, evaluate
 from warploom.score.bounds import classify, clipped
+from warploom.score.table import ENTRY_SCALE, FULL_BIT
 from warploom.score.expr import param_name, stride_name
 
 LN2 = math.log(2.0)
@@ -241,6 +242,7 @@ class AttentionLowering(KernelLowering):
         schedule = a.get("schedule", "grid")
         self.persistent, self.streamk = schedule in ATTENTION_WALKS, schedule == "streamk"
         self.varlen = bool(a.get("varlen", False))      # packed sequences: `_at_tile` reads the tile's sequence
+        self.table = walks_table(self.mods, self.varlen)  # the mask's key blocks from the host's block table
         if self.varlen and schedule != "grid":
             self._fail(f"varlen with schedule {schedule}: packed sequences are lowered for the grid schedule only")
         if self.streamk and self.causal:
@@ -327,7 +329,9 @@ class AttentionLowering(KernelLowering):
         self.trips = rules.evaluate(self.trip, {"Sq": a["Sq"], "Sk": a["Sk"], "m": m_block}, b)
         self.kv_head = b.divu(head, self.group)
         self.kb0 = None                                  # the tile's first key block: 0 unless a mask narrows it
-        if self.mods.mask is not None:
+        if self.table:
+            self._table_row()
+        elif self.mods.mask is not None:
             self._tile_rows()
             self._key_range()
 
@@ -401,6 +405,24 @@ class AttentionLowering(KernelLowering):
             rows = clipped({"q_idx": rows, "kv_idx": rows}, self.args["Sq"], self.args["Sk"], ModOps(b))["q_idx"]
         self.tile_rows = rows
         self._block_class(c(0), c(0))                    # the row ends' loads, memoized (the result is unused)
+
+    def _table_row(self) -> None:
+        """A tabled mask (contract.walks_table; warploom.score.table's layout): the tile walks the key blocks its row
+        [b, h, m] of the host's block table lists, its count of them in the row's first element; `_key_block` reads
+        the entry of each (kb * ENTRY_SCALE + full)."""
+        b, a = self.b, self.args
+        row = b.add(b.add(b.mul(self.batch, a["block_table_sb"]), b.mul(self.head, a["block_table_sh"])),
+                    b.mul(self.m_block, a["block_table_sm"]))
+        self.table_row = row
+        self.trips = b.load(b.i32, b.gep(a["block_table"], row, b.i32), 4, "walked")
+
+    def _table_entry(self, loop: LoopState) -> ir.Value:
+        """The table entry of the key block iteration loop.kt works on (one load an iteration)."""
+        if "entry" not in loop.cache:
+            b = self.b
+            at = b.add(b.add(self.table_row, b.const(1)), loop.kt)
+            loop.cache["entry"] = b.load(b.i32, b.gep(self.args["block_table"], at, b.i32), 4, "entry")
+        return loop.cache["entry"]
 
     def _mod_env(self) -> dict:
         """The modifiers' leaves that hold over the tile (IR values): its batch and query head, and the runtime
@@ -584,6 +606,8 @@ class AttentionLowering(KernelLowering):
     def _key_block(self, loop: LoopState) -> ir.Value:
         """The tile's key block that iteration loop.kt of the key loop works on: kt, after the piece's first block
         in a stream-K piece."""
+        if self.table:                                   # a tabled mask: the block its entry names
+            return self.b.divu(self._table_entry(loop), self.b.const(ENTRY_SCALE))
         return loop.kt if self.kb0 is None else self.b.add(self.kb0, loop.kt)
 
     def _coord_origin(self, dim: str, loop: LoopState) -> ir.Value | None:
@@ -918,7 +942,10 @@ class AttentionLowering(KernelLowering):
         shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
         if self.causal:
             may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self._tile_row0(tile), shift), c(1))))
-        if mask is not None:
+        if self.table:                                   # the entry says whether the block is full
+            full = b.and_(self._table_entry(ctx.loop), c(FULL_BIT))
+            may = b.or_(may, b.cmp("eq", full, c(0)))
+        elif mask is not None:
             may = b.or_(may, b.xor(self._block_class(kt, kt)[1], self._true()))
         op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
         with ir.InsertionPoint(op.then_block):

@@ -27,14 +27,19 @@ def causal_table(sizes: dict, block_m: int, block_n: int, ctas: int, head_dim: i
     return causal_deal(sizes, block_m, block_n, ctas, head_dim, elem, target, walked)[0]
 
 
-def mask_walked(mods, scalars: dict, sizes: dict, block_m: int, block_n: int, causal: bool = True) -> list[int] | None:
+def mask_walked(mods, scalars: dict, sizes: dict, block_m: int, block_n: int, causal: bool = True,
+                table=None) -> list[int] | None:
     """The key blocks each query block walks under the mask modifier of `mods` (the kernel's key ranges, from
     warploom.score.bounds.block_table, with the causal mask or without), the most over heads and batches where the
     mask reads them; None without a mask. What the deal balances instead of the causal counts: a window's tiles all
     walk about the same, a prefix-LM's more the further down. A captured tensor declared non-decreasing (document
-    ids) bounds the walk where `scalars` holds its values on the host (numpy), as the kernel's bounds read it."""
+    ids) bounds the walk where `scalars` holds its values on the host (numpy), as the kernel's bounds read it; a
+    tabled mask's walk is its block table's (`table`, numpy: warploom.score.table)."""
     if mods is None or mods.mask is None:
         return None
+    if table is not None:                       # a tabled mask: the counts of its block table (numpy)
+        from warploom.score.table import walked_blocks
+        return walked_blocks(table)
     import numpy as np
 
     from warploom.score.bounds import block_table

@@ -229,7 +229,17 @@ class PreparedLaunch:
                 v = mine
             values.append(v)
         return PreparedLaunch(self.where, self.fn, self.grid, self.block, self.cluster, self.smem_bytes, self.device,
-                              tuple(values), self.types)
+                              tuple(values), self.types).hold(*self.held)
+
+    @property
+    def held(self) -> tuple:
+        return getattr(self, "_held", ())
+
+    def hold(self, *objects) -> "PreparedLaunch":
+        """Keep `objects` alive as long as this launch (and its copies): buffers its parameters point at that no
+        one else keeps (a mask's block table evicted from its cache while a fast path still launches with it)."""
+        object.__setattr__(self, "_held", self.held + objects)
+        return self
 
     def set_pointer(self, index: int, address: int) -> None:
         """Change pointer parameter `index` in place (a fast path's fresh output): only in a `copy` that one

@@ -67,6 +67,17 @@ class IntervalOps:
     def div(self, x, y):
         return UNKNOWN
 
+    def floordiv(self, x, y):
+        """x // y: where the divisor is positive throughout (y0 >= 1), the extremes of the four corners (x // y is
+        monotone in each argument there); else any i32."""
+        o = self.o
+        one = o.const(1, "i32")
+        (x0, x1), (y0, y1) = x, (o.arith("maximum", y[0], one, "i32"), o.arith("maximum", y[1], one, "i32"))
+        corners = [o.floordiv(p, q) for p in (x0, x1) for q in (y0, y1)]
+        positive = o.compare("ge", y[0], one, "i32")
+        return (o.where(positive, self._fold("minimum", corners), o.const(-2**31, "i32")),
+                o.where(positive, self._fold("maximum", corners), o.const(2**31 - 1, "i32")))
+
     def neg(self, x, type_):
         if type_ != "i32":
             return UNKNOWN

@@ -12,7 +12,8 @@ its rules. Its canonical text (`Expr.text`, read back by `parse`) is what the IR
     (le (sub q_idx kv_idx) (scalar window i32))                         a sliding window's mask (with causal)
 
 Types: f32, i32 (indices, integer scalars and constants) and bool; arithmetic on an i32 and an f32 converts the
-i32 to f32 (as torch promotes), `div` always gives f32, comparisons give bool. Imports nothing but the standard
+i32 to f32 (as torch promotes), `div` always gives f32, `floordiv` (//) takes and gives i32 (rounding toward
+-inf, as Python and torch do), comparisons give bool. Imports nothing but the standard
 library (numpy only inside NumpyOps).
 """
 from __future__ import annotations
@@ -31,7 +32,8 @@ COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")                # (x, y) -> bool
 LOGIC = ("and", "or")                                          # (bool, bool) -> bool
 UNARY_F32 = ("tanh", "exp2", "log2", "exp", "log")             # (x) -> f32
 # every operator: its arity (`where` is (bool, x, y) -> the promoted type of x and y)
-OPS = {**{o: 2 for o in ARITH + COMPARE + LOGIC}, "div": 2, "neg": 1, "abs": 1, "not": 1, "f32": 1, "where": 3,
+OPS = {**{o: 2 for o in ARITH + COMPARE + LOGIC}, "div": 2, "floordiv": 2, "neg": 1, "abs": 1, "not": 1, "f32": 1,
+       "where": 3,
        **{o: 1 for o in UNARY_F32}}
 
 
@@ -147,6 +149,11 @@ def apply(op: str, *args: Expr) -> Expr:
         return Expr(op, args, type=_promote(*types))
     if op in ("neg", "abs"):
         return Expr(op, args, type=types[0])
+    if op == "floordiv":
+        if types != ["i32", "i32"]:
+            raise ModError(f"// (floor division) divides integers (indices, i32 scalars and tensors), got "
+                           f"{', '.join(types)}; for a float quotient use /")
+        return Expr(op, args, type="i32")
     return Expr(op, args, type="f32")                # div, f32, the f32 functions
 
 
@@ -235,7 +242,7 @@ def parse(text: str) -> Expr:
 def evaluate(e: Expr, env: dict, ops) -> object:
     """The value of `e` with the leaves and scalars of `env` (by name), computed by `ops`: a namespace with
     const(value, type), to_f32(x, type), arith(op, x, y, type), div(x, y), neg(x, type), abs(x, type),
-    compare(op, x, y, type), logic(op, x, y), not_(x), where(c, x, y), unary(op, x) (the f32 functions), load(tensor,
+    compare(op, x, y, type), floordiv(x, y), logic(op, x, y), not_(x), where(c, x, y), unary(op, x) (the f32 functions), load(tensor,
     index, type) (a captured tensor: env holds what the namespace reads it through, by name). Operands
     are converted to the operator's type first (i32 -> f32 where the other is f32). Equal subtrees are computed
     once."""
@@ -278,6 +285,8 @@ def evaluate(e: Expr, env: dict, ops) -> object:
             done[node] = (ops.neg if op == "neg" else ops.abs)(vals[0], types[0])
         elif op == "div":
             done[node] = ops.div(*(widened(v, t, "f32") for v, t in zip(vals, types)))
+        elif op == "floordiv":
+            done[node] = ops.floordiv(*vals)
         elif op == "f32":
             done[node] = widened(vals[0], types[0], "f32")
         else:
@@ -312,6 +321,10 @@ class NumpyOps:
     def div(cls, x, y):
         with cls.np.errstate(divide="ignore", invalid="ignore"):
             return cls.np.divide(x, y)
+
+    @classmethod
+    def floordiv(cls, x, y):
+        return cls.np.floor_divide(x, y)
 
     @classmethod
     def neg(cls, x, type_):
@@ -418,6 +431,12 @@ class ScoreMods:
         return self.score is not None or self.mask is not None
 
     @property
+    def tabled(self) -> bool:
+        """Whether the mask's key blocks come from a block table built on the host (warploom.score.table: a mask
+        reading an unsorted captured tensor at a position) rather than from its bounds."""
+        return needs_table(self.mask, self.sorted)
+
+    @property
     def text(self) -> str:
         parts = [f"score {self.score.text}" if self.score is not None else "",
                  f"mask {self.mask.text}" if self.mask is not None else "",
@@ -463,6 +482,27 @@ class ScoreMods:
         score, mask = attrs.get("score_mod"), attrs.get("mask_mod")
         return cls(parse(str(score)) if score else None, parse(str(mask)) if mask else None, scalars, tensors,
                    tuple(str(attrs.get("mod_sorted", "")).split()))
+
+
+# ---- which masks walk a block table (warploom.score.table) ----------------------------------------------------
+
+def positional_loads(mask: Expr, sorted_tensors=()) -> list[str]:
+    """The captured tensors `mask` reads at an index that moves with q_idx or kv_idx, other than those declared
+    non-decreasing (`sorted_tensors`), in first-read order."""
+    out = []
+    for node in mask.walk():
+        if node.op == "load" and node.value not in sorted_tensors and node.value not in out:
+            if any(i.leaves() & {"q_idx", "kv_idx"} for i in node.args):
+                out.append(node.value)
+    return out
+
+
+def needs_table(mask: Expr | None, sorted_tensors=()) -> bool:
+    """Whether the kernel of `mask` walks a block table (warploom.score.table: the mask evaluated per element
+    instead of bounded): a positional load of an unsorted captured tensor, and no f32 value anywhere in the mask."""
+    if mask is None or not positional_loads(mask, sorted_tensors):
+        return False
+    return all(node.type != "f32" for node in mask.walk())
 
 
 def param_name(scalar_name: str) -> str:

@@ -68,7 +68,7 @@ class Traced:
 
     def _unsupported(self, what: str):
         raise ModError(f"a modifier used {what} on a traced value, which warploom cannot trace; the operators it "
-                       "records: + - * / (unary -) abs, comparisons, & | ~, and where, tanh, exp2, log2, exp, log, "
+                       "records: + - * / // (unary -) abs, comparisons, & | ~, and where, tanh, exp2, log2, exp, log, "
                        "minimum, maximum (warploom.score or torch)")
 
     def __getitem__(self, _):
@@ -82,11 +82,6 @@ class Traced:
 
     def __index__(self):
         self._unsupported("an integer conversion")
-
-    def __floordiv__(self, _):
-        self._unsupported("//")
-
-    __rfloordiv__ = __floordiv__
 
     def __mod__(self, _):
         self._unsupported("%")
@@ -103,7 +98,7 @@ class Traced:
         """torch.where / torch.tanh / ... (and torch.Tensor's operators) on traced values record the operator."""
         name = getattr(func, "__name__", str(func)).strip("_")
         name = {"true_divide": "div", "divide": "div", "multiply": "mul", "subtract": "sub", "truediv": "div",
-                "rtruediv": "rdiv", "negative": "neg", "logical_and": "and_", "logical_or": "or_",
+                "rtruediv": "rdiv", "floor_divide": "floordiv", "negative": "neg", "logical_and": "and_", "logical_or": "or_",
                 "logical_not": "not_", "bitwise_and": "and_", "bitwise_or": "or_", "bitwise_not": "not_",
                 "and": "and_", "or": "or_", "invert": "not_"}.get(name, name)
         fn = TORCH_FUNCTIONS.get(name)
@@ -128,8 +123,8 @@ def _binary(op: str, reflected: bool = False):
 
 
 # Python's binary operators on a Traced (and reflected: 1 + t), and the comparisons, record their operator
-for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("and", "and"),
-                       ("or", "or")):
+for _dunder, _name in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("floordiv", "floordiv"),
+                       ("and", "and"), ("or", "or")):
     setattr(Traced, f"__{_dunder}__", _binary(_name))
     setattr(Traced, f"__r{_dunder}__", _binary(_name, reflected=True))
 for _name in ("lt", "le", "gt", "ge", "eq", "ne"):
@@ -186,8 +181,8 @@ TORCH_FUNCTIONS = {
     "where": where, "tanh": tanh, "exp2": exp2, "log2": log2, "exp": exp, "log": log,
     "minimum": minimum, "maximum": maximum, "abs": lambda x: _op("abs", x), "neg": lambda x: _op("neg", x),
     "not_": lambda x: _op("not", x),
-    **{name: _binary(name) for name in ("add", "sub", "mul", "div", "lt", "le", "gt", "ge", "eq", "ne")},
-    **{f"r{name}": _binary(name, reflected=True) for name in ("add", "sub", "mul", "div")},
+    **{name: _binary(name) for name in ("add", "sub", "mul", "div", "floordiv", "lt", "le", "gt", "ge", "eq", "ne")},
+    **{f"r{name}": _binary(name, reflected=True) for name in ("add", "sub", "mul", "div", "floordiv")},
     "and_": _binary("and"), "or_": _binary("or"),
 }
 

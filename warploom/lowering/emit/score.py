@@ -82,6 +82,16 @@ class ModOps:
     def where(self, c, x, y):
         return self.b.select(c, x, y)
 
+    def floordiv(self, x, y):
+        """x // y of i32 values, rounded toward -inf (Python's and torch's): div.s32 rounds toward 0, so a quotient
+        with a remainder of the divisor's opposite sign steps down by one."""
+        b = self.b
+        q = arith.DivSIOp(x, y, loc=b.loc()).result
+        r = b.sub(x, b.mul(q, y))
+        zero = b.const(0)
+        signs = b.xor(b.cmp("slt", r, zero), b.cmp("slt", y, zero))
+        return b.select(b.and_(b.cmp("ne", r, zero), signs), b.sub(q, b.const(1)), q)
+
     def load(self, tensor, index: list, type_: str):
         """ld.global of a captured tensor's element: `tensor` is (its address, its strides in elements), the index
         one i32 per dimension; the offset sum(index_i stride_i) in i32 (the host refuses a tensor whose
