@@ -139,20 +139,20 @@ def _same_document(b, h, q_idx, kv_idx, doc_id):
     return doc_id[q_idx] == doc_id[kv_idx]
 
 
-# also in the "mods" family: a mask read per element from a captured [2, 200, 300] tensor (a block-sparse pattern
-# whose 64 x 64 cells are empty, full or random, other per head), which the host's block table lists
-# (warploom.score.table: each query tile walks its listed key blocks, the full ones unmasked); GQA 2/1, both targets
+# also in the "mods" family: a mask read per element from a captured [2, 200, 300] tensor whose 128 x 128 cells are
+# empty, full or random, other ones per head (head 0: full, empty, random / empty, full, empty; head 1: empty, random,
+# full / full, empty, random), which the host's block table lists (warploom.score.table: each query tile walks its
+# listed key blocks, the full ones unmasked; on sm_90a's 128-row tiles each head walks other blocks and the full
+# ones are not the partial ones); GQA 2/1, both targets
 MODS_TABLE_CASES = [("sm_90a", "bf16", 64, True, 1, 200, 300, 2, 1, "bshd"),
                     ("sm_100a", "bf16", 64, False, 1, 200, 300, 2, 1, "bshd")]
+TABLE_KINDS = np.array([[[1, 0, 2], [0, 1, 0]], [[0, 2, 1], [1, 0, 2]]])      # 0 empty, 1 full, 2 random
 
 
 def _table_keep() -> np.ndarray:
-    rng = np.random.default_rng(6)
-    kinds = rng.choice(3, size=(2, 4, 5), p=[0.4, 0.3, 0.3])        # empty, full, random 64 x 64 cells
-    keep = np.kron(kinds == 1, np.ones((64, 64), np.int32))[:, :200, :300].astype(np.int32)
-    keep |= (np.kron(kinds == 2, np.ones((64, 64), np.int32))[:, :200, :300] * (rng.random((2, 200, 300)) < 0.5)
-             ).astype(np.int32)
-    return keep
+    cells = np.kron(TABLE_KINDS, np.ones((128, 128), np.int32))[:, :200, :300]
+    random = np.random.default_rng(6).random(cells.shape) < 0.5
+    return ((cells == 1) | ((cells == 2) & random)).astype(np.int32)
 
 
 def _kept(b, h, q_idx, kv_idx, keep):

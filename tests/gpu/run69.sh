@@ -2,7 +2,8 @@
 # Run 69 (one device call): what run 68 could not show. The torch-op, packed-sequence and modifier tests (run 68's
 # collection error stopped all three), the sorted document ids and the varlen fast path; compute-sanitizer on the
 # packed-sequence and mask-modifier launches with the whole report kept (run 68 saw 34 memcheck errors in each and one
-# racecheck hazard in the packed ones, with only the summary kept); the variants that changed beside causal.
+# racecheck hazard in the packed ones, with only the summary kept); the variants that changed beside causal; the
+# block tables (built with torch: test_attention_mods, the sanitizer, the benchmark's blocksparse-causal row).
 set -uo pipefail
 export PYTHONPATH=. WARPLOOM_CACHE_DIR=.wlcache WARPLOOM_OFFLINE=1 PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/warploom-out}
@@ -23,7 +24,7 @@ mkdir -p "$OUT"
   done
   echo "=== variants ($(date -u +%T))"
   python3 benchmarks/attention_variants.py --out "$OUT" --tag run69 \
-    --variants causal document1k-causal docid1k-causal window1k-causal > "$OUT/variants.log" 2>&1
+    --variants causal document1k-causal docid1k-causal window1k-causal blocksparse-causal > "$OUT/variants.log" 2>&1
   echo "exit $?"; tail -n 9 "$OUT/variants.log" | cut -c1-700
   echo "=== done ($(date -u +%T))"
 } 2>&1 | tee "$OUT/run69.log"

@@ -1,7 +1,8 @@
 """Attention launches with mask modifiers for compute-sanitizer (memcheck, racecheck): the block-sparse key ranges
 (docs/attention-variants.md "Block sparsity") of a causal and a symmetric window, a prefix-LM mask, rows that see
-no key and document ids declared sorted (their ends loaded at each box: a load past the ids would show here), on
-ragged sizes with GQA; each output checked against tests/gpu/test_attention_mods.py's float32 reference.
+no key, document ids declared sorted (their ends loaded at each box: a load past the ids would show here) and a
+block pattern walked through its block table (warploom.score.table: a read past a tile's row would show), on ragged
+sizes with GQA; each output checked against tests/gpu/test_attention_mods.py's float32 reference.
 
     compute-sanitizer --tool memcheck python3 tests/gpu/sanitize_attention_mods.py
 
@@ -21,7 +22,8 @@ for variant, d, b, sq, sk, hq, hkv in (("window256-causal", 128, 1, 1000, 1000, 
                                        ("window256-symmetric", 64, 1, 777, 1000, 8, 2),
                                        ("prefix-lm", 128, 2, 600, 650, 8, 2),
                                        ("empty-rows", 128, 1, 300, 300, 8, 2),
-                                       ("document-sorted-causal", 128, 1, 1000, 1000, 8, 2)):
+                                       ("document-sorted-causal", 128, 1, 1000, 1000, 8, 2),
+                                       ("block-sparse", 128, 1, 1000, 1300, 8, 2)):
     score_mod, mask_mod, _, causal = VARIANTS[variant]
     scalars = gpu_scalars(variant, sq, sk, hq, b)
     q = torch.randn(b, sq, hq, d, device="cuda", dtype=torch.bfloat16)

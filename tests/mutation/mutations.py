@@ -466,9 +466,15 @@ MUTATIONS: list[Mutation] = [
              "the table's row ignores the query head (its stride over H'): every head walks head 0's blocks",
              ATTN, 'b.mul(self.head, a["block_table_sh"])', "b.const(0)", ("mods",)),
     Mutation("table-full-judged-on-kept-only",
-             "the host judges a block full where the rows and keys it keeps are all kept, forgetting the ones the "
-             "mask drops: every non-empty block is full and left unmasked",
-             "warploom/score/table.py", "seen = kept | ~valid", "seen = kept | valid", ("mods",)),
+             "the host judges an evaluated box full where the rows and keys it keeps are all kept, forgetting the "
+             "ones the mask drops: every box evaluated per element is full and left unmasked",
+             "warploom/score/table.py", 'every[at] = a.reduce(kept | ~valid, "all")',
+             'every[at] = a.reduce(kept | valid, "all")', ("mods",)),
+    Mutation("table-known-load-not-one-value",
+             "the table's bounds read a captured tensor's element at the low end of an index interval that spans "
+             "several values, as if it were the only one: boxes of an element mask are settled from one element",
+             "warploom/score/bounds.py", 'same = o.compare("eq", lo, hi, "i32")', 'same = o.compare("le", lo, hi, "i32")',
+             ("mods",)),
     # ---- packed variable-length sequences (ops.attention_varlen; the ragged tensor maps) ----
     Mutation("varlen-key-start-from-q",
              "a packed sequence's keys start where its queries do (cu_seqlens_q read for both): every sequence "

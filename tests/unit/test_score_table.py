@@ -91,3 +91,44 @@ def test_table_dims_follow_what_the_mask_reads():
     # batch 1's rows 0, 1 (document 5) see keys 0..2 and 5: blocks 0 (full), 1 and 2
     assert table[0, 0, 0, :4].tolist() == [2, 0, 2, 0]
     assert table[1, 0, 0, :4].tolist() == [3, 1, 2, 4]
+
+
+def block_sparse(b, h, q_idx, kv_idx, pattern, size):
+    return pattern[h, q_idx // size, kv_idx // size] != 0
+
+
+@pytest.mark.parametrize("size,causal", [(64, False), (64, True), (48, True), (128, False)])
+def test_a_block_pattern_is_settled_by_the_bounds(size, causal):
+    """A pattern of size x size blocks read at q_idx // size: where the tiles' boxes (64 x 64 here) lie inside one
+    pattern block, its element is one value and the bounds settle the box without a per-element evaluation; the
+    boxes across a pattern edge (size 48) are evaluated per element (the causal diagonal needs none: its bounds are
+    exact). The table is the brute force's either way."""
+    rng = np.random.default_rng(size)
+    sq, sk, bm, bn = 450, 390, 128, 128
+    pattern = (rng.random((2, -(-sq // size), -(-sk // size))) < 0.5).astype(np.int32)
+    mods = trace_mods(None, block_sparse, {"pattern": pattern, "size": size})[0]
+    assert mods.tabled
+    stats = {}
+    table = build_table(mods.mask, {"size": size}, {"pattern": pattern}, sq, sk, bm, bn, 1, 2, causal, stats=stats)
+    rows, keys = np.meshgrid(np.arange(sq), np.arange(sk), indexing="ij")
+    keep = pattern[:, rows // size, keys // size]
+    want = brute_force(keep, sq, sk, bm, bn, causal)
+    for h in range(2):
+        for m, listed in enumerate(want[h]):
+            assert table[0, h, m, :1 + len(listed)].tolist() == [len(listed)] + [
+                n * ENTRY_SCALE + (FULL_BIT if full else 0) for n, full in listed]
+    boxes = 2 * -(-sq // 64) * -(-sk // 64)
+    assert stats["boxes"] == boxes
+    if size % 64 == 0:                      # the causal diagonal is the bounds' too
+        assert stats["evaluated"] == 0
+    else:
+        assert 0 < stats["evaluated"] < boxes
+
+
+def test_an_element_mask_is_evaluated_per_element():
+    """keep[h, q_idx, kv_idx]: no box's index is one value, so every box the causal mask leaves is evaluated."""
+    keep = (np.random.default_rng(2).random((1, 130, 130)) < 0.3).astype(np.int32)
+    mods = trace_mods(None, kept_cells, {"keep": keep})[0]
+    stats = {}
+    build_table(mods.mask, {}, {"keep": keep}, 130, 130, 128, 128, 1, 1, False, stats=stats)
+    assert stats == {"boxes": 9, "evaluated": 9}

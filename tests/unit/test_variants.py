@@ -81,6 +81,13 @@ def test_explain_shows_the_modifiers_and_the_block_density(capsys):
     assert "block sparsity at Sq = Sk = 4096 (size = 1024): 252 of 528 key blocks walked (47.7%)" in out
 
 
+def test_explain_says_a_tabled_mask_walks_its_block_table(capsys):
+    assert main(["explain", "--op", "attention", "--variant", "tests.gpu.mod_variants:block_sparse",
+                 "--seqlen", "4096"]) == 0
+    out = capsys.readouterr().out
+    assert "block sparsity: a block table" in out and "built from the values of pattern at the call" in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--op", "attention", "--seqlen", "100"], "give --variant too"),
     (["--op", "matmul", "--variant", "warploom.variants:softcap"], "--variant applies to the attention"),

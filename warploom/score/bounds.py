@@ -129,11 +129,37 @@ class IntervalOps:
         other indices read only b, h and scalars: ScoreMods checks that, so each is one value, its lo)."""
         if type_ != "i32":
             return UNKNOWN
+        if isinstance(tensor, Known) and all(i is not UNKNOWN for i in index):
+            return self._known_load(tensor, index, type_)
         if isinstance(tensor, Sorted) and all(i is not UNKNOWN for i in index):
             head = [i[0] for i in index[:-1]]
             lo, hi = index[-1]
             return self.o.load(tensor.value, head + [lo], type_), self.o.load(tensor.value, head + [hi], type_)
         return self.o.const(-2**31, "i32"), self.o.const(2**31 - 1, "i32")
+
+
+    def _known_load(self, tensor, index, type_):
+        """A tensor whose values the namespace holds (`Known`: the host's block table): the element itself where every
+        index interval is one value (t[h, q_idx // 64] over a box inside one 64-row block), else any i32; the
+        indices clamped into the tensor so that the boxes where they are not one value load something."""
+        o = self.o
+        point, at = None, []
+        for dim, (lo, hi) in enumerate(index):
+            same = o.compare("eq", lo, hi, "i32")
+            point = same if point is None else o.logic("and", point, same)
+            top = o.const(tensor.shape[dim] - 1, "i32")
+            at.append(o.arith("minimum", o.arith("maximum", lo, o.const(0, "i32"), "i32"), top, "i32"))
+        value = o.load(tensor.value, at, type_)
+        return (o.where(point, value, o.const(-2**31, "i32")), o.where(point, value, o.const(2**31 - 1, "i32")))
+
+
+class Known:
+    """A captured tensor's value (numpy or torch) and shape that the bounds may read at a single index (the host's
+    block table: warploom.score.table)."""
+    __slots__ = ("value", "shape")
+
+    def __init__(self, value):
+        self.value, self.shape = value, tuple(value.shape)
 
 
 class Sorted:
@@ -169,15 +195,21 @@ def clipped(box: dict, sq, sk, base) -> dict:
             "kv_idx": (k0, base.arith("minimum", k1, base.arith("sub", sk, one, "i32"), "i32"))}
 
 
-def classify(mask: Expr, box: dict, scalars: dict, base, sorted_tensors: dict | None = None) -> tuple:
+def classify(mask: Expr, box: dict, scalars: dict, base, sorted_tensors: dict | None = None,
+             known_tensors: dict | None = None) -> tuple:
     """(may, must) of `mask` over `box` (leaf name -> (lo, hi), both inclusive) with the runtime scalars' values
     (`scalars`, name -> value), computed by `base` (NumpyOps, ModOps): may false where the box holds no kept
     (q_idx, kv_idx), must true where every one is kept. `sorted_tensors`: the captured tensors declared
     non-decreasing (name -> the value base.load takes), whose loads are bounded by their ends (the box must then lie
-    within the problem: `clipped`); every other tensor's element is any value."""
-    sorted_tensors = sorted_tensors or {}
-    env = {**box, **{name: (v, v) for name, v in scalars.items()},
-           **{name: Sorted(sorted_tensors[name]) if name in sorted_tensors else None for name in mask.tensors()}}
+    within the problem: `clipped`); `known_tensors`: tensors whose elements are read where an index is one value
+    (`Known`); every other tensor's element is any value."""
+    sorted_tensors, known_tensors = sorted_tensors or {}, known_tensors or {}
+
+    def tensor(name):
+        if name in sorted_tensors:
+            return Sorted(sorted_tensors[name])
+        return Known(known_tensors[name]) if name in known_tensors else None
+    env = {**box, **{name: (v, v) for name, v in scalars.items()}, **{name: tensor(name) for name in mask.tensors()}}
     if mask.type != "bool":
         raise ValueError(f"classify: a mask is boolean, got {mask.type}")
     f32_scalars = {n for n, t in mask.scalars().items() if t == "f32"}

@@ -15,10 +15,14 @@ where the mask does not read b), H' the query heads (1 where it reads no h), M a
 keeps every key of it for every row, so it is not applied there), kb increasing. Empty and full are judged over the
 problem's rows and keys (< Sq, < Sk) that the causal mask keeps, so the kernel's causal trip and ragged edges hold.
 
-Built with numpy (the emulator, tests: `build_table`) or torch on the GPU (`build_table(..., xp=torch)`, chunked
-over query blocks), by the same `evaluate` over an array namespace.
+Built with numpy (the emulator, tests: `build_table`) or torch on the GPU (`build_table(..., xp=torch)`), by the
+same code over an array namespace, in two steps: the bounds classify every 64 x 64 box at once, reading a tensor's
+element where its index is one value over the box (a block pattern at q_idx // 64 is settled there), and only the
+boxes they leave open are evaluated at every (row, key).
 """
 from __future__ import annotations
+
+import math
 
 from .expr import Expr, evaluate, needs_table, positional_loads  # noqa: F401  (the rule: expr.py)
 
@@ -81,50 +85,132 @@ class TorchOps:
     div = unary = to_f32
 
 
+SUB_BOX = 64                # the side of the boxes the bounds classify first (a divisor of the tiles' sides)
+
+
 def build_table(mask: Expr, scalars: dict, tensors: dict, sq: int, sk: int, bm: int, bn: int, batch: int,
-                heads: int, causal: bool, xp=None):
+                heads: int, causal: bool, xp=None, stats: dict | None = None):
     """The block table (the module's layout) of `mask` with the runtime scalars' values `scalars` and the captured
     tensors `tensors` (name -> numpy array, or torch tensor on the GPU with xp=torch), over an Sq x Sk problem of
     `batch` x `heads` heads and bm x bn tiles, the causal mask (bottom-right) with it where `causal`. Returns an int32
-    array of xp (numpy by default)."""
-    import numpy as np
-    torch = xp if xp is not None and xp.__name__ == "torch" else None
-    if torch is not None:
-        device = next((v.device for v in tensors.values()), torch.device("cuda"))
-        ops = TorchOps(torch, device)
-        arange = lambda n: torch.arange(n, device=device)                                      # noqa: E731
-    else:
-        from .expr import NumpyOps
-        ops, arange = NumpyOps, np.arange
+    array of xp (numpy by default).
+
+    In two steps: the bounds (warploom.score.bounds, reading a tensor's element where its index is one value over the
+    box) classify every g x g box at once (g = gcd(bm, bn, SUB_BOX)), so a block pattern read at q_idx // 64 is
+    settled without evaluating a single score's mask; only the boxes they leave open (partial, or an index that is
+    not one value) are evaluated at every (row, key), a chunk of boxes at a time. `stats`, where given, gets the
+    counts of boxes (`boxes`) and of boxes evaluated per element (`evaluated`)."""
+    from .bounds import classify
+    a = _Arrays(xp, tensors)
+    ops = a.ops
+    g = math.gcd(bm, bn, SUB_BOX)
+    ms, ns = -(-sq // g), -(-sk // g)
     mblocks, nblocks = -(-sq // bm), -(-sk // bn)
     dims = table_dims(mask, batch, heads)
-    table = (torch.zeros((*dims, mblocks, nblocks + 1), dtype=torch.int32, device=device) if torch is not None
-             else np.zeros((*dims, mblocks, nblocks + 1), np.int32))
-    keys = arange(nblocks * bn)[None, :]
-    chunk = max(1, TABLE_CHUNK // (bm * nblocks * bn))
-    for bi in range(dims[0]):
-        for hi in range(dims[1]):
-            for m0 in range(0, mblocks, chunk):
-                m1 = min(mblocks, m0 + chunk)
-                rows = arange(m1 * bm)[m0 * bm:, None]
-                valid = (rows < sq) & (keys < sk)
-                if causal:
-                    valid = valid & (keys <= rows + (sk - sq))
-                env = {"b": bi, "h": hi, **scalars}
-                if torch is not None:           # torch's functions take a tensor first: 0-d ones for the values
-                    env = {n: ops.const(v, "i32") for n, v in env.items()}
-                env.update({"q_idx": rows.clip(max=sq - 1) if torch is None else rows.clamp(max=sq - 1),
-                            "kv_idx": keys.clip(max=sk - 1) if torch is None else keys.clamp(max=sk - 1), **tensors})
-                kept = evaluate(mask, env, ops)
-                kept = (kept & valid) if torch is None else torch.logical_and(kept, valid)
-                seen = kept | ~valid
-                shape = (m1 - m0, bm, nblocks, bn)
-                some = kept.reshape(shape).any(axis=1).any(axis=2) if torch is None else \
-                    kept.reshape(shape).any(dim=1).any(dim=2)
-                every = seen.reshape(shape).all(axis=1).all(axis=2) if torch is None else \
-                    seen.reshape(shape).all(dim=1).all(dim=2)
-                _fill(table[bi, hi, m0:m1], some, every, torch)
+    table = a.zeros((*dims, mblocks, nblocks + 1), "i32")
+    r0, k0 = a.arange(ms)[:, None] * g, a.arange(ns)[None, :] * g
+    r1, k1 = a.at_most(r0 + (g - 1), sq - 1), a.at_most(k0 + (g - 1), sk - 1)
+    shift = sk - sq
+    seen_may = (k0 <= r1 + shift) if causal else a.full((1, 1), True)        # a (row, key) of the box is valid
+    nb, nh = dims
+    values = a.values(scalars)
+    bh = {"b": a.arange(nb)[:, None, None, None], "h": a.arange(nh)[None, :, None, None]}    # every (b, h) at once
+    box = {"q_idx": (r0, r1), "kv_idx": (k0, k1), **{n: (v, v) for n, v in bh.items()}}
+    may, must = classify(mask, box, values, ops, known_tensors=tensors)
+    shape = (nb, nh, ms, ns)
+    may, must = a.grid(may, shape), a.grid(must, shape)
+    some = must & seen_may                                          # every valid (row, key) kept, and there is one
+    every = must | ~seen_may                                        # vacuous where no (row, key) is valid
+    open_ = may & seen_may & ~must
+    ob, oh, i, j = a.nonzero(open_)
+    counts = {"boxes": nb * nh * ms * ns, "evaluated": int(i.shape[0])}
+    step = max(1, TABLE_CHUNK // (g * g))
+    for c0 in range(0, counts["evaluated"], step):                  # the open boxes, per element
+        at = (ob[c0:c0 + step], oh[c0:c0 + step], i[c0:c0 + step], j[c0:c0 + step])
+        rows = at[2][:, None, None] * g + a.arange(g)[None, :, None]
+        keys = at[3][:, None, None] * g + a.arange(g)[None, None, :]
+        valid = (rows < sq) & (keys < sk)
+        if causal:
+            valid = valid & (keys <= rows + shift)
+        env = {**values, "b": at[0][:, None, None], "h": at[1][:, None, None], "q_idx": a.at_most(rows, sq - 1),
+               "kv_idx": a.at_most(keys, sk - 1), **tensors}
+        kept = a.grid(evaluate(mask, env, ops), tuple(valid.shape)) & valid
+        some[at] = a.reduce(kept, "any")
+        every[at] = a.reduce(kept | ~valid, "all")
+    tiles = (nb * nh * mblocks, bm // g, nblocks, bn // g)
+    _fill(table.reshape(nb * nh * mblocks, nblocks + 1), a.blocks(some.reshape(nb * nh * ms, ns), ms, tiles, False, "any"),
+          a.blocks(every.reshape(nb * nh * ms, ns), ms, tiles, True, "all"), a.torch)
+    if stats is not None:
+        stats.update(counts)
     return table
+
+
+class _Arrays:
+    """What build_table needs of numpy or torch (on the captured tensors' GPU), the differences kept here."""
+
+    def __init__(self, xp, tensors: dict):
+        import numpy as np
+        self.np = np
+        self.torch = xp if xp is not None and xp.__name__ == "torch" else None
+        if self.torch is not None:
+            self.device = next((v.device for v in tensors.values()), self.torch.device("cuda"))
+            self.ops = TorchOps(self.torch, self.device)
+        else:
+            from .expr import NumpyOps
+            self.ops = NumpyOps
+
+    def arange(self, n):
+        t = self.torch
+        return t.arange(n, device=self.device) if t is not None else self.np.arange(n)
+
+    def zeros(self, shape, type_):
+        t = self.torch
+        if t is not None:
+            return t.zeros(shape, dtype=t.int32, device=self.device)
+        return self.np.zeros(shape, self.np.int32)
+
+    def full(self, shape, value: bool):
+        t = self.torch
+        return t.full(shape, value, device=self.device) if t is not None else self.np.full(shape, value)
+
+    def at_most(self, x, top: int):
+        return x.clamp(max=top) if self.torch is not None else self.np.minimum(x, top)
+
+    def values(self, env: dict) -> dict:
+        """Python ints as the namespace takes them (torch's functions take a tensor first: 0-d ones)."""
+        return {n: self.ops.const(v, "i32") for n, v in env.items()} if self.torch is not None else env
+
+    def grid(self, x, shape: tuple):
+        """x (a scalar or an array that broadcasts) as a writable bool array of `shape`."""
+        if self.torch is not None:
+            x = x if isinstance(x, self.torch.Tensor) else self.torch.tensor(bool(x), device=self.device)
+            return x.to(self.torch.bool).expand(shape).clone()
+        return self.np.broadcast_to(self.np.asarray(x, bool), shape).copy()
+
+    def nonzero(self, x) -> tuple:
+        return self.torch.nonzero(x, as_tuple=True) if self.torch is not None else self.np.nonzero(x)
+
+    def reduce(self, x, how: str):
+        """any / all over a chunk's rows and keys ([boxes, g, g] -> [boxes])."""
+        flat = x.reshape(x.shape[0], -1)
+        if self.torch is not None:
+            return flat.any(dim=1) if how == "any" else flat.all(dim=1)
+        return flat.any(axis=1) if how == "any" else flat.all(axis=1)
+
+    def blocks(self, x, ms: int, shape: tuple, pad: bool, how: str):
+        """[P * ms, ns] per box (P row sets of ms boxes) -> [P * M, N] per tile block: each row set padded with `pad`
+        to whole tiles (shape: (P * M, bm / g, N, bn / g)), reduced by any / all."""
+        p = x.shape[0] // ms
+        rows, cols = shape[0] // p * shape[1], shape[2] * shape[3]
+        if self.torch is not None:
+            full = self.torch.full((p, rows, cols), pad, device=self.device)
+            full[:, :ms, :x.shape[1]] = x.reshape(p, ms, x.shape[1])
+            r = full.reshape(shape)
+            return r.any(dim=3).any(dim=1) if how == "any" else r.all(dim=3).all(dim=1)
+        full = self.np.full((p, rows, cols), pad)
+        full[:, :ms, :x.shape[1]] = x.reshape(p, ms, x.shape[1])
+        r = full.reshape(shape)
+        return r.any(axis=(1, 3)) if how == "any" else r.all(axis=(1, 3))
 
 
 def _fill(rows, some, every, torch) -> None:

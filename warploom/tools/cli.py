@@ -683,6 +683,12 @@ def _explain_mods(spec, variant, seqlen: int | None) -> None:
     mods = spec.mods
     print(f"modifiers: {mods.text}")
     print(f"scalar parameters: {', '.join(f'{n} ({t})' for n, t in mods.params()) or 'none'}")
+    if mods.tabled:
+        from warploom.score.table import positional_loads
+        print(f"block sparsity: a block table (docs/attention-variants.md \"Block tables\"), built from the values of "
+              f"{', '.join(positional_loads(mods.mask, mods.sorted))} at the call, once per problem size and tensor "
+              "version; its density depends on them")
+        return
     if seqlen is None or mods.mask is None:
         return
     from warploom.score.bounds import block_table
