@@ -155,6 +155,16 @@ def _table_keep() -> np.ndarray:
     return ((cells == 1) | ((cells == 2) & random)).astype(np.int32)
 
 
+# also in the "mods" family: a bidirectional prefix of its own length per batch row (prefix[b], read at b only: one
+# value over a tile, which the kernel's bounds read), batch row 0's 40 keys inside key block 0, row 1's 200 past it
+MODS_PREFIX_CASES = [("sm_90a", "bf16", 64, False, 2, 300, 300, 2, 1, "bshd")]
+MODS_PREFIX = np.array([40, 200], np.int32)
+
+
+def _prefix_per_batch(b, h, q_idx, kv_idx, prefix):
+    return (kv_idx <= q_idx) | (kv_idx < prefix[b])
+
+
 def _kept(b, h, q_idx, kv_idx, keep):
     return keep[h, q_idx, kv_idx] != 0
 
@@ -237,6 +247,7 @@ def probe(families=FAMILIES) -> dict:
     attention += [(*case, False, "mods") for case in (MODS_CASES if "mods" in families else ())]
     attention += [(*case, False, "sorted") for case in (MODS_SORTED_CASES if "mods" in families else ())]
     attention += [(*case, False, "table") for case in (MODS_TABLE_CASES if "mods" in families else ())]
+    attention += [(*case, False, "prefix") for case in (MODS_PREFIX_CASES if "mods" in families else ())]
     for target, dtype, d, causal, bsz, sq, sk, hq, hkv, layout, grow, options in attention:
         from warploom.emulate import emulate_attention
         from warploom.emulate.judge import judge_attention
@@ -271,6 +282,12 @@ def probe(families=FAMILIES) -> dict:
             mods, _ = trace_mods(None, _kept, scalars)
             options = {"mods": mods}
             where += " a block table's mask"
+        if options == "prefix":
+            from warploom.score import trace_mods
+            scalars = {"prefix": MODS_PREFIX}
+            mods, _ = trace_mods(None, _prefix_per_batch, scalars)
+            options = {"mods": mods}
+            where += " a prefix per batch row"
         plan = (functools.partial(planned_sm100_attention, shared_kv=shared, **(options or {})) if target == "sm_100a"
                 else functools.partial(planned_attention_program, **(options or {})))
         for seed, order in INTERLEAVINGS:

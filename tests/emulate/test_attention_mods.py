@@ -268,3 +268,33 @@ def test_ids_declared_sorted_out_of_order_are_refused():
     q, k, v = inputs("bf16", 64, 1, 10, 10, 1, 1, "bshd", np.random.default_rng(1))
     with pytest.raises(ValueError, match=r"doc_id\[3\] = 1 > doc_id\[4\] = 0"):
         emulate_attention(q, k, v, causal=True, layout="bshd", program=program, scalars=scalars)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_a_tensor_read_per_batch_row_bounds_the_walk(target):
+    """prefix[b] (a bidirectional prefix of its own length per batch row, read at b only) is one value over a tile,
+    so the kernel's bounds read it (warploom.score.bounds `Known`): each tile walks from the first to the last key
+    block its rows keep, per batch row, as the TMA loads show; the float64 reference's output."""
+    def prefix_per_batch(b, h, q_idx, kv_idx, prefix):
+        return (kv_idx <= q_idx) | (kv_idx < prefix[b])
+    prefix = np.array([50, 300], np.int32)
+    sq = sk = 400
+    scalars = {"prefix": prefix}
+    mods, _ = trace_mods(None, prefix_per_batch, scalars)
+    assert not mods.tabled
+    plan = planned_attention_program if target == "sm_90a" else planned_sm100_attention
+    program = plan("bf16", 64, False, mods=mods)
+    bm = program.attrs["tile"][0]
+    q, k, v = inputs("bf16", 64, 2, sq, sk, 2, 1, "bshd", np.random.default_rng(9))
+    report = []
+    out, lse = emulate_attention(q, k, v, layout="bshd", program=program, scalars=scalars, report=report)
+    verdict = judge_attention(out, lse, q, k, v, "bf16", False, "bshd", mods=mods, scalars=scalars)
+    assert verdict.ok, verdict.problem
+    rows, keys = np.meshgrid(np.arange(sq), np.arange(sk), indexing="ij")
+    expected = 0
+    for b in range(2):
+        kept = (keys <= rows) | (keys < prefix[b])
+        for i in range(0, sq, bm):
+            some = [j for j in range(0, sk, 128) if kept[i:i + bm, j:j + 128].any()]
+            expected += 2 * (bm // 128 + 2 * ((some[-1] - some[0]) // 128 + 1))          # 2 heads
+    assert report[0].stats["tma_loads"] == expected

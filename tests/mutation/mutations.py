@@ -470,6 +470,11 @@ MUTATIONS: list[Mutation] = [
              "ones the mask drops: every box evaluated per element is full and left unmasked",
              "warploom/score/table.py", 'every[at] = a.reduce(kept | ~valid, "all")',
              'every[at] = a.reduce(kept | valid, "all")', ("mods",)),
+    Mutation("known-load-first-element",
+             "a captured tensor read at b or h only (prefix[b]) is bounded by its first element whatever the batch "
+             "row: a row whose prefix is longer skips key blocks it keeps",
+             "warploom/score/bounds.py", "value = self.o.load(tensor.value, [lo for lo, _ in index], type_)",
+             'value = self.o.load(tensor.value, [self.o.const(0, "i32") for _ in index], type_)', ("mods",)),
     Mutation("table-known-load-not-one-value",
              "the table's bounds read a captured tensor's element at the low end of an index interval that spans "
              "several values, as if it were the only one: boxes of an element mask are settled from one element",

@@ -50,7 +50,7 @@ from warploom.lowering.emit.staging import granule_runs
 from warploom.runtime import rules
 from warploom.runtime.artifact import TensorMapSpec
 from warploom.score import ModError, ScoreMods, evaluate
-from warploom.score.bounds import classify, clipped
+from warploom.score.bounds import Known, classify, clipped
 from warploom.score.table import ENTRY_SCALE, FULL_BIT
 from warploom.score.expr import param_name, stride_name
 
@@ -388,7 +388,8 @@ class AttentionLowering(KernelLowering):
         ends = self._sorted_ends(env)
         if ends:                                         # the tile's rows are clipped once (`_tile_rows`)
             box = {**clipped(box, self.args["Sq"], self.args["Sk"], ops), **({} if rows else {"q_idx": box["q_idx"]})}
-        return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ops, ends)
+        known = {n: Known(env[n]) for n in self.mods.mask.tensors() if n not in ends}    # read at b, h: one element
+        return classify(self.mods.mask, box, {n: env[n] for n, _ in self.mods.scalars}, ops, ends, known)
 
     def _sorted_ends(self, env: dict) -> dict:
         """The captured tensors declared non-decreasing that the mask reads (bounded by their values at the ends)."""

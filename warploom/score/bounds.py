@@ -130,7 +130,11 @@ class IntervalOps:
         if type_ != "i32":
             return UNKNOWN
         if isinstance(tensor, Known) and all(i is not UNKNOWN for i in index):
-            return self._known_load(tensor, index, type_)
+            if all(lo is hi for lo, hi in index):       # indexed by b, h and scalars only: one element
+                value = self.o.load(tensor.value, [lo for lo, _ in index], type_)
+                return value, value
+            if tensor.shape is not None:
+                return self._known_load(tensor, index, type_)
         if isinstance(tensor, Sorted) and all(i is not UNKNOWN for i in index):
             head = [i[0] for i in index[:-1]]
             lo, hi = index[-1]
@@ -154,12 +158,14 @@ class IntervalOps:
 
 
 class Known:
-    """A captured tensor's value (numpy or torch) and shape that the bounds may read at a single index (the host's
-    block table: warploom.score.table)."""
+    """A captured tensor's value as the base namespace loads it, which the bounds read where an index is one value:
+    always where every index interval is one and the same value (`prefix[b]`: the kernel's boxes), and with its
+    `shape` (numpy or torch arrays: the host's block table, warploom.score.table) also where the interval's ends are
+    equal, box by box."""
     __slots__ = ("value", "shape")
 
-    def __init__(self, value):
-        self.value, self.shape = value, tuple(value.shape)
+    def __init__(self, value, shape: tuple | None = None):
+        self.value, self.shape = value, shape
 
 
 class Sorted:
@@ -208,7 +214,10 @@ def classify(mask: Expr, box: dict, scalars: dict, base, sorted_tensors: dict | 
     def tensor(name):
         if name in sorted_tensors:
             return Sorted(sorted_tensors[name])
-        return Known(known_tensors[name]) if name in known_tensors else None
+        if name not in known_tensors:
+            return None
+        value = known_tensors[name]
+        return value if isinstance(value, Known) else Known(value, tuple(value.shape))
     env = {**box, **{name: (v, v) for name, v in scalars.items()}, **{name: tensor(name) for name in mask.tensors()}}
     if mask.type != "bool":
         raise ValueError(f"classify: a mask is boolean, got {mask.type}")
