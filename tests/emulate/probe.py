@@ -142,10 +142,11 @@ def _same_document(b, h, q_idx, kv_idx, doc_id):
 # also in the "mods" family: a mask read per element from a captured [2, 200, 300] tensor whose 128 x 128 cells are
 # empty, full or random, other ones per head (head 0: full, empty, random / empty, full, empty; head 1: empty, random,
 # full / full, empty, random), which the host's block table lists (warploom.score.table: each query tile walks its
-# listed key blocks, the full ones unmasked; on sm_90a's 128-row tiles each head walks other blocks and the full
-# ones are not the partial ones); GQA 2/1, both targets
-MODS_TABLE_CASES = [("sm_90a", "bf16", 64, True, 1, 200, 300, 2, 1, "bshd"),
-                    ("sm_100a", "bf16", 64, False, 1, 200, 300, 2, 1, "bshd")]
+# listed key blocks, the full ones unmasked; on sm_90a's 128-row tiles each head walks other blocks, and head 1's
+# random cell (0, 1) is a block inside the problem, off any diagonal: masked only because it is not listed full);
+# GQA 2/1, sm_90a without the causal mask, sm_100a with it
+MODS_TABLE_CASES = [("sm_90a", "bf16", 64, False, 1, 200, 300, 2, 1, "bshd"),
+                    ("sm_100a", "bf16", 64, True, 1, 200, 300, 2, 1, "bshd")]
 TABLE_KINDS = np.array([[[1, 0, 2], [0, 1, 0]], [[0, 2, 1], [1, 0, 2]]])      # 0 empty, 1 full, 2 random
 
 
