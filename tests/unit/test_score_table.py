@@ -132,3 +132,30 @@ def test_an_element_mask_is_evaluated_per_element():
     stats = {}
     build_table(mods.mask, {}, {"keep": keep}, 130, 130, 128, 128, 1, 1, False, stats=stats)
     assert stats == {"boxes": 9, "evaluated": 9}
+
+
+def test_boxes_follow_the_tiles_sides():
+    """Head dim 256's 128 x 80 tiles: boxes of 64 rows by 16 keys (gcd with 64 per side), so a pattern of 64 x 16
+    blocks is settled by the bounds alone; the table is the brute force's. A table built a few box rows at a time
+    (TABLE_CHUNK small) is the same."""
+    from warploom.score import table as table_module
+    rng = np.random.default_rng(4)
+    sq, sk = 300, 250
+    pattern = (rng.random((2, -(-sq // 64), -(-sk // 16))) < 0.4).astype(np.int32)
+    mods = trace_mods(None, lambda b, h, q_idx, kv_idx, pattern: pattern[h, q_idx // 64, kv_idx // 16] != 0,
+                      {"pattern": pattern})[0]
+    stats = {}
+    table = build_table(mods.mask, {}, {"pattern": pattern}, sq, sk, 128, 80, 1, 2, True, stats=stats)
+    assert stats == {"boxes": 2 * 5 * 16, "evaluated": 0}
+    rows, keys = np.meshgrid(np.arange(sq), np.arange(sk), indexing="ij")
+    want = brute_force(pattern[:, rows // 64, keys // 16], sq, sk, 128, 80, True)
+    for h in range(2):
+        for m, listed in enumerate(want[h]):
+            assert table[0, h, m, :1 + len(listed)].tolist() == [len(listed)] + [
+                n * ENTRY_SCALE + (FULL_BIT if full else 0) for n, full in listed]
+    old = table_module.TABLE_CHUNK
+    try:
+        table_module.TABLE_CHUNK = 40                     # 2 box rows a chunk
+        assert np.array_equal(build_table(mods.mask, {}, {"pattern": pattern}, sq, sk, 128, 80, 1, 2, True), table)
+    finally:
+        table_module.TABLE_CHUNK = old

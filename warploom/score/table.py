@@ -16,9 +16,9 @@ keeps every key of it for every row, so it is not applied there), kb increasing.
 problem's rows and keys (< Sq, < Sk) that the causal mask keeps, so the kernel's causal trip and ragged edges hold.
 
 Built with numpy (the emulator, tests: `build_table`) or torch on the GPU (`build_table(..., xp=torch)`), by the
-same code over an array namespace, in two steps: the bounds classify every 64 x 64 box at once, reading a tensor's
-element where its index is one value over the box (a block pattern at q_idx // 64 is settled there), and only the
-boxes they leave open are evaluated at every (row, key).
+same code over an array namespace, in two steps: the bounds classify every 64 x 64 box (64 x 16 beside 80-key
+blocks), reading a tensor's element where its index is one value over the box (a block pattern at q_idx // 64 is
+settled there), and only the boxes they leave open are evaluated at every (row, key).
 """
 from __future__ import annotations
 
@@ -96,53 +96,68 @@ def build_table(mask: Expr, scalars: dict, tensors: dict, sq: int, sk: int, bm: 
     array of xp (numpy by default).
 
     In two steps: the bounds (warploom.score.bounds, reading a tensor's element where its index is one value over the
-    box) classify every g x g box at once (g = gcd(bm, bn, SUB_BOX)), so a block pattern read at q_idx // 64 is
-    settled without evaluating a single score's mask; only the boxes they leave open (partial, or an index that is
-    not one value) are evaluated at every (row, key), a chunk of boxes at a time. `stats`, where given, gets the
-    counts of boxes (`boxes`) and of boxes evaluated per element (`evaluated`)."""
-    from .bounds import classify
+    box) classify every gh x gw box (gh = gcd(bm, SUB_BOX), gw = gcd(bn, SUB_BOX)), so a block pattern read at
+    q_idx // 64 is settled without evaluating a single score's mask; only the boxes they leave open (partial, or an
+    index that is not one value) are evaluated at every (row, key). Both steps go a chunk of TABLE_CHUNK values at a
+    time. `stats`, where given, gets the counts of boxes (`boxes`) and of boxes evaluated per element
+    (`evaluated`)."""
     a = _Arrays(xp, tensors)
-    ops = a.ops
-    g = math.gcd(bm, bn, SUB_BOX)
-    ms, ns = -(-sq // g), -(-sk // g)
+    gh, gw = math.gcd(bm, SUB_BOX), math.gcd(bn, SUB_BOX)
+    ms, ns = -(-sq // gh), -(-sk // gw)
     mblocks, nblocks = -(-sq // bm), -(-sk // bn)
-    dims = table_dims(mask, batch, heads)
-    table = a.zeros((*dims, mblocks, nblocks + 1), "i32")
-    r0, k0 = a.arange(ms)[:, None] * g, a.arange(ns)[None, :] * g
-    r1, k1 = a.at_most(r0 + (g - 1), sq - 1), a.at_most(k0 + (g - 1), sk - 1)
+    nb, nh = table_dims(mask, batch, heads)
+    table = a.zeros((nb, nh, mblocks, nblocks + 1), "i32")
+    some, every = a.full((nb, nh, ms, ns), False), a.full((nb, nh, ms, ns), True)
+    counts = {"boxes": nb * nh * ms * ns, "evaluated": 0}
+    rows_at_once = max(1, TABLE_CHUNK // (nb * nh * ns))
+    for m0 in range(0, ms, rows_at_once):
+        m1 = min(ms, m0 + rows_at_once)
+        counts["evaluated"] += _classify_boxes(a, mask, scalars, tensors, some, every, (m0, m1), (gh, gw), sq, sk,
+                                               causal)
+    tiles = (nb * nh * mblocks, bm // gh, nblocks, bn // gw)
+    _fill(table.reshape(nb * nh * mblocks, nblocks + 1), a.blocks(some.reshape(nb * nh * ms, ns), ms, tiles, False, "any"),
+          a.blocks(every.reshape(nb * nh * ms, ns), ms, tiles, True, "all"), a.torch)
+    if stats is not None:
+        stats.update(counts)
+    return table
+
+
+def _classify_boxes(a, mask, scalars, tensors, some, every, box_rows, box, sq, sk, causal) -> int:
+    """Box rows m0 .. m1 - 1 of `some` / `every` ([B', H', box rows, box columns]: a kept (row, key) in the box; every
+    valid one kept): the bounds first, then the open boxes per element. Returns how many were evaluated so."""
+    from .bounds import classify
+    (m0, m1), (gh, gw) = box_rows, box
+    nb, nh, _, ns = some.shape
+    ops = a.ops
+    r0, k0 = a.arange(m1)[m0:, None] * gh, a.arange(ns)[None, :] * gw
+    r1, k1 = a.at_most(r0 + (gh - 1), sq - 1), a.at_most(k0 + (gw - 1), sk - 1)
     shift = sk - sq
     seen_may = (k0 <= r1 + shift) if causal else a.full((1, 1), True)        # a (row, key) of the box is valid
-    nb, nh = dims
     values = a.values(scalars)
     bh = {"b": a.arange(nb)[:, None, None, None], "h": a.arange(nh)[None, :, None, None]}    # every (b, h) at once
-    box = {"q_idx": (r0, r1), "kv_idx": (k0, k1), **{n: (v, v) for n, v in bh.items()}}
-    may, must = classify(mask, box, values, ops, known_tensors=tensors)
-    shape = (nb, nh, ms, ns)
+    bounds = {"q_idx": (r0, r1), "kv_idx": (k0, k1), **{n: (v, v) for n, v in bh.items()}}
+    may, must = classify(mask, bounds, values, ops, known_tensors=tensors)
+    shape = (nb, nh, m1 - m0, ns)
     may, must = a.grid(may, shape), a.grid(must, shape)
-    some = must & seen_may                                          # every valid (row, key) kept, and there is one
-    every = must | ~seen_may                                        # vacuous where no (row, key) is valid
-    open_ = may & seen_may & ~must
-    ob, oh, i, j = a.nonzero(open_)
-    counts = {"boxes": nb * nh * ms * ns, "evaluated": int(i.shape[0])}
-    step = max(1, TABLE_CHUNK // (g * g))
-    for c0 in range(0, counts["evaluated"], step):                  # the open boxes, per element
+    chunk_some = must & seen_may                                    # every valid (row, key) kept, and there is one
+    chunk_every = must | ~seen_may                                  # vacuous where no (row, key) is valid
+    ob, oh, i, j = a.nonzero(may & seen_may & ~must)
+    step = max(1, TABLE_CHUNK // (gh * gw))
+    for c0 in range(0, int(i.shape[0]), step):                      # the open boxes, per element
         at = (ob[c0:c0 + step], oh[c0:c0 + step], i[c0:c0 + step], j[c0:c0 + step])
-        rows = at[2][:, None, None] * g + a.arange(g)[None, :, None]
-        keys = at[3][:, None, None] * g + a.arange(g)[None, None, :]
+        rows = (at[2][:, None, None] + m0) * gh + a.arange(gh)[None, :, None]
+        keys = at[3][:, None, None] * gw + a.arange(gw)[None, None, :]
         valid = (rows < sq) & (keys < sk)
         if causal:
             valid = valid & (keys <= rows + shift)
         env = {**values, "b": at[0][:, None, None], "h": at[1][:, None, None], "q_idx": a.at_most(rows, sq - 1),
                "kv_idx": a.at_most(keys, sk - 1), **tensors}
         kept = a.grid(evaluate(mask, env, ops), tuple(valid.shape)) & valid
-        some[at] = a.reduce(kept, "any")
-        every[at] = a.reduce(kept | ~valid, "all")
-    tiles = (nb * nh * mblocks, bm // g, nblocks, bn // g)
-    _fill(table.reshape(nb * nh * mblocks, nblocks + 1), a.blocks(some.reshape(nb * nh * ms, ns), ms, tiles, False, "any"),
-          a.blocks(every.reshape(nb * nh * ms, ns), ms, tiles, True, "all"), a.torch)
-    if stats is not None:
-        stats.update(counts)
-    return table
+        chunk_some[at] = a.reduce(kept, "any")
+        chunk_every[at] = a.reduce(kept | ~valid, "all")
+    some[:, :, m0:m1] = chunk_some
+    every[:, :, m0:m1] = chunk_every
+    return int(i.shape[0])
 
 
 class _Arrays:
@@ -199,7 +214,7 @@ class _Arrays:
 
     def blocks(self, x, ms: int, shape: tuple, pad: bool, how: str):
         """[P * ms, ns] per box (P row sets of ms boxes) -> [P * M, N] per tile block: each row set padded with `pad`
-        to whole tiles (shape: (P * M, bm / g, N, bn / g)), reduced by any / all."""
+        to whole tiles (shape: (P * M, bm / gh, N, bn / gw)), reduced by any / all."""
         p = x.shape[0] // ms
         rows, cols = shape[0] // p * shape[1], shape[2] * shape[3]
         if self.torch is not None:
