@@ -18,6 +18,7 @@ library (numpy only inside NumpyOps).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from dataclasses import dataclass
@@ -430,7 +431,7 @@ class ScoreMods:
     def __bool__(self) -> bool:
         return self.score is not None or self.mask is not None
 
-    @property
+    @functools.cached_property
     def tabled(self) -> bool:
         """Whether the mask's key blocks come from a block table built on the host (warploom.score.table: a mask
         reading an unsorted captured tensor at a position) rather than from its bounds."""
