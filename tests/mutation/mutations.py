@@ -457,7 +457,13 @@ MUTATIONS: list[Mutation] = [
     # ---- a mask's block table (warploom.score.table; AttentionLowering._table_row) ----
     Mutation("table-full-bit-ignored",
              "every block a tabled mask's table lists is taken as full: the mask is not applied on its partial "
-             "blocks", ATTN, 'may = b.or_(may, b.cmp("eq", full, c(0)))', "may = may", ("mods",)),
+             "blocks", ATTN, 'full = b.cmp("ne", b.and_(self._table_entry(ctx.loop), c(FULL_BIT)), c(0))',
+             "full = self._true()", ("mods",)),
+    Mutation("full-block-edge-unlimited",
+             "a full block on the causal diagonal or the ragged edge skips its limits along with the mask: keys "
+             "above the diagonal or past Sk are seen", ATTN,
+             "scf.YieldOp(self._seen(vals, ch, rows, first, shift, False))\n                with",
+             "scf.YieldOp(vals)\n                with", ("mods",)),
     Mutation("table-entry-from-the-count",
              "a tile's first key block is read from its row's count (the entries one place early): the walk takes "
              "other blocks than the table lists", ATTN, "at = b.add(b.add(self.table_row, b.const(1)), loop.kt)",
@@ -513,8 +519,7 @@ MUTATIONS: list[Mutation] = [
              ("mods",)),
     Mutation("sparse-partial-block-unmasked",
              "a block that may keep a key is taken as full: the mask modifier is skipped on partial blocks",
-             ATTN, "may = b.or_(may, b.xor(self._block_class(kt, kt)[1], self._true()))",
-             "may = b.or_(may, b.xor(self._block_class(kt, kt)[0], self._true()))", ("mods",)),
+             ATTN, "full = self._block_class(kt, kt)[1]", "full = self._block_class(kt, kt)[0]", ("mods",)),
     Mutation("bounds-compare-ends-swapped",
              "the bounds of x <= y over a box compare x's upper end with y's lower for may (and the other two for "
              "must) instead of the reverse: a block whose smallest key is past some row's limit is called empty",

@@ -930,8 +930,10 @@ class AttentionLowering(KernelLowering):
         filled with zeros), when causal keys > row + Sk - Sq (bottom-right), and where the mask modifier is false.
         Only a block that may hold such a column pays: the block condition is uniform over the Q tile (its first row
         has the smallest causal limit; the mask modifier's bounds over the tile's rows and the block's keys,
-        `_block_class`, say whether every key is kept); the thread's rows and keys are computed inside that branch
-        only. A score modifier (`_modified`) comes first, where the kernel has one."""
+        `_block_class`, or the block table's entry say whether every key is kept: `full`); the thread's rows and keys
+        are computed inside that branch only, and a full block there (on the diagonal or the ragged edge) applies
+        its limits without evaluating the mask. A score modifier (`_modified`) comes first, where the kernel has
+        one."""
         b, c = self.b, self.b.const
         a = self.args
         if self.mods.score is not None:
@@ -943,33 +945,48 @@ class AttentionLowering(KernelLowering):
         shift = b.sub(a["Sk"], a["Sq"])                       # the causal diagonal's offset: key <= row + shift
         if self.causal:
             may = b.or_(may, b.cmp("sgt", kv_end, b.add(b.add(self._tile_row0(tile), shift), c(1))))
+        full = None                                      # the mask keeps every valid key of the block
         if self.table:                                   # the entry says whether the block is full
-            full = b.and_(self._table_entry(ctx.loop), c(FULL_BIT))
-            may = b.or_(may, b.cmp("eq", full, c(0)))
+            full = b.cmp("ne", b.and_(self._table_entry(ctx.loop), c(FULL_BIT)), c(0))
         elif mask is not None:
-            may = b.or_(may, b.xor(self._block_class(kt, kt)[1], self._true()))
+            full = self._block_class(kt, kt)[1]
+        if full is not None:
+            may = b.or_(may, b.xor(full, self._true()))
         op = scf.IfOp(may, [b.f32] * len(vals), has_else=True)
         with ir.InsertionPoint(op.then_block):
             rows, first = self._thread_keys(ctx, tile, kt)
-            ops = ModOps(b)
-            env = self._mod_env()
-            out = list(vals)
-            for row, columns in zip(rows, ch.rows):
-                limit = a["Sk"]                                            # keys < limit are seen
-                if self.causal:
-                    limit = b.mins(limit, b.add(b.add(row, shift), c(1)))
-                room = b.sub(limit, first)                                 # column offsets < room are seen
-                q_idx = self._mod_index(row, "Sq") if mask is not None else None
-                for i, offset in columns:
-                    seen = b.cmp("slt", c(offset), room)
-                    if mask is not None:
-                        at = {**env, "q_idx": q_idx, "kv_idx": self._mod_index(b.add(first, c(offset)), "Sk")}
-                        seen = b.and_(seen, evaluate(mask, at, ops))
-                    out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
-            scf.YieldOp(out)
+            if full is None:
+                scf.YieldOp(self._seen(vals, ch, rows, first, shift, False))
+            else:                                        # a full block on an edge: its limits, not the mask
+                edge = scf.IfOp(full, [b.f32] * len(vals), has_else=True)
+                with ir.InsertionPoint(edge.then_block):
+                    scf.YieldOp(self._seen(vals, ch, rows, first, shift, False))
+                with ir.InsertionPoint(edge.else_block):
+                    scf.YieldOp(self._seen(vals, ch, rows, first, shift, True))
+                scf.YieldOp(list(edge.results))
         with ir.InsertionPoint(op.else_block):
             scf.YieldOp(vals)
         return list(op.results)
+
+    def _seen(self, vals: list, ch, rows: list, first: ir.Value, shift: ir.Value, masked: bool) -> list:
+        """`vals` with -inf where the thread's column is past Sk, above the causal diagonal, or (`masked`) where the
+        mask modifier drops it."""
+        b, c, a = self.b, self.b.const, self.args
+        ops, env = ModOps(b), self._mod_env()
+        out = list(vals)
+        for row, columns in zip(rows, ch.rows):
+            limit = a["Sk"]                                            # keys < limit are seen
+            if self.causal:
+                limit = b.mins(limit, b.add(b.add(row, shift), c(1)))
+            room = b.sub(limit, first)                                 # column offsets < room are seen
+            q_idx = self._mod_index(row, "Sq") if masked else None
+            for i, offset in columns:
+                seen = b.cmp("slt", c(offset), room)
+                if masked:
+                    at = {**env, "q_idx": q_idx, "kv_idx": self._mod_index(b.add(first, c(offset)), "Sk")}
+                    seen = b.and_(seen, evaluate(self.mods.mask, at, ops))
+                out[i] = b.select(seen, vals[i], b.constf(float("-inf")))
+        return out
 
     def _tile_row0(self, tile: int) -> ir.Value:
         """The first query row of Q tile `tile` of the CTA's (the smallest causal limit of the tile)."""
